@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One idempotent set-up for a fresh Debian machine: Bazel (Debian's bazel-bootstrap 4.2.3),
+# the local Bazel repositories it needs offline, and the pinned Python environment in .venv/.
+# Safe to run again: every step checks first and does nothing when already done.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+say() { printf '[setup] %s\n' "$*"; }
+
+if ! command -v bazel >/dev/null 2>&1; then
+  say "installing Debian's bazel-bootstrap (needs root and apt)"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq bazel-bootstrap >/dev/null
+fi
+say "bazel: $(bazel --version 2>/dev/null | head -n1)"
+
+python_bin="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python3 ]; then
+  say "creating .venv with $($python_bin --version)"
+  "$python_bin" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing pinned Python packages from requirements.txt"
+  .venv/bin/python3 -m pip install -q --upgrade pip
+  .venv/bin/python3 -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+.venv/bin/python3 - <<'PY'
+import cv2, numpy, tensorflow as tf
+from tensorflow import estimator  # noqa: F401  (fails loudly if tf.estimator is missing)
+print(f"[setup] python ok: tensorflow {tf.__version__}, numpy {numpy.__version__}, opencv {cv2.__version__}")
+PY
