@@ -1,0 +1,189 @@
+"""One immutable parameter object for the whole library.
+
+`TrainParams` is the public contract: every field is also a command-line flag of
+`//towers:train` with the same name (see `towers/flags.py`), and `build_estimator(params)`
+accepts a dict with these keys. The library never reads absl flags itself, so it works
+without absl.
+
+Units: steps are global steps; learning rates are per step; batch sizes are global
+(summed over towers and, in a cluster, per worker).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+CHOICES = 'choices'
+HELP = 'help'
+PATH = 'path'  # a filesystem path: resolved against the user's working directory by flags.py
+
+
+def _field(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
+           path: bool = False) -> Any:
+  metadata = {HELP: help_text, PATH: path}
+  if choices is not None:
+    metadata[CHOICES] = choices
+  return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainParams:
+  """All knobs of a training run. Construct with `make_params`, which validates."""
+
+  # --- Model -------------------------------------------------------------------------------
+  model: str = _field('c3d_small', 'Network to train.', choices=('c3d_small', 'i3d'))
+  num_classes: int = _field(101, 'Number of output classes.')
+  clip_frames: int = _field(16, 'Frames per clip fed to the network.')
+  crop_size: int = _field(112, 'Height and width of the clip crop, in pixels.')
+  batch_norm: bool = _field(True, 'Use batch normalisation in the network.')
+  bn_update: str = _field(
+      'main', 'Where batch-norm moving statistics come from: the main tower only, or the '
+      'size-weighted mean of all towers.', choices=('main', 'mean'))
+  dropout_keep: float = _field(1.0, 'Keep probability of dropout before the classifier.')
+
+  # --- Towers and devices ------------------------------------------------------------------
+  num_towers: int = _field(
+      0, 'Towers per worker. 0 means one per visible GPU (1 when there is no GPU).')
+  tower_devices: tuple[str, ...] = _field(
+      (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
+      'num_towers virtual CPU devices.')
+  variable_device: str = _field(
+      'cpu', 'Where variables live: cpu (host as parameter server), gpu0 (first tower '
+      'device), balanced (greedy by byte size over tower devices), ps (the cluster\'s ps '
+      'tasks, greedy by byte size).', choices=('cpu', 'gpu0', 'balanced', 'ps'))
+  strategy: str = _field(
+      'towers', 'towers: this library\'s tower model_fn; mirrored: '
+      'tf.distribute.MirroredStrategy on the same devices, for comparison.',
+      choices=('towers', 'mirrored'))
+
+  # --- Optimisation ------------------------------------------------------------------------
+  optimizer: str = _field('momentum', 'Optimizer.',
+                          choices=('momentum', 'sgd', 'adam', 'rmsprop'))
+  momentum: float = _field(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
+  lr_schedule: str = _field(
+      'piecewise', 'Learning-rate schedule.',
+      choices=('piecewise', 'cosine', 'exponential', 'constant'))
+  lr_boundaries: tuple[int, ...] = _field(
+      (10000, 20000, 30000, 40000, 50000),
+      'Piecewise schedule: global steps at which the rate changes.')
+  lr_values: tuple[float, ...] = _field(
+      (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5),
+      'Piecewise schedule: one more value than boundaries. lr_values[0] is also the base '
+      'rate of the cosine, exponential and constant schedules.')
+  lr_decay_steps: int = _field(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
+  lr_decay_rate: float = _field(0.5, 'Exponential schedule: factor per lr_decay_steps.')
+  warmup_steps: int = _field(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
+  lr_reference_batch: int = _field(
+      0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.')
+  weight_decay: float = _field(
+      0.0, 'L2 weight decay: adds weight_decay * sum(l2_loss(w)) over conv/dense kernels '
+      '(variables named w or kernel), once per step.')
+  ema_decay: float = _field(
+      0.0, 'Exponential moving average of the weights (e.g. 0.9999); 0 disables. When on, '
+      'EVAL, PREDICT and export use the averaged weights.')
+  clip_gradient_norm: float = _field(0.0, 'Clip the averaged gradients to this global norm; 0 disables.')
+
+  # --- Run ---------------------------------------------------------------------------------
+  batch_size: int = _field(24, 'Global batch size per worker step, split across the towers.')
+  eval_batch_size: int = _field(0, 'Global evaluation batch size; 0 means batch_size.')
+  max_steps: int = _field(1000, 'Stop training at this global step.')
+  eval_steps: int = _field(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
+  save_checkpoints_steps: int = _field(500, 'Write a checkpoint every this many steps.')
+  keep_checkpoint_max: int = _field(5, 'Checkpoints kept in model_dir.')
+  log_every_steps: int = _field(50, 'Progress line and summaries every this many steps.')
+  throttle_secs: int = _field(0, 'Minimum seconds between evaluations during training.')
+  random_seed: int = _field(0, 'Graph-level random seed.')
+  model_dir: str = _field('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
+  export_savedmodel: bool = _field(True, 'Export a SavedModel after the final evaluation.')
+
+  # --- Data --------------------------------------------------------------------------------
+  data_source: str = _field(
+      'synthetic', 'synthetic: a built-in learnable clip source (no files).',
+      choices=('synthetic',))
+  data_dir: str = _field('', 'Dataset directory.', path=True)
+  synthetic_train_examples: int = _field(
+      512, 'synthetic data_source: number of training clips per epoch.')
+  synthetic_eval_examples: int = _field(
+      128, 'synthetic data_source: number of evaluation clips.')
+
+  @property
+  def effective_eval_batch_size(self) -> int:
+    return self.eval_batch_size or self.batch_size
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
+DEFAULTS = TrainParams()
+
+
+class ParamsError(ValueError):
+  """A parameter value or combination is invalid. The message names the parameter."""
+
+
+def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> TrainParams:
+  """Builds validated params from a dict (keys = flag names) plus keyword overrides.
+
+  Missing keys take the flag defaults; an unknown key is a `ParamsError` naming it.
+  Lists are stored as tuples so the object stays immutable and hashable.
+  """
+  merged = dict(values or {})
+  merged.update(overrides)
+  unknown = sorted(set(merged) - set(FIELD_NAMES))
+  if unknown:
+    raise ParamsError(f'unknown parameter(s): {", ".join(unknown)} '
+                      f'(known: {", ".join(FIELD_NAMES)})')
+  converted = {name: _convert(name, value) for name, value in merged.items()}
+  params = TrainParams(**converted)
+  validate(params)
+  return params
+
+
+def _convert(name: str, value: Any) -> Any:
+  field_type = {f.name: f.type for f in dataclasses.fields(TrainParams)}[name]
+  if field_type.startswith('tuple'):
+    if isinstance(value, str):
+      value = [v for v in value.split(',') if v.strip()]
+    element = int if 'int' in field_type else float if 'float' in field_type else str
+    try:
+      return tuple(element(v) for v in value)
+    except (TypeError, ValueError) as e:
+      raise ParamsError(f'{name}: cannot read {value!r} as a list of {element.__name__}') from e
+  return value
+
+
+def validate(p: TrainParams) -> None:
+  """Raises `ParamsError` naming the first invalid parameter."""
+  for f in dataclasses.fields(TrainParams):
+    choices = f.metadata.get(CHOICES)
+    value = getattr(p, f.name)
+    if choices and value not in choices:
+      raise ParamsError(f'{f.name}={value!r} is not one of {", ".join(choices)}')
+  positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'max_steps',
+              'save_checkpoints_steps', 'log_every_steps', 'keep_checkpoint_max')
+  for name in positive:
+    if getattr(p, name) <= 0:
+      raise ParamsError(f'{name} must be positive, got {getattr(p, name)}')
+  if p.num_towers < 0:
+    raise ParamsError(f'num_towers must be >= 0 (0 = one per GPU), got {p.num_towers}')
+  if p.tower_devices and p.num_towers and len(p.tower_devices) != p.num_towers:
+    raise ParamsError(f'tower_devices lists {len(p.tower_devices)} devices but '
+                      f'num_towers={p.num_towers}')
+  towers = len(p.tower_devices) or p.num_towers or 1
+  if p.batch_size < towers:
+    raise ParamsError(f'batch_size={p.batch_size} is smaller than the {towers} towers: '
+                      'every tower needs at least one example')
+  if p.lr_schedule == 'piecewise' and len(p.lr_values) != len(p.lr_boundaries) + 1:
+    raise ParamsError(f'lr_values has {len(p.lr_values)} values but lr_boundaries has '
+                      f'{len(p.lr_boundaries)}: piecewise needs exactly one value more '
+                      'than boundaries')
+  if not p.lr_values:
+    raise ParamsError('lr_values must hold at least one rate')
+  if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
+    raise ParamsError(f'lr_boundaries must be strictly increasing, got {p.lr_boundaries}')
+  if not 0.0 <= p.ema_decay < 1.0:
+    raise ParamsError(f'ema_decay must be in [0, 1), got {p.ema_decay}')
+  if not 0.0 < p.dropout_keep <= 1.0:
+    raise ParamsError(f'dropout_keep must be in (0, 1], got {p.dropout_keep}')
+  for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch'):
+    if getattr(p, name) < 0:
+      raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
