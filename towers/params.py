@@ -99,9 +99,32 @@ class TrainParams:
 
   # --- Data --------------------------------------------------------------------------------
   data_source: str = _field(
-      'synthetic', 'synthetic: a built-in learnable clip source (no files).',
-      choices=('synthetic',))
-  data_dir: str = _field('', 'Dataset directory.', path=True)
+      'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
+      'shards written by //input_fn:prepare in data_dir (the fast route). videos: raw UCF101 '
+      '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
+      'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
+      choices=('synthetic', 'tfrecord', 'videos', 'frames'))
+  data_dir: str = _field(
+      '', 'Dataset directory. tfrecord: the --out directory of //input_fn:prepare. '
+      'videos/frames: the UCF101 root holding UCF-101/ or jpegs_256/ and the split files '
+      '(in ucfTrainTestlist/ or the root itself).', path=True)
+  split: int = _field(
+      1, 'UCF101 official split (1, 2 or 3) for the videos and frames sources; tfrecord '
+      'data holds the split it was prepared from.')
+  eval_clips: int = _field(
+      5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
+      'predictions of one video are averaged for the video-level accuracy.')
+  shuffle_buffer: int = _field(
+      64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
+      'x 3 bytes). Files are also shuffled and read interleaved.')
+  max_eval_videos: int = _field(
+      4096, 'Upper bound on the number of videos in the evaluation split: size of the '
+      'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).')
+  frame_short_side: int = _field(
+      256, 'videos source: frames are resized so their short side is this many pixels '
+      '(0 keeps the decoded size), matching //input_fn:prepare --short_side.')
+  input_threads: int = _field(
+      0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.')
   synthetic_train_examples: int = _field(
       512, 'synthetic data_source: number of training clips per epoch.')
   synthetic_eval_examples: int = _field(
