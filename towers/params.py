@@ -84,6 +84,35 @@ class TrainParams:
       'EVAL, PREDICT and export use the averaged weights.')
   clip_gradient_norm: float = _field(0.0, 'Clip the averaged gradients to this global norm; 0 disables.')
 
+  # --- I3D and fine-tuning -----------------------------------------------------------------
+  stream: str = _field(
+      'rgb', 'I3D input stream: rgb (3-channel clips, variables under RGB/inception_i3d) or '
+      'flow (2-channel optical flow, Flow/inception_i3d). The streams train separately; '
+      'model_fn/two_stream.py fuses two trained models.', choices=('rgb', 'flow'))
+  warm_start_from: str = _field(
+      '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
+      'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
+      'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True)
+  warm_start_scope: str = _field(
+      '', 'Maps graph names to checkpoint names for the warm start: '
+      '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
+      '"RGB/inception_i3d/=" for the Kinetics-600 checkpoint, whose names have no prefix. '
+      'Empty: the names are the same.')
+  head: str = _field(
+      'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
+      'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
+      'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
+      '(num_classes must equal the checkpoint\'s).', choices=('replace', 'stack', 'keep'))
+  pretrained_classes: int = _field(
+      400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
+      '600 Kinetics-600).')
+  trainable_from: str = _field(
+      '', 'I3D: freeze every endpoint before this one (they keep their warm-start values); '
+      'empty trains all variables.',
+      choices=('', 'Conv3d_1a_7x7', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3', 'Mixed_3b', 'Mixed_3c',
+               'Mixed_4b', 'Mixed_4c', 'Mixed_4d', 'Mixed_4e', 'Mixed_4f', 'Mixed_5b',
+               'Mixed_5c', 'Logits'))
+
   # --- Run ---------------------------------------------------------------------------------
   batch_size: int = _field(24, 'Global batch size per worker step, split across the towers.')
   eval_batch_size: int = _field(0, 'Global evaluation batch size; 0 means batch_size.')

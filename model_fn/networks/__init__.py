@@ -7,7 +7,7 @@ from typing import Callable
 import tensorflow as tf
 
 from model_fn import layers
-from model_fn.networks import c3d_small
+from model_fn.networks import c3d_small, i3d
 
 Network = Callable[[tf.Tensor, layers.TowerContext], tf.Tensor]
 
@@ -17,4 +17,9 @@ def build_network(params) -> Network:
   if params.model == 'c3d_small':
     return c3d_small.build(params.num_classes, use_batch_norm=params.batch_norm,
                            dropout_keep=params.dropout_keep)
+  if params.model == 'i3d':
+    # DeepMind's Unit3D always has batch norm: params.batch_norm does not apply.
+    return i3d.build(params.num_classes, stream=params.stream,
+                     dropout_keep=params.dropout_keep, head=params.head,
+                     pretrained_classes=params.pretrained_classes)
   raise ValueError(f'model={params.model!r} is not a known network')
