@@ -44,7 +44,7 @@ class TrainParams:
 
   # --- Towers and devices ------------------------------------------------------------------
   num_towers: int = _field(
-      0, 'Towers per worker. 0 means one per visible GPU (1 when there is no GPU).')
+      -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).')
   tower_devices: tuple[str, ...] = _field(
       (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
       'num_towers virtual CPU devices.')
@@ -215,12 +215,13 @@ def validate(p: TrainParams) -> None:
   for name in positive:
     if getattr(p, name) <= 0:
       raise ParamsError(f'{name} must be positive, got {getattr(p, name)}')
-  if p.num_towers < 0:
-    raise ParamsError(f'num_towers must be >= 0 (0 = one per GPU), got {p.num_towers}')
-  if p.tower_devices and p.num_towers and len(p.tower_devices) != p.num_towers:
+  if p.num_towers == 0 or p.num_towers < -1:
+    raise ParamsError(f'num_towers={p.num_towers}: need at least one tower '
+                      '(or -1 for one per visible GPU)')
+  if p.tower_devices and p.num_towers > 0 and len(p.tower_devices) != p.num_towers:
     raise ParamsError(f'tower_devices lists {len(p.tower_devices)} devices but '
                       f'num_towers={p.num_towers}')
-  towers = len(p.tower_devices) or p.num_towers or 1
+  towers = len(p.tower_devices) or max(p.num_towers, 1)
   if p.batch_size < towers:
     raise ParamsError(f'batch_size={p.batch_size} is smaller than the {towers} towers: '
                       'every tower needs at least one example')

@@ -23,3 +23,8 @@ def build_network(params) -> Network:
                      dropout_keep=params.dropout_keep, head=params.head,
                      pretrained_classes=params.pretrained_classes)
   raise ValueError(f'model={params.model!r} is not a known network')
+
+
+def input_channels(params) -> int:
+  """Channels the network expects: 2 for an optical-flow stream, else 3 (RGB)."""
+  return 2 if getattr(params, 'stream', 'rgb') == 'flow' else 3

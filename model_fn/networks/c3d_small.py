@@ -31,7 +31,7 @@ def build(num_classes: int, use_batch_norm: bool = True, dropout_keep: float = 1
         with tf1.variable_scope(f'block{i + 1}'):
           x = layers.conv3d(x, width, (3, 3, 3), use_bias=not use_batch_norm)
           if use_batch_norm:
-            x = layers.batch_norm(x, ctx)
+            x = layers.batch_norm(x, ctx, decay=0.9)
           x = tf.nn.relu(x)
           # Pool space every block; pool time from the second block on, keeping >= 1 frame.
           t_pool = 2 if i > 0 and x.shape[1] >= 2 else 1

@@ -1,0 +1,78 @@
+"""The synchronization point: per-tower gradients become one gradient per variable.
+
+Reduction rule (the one rule for every mode and every tower count): tower i computes
+the gradient of S_i, the SUM of its examples' losses. With B the global batch (sum of the
+tower sizes, equal or not), the applied gradient for variable v is
+
+    g_v = (sum_i dS_i/dv) / B  +  weight_decay * v      (v a decayed kernel; else no 2nd term)
+
+which is exactly the gradient of  mean_loss_over_global_batch + weight_decay * sum(l2_loss(w)).
+The weight-decay term is added once, not once per tower. The sum over towers is an
+`add_n` placed on v's own device, so with variables on a parameter server each worker
+sends one gradient per variable per step, however many towers it has. Optional clipping
+by global norm comes after the average and the decay.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+
+DECAYED_VARIABLE_NAMES = ('w', 'kernel')
+
+
+def is_decayed(variable: tf.Variable) -> bool:
+  """True for conv/dense kernels: variables whose last name component is `w` or `kernel`."""
+  return variable.op.name.split('/')[-1] in DECAYED_VARIABLE_NAMES
+
+
+def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Tensor:
+  """weight_decay * sum(l2_loss(v)) over decayed variables, each term on v's device."""
+  terms = []
+  for v in variables:
+    if is_decayed(v):
+      with tf.device(v.device):
+        terms.append(tf.nn.l2_loss(v))
+  if not terms or weight_decay == 0.0:
+    return tf.constant(0.0)
+  return weight_decay * tf.add_n(terms)
+
+
+def average_tower_gradients(
+    tower_grads: Sequence[Sequence[tf.Tensor | None]], variables: Sequence[tf.Variable],
+    global_batch: tf.Tensor, weight_decay: float) -> list[tuple[tf.Tensor, tf.Variable]]:
+  """Applies the reduction rule above.
+
+  Args:
+    tower_grads: tower_grads[i][j] is dS_i/d variables[j] (None if unconnected).
+    variables: the variables, shared by all towers.
+    global_batch: float32 scalar B.
+    weight_decay: coefficient of the L2 term.
+  Returns:
+    (gradient, variable) pairs, skipping variables no tower's loss depends on.
+  """
+  pairs = []
+  for j, v in enumerate(variables):
+    grads = [g[j] for g in tower_grads if g[j] is not None]
+    if not grads:
+      continue
+    with tf.device(v.device), tf.name_scope('average_gradients'):
+      g = tf.add_n(grads) if len(grads) > 1 else grads[0]
+      g = g / tf.cast(global_batch, g.dtype)
+      if weight_decay and is_decayed(v):
+        g += weight_decay * v.read_value()
+    pairs.append((g, v))
+  return pairs
+
+
+def clip_by_global_norm(pairs: list[tuple[tf.Tensor, tf.Variable]], clip_norm: float
+                        ) -> tuple[list[tuple[tf.Tensor, tf.Variable]], tf.Tensor]:
+  """Returns (clipped pairs, global norm before clipping). clip_norm 0 leaves them as is."""
+  grads = [g for g, _ in pairs]
+  norm = tf.linalg.global_norm(grads)
+  if clip_norm > 0:
+    grads, _ = tf.clip_by_global_norm(grads, clip_norm, use_norm=norm)
+  return list(zip(grads, [v for _, v in pairs])), norm

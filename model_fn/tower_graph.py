@@ -1,0 +1,94 @@
+"""Builds a network once per tower: shared variables, per-tower ops on per-tower devices.
+
+Tower i runs under `tf.device(devices[i])` and name scope `tower_<i>`. Variables are
+created by tower 0 and reused by the others (`reuse=True`), through a custom getter that
+places them with a `VariablePlacement`; their names are those of a one-tower graph, so
+checkpoints interchange between tower counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+from model_fn import batch_split
+from model_fn.layers import BatchNormMoments, TowerContext
+from model_fn.variable_placement import VariablePlacement
+
+tf1 = tf.compat.v1
+
+Network = Callable[[tf.Tensor, TowerContext], tf.Tensor]
+
+
+@dataclasses.dataclass
+class TowerOutputs:
+  """What the towers built.
+
+  logits[i]: float32 [b_i, num_classes]; labels[i]: int64 [b_i] (None without labels);
+  loss_sums[i]: float32 scalar S_i, the sum of tower i's per-example cross-entropies;
+  sizes[i]: int32 scalar b_i; bn_moments[i]: tower i's batch-norm moments (training only).
+  """
+  logits: list[tf.Tensor]
+  labels: list[tf.Tensor] | None
+  loss_sums: list[tf.Tensor] | None
+  sizes: list[tf.Tensor]
+  bn_moments: list[list[BatchNormMoments]]
+  devices: tuple[str, ...]
+
+
+def _on_device(device: str):
+  """tf.device(device), or no device scope at all for '' (a tf.distribute replica's own)."""
+  return tf.device(device) if device else contextlib.nullcontext()
+
+
+def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
+                 devices: Sequence[str], placement: VariablePlacement | None,
+                 is_training: bool) -> TowerOutputs:
+  """Splits `clips` [B, T, H, W, C] (and `labels` [B]) over `devices` and builds each tower.
+
+  `placement` None leaves variables wherever the surrounding scope puts them.
+  """
+  num_towers = len(devices)
+  clip_parts = batch_split.split_batch(clips, num_towers)
+  label_parts = batch_split.split_batch(labels, num_towers) if labels is not None else None
+  outputs = TowerOutputs([], [] if labels is not None else None,
+                         [] if labels is not None else None, [], [], tuple(devices))
+
+  def placing_getter(getter, name, *args, **kwargs):
+    if placement is None:
+      return getter(name, *args, **kwargs)
+    shape = kwargs.get('shape') or (args[0] if args else [])
+    dtype = kwargs.get('dtype') or tf.float32
+    with tf.device(placement.device_for(name, shape, dtype)):
+      return getter(name, *args, **kwargs)
+
+  outer_scope = tf1.get_variable_scope()
+  for i, device in enumerate(devices):
+    ctx = TowerContext(index=i, is_training=is_training)
+    with tf1.variable_scope(outer_scope, reuse=True if i > 0 else None,
+                            custom_getter=placing_getter, auxiliary_name_scope=False), \
+        tf.name_scope(f'tower_{i}'), _on_device(device):
+      logits = network(clip_parts[i], ctx)
+      outputs.logits.append(logits)
+      outputs.sizes.append(tf.shape(logits)[0])
+      outputs.bn_moments.append(ctx.bn_moments)
+      if label_parts is not None:
+        outputs.labels.append(label_parts[i])
+        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=label_parts[i], logits=tf.cast(logits, tf.float32))
+        outputs.loss_sums.append(tf.reduce_sum(losses))
+  return outputs
+
+
+def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable]
+                    ) -> list[list[tf.Tensor | None]]:
+  """dS_i/dv for every tower i and variable v, each computed on tower i's device."""
+  grads = []
+  for i, device in enumerate(outputs.devices):
+    with tf.name_scope(f'tower_{i}/gradients'), _on_device(device):
+      grads.append(tf1.gradients(outputs.loss_sums[i], list(variables),
+                                 colocate_gradients_with_ops=True))
+  return grads

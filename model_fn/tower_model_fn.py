@@ -1,0 +1,225 @@
+"""The Estimator `model_fn` that trains, evaluates and serves a network over towers.
+
+    model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
+
+`features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
+in evaluation, optionally 'video_index' int64 [B] for video-level accuracy). `labels`:
+int64 [B]. `params`: a `towers.params.TrainParams`.
+
+Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.py`):
+the reported and optimised loss is the mean cross-entropy over the whole global batch,
+plus `weight_decay * sum(l2_loss(w))` over conv/dense kernels, counted once. Uneven
+towers are weighted by their size, so 1, 2, 3 or 4 towers give the same gradient.
+
+Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
+per `tf.distribute` replica (see `mirrored_tower_fn`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from model_fn import batch_norm_updates, gradients, optimization, tower_graph
+from model_fn import freezing, training_hooks, warm_start
+from model_fn.devices import resolve_tower_devices
+from model_fn.networks import build_network
+from model_fn.variable_placement import make_placement
+
+tf1 = tf.compat.v1
+ModeKeys = tf.estimator.ModeKeys
+
+HOST_DEVICE = '/device:CPU:0'  # where all towers' logits are gathered
+
+
+def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
+  """(clips, video_index or None) from a tensor or a {'clips', 'video_index'} dict."""
+  if isinstance(features, dict):
+    return features['clips'], features.get('video_index')
+  return features, None
+
+
+def make_model_fn(placement_factory=None):
+  """Returns a model_fn. `placement_factory(params, tower_devices) -> VariablePlacement`
+  overrides `--variable_device` (the cluster code uses it for `/job:ps` placement)."""
+
+  def model_fn(features, labels, mode, params):
+    return _tower_model_fn(features, labels, mode, params, placement_factory)
+
+  return model_fn
+
+
+def model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
+  """The default tower model_fn (placement from `params.variable_device`)."""
+  return _tower_model_fn(features, labels, mode, params, None)
+
+
+def _tower_model_fn(features, labels, mode, params, placement_factory):
+  clips, video_index = split_features(features)
+  is_training = mode == ModeKeys.TRAIN
+  devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
+  if placement_factory is not None:
+    placement = placement_factory(params, devices)
+  else:
+    placement = make_placement(params.variable_device, devices)
+  network = build_network(params)
+  outputs = tower_graph.build_towers(network, clips, labels if mode != ModeKeys.PREDICT else None,
+                                     devices, placement, is_training)
+  with tf.device(HOST_DEVICE):
+    logits = tf.concat(outputs.logits, axis=0, name='logits')
+  if mode == ModeKeys.PREDICT:
+    return _predict_spec(logits, params)
+
+  global_batch = tf.cast(tf.add_n(outputs.sizes), tf.float32)
+  data_loss = tf.add_n(outputs.loss_sums) / global_batch
+  all_trainable = tf1.trainable_variables()
+  weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
+  loss = tf.identity(data_loss + weight_loss, name='total_loss')
+
+  if mode == ModeKeys.EVAL:
+    return _eval_spec(loss, logits, labels, video_index, params)
+
+  global_step = tf1.train.get_or_create_global_step()
+  variables = freezing.trainable_variables(params, all_trainable)
+  tower_grads = tower_graph.tower_gradients(outputs, variables)
+  pairs = gradients.average_tower_gradients(tower_grads, variables, global_batch,
+                                            params.weight_decay)
+  pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
+  rate = optimization.learning_rate(params, global_step)
+  optimizer = optimization.make_optimizer(params, rate)
+  apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
+  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update)
+  train_op, ema = _with_ema(apply_op, updates, params)
+
+  _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch)
+  scaffold = tf1.train.Scaffold(
+      init_fn=_init_fn(warm_start.make_warm_start_init_fn(params, tf1.global_variables()), ema))
+  progress = training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
+                                         params.log_every_steps, params.model_dir)
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold,
+                                    training_hooks=[progress])
+
+
+def _with_ema(apply_op: tf.Operation, updates: list[tf.Operation], params):
+  """Groups the train op; with `ema_decay`, the averages update after each apply."""
+  if not params.ema_decay:
+    return tf.group(apply_op, *updates, name='train_op'), None
+  ema = tf1.train.ExponentialMovingAverage(params.ema_decay)
+  with tf.control_dependencies([apply_op]):
+    ema_op = ema.apply(tf1.trainable_variables())
+  return tf.group(ema_op, *updates, name='train_op'), ema
+
+
+def _init_fn(warm_start_fn, ema):
+  """Runs the warm start (first run only), then copies weights into their EMA shadows so
+  the averages start from the restored weights rather than the random initial ones."""
+  if warm_start_fn is None:
+    return None
+  reset_shadows = None
+  if ema is not None:
+    reset_shadows = tf.group(*[ema.average(v).assign(v) for v in tf1.trainable_variables()
+                               if ema.average(v) is not None])
+
+  def init_fn(scaffold, session):
+    warm_start_fn(scaffold, session)
+    if reset_shadows is not None:
+      session.run(reset_shadows)
+
+  return init_fn
+
+
+def _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch) -> None:
+  """Scalars written once per step from the main graph, never duplicated per tower."""
+  tf1.summary.scalar('loss/total', loss)
+  tf1.summary.scalar('loss/weight', weight_loss)
+  tf1.summary.scalar('learning_rate', rate)
+  tf1.summary.scalar('gradient_global_norm', grad_norm)
+  tf1.summary.scalar('global_batch', global_batch)
+  for i, (loss_sum, size) in enumerate(zip(outputs.loss_sums, outputs.sizes)):
+    tf1.summary.scalar(f'loss/tower_{i}', loss_sum / tf.cast(tf.maximum(size, 1), tf.float32))
+
+
+def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | None,
+                 params) -> dict:
+  """Top-1, top-5 (top-k for fewer classes), mean per-class accuracy, and, given
+  `video_index`, video-level accuracy from the clips' averaged predictions."""
+  labels = tf.cast(labels, tf.int64)
+  predictions = tf.argmax(logits, axis=-1)
+  k = min(5, params.num_classes)
+  in_top_k = tf.cast(tf.nn.in_top_k(targets=labels, predictions=tf.cast(logits, tf.float32), k=k),
+                     tf.float32)
+  metrics = {
+      'accuracy/top_1': tf1.metrics.accuracy(labels, predictions),
+      'accuracy/top_5': tf1.metrics.mean(in_top_k),
+      'accuracy/mean_per_class': tf1.metrics.mean_per_class_accuracy(
+          labels, predictions, params.num_classes),
+  }
+  if video_index is not None:
+    from model_fn import video_metrics  # pylint: disable=g-import-not-at-top
+    metrics['accuracy/video'] = video_metrics.video_accuracy(
+        video_index, logits, labels, params.max_eval_videos)
+  return metrics
+
+
+def _eval_spec(loss, logits, labels, video_index, params):
+  return tf.estimator.EstimatorSpec(
+      ModeKeys.EVAL, loss=loss,
+      eval_metric_ops=eval_metrics(logits, labels, video_index, params),
+      scaffold=_ema_scaffold(params))
+
+
+def _predict_spec(logits, params):
+  predictions = {
+      'classes': tf.argmax(logits, axis=-1),
+      'probabilities': tf.nn.softmax(logits),
+      'logits': logits,
+  }
+  return tf.estimator.EstimatorSpec(
+      ModeKeys.PREDICT, predictions=predictions,
+      export_outputs={'serving_default': tf.estimator.export.PredictOutput(predictions)},
+      scaffold=_ema_scaffold(params))
+
+
+def _ema_scaffold(params) -> tf1.train.Scaffold | None:
+  """With `ema_decay`, a saver that loads each weight's moving average into the weight."""
+  if not params.ema_decay:
+    return None
+  ema = tf1.train.ExponentialMovingAverage(params.ema_decay)
+  return tf1.train.Scaffold(saver=tf1.train.Saver(ema.variables_to_restore()))
+
+
+def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
+  """The same network and reduction rule under `tf.distribute.MirroredStrategy`.
+
+  The strategy calls this once per replica with that replica's share of the batch and
+  sums the replicas' gradients in `apply_gradients`. So each replica's loss is
+  S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
+  as the towers' rule. Batch-norm moving statistics are MEAN-aggregated over replicas.
+  Gradient clipping and EMA are not offered here (they would act per replica).
+  """
+  clips, video_index = split_features(features)
+  replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+  network = build_network(params)
+  outputs = tower_graph.build_towers(network, clips, labels if mode != ModeKeys.PREDICT else None,
+                                     ('',), None, mode == ModeKeys.TRAIN)
+  logits = outputs.logits[0]
+  if mode == ModeKeys.PREDICT:
+    return _predict_spec(logits, params)
+  global_batch = tf.cast(outputs.sizes[0] * replicas, tf.float32)
+  all_trainable = tf1.trainable_variables()
+  weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
+  loss = outputs.loss_sums[0] / global_batch + weight_loss / replicas
+  if mode == ModeKeys.EVAL:
+    return _eval_spec(loss, logits, labels, video_index, params)
+  global_step = tf1.train.get_or_create_global_step()
+  variables = freezing.trainable_variables(params, all_trainable)
+  optimizer = optimization.make_optimizer(params, optimization.learning_rate(params, global_step))
+  grads = tf1.gradients(loss, variables)
+  pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+  apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
+  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, 'main')
+  scaffold = tf1.train.Scaffold(
+      init_fn=warm_start.make_warm_start_init_fn(params, tf1.global_variables()))
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.group(apply_op, *updates),
+                                    scaffold=scaffold)

@@ -1,0 +1,66 @@
+"""Session hooks the training model_fn attaches: progress lines with rate and ETA."""
+
+from __future__ import annotations
+
+import time
+
+import tensorflow as tf
+from absl import logging
+
+tf1 = tf.compat.v1
+
+
+class ProgressHook(tf1.train.SessionRunHook):
+  """Every `every_steps` steps: logs step, loss, examples/s and ETA to `max_steps`, and
+  writes `examples_per_second` as a summary to `summary_dir` (if given).
+
+  Rates are measured between two log points, so the first line comes after warm-up.
+  """
+
+  def __init__(self, loss: tf.Tensor, global_batch: int, max_steps: int, every_steps: int,
+               summary_dir: str | None = None) -> None:
+    self._loss = loss
+    self._global_batch = global_batch
+    self._max_steps = max_steps
+    self._every = every_steps
+    self._summary_dir = summary_dir
+    self._last: tuple[int, float] | None = None
+
+  def begin(self) -> None:
+    self._global_step = tf1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return tf1.train.SessionRunArgs({'step': self._global_step, 'loss': self._loss})
+
+  def after_run(self, run_context, run_values) -> None:
+    step, loss = run_values.results['step'], run_values.results['loss']
+    now = time.time()
+    if self._last is None:
+      self._last = (step, now)
+      return
+    last_step, last_time = self._last
+    if step - last_step < self._every and step < self._max_steps:
+      return
+    steps_per_sec = (step - last_step) / max(now - last_time, 1e-9)
+    examples_per_sec = steps_per_sec * self._global_batch
+    eta = (self._max_steps - step) / max(steps_per_sec, 1e-9)
+    logging.info('step %d/%d  loss %.4f  %.1f examples/s  %.2f steps/s  ETA %s',
+                 step, self._max_steps, loss, examples_per_sec, steps_per_sec,
+                 format_duration(eta))
+    if self._summary_dir:
+      writer = tf1.summary.FileWriterCache.get(self._summary_dir)
+      writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(
+          tag='examples_per_second', simple_value=examples_per_sec)]), step)
+    self._last = (step, now)
+
+
+def format_duration(seconds: float) -> str:
+  """'1h02m03s', '4m05s' or '6s'."""
+  seconds = int(round(seconds))
+  hours, rest = divmod(seconds, 3600)
+  minutes, secs = divmod(rest, 60)
+  if hours:
+    return f'{hours}h{minutes:02d}m{secs:02d}s'
+  if minutes:
+    return f'{minutes}m{secs:02d}s'
+  return f'{secs}s'

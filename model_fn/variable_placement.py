@@ -1,0 +1,92 @@
+"""Where variables live: one small strategy class per placement policy.
+
+A placement maps each variable (by name, shape, dtype) to a device string. The tower
+builder applies it through a variable-scope custom getter, so networks never see it.
+Every strategy answers the same device for the same variable name, whichever tower asks.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+
+class VariablePlacement(abc.ABC):
+  """Assigns a device to each variable the first time it is requested."""
+
+  def __init__(self) -> None:
+    self._assigned: dict[str, str] = {}
+
+  def device_for(self, name: str, shape: Sequence[int], dtype: tf.DType) -> str:
+    if name not in self._assigned:
+      self._assigned[name] = self._choose(name, _num_bytes(shape, dtype))
+    return self._assigned[name]
+
+  @property
+  def assignments(self) -> dict[str, str]:
+    """Variable name -> device, for every variable placed so far."""
+    return dict(self._assigned)
+
+  @abc.abstractmethod
+  def _choose(self, name: str, num_bytes: int) -> str:
+    """Device for a variable not placed before."""
+
+
+class SingleDevicePlacement(VariablePlacement):
+  """Every variable on one device: the host CPU (`cpu`) or the first tower (`gpu0`)."""
+
+  def __init__(self, device: str) -> None:
+    super().__init__()
+    self._device = device
+
+  def _choose(self, name: str, num_bytes: int) -> str:
+    return self._device
+
+
+class GreedyBytesPlacement(VariablePlacement):
+  """Each new variable goes to the device holding the fewest bytes so far (ties: first).
+
+  Used over tower devices (`balanced`) and over the cluster's ps tasks (`ps`).
+  """
+
+  def __init__(self, devices: Sequence[str]) -> None:
+    super().__init__()
+    if not devices:
+      raise ValueError('GreedyBytesPlacement needs at least one device')
+    self._devices = tuple(devices)
+    self._load = [0] * len(devices)
+
+  def _choose(self, name: str, num_bytes: int) -> str:
+    index = int(np.argmin(self._load))
+    self._load[index] += num_bytes
+    return self._devices[index]
+
+  @property
+  def bytes_per_device(self) -> dict[str, int]:
+    return dict(zip(self._devices, self._load))
+
+
+def make_placement(policy: str, tower_devices: Sequence[str],
+                   host_device: str = '/device:CPU:0',
+                   ps_devices: Sequence[str] = ()) -> VariablePlacement:
+  """Builds the strategy named by `--variable_device`."""
+  if policy == 'cpu':
+    return SingleDevicePlacement(host_device)
+  if policy == 'gpu0':
+    return SingleDevicePlacement(tower_devices[0])
+  if policy == 'balanced':
+    return GreedyBytesPlacement(tower_devices)
+  if policy == 'ps':
+    if not ps_devices:
+      raise ValueError('variable_device=ps needs a cluster with ps tasks (TF_CONFIG)')
+    return GreedyBytesPlacement(ps_devices)
+  raise ValueError(f'variable_device={policy!r} is not one of cpu, gpu0, balanced, ps')
+
+
+def _num_bytes(shape: Sequence[int], dtype: tf.DType) -> int:
+  dims = [int(d) if d is not None else 1 for d in tf.TensorShape(shape).as_list()] \
+      if tf.TensorShape(shape).rank is not None else [1]
+  return int(np.prod(dims, dtype=np.int64)) * tf.as_dtype(dtype).size

@@ -1,0 +1,72 @@
+"""`build_estimator(params)`: the Estimator, its RunConfig and its session config."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import tensorflow as tf
+
+from model_fn import tower_model_fn
+from model_fn.devices import TowerDevices, resolve_tower_devices
+from model_fn.networks import input_channels
+from towers.params import TrainParams, make_params
+
+tf1 = tf.compat.v1
+
+
+def as_params(params: TrainParams | Mapping[str, Any] | None) -> TrainParams:
+  """A TrainParams as is; a dict (keys = flag names, missing keys = defaults) validated."""
+  if isinstance(params, TrainParams):
+    return params
+  return make_params(params or {})
+
+
+def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
+  """Exposes as many CPU devices as the towers need (`device_count`), with enough
+  inter-op threads that every tower (and MirroredStrategy's replicas) can run at once."""
+  config = tf1.ConfigProto(allow_soft_placement=True,
+                           inter_op_parallelism_threads=max(4, 2 * num_towers + 2))
+  if devices.virtual_cpus:
+    config.device_count['CPU'] = devices.virtual_cpus
+  return config
+
+
+def run_config(params: TrainParams) -> tf.estimator.RunConfig:
+  """model_dir, checkpoint cadence, seed, session config, and MirroredStrategy if asked."""
+  devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+  distribute = None
+  if params.strategy == 'mirrored':
+    distribute = tf.distribute.MirroredStrategy(devices=list(devices.devices))
+  return tf.estimator.RunConfig(
+      model_dir=params.model_dir,
+      tf_random_seed=params.random_seed,
+      save_checkpoints_steps=params.save_checkpoints_steps,
+      keep_checkpoint_max=params.keep_checkpoint_max,
+      save_summary_steps=params.log_every_steps,
+      log_step_count_steps=params.log_every_steps,
+      session_config=session_config(devices, devices.num_towers),
+      train_distribute=distribute)
+
+
+def build_estimator(params: TrainParams | Mapping[str, Any] | None = None
+                    ) -> tf.estimator.Estimator:
+  """An Estimator that trains `params.model` over towers (or MirroredStrategy).
+
+  It trains on any input_fn yielding (clips, labels): float32
+  [batch, frames, height, width, channels] in [-1, 1] and int64 [batch].
+  """
+  params = as_params(params)
+  fn = (tower_model_fn.mirrored_model_fn if params.strategy == 'mirrored'
+        else tower_model_fn.model_fn)
+  return tf.estimator.Estimator(model_fn=fn, config=run_config(params), params=params)
+
+
+def serving_input_receiver_fn(params: TrainParams):
+  """Serving input: float32 clips [None, clip_frames, crop_size, crop_size, channels]."""
+  shape = [None, params.clip_frames, params.crop_size, params.crop_size, input_channels(params)]
+
+  def receiver_fn():
+    clips = tf1.placeholder(tf.float32, shape, name='clips')
+    return tf.estimator.export.TensorServingInputReceiver(clips, {'clips': clips})
+
+  return receiver_fn

@@ -1,0 +1,46 @@
+"""Trains and evaluates a video network over towers.
+
+    bazel run //towers:train -- --flagfile=towers/demo.flags
+
+Relative paths, in flags and for --flagfile itself, resolve against the directory you ran
+`bazel run` from. Every flag is a field of `towers.params.TrainParams`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags, logging
+
+from towers import flags as towers_flags
+from towers.params import ParamsError
+from towers.training import format_metrics, train_and_evaluate
+
+towers_flags.define_flags()
+
+
+def main(argv: list[str]) -> int:
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
+  try:
+    params = towers_flags.params_from_flags(flags.FLAGS)
+  except ParamsError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 2
+  logging.info('training %s for %d steps, global batch %d, model_dir %s', params.model,
+               params.max_steps, params.batch_size, params.model_dir)
+  metrics = train_and_evaluate(params)
+  print(f'final metrics: {format_metrics(metrics)}')
+  return 0
+
+
+def run() -> None:
+  # `bazel run` starts us inside the runfiles tree; --flagfile and relative paths are
+  # the user's, so read them from where the user was.
+  os.chdir(towers_flags.user_working_dir())
+  app.run(main)
+
+
+if __name__ == '__main__':
+  run()

@@ -1,0 +1,47 @@
+"""`train_and_evaluate` for a TrainParams: the library call behind `//towers:train`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from towers import inputs
+from towers.estimator import build_estimator, serving_input_receiver_fn
+from towers.params import TrainParams
+
+TOP_1 = 'accuracy/top_1'
+
+
+def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
+  return current_eval_result[TOP_1] > best_eval_result[TOP_1]
+
+
+def train_and_evaluate(params: TrainParams) -> dict[str, Any]:
+  """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
+  `model_dir/export/best`; returns the final evaluation metrics."""
+  estimator = build_estimator(params)
+  exporters = []
+  if params.export_savedmodel:
+    exporters.append(tf.estimator.BestExporter(
+        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
+        compare_fn=_higher_top_1, exports_to_keep=1))
+  train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+                                      max_steps=params.max_steps)
+  eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+                                    steps=params.eval_steps or None, exporters=exporters,
+                                    throttle_secs=params.throttle_secs, start_delay_secs=0)
+  result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+  metrics = result[0] if result and result[0] else {}
+  if metrics:
+    logging.info('final evaluation at step %d: %s', metrics.get('global_step', -1),
+                 format_metrics(metrics))
+    logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
+  return metrics
+
+
+def format_metrics(metrics: dict[str, Any]) -> str:
+  return '  '.join(f'{k}={v:.4f}' if isinstance(v, float) or hasattr(v, 'dtype') and
+                   v.dtype.kind == 'f' else f'{k}={v}' for k, v in sorted(metrics.items()))
