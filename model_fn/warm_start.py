@@ -209,11 +209,19 @@ def _mismatch_message(prefix, params, missing, mismatched, ckpt_shapes, any_rest
 def make_warm_start_init_fn(params, variables: list) -> InitFn | None:
   """Returns `init_fn(scaffold, session)` restoring `params.warm_start_from`, or None.
 
-  None when `warm_start_from` is empty. Builds its placeholders and assign ops now (call
+  None when `warm_start_from` is empty, or when `model_dir` already holds a checkpoint
+  (a resumed run: Estimator would not call `init_fn`, and the pretrained checkpoint need
+  not be there any more). Builds its placeholders and assign ops now (call
   before the graph is finalized); raises `WarmStartError` now when the checkpoint is
   missing or does not fit. Logs what it restores and what it leaves fresh.
   """
   if not getattr(params, 'warm_start_from', ''):
+    return None
+  model_dir = getattr(params, 'model_dir', '')
+  if model_dir and tf.io.gfile.isdir(model_dir) and tf.train.latest_checkpoint(model_dir):
+    # Estimator restores model_dir and would not run init_fn: the run resumes.
+    tf1.logging.info('warm start skipped: %s has a checkpoint, training resumes from it',
+                     model_dir)
     return None
   plan = plan_warm_start(params, variables)
   feeds, assigns = [], []
