@@ -1,0 +1,324 @@
+"""The fast route: prepared TFRecords to training clips, entirely in TensorFlow ops.
+
+`input_fn(mode, params, input_context=None)` returns a `tf.data.Dataset`:
+
+* TRAIN: `({'clips': float32 [b, T, S, S, C]}, labels int64 [b])`, values in [-1, 1],
+  T = params.clip_frames, S = params.crop_size, C = 3; `b` = batch size, static
+  (drop_remainder). Clips start at a random frame (wrapping around to frame 0 when the video
+  has fewer than T frames), random S x S crop, random horizontal flip. Endless (repeats).
+* EVAL: `({'clips': float32 [b, T, S, S, C], 'video_index': int64 [b]}, labels int64 [b])`:
+  params.eval_clips clips per video with starts spread evenly over the video, centre crop,
+  no flip; `video_index` is the video's position in the eval split (0..num_videos-1), so
+  clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
+* PREDICT: the EVAL features without labels.
+
+Hot path: files are sharded per worker (`input_context`, else TF_CONFIG), shuffled and read
+interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
+gathers only those JPEG strings and decodes only the kept crop of each
+(`tf.image.decode_and_crop_jpeg`). No Python runs per element. A record that fails (corrupt
+proto, undecodable JPEG, no frames, label out of range) is skipped, never fatal: skipped
+records are counted and the running count is logged (TensorFlow warning log,
+`input_fn: skipped N bad record(s)`); `with_skipped_count=True` also puts the count in the
+features as `skipped_records` (int64 [b]).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import tensorflow as tf
+
+from input_fn import records
+
+ModeKeys = tf.estimator.ModeKeys
+AUTOTUNE = tf.data.AUTOTUNE
+READ_BUFFER_BYTES = 8 << 20
+
+
+# --- Worker sharding -----------------------------------------------------------------------
+
+
+def worker_shard(input_context: tf.distribute.InputContext | None = None) -> tuple[int, int]:
+  """(number of input pipelines, this pipeline's index).
+
+  From `input_context` when given; otherwise from TF_CONFIG, where the chief (or master)
+  and the workers all train: pipelines = chiefs + workers, the chief is 0 and worker i is
+  chiefs + i. Evaluators, ps tasks and runs without TF_CONFIG read everything: (1, 0).
+  """
+  if input_context is not None:
+    return input_context.num_input_pipelines, input_context.input_pipeline_id
+  config = json.loads(os.environ.get('TF_CONFIG') or '{}')
+  cluster, task = config.get('cluster', {}), config.get('task', {})
+  chiefs = len(cluster.get('chief', [])) + len(cluster.get('master', []))
+  workers = len(cluster.get('worker', []))
+  kind, index = task.get('type'), int(task.get('index', 0))
+  if kind in ('chief', 'master'):
+    return chiefs + workers, index
+  if kind == 'worker':
+    return chiefs + workers, chiefs + index
+  return 1, 0
+
+
+def shard_files(files: list[str], num_shards: int, index: int) -> tuple[list[str], bool]:
+  """Files of pipeline `index` of `num_shards`, and whether records must be sharded instead.
+
+  With at least as many files as pipelines, pipeline i gets files i, i+n, ... (disjoint,
+  together all). Otherwise every pipeline reads all files in order and keeps every n-th
+  record (returned flag True).
+  """
+  files = sorted(files)
+  if num_shards <= 1:
+    return files, False
+  if len(files) >= num_shards:
+    return files[index::num_shards], False
+  return files, True
+
+
+# --- Clip sampling and cropping (TensorFlow ops, shared with the direct route) ------------
+
+
+def _max_start(num_frames: tf.Tensor, clip_frames: int) -> tf.Tensor:
+  """Last allowed start: n - T when the clip fits, else n - 1 (the clip wraps around)."""
+  return tf.where(num_frames >= clip_frames, num_frames - clip_frames, num_frames - 1)
+
+
+def train_clip_indices(num_frames: tf.Tensor, clip_frames: int,
+                       seed: int | None = None) -> tf.Tensor:
+  """int32 [T] frame numbers of a training clip: T consecutive frames from a uniform random
+  start, modulo `num_frames` (wrap-around for videos shorter than T). Needs num_frames >= 1."""
+  num_frames = tf.cast(num_frames, tf.int32)
+  start = tf.random.uniform([], 0, _max_start(num_frames, clip_frames) + 1, tf.int32,
+                            seed=seed)
+  return (start + tf.range(clip_frames)) % num_frames
+
+
+def eval_clip_indices(num_frames: tf.Tensor, clip_frames: int, num_clips: int) -> tf.Tensor:
+  """int32 [K, T] frame numbers of K evaluation clips whose starts are evenly spread from 0
+  to the last allowed start (K = 1: the middle start); frames wrap around modulo n."""
+  num_frames = tf.cast(num_frames, tf.int32)
+  max_start = _max_start(num_frames, clip_frames)
+  if num_clips == 1:
+    starts = tf.reshape(max_start // 2, [1])
+  else:
+    starts = tf.cast(tf.round(tf.linspace(0.0, tf.cast(max_start, tf.float32), num_clips)),
+                     tf.int32)
+  return (starts[:, None] + tf.range(clip_frames)[None, :]) % num_frames
+
+
+def crop_window(height: tf.Tensor, width: tf.Tensor, crop_size: int,
+                training: bool) -> tf.Tensor:
+  """int32 [4] window (y, x, h, w) inside a height x width frame: h = min(crop, height),
+  w = min(crop, width); random position in training, centred otherwise."""
+  height, width = tf.cast(height, tf.int32), tf.cast(width, tf.int32)
+  h, w = tf.minimum(crop_size, height), tf.minimum(crop_size, width)
+  if training:
+    y = tf.random.uniform([], 0, height - h + 1, tf.int32)
+    x = tf.random.uniform([], 0, width - w + 1, tf.int32)
+  else:
+    y, x = (height - h) // 2, (width - w) // 2
+  return tf.stack([y, x, h, w])
+
+
+def fit_to_crop(frames: tf.Tensor, crop_size: int) -> tf.Tensor:
+  """uint8 [N, h, w, C] -> [N, crop, crop, C]: resized only when the frame was smaller than
+  the crop (h or w < crop_size); otherwise returned as is."""
+  shape = tf.shape(frames)
+  def resize():
+    resized = tf.image.resize(frames, [crop_size, crop_size])
+    return tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
+  fits = tf.logical_and(tf.equal(shape[1], crop_size), tf.equal(shape[2], crop_size))
+  return tf.cond(fits, lambda: frames, resize)
+
+
+def decode_crops(jpegs: tf.Tensor, window: tf.Tensor, crop_size: int,
+                 count: int, channels: int = 3) -> tf.Tensor:
+  """Decodes only `window` of each of `count` JPEG strings: uint8 [count, crop, crop, C].
+
+  The loop is unrolled (count is static) so the decodes can run in parallel."""
+  frames = tf.stack([tf.image.decode_and_crop_jpeg(jpegs[i], window, channels=channels)
+                     for i in range(count)])
+  frames = fit_to_crop(frames, crop_size)
+  frames.set_shape([count, crop_size, crop_size, channels])
+  return frames
+
+
+def random_flip(clip: tf.Tensor) -> tf.Tensor:
+  """Flips a whole clip [T, H, W, C] left-right with probability 1/2 (same for all frames)."""
+  flip = tf.random.uniform([]) < 0.5
+  return tf.cond(flip, lambda: tf.reverse(clip, axis=[2]), lambda: clip)
+
+
+def crop_decoded(frames: tf.Tensor, crop_size: int, training: bool) -> tf.Tensor:
+  """Crop of already decoded uint8 frames [..., H, W, C] -> [..., crop, crop, C] (the direct
+  route's counterpart of `decode_crops`, same windows)."""
+  shape = tf.shape(frames)
+  window = crop_window(shape[-3], shape[-2], crop_size, training)
+  rank = frames.shape.rank
+  lead = rank - 3
+  begin = tf.concat([tf.zeros([lead], tf.int32), window[:2], [0]], 0)
+  size = tf.concat([tf.fill([lead], -1), window[2:], [-1]], 0)
+  cropped = tf.slice(frames, begin, size)
+  flat = tf.reshape(cropped, tf.concat([[-1], tf.shape(cropped)[-3:]], 0))
+  fitted = fit_to_crop(flat, crop_size)
+  return tf.reshape(fitted, tf.concat([shape[:lead], [crop_size, crop_size, shape[-1]]], 0))
+
+
+def to_unit_range(clip: tf.Tensor) -> tf.Tensor:
+  """uint8 [0, 255] -> float32 [-1, 1]."""
+  return tf.cast(clip, tf.float32) * (2.0 / 255.0) - 1.0
+
+
+# --- Per-record functions ------------------------------------------------------------------
+
+
+def _checked_label(parsed: dict[str, tf.Tensor], num_classes: int) -> tf.Tensor:
+  label = parsed['label']
+  check = tf.debugging.assert_less(label, tf.constant(num_classes, tf.int64),
+                                   message='label out of range')
+  check_low = tf.debugging.assert_non_negative(label, message='negative label')
+  with tf.control_dependencies([check, check_low]):
+    return tf.identity(label)
+
+
+def train_clip(serialized: tf.Tensor, clip_frames: int, crop_size: int,
+               num_classes: int) -> tuple[tf.Tensor, tf.Tensor]:
+  """One serialized record -> (uint8 clip [T, S, S, 3] randomly placed and flipped, label)."""
+  parsed = records.parse(serialized)
+  jpegs = parsed['frames']
+  indices = train_clip_indices(tf.shape(jpegs)[0], clip_frames)
+  chosen = tf.gather(jpegs, indices)
+  shape = tf.image.extract_jpeg_shape(chosen[0])
+  window = crop_window(shape[0], shape[1], crop_size, training=True)
+  clip = random_flip(decode_crops(chosen, window, crop_size, clip_frames))
+  return clip, _checked_label(parsed, num_classes)
+
+
+def eval_clips(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
+               num_classes: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  """One record -> (uint8 clips [K, T, S, S, 3] centre-cropped, label, video index)."""
+  parsed = records.parse(serialized)
+  jpegs = parsed['frames']
+  indices = eval_clip_indices(tf.shape(jpegs)[0], clip_frames, num_clips)
+  chosen = tf.gather(jpegs, tf.reshape(indices, [-1]))
+  shape = tf.image.extract_jpeg_shape(chosen[0])
+  window = crop_window(shape[0], shape[1], crop_size, training=False)
+  frames = decode_crops(chosen, window, crop_size, num_clips * clip_frames)
+  clips = tf.reshape(frames, [num_clips, clip_frames, crop_size, crop_size, 3])
+  return clips, _checked_label(parsed, num_classes), parsed['index']
+
+
+def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
+  """Drops elements whose computation failed and counts them.
+
+  `dataset` yields (input number i, *values) with i = 0, 1, 2, ... in order, and must keep
+  that order up to here. Returns (skipped so far, *values) for the elements that
+  succeeded; whenever the count grows it is logged as a TensorFlow warning.
+  """
+  dataset = dataset.ignore_errors()
+
+  def step(state, element):
+    emitted, reported = state
+    skipped = element[0] - emitted
+
+    def report():
+      log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,
+                     '(corrupt record, undecodable JPEG, no frames or label out of range)',
+                     output_stream=tf.compat.v1.logging.warning)
+      with tf.control_dependencies([log]):
+        return tf.identity(skipped)
+
+    reported = tf.cond(skipped > reported, report, lambda: reported)
+    return (emitted + 1, reported), (skipped,) + tuple(element[1:])
+
+  zero = tf.constant(0, tf.int64)
+  return dataset.scan((zero, zero), step)
+
+
+# --- The input_fn --------------------------------------------------------------------------
+
+
+def record_files(data_dir: str, subset: str) -> list[str]:
+  """Sorted shard files of `subset` ('train' or 'test') in `data_dir`."""
+  pattern = os.path.join(data_dir, records.SHARD_GLOB.format(subset=subset))
+  files = sorted(tf.io.gfile.glob(pattern))
+  if not files:
+    raise FileNotFoundError(f'no TFRecord shards match {pattern}: run //input_fn:prepare '
+                            f'with --out={data_dir}')
+  return files
+
+
+def _batch_size(params: Any, training: bool,
+                input_context: tf.distribute.InputContext | None) -> int:
+  size = params.batch_size if training else params.effective_eval_batch_size
+  if input_context is not None:
+    size = input_context.get_per_replica_batch_size(size)
+  return size
+
+
+def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext | None = None,
+             with_skipped_count: bool = False) -> tf.data.Dataset:
+  """The TFRecord pipeline over `params.data_dir` (see the module docstring for outputs).
+
+  `params` is a `towers.params.TrainParams` (fields used: data_dir, clip_frames, crop_size,
+  num_classes, batch_size, eval_batch_size, eval_clips, shuffle_buffer, input_threads).
+  """
+  training = mode == ModeKeys.TRAIN
+  threads = params.input_threads or AUTOTUNE
+  num_shards, shard_index = worker_shard(input_context)
+  files, shard_records = shard_files(
+      record_files(params.data_dir, 'train' if training else 'test'), num_shards, shard_index)
+  T, S = params.clip_frames, params.crop_size
+
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  read = lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES)
+  if training and not shard_records:
+    dataset = dataset.shuffle(len(files), reshuffle_each_iteration=True).repeat()
+    dataset = dataset.interleave(read, cycle_length=min(len(files), 8), block_length=1,
+                                 num_parallel_calls=threads, deterministic=False)
+  else:
+    dataset = dataset.interleave(read, cycle_length=1)  # in order: record sharding, eval
+    if shard_records:
+      dataset = dataset.shard(num_shards, shard_index)
+    if training:
+      dataset = dataset.repeat()
+  dataset = dataset.enumerate()
+
+  if training:
+    dataset = dataset.map(
+        lambda i, record: (i,) + train_clip(record, T, S, params.num_classes),
+        num_parallel_calls=threads, deterministic=True)
+    dataset = skip_and_count(dataset, 'training data')
+    dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
+
+    def features_labels(skipped, clip, label):
+      features = {'clips': to_unit_range(clip)}
+      if with_skipped_count:
+        features['skipped_records'] = skipped
+      return features, label
+    dataset = dataset.map(features_labels, num_parallel_calls=threads)
+    dataset = dataset.batch(_batch_size(params, True, input_context), drop_remainder=True)
+  else:
+    K = params.eval_clips
+    dataset = dataset.map(
+        lambda i, record: (i,) + eval_clips(record, T, S, K, params.num_classes),
+        num_parallel_calls=threads, deterministic=True)
+    dataset = skip_and_count(dataset, 'evaluation data')
+
+    def per_clip(skipped, clips, label, index):
+      repeat = lambda v: tf.fill([K], v)
+      return tf.data.Dataset.from_tensor_slices(
+          (repeat(skipped), clips, repeat(label), repeat(index)))
+    dataset = dataset.flat_map(per_clip)
+
+    def features_labels(skipped, clip, label, index):
+      features = {'clips': to_unit_range(clip), 'video_index': index}
+      if with_skipped_count:
+        features['skipped_records'] = skipped
+      return features, label
+    dataset = dataset.map(features_labels, num_parallel_calls=threads)
+    dataset = dataset.batch(_batch_size(params, False, input_context))
+    if mode == ModeKeys.PREDICT:
+      dataset = dataset.map(lambda features, label: features)
+  return dataset.prefetch(AUTOTUNE)

@@ -1,0 +1,394 @@
+"""Readers for UCF101 exactly as it is found on disk.
+
+Formats (all text files may have CRLF line endings; blank lines are ignored):
+
+* `classInd.txt`: `"<label1> <ClassName>"`, label 1-based, e.g. `1 ApplyEyeMakeup`.
+* `trainlist0N.txt`: `"<Class>/v_<Class>_gGG_cCC.avi <label1>"`.
+* `testlist0N.txt`: `"<Class>/v_<Class>_gGG_cCC.avi"` (no label).
+* Raw videos: `UCF-101/<Class>/v_<Class>_gGG_cCC.avi`.
+* Frame folders: `jpegs_256/<video>/frame000001.jpg` (1-based, `%06d`) with the info list
+  `rgb.txt`, rows `"<video> <path> <nframes> <label0>"` (label 0-based). Real folders may hold
+  1-3 frames fewer than `nframes` says; that is tolerated (the frames on disk are used).
+* Optical flow: `tvl1_flow/{u,v}/<video>/frame%06d.jpg`, one grayscale JPEG per channel.
+
+Names are matched case-insensitively everywhere: the official lists spell
+`HandStandPushups` where the class index and the video files say `HandstandPushups`.
+A video that is listed for testing is never used for training, whatever the spelling.
+
+Nothing here raises on bad input: readers return what they could read plus a list of
+`Problem`s (file, line, reason); callers decide whether to skip (default) or fail (strict).
+This module needs only the standard library, numpy and OpenCV (no TensorFlow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+from typing import Iterable, Sequence
+
+import cv2
+import numpy as np
+
+CLASS_INDEX_FILE = 'classInd.txt'
+SPLIT_DIR_NAMES = ('ucfTrainTestlist', '')
+VIDEO_DIR_NAMES = ('UCF-101', 'UCF101', '')
+FRAMES_DIR_NAMES = ('jpegs_256', '')
+FRAME_LIST_NAME = 'rgb.txt'
+FRAME_PATTERN = 'frame%06d.jpg'
+FRAME_RE = re.compile(r'^frame(\d{6})\.jpg$', re.IGNORECASE)
+VIDEO_RE = re.compile(r'^v_(?P<cls>.+)_g(?P<group>\d+)_c(?P<clip>\d+)$', re.IGNORECASE)
+# Real jpegs_256 folders sometimes hold this many frames fewer than rgb.txt says.
+MISSING_TAIL_TOLERANCE = 3
+GROUPS_PER_SPLIT = 7
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+  """One input that cannot be used: `source` file, 1-based `line` (0: not a line), why."""
+  source: str
+  line: int
+  reason: str
+  kind: str = 'bad input'
+
+  def __str__(self) -> str:
+    where = f'{self.source}:{self.line}' if self.line else self.source
+    return f'{where}: {self.reason}'
+
+  def to_json(self) -> dict:
+    return {'input': self.source, 'line': self.line, 'kind': self.kind, 'reason': self.reason}
+
+
+class InputError(ValueError):
+  """Raised in strict mode: the message names the file (and line) and the reason."""
+
+  def __init__(self, problem: Problem):
+    super().__init__(str(problem))
+    self.problem = problem
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassIndex:
+  """Class names in label order: `names[label0]`. Lookup is case-insensitive."""
+  names: tuple[str, ...]
+
+  def label(self, name: str) -> int | None:
+    """0-based label of `name` (any case), or None if it is not a class."""
+    return self._lookup.get(name.lower())
+
+  @functools.cached_property
+  def _lookup(self) -> dict[str, int]:
+    return {n.lower(): i for i, n in enumerate(self.names)}
+
+  def __len__(self) -> int:
+    return len(self.names)
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoEntry:
+  """One video of a split list.
+
+  `name` is the file stem as listed (`v_ApplyEyeMakeup_g08_c01`); `key` its lower-case form
+  used for every match. `class_name` is the spelling of classInd.txt, `label` 0-based.
+  `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
+  say where the entry came from.
+  """
+  name: str
+  class_name: str
+  label: int
+  group: int
+  clip: int
+  rel_path: str
+  index: int
+  source: str
+  line: int
+
+  @property
+  def key(self) -> str:
+    return self.name.lower()
+
+
+def read_lines(path: str) -> list[tuple[int, str]]:
+  """Non-blank lines of a text file as (1-based line number, stripped text); CRLF-safe."""
+  with open(path, 'rb') as f:
+    data = f.read().decode('utf-8', errors='replace')
+  return [(i + 1, line.strip()) for i, line in enumerate(data.splitlines()) if line.strip()]
+
+
+def read_class_index(path: str) -> tuple[ClassIndex, list[Problem]]:
+  """Parses classInd.txt. Labels must be 1..N, each once; other lines are Problems."""
+  by_label: dict[int, str] = {}
+  problems = []
+  for number, text in read_lines(path):
+    parts = text.split()
+    if len(parts) != 2 or not parts[0].isdigit():
+      problems.append(Problem(path, number, f'malformed class line {text!r} '
+                              '(expected "<label> <ClassName>")', 'malformed line'))
+      continue
+    label = int(parts[0])
+    if label in by_label or parts[1].lower() in {n.lower() for n in by_label.values()}:
+      problems.append(Problem(path, number, f'duplicate class {text!r}', 'duplicate'))
+      continue
+    by_label[label] = parts[1]
+  labels = sorted(by_label)
+  if labels != list(range(1, len(labels) + 1)):
+    problems.append(Problem(path, 0, f'class labels are not 1..{len(labels)}: {labels[:10]}',
+                            'label out of range'))
+  return ClassIndex(tuple(by_label[k] for k in labels)), problems
+
+
+def parse_video_name(stem: str) -> tuple[str, int, int] | None:
+  """`v_<Class>_gGG_cCC` -> (class as spelled, group, clip), or None if not that shape."""
+  m = VIDEO_RE.match(stem)
+  if not m:
+    return None
+  return m.group('cls'), int(m.group('group')), int(m.group('clip'))
+
+
+def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], list[Problem]]:
+  """Parses a trainlist0N.txt (`path label1`) or testlist0N.txt (`path`) file.
+
+  An entry is kept only if its line has 1 or 2 fields, its path is `<Class>/v_<Class>_gGG_cCC.avi`
+  with a class of `classes` (case-insensitive) matching the file name's class, and its label,
+  when given, is an integer in 1..len(classes) equal to the class's label.
+  """
+  entries: list[VideoEntry] = []
+  problems = []
+  seen: set[str] = set()
+  for number, text in read_lines(path):
+    def bad(kind: str, reason: str) -> None:
+      problems.append(Problem(path, number, reason, kind))
+    parts = text.split()
+    if len(parts) not in (1, 2):
+      bad('malformed line', f'malformed line {text!r} (expected "<Class>/<video>.avi [label]")')
+      continue
+    rel = parts[0].replace('\\', '/')
+    pieces = rel.split('/')
+    stem, ext = os.path.splitext(pieces[-1])
+    parsed = parse_video_name(stem)
+    if len(pieces) != 2 or ext.lower() != '.avi' or parsed is None:
+      bad('malformed line', f'malformed video path {rel!r} (expected "<Class>/v_<Class>_gGG_cCC.avi")')
+      continue
+    folder_class, (file_class, group, clip) = pieces[0], parsed
+    label = classes.label(folder_class)
+    if label is None:
+      bad('unknown class', f'unknown class {folder_class!r} (not in classInd.txt)')
+      continue
+    if file_class.lower() != folder_class.lower():
+      bad('unknown class', f'video {stem!r} is not of its folder class {folder_class!r}')
+      continue
+    if len(parts) == 2:
+      try:
+        label1 = int(parts[1])
+      except ValueError:
+        bad('malformed line', f'malformed label {parts[1]!r} (expected an integer)')
+        continue
+      if not 1 <= label1 <= len(classes):
+        bad('label out of range', f'label {label1} out of range 1..{len(classes)}')
+        continue
+      if label1 - 1 != label:
+        bad('label mismatch', f'label {label1} does not match class {folder_class!r} (label {label + 1})')
+        continue
+    if stem.lower() in seen:
+      bad('duplicate', f'duplicate video {stem!r}')
+      continue
+    seen.add(stem.lower())
+    entries.append(VideoEntry(stem, classes.names[label], label, group, clip, rel,
+                              len(entries), path, number))
+  return entries, problems
+
+
+def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -> str:
+  """First `root/<name>` that exists (and holds `must_contain`, any case); else `root`."""
+  for name in names:
+    candidate = os.path.join(root, name) if name else root
+    if os.path.isdir(candidate) and (must_contain is None or
+                                     find_child(candidate, must_contain) is not None):
+      return candidate
+  return root
+
+
+def find_child(directory: str, name: str) -> str | None:
+  """Path of the entry of `directory` called `name`, compared case-insensitively."""
+  exact = os.path.join(directory, name)
+  if os.path.exists(exact):
+    return exact
+  try:
+    for child in os.listdir(directory):
+      if child.lower() == name.lower():
+        return os.path.join(directory, child)
+  except OSError:
+    pass
+  return None
+
+
+@dataclasses.dataclass
+class Split:
+  """Train and test entries of one official split, the class index, and list problems."""
+  classes: ClassIndex
+  train: list[VideoEntry]
+  test: list[VideoEntry]
+  problems: list[Problem]
+
+  def subset(self, name: str) -> list[VideoEntry]:
+    return {'train': self.train, 'test': self.test}[name]
+
+
+def read_split(split_dir: str, split: int) -> Split:
+  """Reads classInd.txt, trainlist0<split>.txt and testlist0<split>.txt from `split_dir`.
+
+  The split rule: a video named in the test list is removed from training (compared by
+  lower-case name), with a Problem, so no test video can ever be trained on. Entry
+  indices are renumbered 0..n-1 after removal.
+  """
+  class_path = find_child(split_dir, CLASS_INDEX_FILE)
+  if class_path is None:
+    raise FileNotFoundError(f'{os.path.join(split_dir, CLASS_INDEX_FILE)} not found')
+  classes, problems = read_class_index(class_path)
+  lists = {}
+  for subset in ('train', 'test'):
+    list_path = find_child(split_dir, f'{subset}list{split:02d}.txt')
+    if list_path is None:
+      raise FileNotFoundError(f'{os.path.join(split_dir, f"{subset}list{split:02d}.txt")} '
+                              'not found')
+    lists[subset], list_problems = read_split_list(list_path, classes)
+    problems += list_problems
+  test_keys = {e.key for e in lists['test']}
+  train = []
+  for e in lists['train']:
+    if e.key in test_keys:
+      problems.append(Problem(e.source, e.line, f'{e.name} is also in the test list: '
+                              'kept out of training', 'test video in training list'))
+    else:
+      train.append(dataclasses.replace(e, index=len(train)))
+  return Split(classes, train, lists['test'], problems)
+
+
+def test_groups(split: int) -> range:
+  """Groups that are test videos in official split `split` (1: 1-7, 2: 8-14, 3: 15-21)."""
+  first = GROUPS_PER_SPLIT * (split - 1) + 1
+  return range(first, first + GROUPS_PER_SPLIT)
+
+
+def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
+  """Path of `entry`'s .avi under `video_root` (`<Class>/<file>`), matched case-insensitively."""
+  folder = find_child(video_root, entry.rel_path.split('/')[0])
+  if folder is None:
+    return None
+  return find_child(folder, entry.rel_path.split('/')[1])
+
+
+# --- Frame folders -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameInfo:
+  """One row of rgb.txt: video name, folder path, frame count it claims, 0-based label."""
+  name: str
+  path: str
+  num_frames: int
+  label: int
+  line: int
+
+
+def read_frame_list(path: str, num_classes: int | None = None
+                    ) -> tuple[dict[str, FrameInfo], list[Problem]]:
+  """Parses rgb.txt rows `name path nframes label0` into {lower-case name: FrameInfo}.
+
+  Relative paths are resolved against the list's directory.
+  """
+  infos: dict[str, FrameInfo] = {}
+  problems = []
+  base = os.path.dirname(path)
+  for number, text in read_lines(path):
+    parts = text.split()
+    if len(parts) != 4:
+      problems.append(Problem(path, number, f'malformed line {text!r} '
+                              '(expected "<name> <path> <nframes> <label0>")', 'malformed line'))
+      continue
+    name, folder, nframes, label = parts
+    try:
+      nframes_i, label_i = int(nframes), int(label)
+    except ValueError:
+      problems.append(Problem(path, number, f'malformed numbers in {text!r}', 'malformed line'))
+      continue
+    if num_classes is not None and not 0 <= label_i < num_classes:
+      problems.append(Problem(path, number, f'label {label_i} out of range 0..{num_classes - 1}',
+                              'label out of range'))
+      continue
+    name = os.path.splitext(os.path.basename(name.rstrip('/')))[0]
+    folder = folder if os.path.isabs(folder) else os.path.join(base, folder)
+    infos[name.lower()] = FrameInfo(name, folder, nframes_i, label_i, number)
+  return infos, problems
+
+
+def count_frames(folder: str, claimed: int | None = None,
+                 tolerance: int = MISSING_TAIL_TOLERANCE) -> tuple[int, str | None]:
+  """Usable frames of a folder of `frame%06d.jpg` files: (count, None) or (0, reason).
+
+  Frames must be 1..count without a gap. A folder holding up to `tolerance` frames fewer
+  than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
+  shortfall, a gap, an empty or missing folder give a reason instead.
+  """
+  if not os.path.isdir(folder):
+    return 0, f'missing frame folder {folder}'
+  indices = set()
+  for child in os.listdir(folder):
+    m = FRAME_RE.match(child)
+    if m:
+      indices.add(int(m.group(1)))
+  if not indices:
+    return 0, f'no frame%06d.jpg files in {folder}'
+  last = max(indices)
+  gaps = [i for i in range(1, last + 1) if i not in indices]
+  if gaps:
+    shown = ', '.join(FRAME_PATTERN % i for i in gaps[:5])
+    return 0, f'missing frames inside {folder}: {shown}{" ..." if len(gaps) > 5 else ""} ' \
+              f'({len(gaps)} of {last} missing)'
+  if claimed is not None and claimed - last > tolerance:
+    return 0, f'{folder} holds {last} frames but the list says {claimed}'
+  return last, None
+
+
+def frame_path(folder: str, index0: int) -> str:
+  """Path of the frame with 0-based index `index0` (file names are 1-based)."""
+  return os.path.join(folder, FRAME_PATTERN % (index0 + 1))
+
+
+def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False) -> np.ndarray:
+  """Reads frames (0-based indices) as uint8 RGB [T, H, W, 3] (grayscale: [T, H, W]).
+
+  Raises `IOError` naming the file if one cannot be decoded.
+  """
+  frames = []
+  for i in indices:
+    path = frame_path(folder, int(i))
+    image = cv2.imread(path, cv2.IMREAD_GRAYSCALE if grayscale else cv2.IMREAD_COLOR)
+    if image is None:
+      raise IOError(f'cannot decode {path}')
+    frames.append(image if grayscale else cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+  return np.stack(frames)
+
+
+def flow_folders(flow_root: str, video: str) -> tuple[str, str]:
+  """(u, v) folders of a video's TV-L1 flow: `<flow_root>/u/<video>`, `<flow_root>/v/<video>`."""
+  return os.path.join(flow_root, 'u', video), os.path.join(flow_root, 'v', video)
+
+
+def count_flow_frames(flow_root: str, video: str) -> tuple[int, str | None]:
+  """Frames available in both u and v folders (see `count_frames`), or (0, reason)."""
+  counts = []
+  for folder in flow_folders(flow_root, video):
+    count, reason = count_frames(folder)
+    if reason:
+      return 0, reason
+    counts.append(count)
+  return min(counts), None
+
+
+def read_flow(flow_root: str, video: str, indices: Sequence[int]) -> np.ndarray:
+  """Reads flow frames as uint8 [T, H, W, 2]: channel 0 is u (x), channel 1 is v (y)."""
+  u_folder, v_folder = flow_folders(flow_root, video)
+  return np.stack([read_frames(u_folder, indices, grayscale=True),
+                   read_frames(v_folder, indices, grayscale=True)], axis=-1)
