@@ -1,0 +1,192 @@
+"""The direct route: raw videos or frame folders through OpenCV, without preparation.
+
+Same outputs as `input_fn/pipeline.py` (same clip sampling rules, crops, flip, scaling and
+eval multi-clip layout with `video_index`), for small data and quick tries. Frames are
+decoded by Python generators (`tf.data.Dataset.from_generator`, a few interleaved to overlap
+OpenCV work); this is the slow route: prepare TFRecords for real training.
+
+data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi`, frames resized so the short side is
+params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` (with
+`<data_dir>/rgb.txt` when present for the claimed counts), same resizing rule.
+Split files: `<data_dir>/ucfTrainTestlist/` or `<data_dir>`. Bad videos are skipped and
+logged (absl warning with the running count), never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from input_fn import pipeline, ucf101, video_io
+
+ModeKeys = tf.estimator.ModeKeys
+GENERATORS = 2  # interleaved generators per pipeline
+
+
+def max_start(num_frames: int, clip_frames: int) -> int:
+  """Last allowed clip start: n - T when the clip fits, else n - 1 (the clip wraps)."""
+  return num_frames - clip_frames if num_frames >= clip_frames else num_frames - 1
+
+
+def train_clip_indices(num_frames: int, clip_frames: int,
+                       rng: np.random.Generator) -> np.ndarray:
+  """numpy twin of `pipeline.train_clip_indices`: int [T], random start, modulo n."""
+  start = int(rng.integers(0, max_start(num_frames, clip_frames) + 1))
+  return (start + np.arange(clip_frames)) % num_frames
+
+
+def eval_clip_indices(num_frames: int, clip_frames: int, num_clips: int) -> np.ndarray:
+  """numpy twin of `pipeline.eval_clip_indices`: int [K, T], starts spread evenly."""
+  last = max_start(num_frames, clip_frames)
+  if num_clips == 1:
+    starts = np.array([last // 2])
+  else:
+    starts = np.round(np.linspace(0.0, float(last), num_clips).astype(np.float32)).astype(int)
+  return (starts[:, None] + np.arange(clip_frames)[None, :]) % num_frames
+
+
+class VideoSource:
+  """Lists a split's videos and loads chosen frames of one, for 'videos' or 'frames'."""
+
+  def __init__(self, params: Any):
+    self.kind = params.data_source
+    self.short_side = params.frame_short_side
+    root = params.data_dir
+    split_dir = ucf101.find_dir(root, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
+    self.split = ucf101.read_split(split_dir, params.split)
+    for problem in self.split.problems:
+      logging.warning('input_fn: skipping list entry: %s', problem)
+    self.videos_dir = ucf101.find_dir(root, ucf101.VIDEO_DIR_NAMES)
+    self.frames_dir = ucf101.find_dir(root, ucf101.FRAMES_DIR_NAMES)
+    self.infos: dict[str, ucf101.FrameInfo] = {}
+    frame_list = ucf101.find_child(root, ucf101.FRAME_LIST_NAME)
+    if self.kind == 'frames' and frame_list:
+      self.infos, problems = ucf101.read_frame_list(frame_list, len(self.split.classes))
+      for problem in problems:
+        logging.warning('input_fn: frame list: %s', problem)
+
+  def entries(self, subset: str) -> list[ucf101.VideoEntry]:
+    return self.split.subset(subset)
+
+  def load(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
+    """uint8 RGB frames chosen by `choose(num_frames) -> int array` (any shape);
+    returns shape choose(...).shape + [H, W, 3]. Raises IOError/ValueError on bad input."""
+    if self.kind == 'videos':
+      path = ucf101.resolve_video(self.videos_dir, entry)
+      if path is None:
+        raise IOError(f'{entry.rel_path} not found under {self.videos_dir}')
+      announced = video_io.video_frame_count(path)
+      if announced > 0:
+        indices = choose(announced)
+        try:
+          frames = video_io.decode_video(path, self.short_side, keep=indices.reshape(-1))
+          return frames.reshape(indices.shape + frames.shape[1:])
+        except video_io.VideoError:
+          pass  # the header's count was wrong: decode everything below
+      try:
+        frames = video_io.decode_video(path, self.short_side)
+      except video_io.VideoError as e:
+        raise IOError(f'{path}: {e}') from e
+      indices = choose(len(frames))
+      return frames[indices]
+    info = self.infos.get(entry.key)
+    folder = info.path if info and os.path.isdir(info.path) else (
+        ucf101.find_child(self.frames_dir, entry.name) or
+        os.path.join(self.frames_dir, entry.name))
+    count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+    if reason:
+      raise IOError(reason)
+    indices = choose(count)
+    frames = ucf101.read_frames(folder, indices.reshape(-1))
+    frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
+    return frames.reshape(indices.shape + frames.shape[1:])
+
+
+def _generator(source: VideoSource, entries: list[ucf101.VideoEntry], params: Any,
+               training: bool, seed: int) -> Iterator[tuple]:
+  rng = np.random.default_rng(seed)
+  T, K = params.clip_frames, params.eval_clips
+  skipped = 0
+  while True:
+    order = rng.permutation(len(entries)) if training else range(len(entries))
+    produced = 0
+    for i in order:
+      entry = entries[i]
+      try:
+        if training:
+          frames = source.load(entry, lambda n: train_clip_indices(n, T, rng))
+        else:
+          frames = source.load(entry, lambda n: eval_clip_indices(n, T, K))
+      except (IOError, ValueError) as e:
+        skipped += 1
+        logging.warning('input_fn: skipped %d bad video(s) so far; this one: %s: %s',
+                        skipped, entry.rel_path, e)
+        continue
+      produced += 1
+      if training:
+        yield frames, np.int64(entry.label)
+      else:
+        yield frames, np.int64(entry.label), np.int64(entry.index)
+    if not training or not produced:
+      return
+
+
+def input_fn(mode: str, params: Any,
+             input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+  """Dataset with exactly the outputs of `pipeline.input_fn` for the 'videos' and 'frames'
+  sources (worker-sharded by video, round-robin over the split list)."""
+  training = mode == ModeKeys.TRAIN
+  source = VideoSource(params)
+  num_shards, shard_index = pipeline.worker_shard(input_context)
+  entries = source.entries('train' if training else 'test')[shard_index::num_shards]
+  if not entries:
+    raise ValueError(f'no videos for this worker in {params.data_dir} (split {params.split})')
+  T, S = params.clip_frames, params.crop_size
+  frames_spec = tf.TensorSpec([T, None, None, 3] if training else
+                              [params.eval_clips, T, None, None, 3], tf.uint8)
+  label_spec = tf.TensorSpec([], tf.int64)
+  signature = (frames_spec, label_spec) if training else (frames_spec, label_spec, label_spec)
+  generators = min(GENERATORS, len(entries))
+
+  def one_generator(g: tf.Tensor) -> tf.data.Dataset:
+    def make(g_value):
+      g_value = int(g_value)
+      return _generator(source, entries[g_value::generators], params, training,
+                        params.random_seed * 1000 + shard_index * 100 + g_value)
+    return tf.data.Dataset.from_generator(make, output_signature=signature, args=(g,))
+
+  dataset = tf.data.Dataset.range(generators).interleave(
+      one_generator, cycle_length=generators, num_parallel_calls=generators,
+      deterministic=not training)
+  if training:
+    def prepare_clip(frames, label):
+      clip = pipeline.random_flip(pipeline.crop_decoded(frames, S, training=True))
+      clip.set_shape([T, S, S, 3])
+      return {'clips': pipeline.to_unit_range(clip)}, label
+    dataset = dataset.map(prepare_clip, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
+    per_replica = params.batch_size
+    if input_context is not None:
+      per_replica = input_context.get_per_replica_batch_size(per_replica)
+    dataset = dataset.batch(per_replica, drop_remainder=True)
+  else:
+    K = params.eval_clips
+
+    def prepare_clips(clips, label, index):
+      clips = pipeline.crop_decoded(clips, S, training=False)
+      clips.set_shape([K, T, S, S, 3])
+      return tf.data.Dataset.from_tensor_slices(
+          ({'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)},
+           tf.fill([K], label)))
+    dataset = dataset.flat_map(prepare_clips)
+    per_replica = params.effective_eval_batch_size
+    if input_context is not None:
+      per_replica = input_context.get_per_replica_batch_size(per_replica)
+    dataset = dataset.batch(per_replica)
+    if mode == ModeKeys.PREDICT:
+      dataset = dataset.map(lambda features, label: features)
+  return dataset.prefetch(tf.data.AUTOTUNE)
