@@ -51,3 +51,23 @@ def resolve_tower_devices(num_towers: int, tower_devices: tuple[str, ...] = (),
 def _device_index(device: str) -> int:
   spec = tf.DeviceSpec.from_string(device)
   return spec.device_index or 0
+
+
+def ensure_logical_cpus(count: int) -> None:
+  """Makes the eager runtime expose `count` CPU devices (tf.distribute creates eager
+  variables on every replica device). Must run before TensorFlow initialises its
+  devices; afterwards a `RuntimeError` says so unless enough CPUs already exist."""
+  cpu = tf.config.list_physical_devices('CPU')[0]
+  current = tf.config.get_logical_device_configuration(cpu)
+  if current is not None and len(current) >= count:
+    return
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+  except RuntimeError as e:
+    have = len(tf.config.list_logical_devices('CPU'))
+    if have >= count:
+      return
+    raise RuntimeError(
+        f'strategy=mirrored needs {count} CPU devices but TensorFlow was already initialised '
+        f'with {have}: build the estimator before running any TensorFlow operation') from e

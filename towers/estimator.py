@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from model_fn import tower_model_fn
-from model_fn.devices import TowerDevices, resolve_tower_devices
+from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import input_channels
 from towers.params import TrainParams, make_params
 
@@ -36,6 +36,8 @@ def run_config(params: TrainParams) -> tf.estimator.RunConfig:
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   distribute = None
   if params.strategy == 'mirrored':
+    if devices.virtual_cpus > 1:
+      ensure_logical_cpus(devices.virtual_cpus)
     distribute = tf.distribute.MirroredStrategy(devices=list(devices.devices))
   return tf.estimator.RunConfig(
       model_dir=params.model_dir,

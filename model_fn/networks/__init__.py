@@ -27,4 +27,4 @@ def build_network(params) -> Network:
 
 def input_channels(params) -> int:
   """Channels the network expects: 2 for an optical-flow stream, else 3 (RGB)."""
-  return 2 if getattr(params, 'stream', 'rgb') == 'flow' else 3
+  return 2 if params.stream == 'flow' else 3

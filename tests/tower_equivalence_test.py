@@ -1,0 +1,113 @@
+"""Specification: towers change where work runs, never what one training step computes.
+
+For 1, 2, 3 and 4 towers, with even and uneven splits, one SGD step of the tower model_fn
+gives the same variables as one plain step on a single device with the whole batch
+(network without batch norm; L2 weight decay on; tight tolerance).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from model_fn import tower_model_fn
+from model_fn.networks import c3d_small
+from tests import tower_testing
+from towers.params import make_params
+
+tf1 = tf.compat.v1
+
+CLASSES = 5
+WEIGHT_DECAY = 0.01
+LR = 0.5
+
+
+def _params(num_towers, batch):
+  return make_params(model='c3d_small', num_classes=CLASSES, clip_frames=4, crop_size=16,
+                     batch_norm=False, batch_size=batch, num_towers=num_towers,
+                     optimizer='sgd', lr_schedule='constant', lr_values=[LR],
+                     weight_decay=WEIGHT_DECAY, model_dir='/tmp/unused')
+
+
+def _data(batch, seed=0):
+  rng = np.random.default_rng(seed)
+  clips = rng.uniform(-1, 1, size=(batch, 4, 16, 16, 3)).astype(np.float32)
+  labels = rng.integers(0, CLASSES, size=batch).astype(np.int64)
+  return clips, labels
+
+
+def _initial_values(batch):
+  """Variable values of a freshly initialised network, to start every graph alike."""
+  with tf.Graph().as_default():
+    tf1.set_random_seed(1)
+    network = c3d_small.build(CLASSES, use_batch_norm=False)
+    from model_fn.layers import TowerContext
+    network(tf.zeros([batch, 4, 16, 16, 3]), TowerContext(is_training=True))
+    with tf1.Session() as sess:
+      sess.run(tf1.global_variables_initializer())
+      return {v.op.name: sess.run(v) for v in tf1.global_variables()}
+
+
+def _load(sess, values):
+  for v in tf1.global_variables():
+    if v.op.name in values:
+      v.load(values[v.op.name], sess)
+
+
+def reference_step(clips, labels, init):
+  """One SGD step on one device: mean cross-entropy + weight_decay * sum(l2_loss(w))."""
+  with tf.Graph().as_default():
+    from model_fn.layers import TowerContext
+    logits = c3d_small.build(CLASSES, use_batch_norm=False)(
+        tf.constant(clips), TowerContext(is_training=True))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant(labels), logits=logits))
+    kernels = [v for v in tf1.trainable_variables() if v.op.name.split('/')[-1] in ('w', 'kernel')]
+    loss += WEIGHT_DECAY * tf.add_n([tf.nn.l2_loss(v) for v in kernels])
+    step = tf1.train.GradientDescentOptimizer(LR).minimize(loss)
+    with tf1.Session() as sess:
+      sess.run(tf1.global_variables_initializer())
+      _load(sess, init)
+      sess.run(step)
+      return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
+
+
+def tower_step(clips, labels, init, num_towers):
+  with tf.Graph().as_default():
+    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
+                                   tf.estimator.ModeKeys.TRAIN, _params(num_towers, len(labels)))
+    with tf1.Session(config=tower_testing.cpu_session_config(num_towers)) as sess:
+      sess.run(tf1.global_variables_initializer())
+      _load(sess, init)
+      sess.run(spec.train_op)
+      return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
+
+
+class TowerEquivalenceTest(tf.test.TestCase):
+
+  def _check(self, num_towers, batch):
+    clips, labels = _data(batch)
+    init = _initial_values(batch)
+    expected = reference_step(clips, labels, init)
+    actual = tower_step(clips, labels, init, num_towers)
+    self.assertCountEqual(expected.keys(), actual.keys())
+    for name, value in expected.items():
+      self.assertGreater(np.abs(value - init[name]).max(), 0.0, f'{name} did not move')
+      self.assertAllClose(value, actual[name], rtol=1e-5, atol=1e-6, msg=name)
+
+  def test_one_tower_equals_single_device(self):
+    self._check(1, 8)
+
+  def test_two_towers_even(self):
+    self._check(2, 8)
+
+  def test_three_towers_uneven(self):
+    self._check(3, 8)  # 3, 3, 2
+
+  def test_four_towers_even(self):
+    self._check(4, 8)
+
+  def test_four_towers_uneven(self):
+    self._check(4, 7)  # 2, 2, 2, 1
+
+
+if __name__ == '__main__':
+  tf.test.main()
