@@ -1,0 +1,221 @@
+"""Input throughput, side by side: TFRecord pipeline, direct OpenCV route, py_func baseline.
+
+  bazel run //input_fn:benchmark [-- --seconds=8 --crop_size=112 --clip_frames=16]
+
+Generates its own data in a temporary directory (synthetic UCF101 videos at UCF101's
+320x240, prepared with --short_side=256 like the real data, plus jpegs_256 frame folders),
+then measures training clips per second of:
+
+* tfrecord: `input_fn/pipeline.py` (parallel reads, decode_and_crop_jpeg of used frames).
+* direct (frames) / direct (videos): `input_fn/direct.py` (OpenCV in Python generators).
+* py_func baseline: the user's original approach re-implemented: per clip a
+  `tf.compat.v1.py_func` reads the clip's JPEG files from the frame folder and decodes them
+  with OpenCV in Python, crops, flips and scales in numpy (parallel map, AUTOTUNE).
+* decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread)
+  x cores / frames per clip: what a perfect pipeline that decodes every used frame whole
+  could reach on this machine.
+
+Prints a table, the ratios, and whether "TFRecord >= 3x py_func" and "TFRecord >= 70% of
+decode limit" hold. Not a test: numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+if __package__ in (None, ''):
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cv2  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, str]:
+  """Synthetic UCF101 at 320x240 with frame folders, and its prepared TFRecords."""
+  from input_fn import make_synthetic_ucf101, prepare
+  data = os.path.join(root, 'ucf')
+  out = os.path.join(root, 'tfrecords')
+  # Frame folders at the short side 256 of jpegs_256, like the user's data.
+  make_synthetic_ucf101.make_dataset(data, classes=classes, groups=groups, width=320,
+                                     height=240, min_frames=frames, max_frames=frames,
+                                     object_size=48, write_frames=False)
+  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=data, out=out,
+                                        subsets=('train',), short_side=256,
+                                        videos_per_shard=8, workers=0), log=lambda s: None)
+  _write_frame_folders(out, data)
+  return {'data': data, 'tfrecords': out}
+
+
+def _write_frame_folders(tfrecords: str, data: str) -> None:
+  """jpegs_256/<video>/frame%06d.jpg + rgb.txt from the prepared records (same JPEGs)."""
+  import tensorflow as tf
+  from input_fn import records, ucf101
+  rows = []
+  for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
+    for raw in tf.data.TFRecordDataset(path):
+      parsed = records.parse(raw)
+      name = parsed['video'].numpy().decode()
+      folder = os.path.join(data, 'jpegs_256', name)
+      os.makedirs(folder, exist_ok=True)
+      for i, jpeg in enumerate(parsed['frames'].numpy()):
+        with open(ucf101.frame_path(folder, i), 'wb') as f:
+          f.write(jpeg)
+      rows.append(f'{name} jpegs_256/{name} {len(parsed["frames"])} '
+                  f'{int(parsed["label"])}')
+  with open(os.path.join(data, 'rgb.txt'), 'w') as f:
+    f.write('\r\n'.join(rows) + '\r\n')
+
+
+def py_func_dataset(data: str, params: Any) -> Any:
+  """The user's approach: tf.py_func per clip, OpenCV JPEG decoding in Python."""
+  import tensorflow as tf
+  from input_fn import ucf101
+  split = ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), params.split)
+  infos, _ = ucf101.read_frame_list(os.path.join(data, 'rgb.txt'))
+  entries = [(infos[e.key].path, infos[e.key].num_frames, e.label) for e in split.train
+             if e.key in infos]
+  T, S = params.clip_frames, params.crop_size
+
+  def load_clip(folder: bytes, num_frames: np.int64) -> np.ndarray:
+    rng = np.random
+    n = int(num_frames)
+    start = rng.randint(0, max(n - T, 0) + 1)
+    frames = []
+    for i in range(start, start + T):
+      image = cv2.imread(ucf101.frame_path(folder.decode(), i % n))
+      frames.append(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+    clip = np.stack(frames)
+    y = rng.randint(0, clip.shape[1] - S + 1)
+    x = rng.randint(0, clip.shape[2] - S + 1)
+    clip = clip[:, y:y + S, x:x + S]
+    if rng.rand() < 0.5:
+      clip = clip[:, :, ::-1]
+    return (clip.astype(np.float32) * (2.0 / 255.0) - 1.0)
+
+  folders, counts, labels = zip(*entries)
+  dataset = tf.data.Dataset.from_tensor_slices((list(folders), list(counts), list(labels)))
+  dataset = dataset.shuffle(len(entries)).repeat()
+
+  def parse(folder, count, label):
+    clip = tf.compat.v1.py_func(load_clip, [folder, count], tf.float32)
+    clip.set_shape([T, S, S, 3])
+    return {'clips': clip}, tf.cast(label, tf.int64)
+  dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+  return dataset.batch(params.batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def measure(make_dataset: Callable[[], Any], batch_size: int, seconds: float,
+            warmup_batches: int = 3) -> float:
+  """Clips per second of a dataset, iterated eagerly, after a few warm-up batches."""
+  dataset = make_dataset()
+  iterator = iter(dataset)
+  for _ in range(warmup_batches):
+    next(iterator)
+  batches, start = 0, time.perf_counter()
+  while time.perf_counter() - start < seconds:
+    next(iterator)
+    batches += 1
+  return batches * batch_size / (time.perf_counter() - start)
+
+
+def decode_limit(tfrecords: str, clip_frames: int, seconds: float = 3.0) -> tuple[float, float]:
+  """(full-frame JPEG decodes per second on one core, cores). One thread, cv2.imdecode."""
+  import tensorflow as tf
+  from input_fn import records
+  path = sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord')))[0]
+  raw = next(iter(tf.data.TFRecordDataset(path)))
+  jpegs = [np.frombuffer(j, np.uint8) for j in records.parse(raw)['frames'].numpy()]
+  threads = cv2.getNumThreads()
+  cv2.setNumThreads(1)
+  try:
+    decoded, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+      for j in jpegs:
+        cv2.imdecode(j, cv2.IMREAD_COLOR)
+      decoded += len(jpegs)
+    per_core = decoded / (time.perf_counter() - start)
+  finally:
+    cv2.setNumThreads(threads)
+  return per_core, float(os.cpu_count() or 1)
+
+
+def run(seconds: float, clip_frames: int, crop_size: int, batch_size: int, classes: int,
+        groups: int, frames: int, keep: str = '') -> str:
+  """Runs every measurement and returns the report text."""
+  root = keep or tempfile.mkdtemp(prefix='input_benchmark_')
+  os.makedirs(root, exist_ok=True)
+  try:
+    return _run(root, seconds, clip_frames, crop_size, batch_size, classes, groups, frames)
+  finally:
+    if not keep:
+      shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(root: str, seconds: float, clip_frames: int, crop_size: int, batch_size: int,
+         classes: int, groups: int, frames: int) -> str:
+  import tensorflow as tf
+  from towers import params as params_lib
+  from input_fn import direct, pipeline
+  paths = make_data(root, classes, groups, frames)
+  common = dict(clip_frames=clip_frames, crop_size=crop_size, batch_size=batch_size,
+                num_classes=classes, shuffle_buffer=16)
+  tfr = params_lib.make_params(data_source='tfrecord', data_dir=paths['tfrecords'], **common)
+  frames_p = params_lib.make_params(data_source='frames', data_dir=paths['data'], **common)
+  videos_p = params_lib.make_params(data_source='videos', data_dir=paths['data'], **common)
+  train = tf.estimator.ModeKeys.TRAIN
+  per_core, cores = decode_limit(paths['tfrecords'], clip_frames)
+  limit = per_core * cores / clip_frames
+  rows = [
+      ('tfrecord pipeline', measure(lambda: pipeline.input_fn(train, tfr), batch_size, seconds)),
+      ('direct OpenCV (frames)',
+       measure(lambda: direct.input_fn(train, frames_p), batch_size, seconds)),
+      ('direct OpenCV (videos)',
+       measure(lambda: direct.input_fn(train, videos_p), batch_size, seconds)),
+      ('py_func baseline (frames)',
+       measure(lambda: py_func_dataset(paths['data'], frames_p), batch_size, seconds)),
+  ]
+  baseline = rows[3][1]
+  tfrecord = rows[0][1]
+  lines = [f'input benchmark: {clip_frames} frames per clip, {crop_size}x{crop_size} crop, '
+           f'frames 341x256 JPEG, batch {batch_size}, {int(cores)} cores, '
+           f'{seconds:.0f} s per route',
+           '',
+           f'| {"route":<28} | {"clips/s":>8} | {"x py_func":>9} | {"% of limit":>10} |',
+           f'|{"-" * 30}|{"-" * 10}|{"-" * 11}|{"-" * 12}|']
+  for name, rate in rows + [('decode limit', limit)]:
+    lines.append(f'| {name:<28} | {rate:8.1f} | {rate / baseline:9.2f} | '
+                 f'{100 * rate / limit:9.0f}% |')
+  lines += ['',
+            f'decode limit = {per_core:.0f} JPEG frames/s per core x {int(cores)} cores / '
+            f'{clip_frames} frames per clip = {limit:.1f} clips/s',
+            f'TFRecord >= 3x py_func: {"met" if tfrecord >= 3 * baseline else "NOT met"} '
+            f'({tfrecord / baseline:.2f}x)',
+            f'TFRecord >= 70% of decode limit: {"met" if tfrecord >= 0.7 * limit else "NOT met"}'
+            f' ({100 * tfrecord / limit:.0f}%)']
+  return '\n'.join(lines)
+
+
+def main(argv: list[str]) -> None:
+  del argv
+  from absl import flags
+  f = flags.FLAGS
+  print(run(f.seconds, f.clip_frames, f.crop_size, f.batch_size, f.classes, f.groups,
+            f.frames, f.keep_dir))
+
+
+if __name__ == '__main__':
+  from absl import app, flags
+  flags.DEFINE_float('seconds', 8.0, 'Measurement time per route.')
+  flags.DEFINE_integer('clip_frames', 16, 'Frames per clip.')
+  flags.DEFINE_integer('crop_size', 112, 'Crop side in pixels.')
+  flags.DEFINE_integer('batch_size', 8, 'Clips per batch.')
+  flags.DEFINE_integer('classes', 4, 'Synthetic classes.')
+  flags.DEFINE_integer('groups', 12, 'Groups per class (videos per class, one clip each).')
+  flags.DEFINE_integer('frames', 48, 'Frames per video.')
+  flags.DEFINE_string('keep_dir', '', 'Write the data here and keep it (default: a temp dir).')
+  app.run(main)
