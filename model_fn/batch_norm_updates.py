@@ -9,7 +9,7 @@ Either way there is one update op per variable, and it runs with the train op.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
@@ -18,9 +18,11 @@ from model_fn.layers import BatchNormMoments
 tf1 = tf.compat.v1
 
 
-def moving_average_updates(tower_moments: Sequence[Sequence[BatchNormMoments]],
-                           mode: str) -> list[tf.Operation]:
-  """Update ops for every batch-norm layer. tower_moments[i] is tower i's list, in layer order."""
+def moving_average_updates(tower_moments: Sequence[Sequence[BatchNormMoments]], mode: str,
+                           reduce_device: Callable[[tf.Variable], str]) -> list[tf.Operation]:
+  """Update ops for every batch-norm layer. tower_moments[i] is tower i's list, in layer
+  order. The `mean` combination runs on `reduce_device(moving_mean)`; the assignment
+  itself runs where the variable lives."""
   if not tower_moments or not tower_moments[0]:
     return []
   if mode not in ('main', 'mean'):
@@ -32,7 +34,7 @@ def moving_average_updates(tower_moments: Sequence[Sequence[BatchNormMoments]],
     if mode == 'main' or len(per_tower) == 1:
       mean, variance = first.mean, first.variance
     else:
-      with tf.device(first.moving_mean.device), tf.name_scope('bn_mean_over_towers'):
+      with tf.device(reduce_device(first.moving_mean)), tf.name_scope('bn_mean_over_towers'):
         counts = tf.stack([m.count for m in per_tower])
         weights = counts / tf.reduce_sum(counts)
         shape = [-1] + [1] * first.mean.shape.rank

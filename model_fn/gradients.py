@@ -8,14 +8,15 @@ tower sizes, equal or not), the applied gradient for variable v is
 
 which is exactly the gradient of  mean_loss_over_global_batch + weight_decay * sum(l2_loss(w)).
 The weight-decay term is added once, not once per tower. The sum over towers is an
-`add_n` placed on v's own device, so with variables on a parameter server each worker
-sends one gradient per variable per step, however many towers it has. Optional clipping
+`add_n` on the placement's reduce device for v: v's own device on one machine, the
+worker's host in a cluster, so that each worker pushes one averaged gradient per
+variable per step to the ps, however many towers it has. Optional clipping
 by global norm comes after the average and the decay.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
@@ -43,7 +44,9 @@ def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Ten
 
 def average_tower_gradients(
     tower_grads: Sequence[Sequence[tf.Tensor | None]], variables: Sequence[tf.Variable],
-    global_batch: tf.Tensor, weight_decay: float) -> list[tuple[tf.Tensor, tf.Variable]]:
+    global_batch: tf.Tensor, weight_decay: float,
+    reduce_device: Callable[[tf.Variable], str] = lambda v: v.device
+) -> list[tuple[tf.Tensor, tf.Variable]]:
   """Applies the reduction rule above.
 
   Args:
@@ -51,6 +54,7 @@ def average_tower_gradients(
     variables: the variables, shared by all towers.
     global_batch: float32 scalar B.
     weight_decay: coefficient of the L2 term.
+    reduce_device: where the sum, scale and decay for a variable run.
   Returns:
     (gradient, variable) pairs, skipping variables no tower's loss depends on.
   """
@@ -59,7 +63,7 @@ def average_tower_gradients(
     grads = [g[j] for g in tower_grads if g[j] is not None]
     if not grads:
       continue
-    with tf.device(v.device), tf.name_scope('average_gradients'):
+    with tf.device(reduce_device(v)), tf.name_scope('average_gradients'):
       g = tf.add_n(grads) if len(grads) > 1 else grads[0]
       g = g / tf.cast(global_batch, g.dtype)
       if weight_decay and is_decayed(v):

@@ -40,27 +40,17 @@ def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
   return features, None
 
 
-def make_model_fn(placement_factory=None):
-  """Returns a model_fn. `placement_factory(params, tower_devices) -> VariablePlacement`
-  overrides `--variable_device` (the cluster code uses it for `/job:ps` placement)."""
-
-  def model_fn(features, labels, mode, params):
-    return _tower_model_fn(features, labels, mode, params, placement_factory)
-
-  return model_fn
-
-
-def model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
-  """The default tower model_fn (placement from `params.variable_device`)."""
-  return _tower_model_fn(features, labels, mode, params, None)
-
-
-def _tower_model_fn(features, labels, mode, params, placement_factory):
+def model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec:
+  """The tower model_fn. In a cluster (`config` with ps tasks) variables go to the ps
+  tasks, greedy by bytes, whatever `variable_device` says; on one machine they follow
+  `variable_device`."""
   clips, video_index = split_features(features)
   is_training = mode == ModeKeys.TRAIN
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
-  if placement_factory is not None:
-    placement = placement_factory(params, devices)
+  num_ps = config.num_ps_replicas if config is not None else 0
+  if num_ps:
+    placement = make_placement('ps', devices,
+                               ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)])
   else:
     placement = make_placement(params.variable_device, devices)
   network = build_network(params)
@@ -84,12 +74,13 @@ def _tower_model_fn(features, labels, mode, params, placement_factory):
   variables = freezing.trainable_variables(params, all_trainable)
   tower_grads = tower_graph.tower_gradients(outputs, variables)
   pairs = gradients.average_tower_gradients(tower_grads, variables, global_batch,
-                                            params.weight_decay)
+                                            params.weight_decay, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   rate = optimization.learning_rate(params, global_step)
   optimizer = optimization.make_optimizer(params, rate)
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
-  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update)
+  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update,
+                                                      placement.reduce_device)
   train_op, ema = _with_ema(apply_op, updates, params)
 
   _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch)
@@ -218,7 +209,8 @@ def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorS
   grads = tf1.gradients(loss, variables)
   pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
-  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, 'main')
+  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, 'main',
+                                                      lambda v: v.device)
   scaffold = tf1.train.Scaffold(
       init_fn=warm_start.make_warm_start_init_fn(params, tf1.global_variables()))
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.group(apply_op, *updates),

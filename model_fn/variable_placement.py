@@ -34,6 +34,10 @@ class VariablePlacement(abc.ABC):
   def _choose(self, name: str, num_bytes: int) -> str:
     """Device for a variable not placed before."""
 
+  def reduce_device(self, variable: tf.Variable) -> str:
+    """Where the towers' gradients of `variable` are summed: next to the variable."""
+    return variable.device
+
 
 class SingleDevicePlacement(VariablePlacement):
   """Every variable on one device: the host CPU (`cpu`) or the first tower (`gpu0`)."""
@@ -69,6 +73,19 @@ class GreedyBytesPlacement(VariablePlacement):
     return dict(zip(self._devices, self._load))
 
 
+class ParameterServerPlacement(GreedyBytesPlacement):
+  """Variables on the cluster's ps tasks, greedy by bytes. The towers' gradients are
+  summed on the worker's own host first, so each worker pushes one gradient per
+  variable per step instead of one per tower."""
+
+  def __init__(self, ps_devices: Sequence[str], worker_host: str = '/device:CPU:0') -> None:
+    super().__init__(ps_devices)
+    self._worker_host = worker_host
+
+  def reduce_device(self, variable: tf.Variable) -> str:
+    return self._worker_host
+
+
 def make_placement(policy: str, tower_devices: Sequence[str],
                    host_device: str = '/device:CPU:0',
                    ps_devices: Sequence[str] = ()) -> VariablePlacement:
@@ -82,7 +99,7 @@ def make_placement(policy: str, tower_devices: Sequence[str],
   if policy == 'ps':
     if not ps_devices:
       raise ValueError('variable_device=ps needs a cluster with ps tasks (TF_CONFIG)')
-    return GreedyBytesPlacement(ps_devices)
+    return ParameterServerPlacement(ps_devices)
   raise ValueError(f'variable_device={policy!r} is not one of cpu, gpu0, balanced, ps')
 
 
