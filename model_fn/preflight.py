@@ -19,6 +19,15 @@ import tensorflow as tf
 from model_fn import warm_start
 
 
+_DATA_DIR_CONTENTS = {
+    'tfrecord': 'the TFRecord shards of UCF101, made once with `bazel run //input_fn:prepare '
+                '-- --source=videos --data_dir=<UCF101 root> --out=<this data_dir>`',
+    'videos': 'the UCF101 root: UCF-101/ (the .avi class folders) and the split files '
+              '(ucfTrainTestlist/)',
+    'frames': 'jpegs_256/ (frame folders) and the UCF101 split files',
+}
+
+
 class PreflightError(ValueError):
   """One or more things needed by the run are missing or inconsistent."""
 
@@ -46,9 +55,9 @@ def problems(params) -> list[str]:
   data_source = getattr(params, 'data_source', 'synthetic')
   data_dir = getattr(params, 'data_dir', '')
   if data_source != 'synthetic' and not (data_dir and os.path.isdir(data_dir)):
-    found.append(f'data_source={data_source} reads its files from --data_dir, but '
-                 f'data_dir={data_dir or "(empty)"} is not a directory (see --helpfull for '
-                 'data_source and data_dir: what each source expects there)')
+    what = _DATA_DIR_CONTENTS.get(data_source, 'the files of that source (see --helpfull)')
+    found.append(f'data_source={data_source} reads from --data_dir, but '
+                 f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}')
   return found
 
 

@@ -53,6 +53,7 @@ def write_checkpoint(prefix: str, layout: list[tuple[str, list[int]]], seed: int
     if name.endswith('moving_variance'):
       value = np.abs(value) + 0.5
     values[name] = value
+  os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
   with tf.Graph().as_default():
     placeholders, variables = [], []
     for name, value in values.items():

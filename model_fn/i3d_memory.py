@@ -1,0 +1,142 @@
+"""How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
+
+    PYTHONPATH=. .venv/bin/python3 -m model_fn.i3d_memory [--gpu_gib=6] [--usable_gib=5.0]
+
+Builds one training tower (batch 1, no computation) and its gradients, then sums
+
+  * retained: every forward tensor that a gradient op reads (what backprop keeps alive
+    from the forward pass: conv inputs, ReLU outputs, batch-norm intermediates, pool
+    inputs/outputs, the clip itself). Shape-only reads (Shape, ShapeN, Size, Rank) are
+    not counted. With `trainable_from`, no gradient flows into the frozen endpoints, so
+    their activations are not retained.
+  * transient: the larger of the backward peak (the two largest gradient tensors, an
+    activation's gradient and its input's gradient, live at once) and the forward peak
+    (the largest inputs + outputs of one forward op, which counts even for frozen
+    endpoints, whose activations are freed once used).
+
+Both scale linearly with the clips per tower. Fixed cost: weights, their gradients and
+the momentum slot (3 x 4 bytes x parameters). Usable memory is an assumption, not a
+measurement: of a 6 GB GTX1060 (6,144 MiB), the CUDA context, cuDNN workspace and TF's
+reserve leave roughly 5 GiB to the allocator (`--usable_gib`). The layers here use the
+unfused batch norm of `model_fn/layers.py`, as the real run does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from model_fn import freezing, layers
+from model_fn.networks import i3d
+
+tf1 = tf.compat.v1
+
+MIB = 1 << 20
+GIB = 1 << 30
+SHAPE_ONLY = {'Shape', 'ShapeN', 'Size', 'Rank'}
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+  frames: int
+  crop: int
+  trainable_from: str
+  retained_bytes_per_clip: int
+  transient_bytes_per_clip: int
+  parameter_bytes: int      # weights only
+  trained_parameter_bytes: int
+
+  @property
+  def per_clip_bytes(self) -> int:
+    return self.retained_bytes_per_clip + self.transient_bytes_per_clip
+
+  @property
+  def fixed_bytes(self) -> int:
+    """Weights + gradients + momentum slots of the trained ones."""
+    return self.parameter_bytes + 2 * self.trained_parameter_bytes
+
+  def clips_that_fit(self, usable_bytes: float) -> int:
+    return max(0, int((usable_bytes - self.fixed_bytes) // self.per_clip_bytes))
+
+
+def _bytes(t: tf.Tensor) -> int | None:
+  if not t.shape.is_fully_defined() or t.dtype.base_dtype.is_bool:
+    return None
+  return int(np.prod(t.shape.as_list(), dtype=np.int64)) * t.dtype.base_dtype.size
+
+
+def estimate(frames: int = 64, crop: int = 224, trainable_from: str = '',
+             stream: str = 'rgb', num_classes: int = 101) -> MemoryEstimate:
+  """Builds the graph for one clip and measures it (see the module docstring)."""
+  channels = i3d.STREAMS[stream][1]
+  with tf.Graph().as_default() as graph:
+    clips = tf1.placeholder(tf.float32, [1, frames, crop, crop, channels], name='clips')
+    logits, _ = i3d.inception_i3d(clips, layers.TowerContext(is_training=True), num_classes,
+                                  stream, dropout_keep=0.5)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant([0]), logits=logits))
+    forward_ops = set(graph.get_operations())
+    forward_peak = max(sum(_bytes(t) or 0 for t in (*op.inputs, *op.outputs)
+                           if t.shape.rank == 5) for op in forward_ops)
+    all_vars = tf1.trainable_variables()
+    trained = freezing.frozen_endpoints(trainable_from)
+    variables = [v for v in all_vars if i3d.endpoint_of(v.op.name) not in trained]
+    grads = tf1.gradients(loss, variables)
+    del grads
+    retained: dict[str, int] = {}
+    gradient_sizes = []
+    for op in graph.get_operations():
+      if op in forward_ops:
+        continue
+      for out in op.outputs:
+        size = _bytes(out)
+        if size and out.shape.rank == 5:
+          gradient_sizes.append(size)
+      if op.type in SHAPE_ONLY:
+        continue
+      for t in op.inputs:
+        if t.op in forward_ops and t.op.type not in ('VarHandleOp', 'Const', 'VariableV2') \
+            and t.op.type != 'ReadVariableOp':
+          size = _bytes(t)
+          if size:
+            retained[t.name] = size
+    param_bytes = sum(_bytes(v) for v in all_vars)
+    trained_bytes = sum(_bytes(v) for v in variables)
+  transient = max(sum(sorted(gradient_sizes)[-2:]), forward_peak)
+  return MemoryEstimate(frames, crop, trainable_from, sum(retained.values()), transient,
+                        param_bytes, trained_bytes)
+
+
+def table(configs: Sequence[tuple[int, int, str]], usable_gib: float) -> str:
+  """A markdown table of `(frames, crop, trainable_from)` configurations."""
+  rows = ['| frames x crop | trainable_from | retained / clip | transient / clip | '
+          'fixed (weights, grads, momentum) | clips per tower in %.1f GiB |' % usable_gib,
+          '| --- | --- | --- | --- | --- | --- |']
+  for frames, crop, trainable_from in configs:
+    e = estimate(frames, crop, trainable_from)
+    rows.append(f'| {frames}x{crop}x{crop} | {trainable_from or "(all)"} | '
+                f'{e.retained_bytes_per_clip / MIB:,.0f} MiB | '
+                f'{e.transient_bytes_per_clip / MIB:,.0f} MiB | {e.fixed_bytes / MIB:,.0f} MiB | '
+                f'{e.clips_that_fit(usable_gib * GIB)} |')
+  return '\n'.join(rows)
+
+
+DEFAULT_CONFIGS = (
+    (64, 224, ''), (64, 224, 'Mixed_3b'), (64, 224, 'Mixed_4b'), (64, 224, 'Mixed_5b'),
+    (32, 224, ''), (32, 224, 'Mixed_4b'), (16, 224, ''), (64, 160, ''), (64, 112, ''))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--usable_gib', type=float, default=5.0,
+                      help='GPU memory the TF allocator can use (6 GB GTX1060: about 5).')
+  args = parser.parse_args(argv)
+  print(table(DEFAULT_CONFIGS, args.usable_gib))
+
+
+if __name__ == '__main__':
+  main()

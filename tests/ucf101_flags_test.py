@@ -1,0 +1,106 @@
+"""ucf101.flags: the user's I3D recipe parses into valid params, and the preflight says
+exactly what is missing (checkpoint to download, data to prepare) or nothing when both are
+there."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import unittest
+
+import tensorflow as tf
+
+import i3d_test_lib as lib
+from model_fn import preflight
+from towers import params as params_lib
+
+tf1 = tf.compat.v1
+
+FLAGFILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        'ucf101.flags')
+
+
+def read_flagfile(path: str, base_dir: str) -> params_lib.TrainParams:
+  """`--name=value` lines (comments and blanks skipped) as validated params; relative
+  paths resolve against `base_dir`, as `//towers:train` does with the working directory."""
+  path_fields = {f.name for f in dataclasses.fields(params_lib.TrainParams)
+                 if f.metadata.get(params_lib.PATH)}
+  values = {}
+  with open(path) as f:
+    for line in f:
+      line = line.strip()
+      if not line or line.startswith('#'):
+        continue
+      assert line.startswith('--') and '=' in line, line
+      name, value = line[2:].split('=', 1)
+      field_type = next(f.type for f in dataclasses.fields(params_lib.TrainParams)
+                        if f.name == name) if name in params_lib.FIELD_NAMES else 'str'
+      if field_type == 'int':
+        value = int(value)
+      elif field_type == 'float':
+        value = float(value)
+      elif field_type == 'bool':
+        value = value.lower() in ('1', 'true')
+      if name in path_fields and value and not os.path.isabs(value):
+        value = os.path.normpath(os.path.join(base_dir, value))
+      values[name] = value
+  return params_lib.make_params(values)
+
+
+class Ucf101FlagsTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.base = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.base, True)
+
+  def test_recipe(self):
+    p = read_flagfile(FLAGFILE, self.base)
+    self.assertEqual((p.model, p.stream, p.num_classes), ('i3d', 'rgb', 101))
+    self.assertEqual((p.clip_frames, p.crop_size, p.batch_size, p.num_towers), (64, 224, 6, 1))
+    self.assertEqual((p.optimizer, p.momentum, p.lr_schedule), ('momentum', 0.9, 'piecewise'))
+    self.assertEqual(p.lr_values, (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5))
+    self.assertEqual(p.lr_boundaries, (10000, 20000, 30000, 40000, 50000))
+    self.assertEqual((p.weight_decay, p.dropout_keep, p.head), (7e-7, 0.36, 'replace'))
+    self.assertEqual(p.warm_start_from,
+                     os.path.join(self.base, 'data/checkpoints/rgb_imagenet/model.ckpt'))
+    self.assertEqual(p.data_source, 'tfrecord')
+    self.assertTrue(p.data_dir.startswith(os.path.join(self.base, 'data/ucf101')))
+
+  def test_preflight_names_what_is_missing(self):
+    p = read_flagfile(FLAGFILE, self.base)
+    with self.assertRaises(preflight.PreflightError) as e:
+      preflight.check(p)
+    message = str(e.exception)
+    self.assertIn(os.path.join(self.base, 'data/checkpoints/rgb_imagenet/model.ckpt.index'),
+                  message)
+    self.assertIn('model.ckpt.data-00000-of-00001', message)
+    self.assertIn('kinetics-i3d', message)
+    self.assertIn('//input_fn:prepare', message)
+    self.assertLen(preflight.problems(p), 2)
+
+  def test_preflight_passes_when_everything_is_there(self):
+    p = read_flagfile(FLAGFILE, self.base)
+    os.makedirs(p.data_dir)
+    lib.write_checkpoint(p.warm_start_from, [('RGB/inception_i3d/Logits/Conv3d_0c_1x1/conv_3d/b',
+                                              [400])])
+    self.assertEqual(preflight.problems(p), [])
+    # A resumed run does not need the pretrained checkpoint any more.
+    os.remove(p.warm_start_from + '.index')
+    self.assertLen(preflight.problems(p), 1)
+    os.makedirs(p.model_dir)
+    lib.write_checkpoint(os.path.join(p.model_dir, 'model.ckpt-5'),
+                         [('global_step', [])])
+    tf1.train.update_checkpoint_state(p.model_dir, os.path.join(p.model_dir, 'model.ckpt-5'))
+    self.assertEqual(preflight.problems(p), [])
+
+  def test_other_models_reject_i3d_flags(self):
+    p = params_lib.make_params(model='c3d_small', warm_start_from='x', trainable_from='Mixed_4b')
+    self.assertLen(preflight.problems(p), 2)
+
+
+if __name__ == '__main__':
+  tf1.disable_eager_execution()
+  unittest.main()
