@@ -15,6 +15,8 @@ import math
 
 import tensorflow as tf
 
+from input_fn.pipeline import worker_shard
+
 NOISE_STDDEV = 0.1
 BLOB_SIGMA = 0.12  # fraction of the frame side
 
@@ -22,8 +24,9 @@ BLOB_SIGMA = 0.12  # fraction of the frame side
 def make_clip(index: tf.Tensor, split_seed: int, params) -> tuple[tf.Tensor, tf.Tensor]:
   """Clip and label of example `index` (int64 scalar)."""
   frames, size = params.clip_frames, params.crop_size
-  label = index % params.num_classes
   seed = tf.stack([tf.cast(split_seed, tf.int64), index])
+  # A pseudo-random label, so that any shard of the indices holds every class.
+  label = tf.random.stateless_uniform([], seed + 2, 0, params.num_classes, dtype=tf.int64)
   start = tf.random.stateless_uniform([2], seed, minval=0.25, maxval=0.75)
   angle = 2.0 * math.pi * tf.cast(label, tf.float32) / params.num_classes
   speed = 0.4 / max(frames - 1, 1)  # the blob travels 0.4 of the frame over the clip
@@ -42,15 +45,16 @@ def make_clip(index: tf.Tensor, split_seed: int, params) -> tuple[tf.Tensor, tf.
 
 def input_fn(mode: str, params, input_context: tf.distribute.InputContext | None = None
              ) -> tf.data.Dataset:
-  """Training: an endless shuffled stream over `synthetic_train_examples` clips,
-  batched with drop_remainder. Evaluation: `synthetic_eval_examples` other clips, once."""
+  """Training: an endless shuffled stream over this worker's share of the
+  `synthetic_train_examples` clips (see `worker_shard`), batched with drop_remainder.
+  Evaluation: all `synthetic_eval_examples` other clips, once."""
   training = mode == tf.estimator.ModeKeys.TRAIN
   count = params.synthetic_train_examples if training else params.synthetic_eval_examples
   split_seed = params.random_seed * 2 + (0 if training else 1) + 1000
   dataset = tf.data.Dataset.range(count)
-  if input_context is not None:
-    dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-  if training:
+  if training:  # each worker of a cluster trains on its own share
+    num_shards, shard_index = worker_shard(input_context)
+    dataset = dataset.shard(num_shards, shard_index)
     dataset = dataset.shuffle(count, seed=params.random_seed).repeat()
   dataset = dataset.map(lambda i: make_clip(i, split_seed, params),
                         num_parallel_calls=tf.data.AUTOTUNE)

@@ -78,6 +78,14 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   rate = optimization.learning_rate(params, global_step)
   optimizer = optimization.make_optimizer(params, rate)
+  hooks = [training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
+                                       params.log_every_steps, params.model_dir)]
+  num_workers = config.num_worker_replicas if config is not None else 1
+  if params.sync_replicas and num_workers > 1:
+    optimizer = tf1.train.SyncReplicasOptimizer(
+        optimizer, replicas_to_aggregate=num_workers - params.backup_workers,
+        total_num_replicas=num_workers)
+    hooks.append(optimizer.make_session_run_hook(config.is_chief))
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
   updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update,
                                                       placement.reduce_device)
@@ -86,10 +94,8 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch)
   scaffold = tf1.train.Scaffold(
       init_fn=_init_fn(warm_start.make_warm_start_init_fn(params, tf1.global_variables()), ema))
-  progress = training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
-                                         params.log_every_steps, params.model_dir)
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold,
-                                    training_hooks=[progress])
+                                    training_hooks=hooks)
 
 
 def _with_ema(apply_op: tf.Operation, updates: list[tf.Operation], params):

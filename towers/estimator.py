@@ -32,14 +32,16 @@ def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
 
 
 def run_config(params: TrainParams) -> tf.estimator.RunConfig:
-  """model_dir, checkpoint cadence, seed, session config, and MirroredStrategy if asked."""
+  """model_dir, checkpoint cadence, seed, session config, and MirroredStrategy if asked.
+  In a cluster (TF_CONFIG) the RunConfig carries the cluster, and chief and workers
+  filter devices to the ps tasks and themselves."""
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   distribute = None
   if params.strategy == 'mirrored':
     if devices.virtual_cpus > 1:
       ensure_logical_cpus(devices.virtual_cpus)
     distribute = tf.distribute.MirroredStrategy(devices=list(devices.devices))
-  return tf.estimator.RunConfig(
+  config = tf.estimator.RunConfig(
       model_dir=params.model_dir,
       tf_random_seed=params.random_seed,
       save_checkpoints_steps=params.save_checkpoints_steps,
@@ -48,6 +50,13 @@ def run_config(params: TrainParams) -> tf.estimator.RunConfig:
       log_step_count_steps=params.log_every_steps,
       session_config=session_config(devices, devices.num_towers),
       train_distribute=distribute)
+  if config.cluster_spec and config.task_type in ('chief', 'worker'):
+    # Talk only to the ps tasks and ourselves: a lost worker must not stall the others.
+    filtered = tf1.ConfigProto()
+    filtered.CopyFrom(config.session_config)
+    filtered.device_filters.extend(['/job:ps', f'/job:{config.task_type}/task:{config.task_id}'])
+    config = config.replace(session_config=filtered)
+  return config
 
 
 def build_estimator(params: TrainParams | Mapping[str, Any] | None = None

@@ -126,6 +126,28 @@ class TrainParams:
   model_dir: str = _field('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
   export_savedmodel: bool = _field(True, 'Export a SavedModel after the final evaluation.')
 
+  # --- Cluster -----------------------------------------------------------------------------
+  ps_hosts: tuple[str, ...] = _field(
+      (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG, '
+      'else SLURM).')
+  worker_hosts: tuple[str, ...] = _field(
+      (), 'Cluster from flags: host:port of every training worker; the first is the chief.')
+  task_type: str = _field(
+      '', 'Cluster from flags: this process\'s role. worker index 0 is the chief.',
+      choices=('', 'chief', 'worker', 'ps', 'evaluator'))
+  task_index: int = _field(0, 'Cluster from flags: index of this task in its host list.')
+  slurm_num_ps: int = _field(
+      1, 'Cluster from SLURM: how many of the job\'s tasks (the first ones) are ps tasks.')
+  slurm_port: int = _field(8888, 'Cluster from SLURM: port every task listens on.')
+  sync_replicas: bool = _field(
+      False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
+  backup_workers: int = _field(
+      0, 'With sync_replicas: a step aggregates the first (workers - backup_workers) '
+      'gradients and drops the stragglers.')
+  ps_unreachable_secs: int = _field(
+      120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
+      '(TensorFlow alone would retry forever).')
+
   # --- Data --------------------------------------------------------------------------------
   data_source: str = _field(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
@@ -237,6 +259,9 @@ def validate(p: TrainParams) -> None:
     raise ParamsError(f'ema_decay must be in [0, 1), got {p.ema_decay}')
   if not 0.0 < p.dropout_keep <= 1.0:
     raise ParamsError(f'dropout_keep must be in (0, 1], got {p.dropout_keep}')
-  for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch'):
+  if p.backup_workers and not p.sync_replicas:
+    raise ParamsError('backup_workers needs sync_replicas')
+  for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',
+               'backup_workers', 'task_index'):
     if getattr(p, name) < 0:
       raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')

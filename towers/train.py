@@ -3,7 +3,8 @@
     bazel run //towers:train -- --flagfile=towers/demo.flags
 
 Relative paths, in flags and for --flagfile itself, resolve against the directory you ran
-`bazel run` from. Every flag is a field of `towers.params.TrainParams`.
+`bazel run` from. Every flag is a field of `towers.params.TrainParams`. In a cluster (flags,
+TF_CONFIG or SLURM; see towers/cluster.py) the same command runs on every node.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 from absl import app, flags, logging
 
-from towers import flags as towers_flags
+from towers import cluster, cluster_runner, flags as towers_flags
 from towers.params import ParamsError
 from towers.training import format_metrics, train_and_evaluate
 
@@ -25,13 +26,18 @@ def main(argv: list[str]) -> int:
     raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
   try:
     params = towers_flags.params_from_flags(flags.FLAGS)
-  except ParamsError as e:
+    task = cluster.resolve_cluster(params)
+    logging.info('training %s for %d steps, global batch %d, model_dir %s', params.model,
+                 params.max_steps, params.batch_size, params.model_dir)
+    if task is None:
+      metrics = train_and_evaluate(params)
+    else:
+      metrics = cluster_runner.run_task(params, task)
+  except (ParamsError, cluster.ClusterError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
-  logging.info('training %s for %d steps, global batch %d, model_dir %s', params.model,
-               params.max_steps, params.batch_size, params.model_dir)
-  metrics = train_and_evaluate(params)
-  print(f'final metrics: {format_metrics(metrics)}')
+  if metrics:
+    print(f'final metrics: {format_metrics(metrics)}')
   return 0
 
 

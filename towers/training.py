@@ -19,9 +19,25 @@ def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
   return current_eval_result[TOP_1] > best_eval_result[TOP_1]
 
 
+def finished_step(params: TrainParams) -> int | None:
+  """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
+  checkpoint = tf.train.latest_checkpoint(params.model_dir) if params.model_dir else None
+  if not checkpoint:
+    return None
+  step = int(tf.train.load_variable(checkpoint, 'global_step'))
+  return step if step >= params.max_steps else None
+
+
 def train_and_evaluate(params: TrainParams) -> dict[str, Any]:
   """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
-  `model_dir/export/best`; returns the final evaluation metrics."""
+  `model_dir/export/best`; returns the final evaluation metrics. A model_dir already
+  trained to max_steps returns {} at once (in a cluster, the evaluator still evaluates
+  the final checkpoint)."""
+  finished = finished_step(params)
+  if finished is not None and not os.environ.get('TF_CONFIG'):
+    logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
+                 params.model_dir, finished, params.max_steps)
+    return {}
   estimator = build_estimator(params)
   exporters = []
   if params.export_savedmodel:

@@ -1,0 +1,215 @@
+"""Which cluster this process belongs to, and its role: from flags, TF_CONFIG or SLURM.
+
+The result is always expressed as a TF_CONFIG (what Kubeflow's TFJob sets), which
+`tf.estimator.RunConfig` reads. Sources, first found wins:
+  1. flags `--ps_hosts`, `--worker_hosts`, `--task_type`, `--task_index` (worker 0 is the chief);
+  2. the `TF_CONFIG` environment variable;
+  3. SLURM's environment (`SLURM_JOB_ID` set): the first `--slurm_num_ps` tasks are ps tasks,
+     the next one is the chief, the rest are workers.
+A malformed or inconsistent cluster raises `ClusterError` naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+from typing import Any, Mapping
+
+TRAINING_JOBS = ('chief', 'worker', 'ps')
+TASK_TYPES = TRAINING_JOBS + ('evaluator',)
+LOCAL_HOSTS = ('localhost', '127.0.0.1', '::1', '[::1]', '0.0.0.0')
+
+
+class ClusterError(ValueError):
+  """The cluster description is malformed or inconsistent; the message names the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterTask:
+  """This process's place in a training cluster.
+
+  `cluster` maps 'chief', 'worker' and 'ps' to host:port lists (the evaluator is never
+  part of it). `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
+  """
+  cluster: Mapping[str, tuple[str, ...]]
+  task_type: str
+  task_index: int
+  source: str
+
+  @property
+  def tf_config(self) -> dict[str, Any]:
+    return {'cluster': {job: list(hosts) for job, hosts in self.cluster.items()},
+            'task': {'type': self.task_type, 'index': self.task_index}}
+
+  @property
+  def address(self) -> str | None:
+    """This task's host:port; None for the evaluator, which serves nothing."""
+    if self.task_type == 'evaluator':
+      return None
+    return self.cluster[self.task_type][self.task_index]
+
+  @property
+  def num_workers(self) -> int:
+    """Training workers, the chief included."""
+    return len(self.cluster.get('chief', ())) + len(self.cluster.get('worker', ()))
+
+
+def resolve_cluster(params, environ: Mapping[str, str] = os.environ) -> ClusterTask | None:
+  """The cluster from flags, TF_CONFIG or SLURM (in that order), validated; None when
+  none is configured (single-machine training)."""
+  if params.ps_hosts or params.worker_hosts or params.task_type:
+    return from_flags(params)
+  if environ.get('TF_CONFIG'):
+    return from_tf_config(environ['TF_CONFIG'])
+  if environ.get('SLURM_JOB_ID'):
+    return from_slurm(environ, params.slurm_num_ps, params.slurm_port)
+  return None
+
+
+def from_flags(params) -> ClusterTask:
+  """`--worker_hosts` lists every trainer; the first is the chief. `--task_type=worker
+  --task_index=0` therefore means the chief, and worker i > 0 is TF_CONFIG worker i-1."""
+  if not params.worker_hosts:
+    raise ClusterError('--worker_hosts: empty; list every training worker (the first is the chief)')
+  if not params.task_type:
+    raise ClusterError('--task_type: empty; say which role this process has')
+  cluster = {'chief': (params.worker_hosts[0],), 'worker': tuple(params.worker_hosts[1:])}
+  if params.ps_hosts:
+    cluster['ps'] = tuple(params.ps_hosts)
+  task_type, index = params.task_type, params.task_index
+  if task_type == 'worker':
+    if not 0 <= index < len(params.worker_hosts):
+      raise ClusterError(f'--task_index={index} is out of range: --worker_hosts has '
+                         f'{len(params.worker_hosts)} hosts')
+    task_type, index = ('chief', 0) if index == 0 else ('worker', index - 1)
+  cluster = {job: hosts for job, hosts in cluster.items() if hosts}
+  return validate(cluster, task_type, index, 'flags')
+
+
+def from_tf_config(text: str) -> ClusterTask:
+  """Parses and validates a TF_CONFIG JSON string."""
+  try:
+    config = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ClusterError(f'TF_CONFIG is not valid JSON: {e}') from e
+  if not isinstance(config, dict):
+    raise ClusterError('TF_CONFIG must be a JSON object with "cluster" and "task"')
+  cluster, task = config.get('cluster'), config.get('task')
+  if not isinstance(cluster, dict) or not cluster:
+    raise ClusterError('TF_CONFIG.cluster: missing or empty')
+  if not isinstance(task, dict) or 'type' not in task:
+    raise ClusterError('TF_CONFIG.task.type: missing')
+  try:
+    index = int(task.get('index', 0))
+  except (TypeError, ValueError) as e:
+    raise ClusterError(f'TF_CONFIG.task.index={task.get("index")!r} is not an integer') from e
+  for job, hosts in cluster.items():
+    if not isinstance(hosts, list):
+      raise ClusterError(f'TF_CONFIG.cluster.{job}: must be a list of "host:port" strings')
+  return validate({job: tuple(hosts) for job, hosts in cluster.items()}, task['type'], index,
+                  'TF_CONFIG')
+
+
+def from_slurm(environ: Mapping[str, str], num_ps: int, port: int) -> ClusterTask:
+  """The cluster of a SLURM job step: one task per line of the step's node list (several
+  tasks on one node get consecutive ports). Tasks 0..num_ps-1 are ps, the next is the
+  chief, the rest are workers. Uses TensorFlow's SlurmClusterResolver for host lists."""
+  from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver as slurm  # pylint: disable=g-import-not-at-top
+  for name in ('SLURM_PROCID', 'SLURM_STEP_NUM_TASKS', 'SLURM_STEP_NODELIST',
+               'SLURM_STEP_TASKS_PER_NODE'):
+    if name not in environ:
+      raise ClusterError(f'{name}: not set; run under `srun` (SLURM_JOB_ID is set but this '
+                         'is not a job step)')
+  num_tasks = int(environ['SLURM_STEP_NUM_TASKS'])
+  if num_tasks < num_ps + 1:
+    raise ClusterError(f'--slurm_num_ps={num_ps} leaves no chief: the step has {num_tasks} tasks')
+  hosts = slurm.expand_hostlist(environ['SLURM_STEP_NODELIST'])
+  per_node = slurm.expand_tasks_per_node(environ['SLURM_STEP_TASKS_PER_NODE'])
+  addresses = [f'{host}:{port + k}' for host, count in zip(hosts, per_node) for k in range(count)]
+  if len(addresses) != num_tasks:
+    raise ClusterError(f'SLURM_STEP_TASKS_PER_NODE gives {len(addresses)} tasks but '
+                       f'SLURM_STEP_NUM_TASKS={num_tasks}')
+  cluster = {'ps': tuple(addresses[:num_ps]), 'chief': (addresses[num_ps],),
+             'worker': tuple(addresses[num_ps + 1:])}
+  cluster = {job: h for job, h in cluster.items() if h}
+  rank = int(environ['SLURM_PROCID'])
+  if rank < num_ps:
+    role = ('ps', rank)
+  elif rank == num_ps:
+    role = ('chief', 0)
+  else:
+    role = ('worker', rank - num_ps - 1)
+  return validate(cluster, role[0], role[1], 'SLURM')
+
+
+def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index: int,
+             source: str) -> ClusterTask:
+  """Checks jobs, addresses, the single chief and the task; returns the ClusterTask."""
+  field = 'TF_CONFIG.cluster' if source == 'TF_CONFIG' else f'cluster (from {source})'
+  for job in cluster:
+    if job == 'evaluator':
+      raise ClusterError(f'{field}.evaluator: the evaluator must not be part of the training '
+                         'cluster; give it only task.type=evaluator')
+    if job not in TRAINING_JOBS:
+      raise ClusterError(f'{field}.{job}: unknown job; expected chief, worker, ps')
+  chiefs = cluster.get('chief', ())
+  if len(chiefs) != 1:
+    raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed')
+  seen: dict[str, str] = {}
+  for job, hosts in cluster.items():
+    for i, address in enumerate(hosts):
+      name = f'{field}.{job}[{i}]'
+      _check_address(name, address)
+      if address in seen:
+        raise ClusterError(f'{name} and {seen[address]} both use {address}')
+      seen[address] = name
+  if task_type not in TASK_TYPES:
+    raise ClusterError(f'task.type={task_type!r} is not one of {", ".join(TASK_TYPES)}')
+  if task_type == 'evaluator':
+    if task_index != 0:
+      raise ClusterError(f'task.index={task_index}: there is one evaluator, index 0')
+  elif not 0 <= task_index < len(cluster.get(task_type, ())):
+    raise ClusterError(f'task.index={task_index} is out of range: {field}.{task_type} has '
+                       f'{len(cluster.get(task_type, ()))} tasks')
+  return ClusterTask(dict(cluster), task_type, task_index, source)
+
+
+def _check_address(name: str, address: Any) -> None:
+  if not isinstance(address, str) or ':' not in address:
+    raise ClusterError(f'{name}={address!r} is not "host:port"')
+  host, _, port = address.rpartition(':')
+  if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    raise ClusterError(f'{name}={address!r} is not "host:port" with a port in 1..65535')
+
+
+def check_port_free(task: ClusterTask) -> None:
+  """For a task on this machine: its port must be free, else ClusterError names it."""
+  address = task.address
+  if address is None:
+    return
+  host, _, port = address.rpartition(':')
+  if host not in LOCAL_HOSTS and host != socket.gethostname():
+    return
+  with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    try:
+      probe.bind(('127.0.0.1' if host in LOCAL_HOSTS else '', int(port)))
+    except OSError as e:
+      raise ClusterError(f'{task.task_type}[{task.task_index}]={address}: port {port} is '
+                         f'already in use on this machine ({e.strerror})') from e
+
+
+def pick_free_ports(count: int) -> list[int]:
+  """`count` distinct ports free on loopback right now (for the local launcher and tests)."""
+  sockets, ports = [], []
+  try:
+    for _ in range(count):
+      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      s.bind(('127.0.0.1', 0))
+      sockets.append(s)
+      ports.append(s.getsockname()[1])
+  finally:
+    for s in sockets:
+      s.close()
+  return ports

@@ -1,0 +1,227 @@
+"""Starts a whole parameter-server cluster as local processes on loopback.
+
+    bazel run //towers:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
+
+Starts `--ps` ps tasks, `--workers` training workers (the first is the chief) and an
+evaluator, each a `towers.train` process with its own TF_CONFIG and free loopback ports.
+Streams every task's output prefixed with its name ([ps0], [chief], [worker1], [evaluator]),
+and also appends it to `runs/local_cluster_logs/<task>.log`. When the chief ends, the evaluator may
+finish its final evaluation and export, then every task is stopped; Ctrl-C stops all at
+once. Exits non-zero when any task failed. Arguments it does not know are passed to every
+task (so any train flag works). Real clusters set TF_CONFIG per node instead: see
+docs/cluster.md.
+
+`LocalCluster` is the same machinery as a Python API; the fault tests drive it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Sequence
+
+from towers.cluster import pick_free_ports
+
+HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
+
+
+@dataclasses.dataclass
+class Task:
+  """One process of the cluster. `name` is e.g. 'ps0', 'chief', 'worker1', 'evaluator'."""
+  name: str
+  task_type: str
+  task_index: int
+  process: subprocess.Popen | None = None
+  lines: list[str] = dataclasses.field(default_factory=list)
+  stopped_by_us: bool = False
+  starts: int = 0
+
+
+class LocalCluster:
+  """ps tasks, a chief, workers and (optionally) an evaluator on loopback.
+
+  `train_args` are passed to every task's `towers.train` (e.g. --flagfile, --model_dir).
+  """
+
+  def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
+               evaluator: bool = True, log_dir: str | None = None,
+               echo: IO[str] | None = sys.stdout) -> None:
+    if num_workers < 1:
+      raise ValueError('--workers must be >= 1 (the first worker is the chief)')
+    if num_ps < 0:
+      raise ValueError('--ps must be >= 0')
+    ports = pick_free_ports(num_ps + num_workers)
+    addresses = [f'{HOST}:{p}' for p in ports]
+    self.cluster = {'chief': addresses[num_ps:num_ps + 1]}
+    if num_workers > 1:
+      self.cluster['worker'] = addresses[num_ps + 1:]
+    if num_ps:
+      self.cluster['ps'] = addresses[:num_ps]
+    self.tasks: dict[str, Task] = {}
+    for i in range(num_ps):
+      self.tasks[f'ps{i}'] = Task(f'ps{i}', 'ps', i)
+    self.tasks['chief'] = Task('chief', 'chief', 0)
+    for i in range(num_workers - 1):
+      self.tasks[f'worker{i + 1}'] = Task(f'worker{i + 1}', 'worker', i)
+    if evaluator:
+      self.tasks['evaluator'] = Task('evaluator', 'evaluator', 0)
+    self._train_args = list(train_args)
+    self._log_dir = log_dir
+    self._echo = echo
+    self._lock = threading.Lock()
+
+  def tf_config(self, task: Task) -> str:
+    return json.dumps({'cluster': self.cluster,
+                       'task': {'type': task.task_type, 'index': task.task_index}})
+
+  def start_all(self, chief_ready_timeout: float = 120.0) -> None:
+    """Starts ps tasks, chief and evaluator, then the workers once the chief has run its
+    first step (a worker that finds the model uninitialised re-checks only every 30 s)."""
+    for task in self.tasks.values():
+      if task.task_type != 'worker':
+        self.start(task.name)
+    self.wait_for_output('chief', 'step = ', chief_ready_timeout)
+    for task in self.tasks.values():
+      if task.task_type == 'worker':
+        self.start(task.name)
+
+  def wait_for_output(self, name: str, text: str, timeout: float) -> bool:
+    """True once a line of task `name` contains `text`; False after `timeout` seconds or
+    when the task has exited."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+      if any(text in line for line in self.output(name)):
+        return True
+      process = self.tasks[name].process
+      if process is not None and process.poll() is not None:
+        return any(text in line for line in self.output(name))
+      time.sleep(0.2)
+    return False
+
+  def start(self, name: str) -> None:
+    """Starts one task (again, if it ended)."""
+    task = self.tasks[name]
+    env = dict(os.environ, TF_CONFIG=self.tf_config(task), PYTHONUNBUFFERED='1')
+    task.process = subprocess.Popen(
+        [sys.executable, '-m', 'towers.train', *self._train_args], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    task.stopped_by_us = False
+    task.starts += 1
+    threading.Thread(target=self._pump, args=(task, task.process), daemon=True).start()
+
+  def _pump(self, task: Task, process: subprocess.Popen) -> None:
+    log = None
+    if self._log_dir:
+      os.makedirs(self._log_dir, exist_ok=True)
+      log = open(os.path.join(self._log_dir, f'{task.name}.log'), 'a', encoding='utf-8')
+    for line in process.stdout:
+      with self._lock:
+        task.lines.append(line.rstrip('\n'))
+        if self._echo is not None:
+          self._echo.write(f'[{task.name}] {line}')
+          self._echo.flush()
+      if log:
+        log.write(line)
+        log.flush()
+    if log:
+      log.close()
+
+  def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+    """Sends `sig` (default SIGKILL: a crash, no clean-up) to one task and waits for it."""
+    task = self.tasks[name]
+    if task.process and task.process.poll() is None:
+      task.stopped_by_us = True
+      task.process.send_signal(sig)
+      task.process.wait()
+
+  def wait(self, name: str, timeout: float | None = None) -> int:
+    """Waits for one task to exit; returns its exit code."""
+    return self.tasks[name].process.wait(timeout=timeout)
+
+  def output(self, name: str) -> list[str]:
+    with self._lock:
+      return list(self.tasks[name].lines)
+
+  def stop_all(self) -> None:
+    for task in self.tasks.values():
+      if task.process and task.process.poll() is None:
+        task.stopped_by_us = True
+        task.process.terminate()
+    deadline = time.time() + 10
+    for task in self.tasks.values():
+      if task.process:
+        try:
+          task.process.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+          task.process.kill()
+          task.process.wait()
+
+  def failed_tasks(self) -> list[str]:
+    """Tasks that exited non-zero on their own (not stopped by us)."""
+    return [t.name for t in self.tasks.values()
+            if t.process and t.process.poll() not in (None, 0) and not t.stopped_by_us]
+
+  def run(self, evaluator_grace_secs: float = 600.0) -> int:
+    """Starts everything, waits for the chief, lets the evaluator finish, stops the rest.
+    Returns 0 when no task failed, else 1."""
+    self.start_all()
+    try:
+      chief_code = self.wait('chief')
+      if chief_code == 0 and 'evaluator' in self.tasks:
+        try:
+          self.wait('evaluator', timeout=evaluator_grace_secs)
+        except subprocess.TimeoutExpired:
+          pass
+      for name, task in self.tasks.items():
+        if task.task_type == 'worker' and chief_code == 0:
+          try:
+            self.wait(name, timeout=30)
+          except subprocess.TimeoutExpired:
+            pass
+    except KeyboardInterrupt:
+      print('local_cluster: interrupted, stopping every task', file=sys.stderr)
+      self.stop_all()
+      return 130
+    finally:
+      self.stop_all()
+    failed = self.failed_tasks()
+    if failed:
+      print(f'local_cluster: failed tasks: {", ".join(failed)}', file=sys.stderr)
+      return 1
+    print('local_cluster: every task ended cleanly')
+    return 0
+
+
+def _raise_keyboard_interrupt(signum, frame) -> None:
+  del signum, frame
+  raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str]) -> int:
+  import argparse  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--ps', type=int, default=1, help='number of ps tasks')
+  parser.add_argument('--workers', type=int, default=2,
+                      help='training workers, the chief included')
+  parser.add_argument('--no_evaluator', action='store_true', help='start no evaluator')
+  args, train_args = parser.parse_known_args(argv)
+  working_dir = os.environ.get('BUILD_WORKING_DIRECTORY')
+  if working_dir:
+    os.chdir(working_dir)
+  cluster = LocalCluster(args.ps, args.workers, train_args, evaluator=not args.no_evaluator,
+                         log_dir=os.path.join('runs', 'local_cluster_logs'))
+  signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  started = time.time()
+  code = cluster.run()
+  print(f'local_cluster: wall time {time.time() - started:.1f} s')
+  return code
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))
