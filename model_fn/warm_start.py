@@ -230,8 +230,8 @@ def make_warm_start_init_fn(params, variables: list) -> InitFn | None:
       with tf.device(r.variable.device):
         ph = tf1.placeholder(r.variable.dtype.base_dtype, r.variable.shape,
                              name=r.name.replace('/', '_'))
-        assigns.append(tf1.assign(r.variable, ph) if not hasattr(r.variable, 'handle')
-                       else r.variable.assign(ph, read_value=False))
+        # tf1.assign works for ref, resource and distributed variables alike.
+        assigns.append(tf1.assign(r.variable, ph))
       feeds.append((ph, r))
     assign_op = tf.group(*assigns, name='restore')
   _log_plan(plan)
