@@ -1,0 +1,165 @@
+"""Tower throughput benchmark: `bazel run //towers:benchmark [-- flags]`.
+
+For each `--models` entry, examples per second at one fixed global batch of synthetic
+clips for: one device with no towers (the reference), this project's towers on each of
+`--devices`, and tf.distribute.MirroredStrategy on the same devices. Method, identical for
+every row: the row's training step is built in its own graph (`towers/benchmark_graphs.py`)
+and timed as wall time of `session.run(train_op)`; all rows of a model are open at once
+and their repeats are interleaved (repeat r of every row, then repeat r+1), so load from
+other processes on the machine hits all rows alike. Warm-up steps are excluded; each
+repeat times `--steps_per_repeat` steps; the table shows the median and min-max over
+`--repeats`.
+
+Devices are virtual CPU devices (`ConfigProto.device_count`) when there is no GPU, and the
+first N GPUs otherwise. N virtual CPUs share the machine's cores, so the CPU rows measure
+the machinery's overhead, not scaling.
+
+`--trace=PATH` writes a Chrome trace of one towers step (`--trace_devices` devices, the
+first model) to PATH, plus PATH-derived traces of the reference and MirroredStrategy
+steps, and prints where the time went. `--include_input` appends the input-pipeline
+benchmark (`input_fn/benchmark.py`) to the same report.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from typing import Callable
+
+if __package__ in (None, ''):
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list('models', ['c3d_small', 'i3d'], 'Networks to benchmark, all in one run.')
+flags.DEFINE_list('devices', ['1', '2', '4'], 'Device counts for the towers and mirrored rows.')
+flags.DEFINE_integer('batch_size', 16, 'Fixed global batch, split across the devices.')
+flags.DEFINE_integer('clip_frames', 8, 'Frames per synthetic clip.')
+flags.DEFINE_integer('crop_size', 64, 'Height and width of the synthetic clips.')
+flags.DEFINE_integer('num_classes', 101, 'Classes of the network head.')
+flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps per row before the repeats.')
+flags.DEFINE_integer('repeats', 5, 'Timed repeats per row (median and min-max over these).')
+flags.DEFINE_integer('steps_per_repeat', 3, 'Training steps timed per repeat.')
+flags.DEFINE_string('trace', '', 'Write a Chrome trace of one towers step here (JSON).')
+flags.DEFINE_integer('trace_devices', 2, 'Tower count of the traced step.')
+flags.DEFINE_bool('include_input', False,
+                  'Also run the input-pipeline benchmark (input_fn/benchmark.py).')
+flags.DEFINE_float('input_seconds', 8.0, 'With --include_input: seconds per input route.')
+
+
+def _params(model: str, devices: int):
+  from towers.params import make_params
+  return make_params(model=model, num_towers=devices, batch_size=FLAGS.batch_size,
+                     clip_frames=FLAGS.clip_frames, crop_size=FLAGS.crop_size,
+                     num_classes=FLAGS.num_classes, weight_decay=1e-4,
+                     lr_schedule='constant', lr_values=(1e-3,), lr_boundaries=())
+
+
+def _builders() -> dict[str, Callable]:
+  from towers import benchmark_graphs, benchmark_report
+  return {benchmark_report.REFERENCE: benchmark_graphs.reference_step,
+          benchmark_report.TOWERS: benchmark_graphs.towers_step,
+          benchmark_report.MIRRORED: benchmark_graphs.mirrored_step}
+
+
+def _configurations(device_counts: list[int]) -> list[tuple[str, int]]:
+  from towers import benchmark_report as report
+  return ([(report.REFERENCE, 1)] + [(report.TOWERS, n) for n in device_counts]
+          + [(report.MIRRORED, n) for n in device_counts])
+
+
+def _open(method: str, model: str, devices: int):
+  """Builds the row's step, starts its session, initialises and warms it up."""
+  import tensorflow as tf
+  step = _builders()[method](_params(model, devices))
+  session = tf.compat.v1.Session(graph=step.graph, config=step.config)
+  session.run(step.init_op)
+  for _ in range(FLAGS.warmup_steps):
+    session.run(step.train_op)
+  return session, step
+
+
+def measure_model(model: str, device_counts: list[int], log: Callable[[str], None]) -> list:
+  """All rows of one model, repeats interleaved across rows; returns benchmark_report.Rows."""
+  from towers import benchmark_report
+  configurations = _configurations(device_counts)
+  opened = []
+  for method, devices in configurations:
+    start = time.perf_counter()
+    opened.append(_open(method, model, devices))
+    log(f'  {model} {method} x{devices}: built and warmed up in '
+        f'{time.perf_counter() - start:.1f} s')
+  samples = [[] for _ in configurations]
+  for repeat in range(FLAGS.repeats):
+    for i, (session, step) in enumerate(opened):
+      start = time.perf_counter()
+      for _ in range(FLAGS.steps_per_repeat):
+        session.run(step.train_op)
+      elapsed = time.perf_counter() - start
+      samples[i].append(FLAGS.steps_per_repeat * FLAGS.batch_size / elapsed)
+    log(f'  {model}: repeat {repeat + 1}/{FLAGS.repeats} done')
+  for session, _ in opened:
+    session.close()
+  return [benchmark_report.Row(model, method, devices, tuple(s))
+          for (method, devices), s in zip(configurations, samples)]
+
+
+def trace(model: str, devices: int, path: str) -> str:
+  """Traces one step of towers (to `path`), reference and mirrored (next to it)."""
+  from towers import benchmark_report, benchmark_trace
+  root, ext = os.path.splitext(path)
+  targets = [(benchmark_report.TOWERS, devices, path),
+             (benchmark_report.REFERENCE, 1, f'{root}.reference{ext or ".json"}'),
+             (benchmark_report.MIRRORED, devices, f'{root}.mirrored{ext or ".json"}')]
+  lines = []
+  for method, count, out in targets:
+    session, step = _open(method, model, count)
+    metadata = benchmark_trace.trace_step(session, step.train_op)
+    session.close()
+    benchmark_trace.write_chrome_trace(metadata, out)
+    lines += [f'trace of one {model} step, {benchmark_report.METHOD_LABELS[method]} on '
+              f'{count} device(s): {out}', benchmark_trace.summarize(metadata), '']
+  return '\n'.join(lines)
+
+
+def main(argv: list[str]) -> None:
+  del argv
+  device_counts = [int(d) for d in FLAGS.devices]
+  from model_fn.devices import ensure_logical_cpus
+  ensure_logical_cpus(max(device_counts + [FLAGS.trace_devices]))  # MirroredStrategy's replicas
+  import tensorflow as tf
+  from towers import benchmark_report
+  log = lambda line: print(line, file=sys.stderr, flush=True)
+  gpus = len(tf.config.list_physical_devices('GPU'))
+  rows = []
+  for model in FLAGS.models:
+    rows += measure_model(model, device_counts, log)
+  report = [
+      f'tower benchmark, {datetime.date.today().isoformat()}: global batch {FLAGS.batch_size} '
+      f'synthetic clips {FLAGS.clip_frames}x{FLAGS.crop_size}x{FLAGS.crop_size}x3, '
+      f'{FLAGS.num_classes} classes, momentum optimizer, weight decay 1e-4',
+      f'devices: {f"{gpus} GPU(s)" if gpus else f"virtual CPU devices sharing {os.cpu_count()} cores"}',
+      f'method (every row): session.run(train_op) of the row\'s own training-step graph, '
+      f'{FLAGS.warmup_steps} warm-up steps excluded, {FLAGS.repeats} repeats x '
+      f'{FLAGS.steps_per_repeat} steps, repeats interleaved across the rows of a model; '
+      'median and min-max over the repeats',
+      '',
+      benchmark_report.format_table(rows),
+      '',
+      *benchmark_report.targets(rows)]
+  if FLAGS.trace:
+    from towers.flags import user_working_dir
+    path = os.path.join(user_working_dir(), FLAGS.trace)
+    report += ['', trace(FLAGS.models[0], FLAGS.trace_devices, path)]
+  if FLAGS.include_input:
+    from input_fn import benchmark as input_benchmark
+    report += ['', input_benchmark.run(FLAGS.input_seconds, clip_frames=16, crop_size=112,
+                                       batch_size=8, classes=4, groups=12, frames=48)]
+  print('\n'.join(report))
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,100 @@
+"""Statistics and the printed table of the tower throughput benchmark (pure Python).
+
+A `Row` holds one configuration's repeated throughput samples (examples per second, one
+per repeat). The table shows each row's median, its spread (min-max over the repeats),
+its ratio to the model's one-device reference and, for tower rows, the ratio to
+MirroredStrategy on the same devices. `targets` checks the issue's two targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Sequence
+
+REFERENCE = 'reference'
+TOWERS = 'towers'
+MIRRORED = 'mirrored'
+TOWER_OVERHEAD_TARGET = 0.95  # 2 and 4 towers vs the one-device reference
+MIRRORED_TARGET = 1.0         # towers vs MirroredStrategy on the same devices
+METHOD_LABELS = {REFERENCE: 'one device, no towers', TOWERS: 'ours (towers)',
+                 MIRRORED: 'MirroredStrategy'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """Throughput samples of one (model, method, device count). `samples` non-empty."""
+  model: str
+  method: str
+  devices: int
+  samples: tuple[float, ...]
+
+  @property
+  def median(self) -> float:
+    return statistics.median(self.samples)
+
+  @property
+  def spread(self) -> tuple[float, float]:
+    """(min, max) of the samples."""
+    return min(self.samples), max(self.samples)
+
+
+def find(rows: Sequence[Row], model: str, method: str, devices: int) -> Row | None:
+  for row in rows:
+    if (row.model, row.method, row.devices) == (model, method, devices):
+      return row
+  return None
+
+
+def ratio_to_reference(rows: Sequence[Row], row: Row) -> float | None:
+  reference = find(rows, row.model, REFERENCE, 1)
+  return row.median / reference.median if reference else None
+
+
+def ratio_to_mirrored(rows: Sequence[Row], row: Row) -> float | None:
+  """Towers median / MirroredStrategy median on the same devices; None for other rows."""
+  if row.method != TOWERS:
+    return None
+  mirrored = find(rows, row.model, MIRRORED, row.devices)
+  return row.median / mirrored.median if mirrored else None
+
+
+def _ratio(value: float | None) -> str:
+  return f'{value:.3f}x' if value is not None else '-'
+
+
+def format_table(rows: Sequence[Row]) -> str:
+  """A Markdown table, one line per row, in the given order."""
+  header = ('| model | method | devices | examples/s (median) | min-max | vs reference '
+            '| ours vs mirrored |')
+  lines = [header, '|---|---|---:|---:|---:|---:|---:|']
+  for row in rows:
+    low, high = row.spread
+    lines.append(f'| {row.model} | {METHOD_LABELS.get(row.method, row.method)} | '
+                 f'{row.devices} | {row.median:.2f} | {low:.2f}-{high:.2f} | '
+                 f'{_ratio(ratio_to_reference(rows, row))} | '
+                 f'{_ratio(ratio_to_mirrored(rows, row))} |')
+  return '\n'.join(lines)
+
+
+def targets(rows: Sequence[Row]) -> list[str]:
+  """One line per target and model: met or NOT met, with the figures (medians)."""
+  lines = []
+  for model in dict.fromkeys(row.model for row in rows):
+    overhead = [(r.devices, ratio_to_reference(rows, r)) for r in rows
+                if r.model == model and r.method == TOWERS and r.devices in (2, 4)]
+    overhead = [(d, x) for d, x in overhead if x is not None]
+    if overhead:
+      met = all(x >= TOWER_OVERHEAD_TARGET for _, x in overhead)
+      figures = ', '.join(f'{d} towers {x:.3f}x' for d, x in overhead)
+      lines.append(f'{model}: 2 and 4 towers at least {TOWER_OVERHEAD_TARGET}x the one-device '
+                   f'reference: {"met" if met else "NOT met"} ({figures})')
+    versus = [(r.devices, ratio_to_mirrored(rows, r)) for r in rows
+              if r.model == model and r.method == TOWERS]
+    versus = [(d, x) for d, x in versus if x is not None]
+    if versus:
+      met = all(x >= MIRRORED_TARGET for _, x in versus)
+      figures = ', '.join(f'{d} devices {x:.3f}x' for d, x in versus)
+      lines.append(f'{model}: ours at least {MIRRORED_TARGET}x MirroredStrategy on every row: '
+                   f'{"met" if met else "NOT met"} ({figures})')
+  return lines
