@@ -43,13 +43,17 @@ def moving_average_updates(tower_moments: Sequence[Sequence[BatchNormMoments]], 
         w = tf.reshape(weights, shape)
         mean = tf.reduce_sum(w * means, axis=0)
         variance = tf.reduce_sum(w * (variances + tf.square(means - mean)), axis=0)
-    updates.append(_assign_moving_average(first.moving_mean, mean, first.decay))
-    updates.append(_assign_moving_average(first.moving_variance, variance, first.decay))
+    for variable, value in ((first.moving_mean, mean), (first.moving_variance, variance)):
+      updates.append(_assign_moving_average(variable, value, first.decay, reduce_device))
   return updates
 
 
-def _assign_moving_average(variable: tf.Variable, value: tf.Tensor, decay: float
-                           ) -> tf.Operation:
-  """variable <- decay * variable + (1 - decay) * value, on the variable's device."""
-  with tf.device(variable.device):
-    return variable.assign_sub((variable - value) * (1.0 - decay)).op
+def _assign_moving_average(variable: tf.Variable, value: tf.Tensor, decay: float,
+                           reduce_device: Callable[[tf.Variable], str]) -> tf.Operation:
+  """variable <- decay * variable + (1 - decay) * value. The step is computed on the
+  reduce device, so one tensor per statistic reaches the variable's device."""
+  with tf.name_scope('batch_norm_updates'):
+    with tf.device(reduce_device(variable)):
+      step = (variable.read_value() - value) * (1.0 - decay)
+    with tf.device(variable.device):
+      return variable.assign_sub(step).op
