@@ -1,0 +1,116 @@
+"""Specification: real ps/chief/worker processes on loopback survive a cluster's faults.
+
+Every test is bounded in time and stops all its processes, pass or fail.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import tensorflow as tf
+
+from tests.cluster_testing import (TRAIN_ARGS, checkpoint_step, make_cluster, progress_steps,
+                                   wait_until)
+
+LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
+
+
+class ClusterFaultsTest(tf.test.TestCase):
+
+  def run_cluster(self, *args, **kwargs):
+    cluster = make_cluster(os.path.join(self.create_tempdir().full_path, 'model'),
+                           *args, **kwargs)
+    self.addCleanup(cluster.stop_all)
+    return cluster
+
+  def test_killed_worker_does_not_stop_the_chief_and_rejoins_when_restarted(self):
+    cluster = self.run_cluster(num_ps=1, num_workers=2, max_steps=500)
+    cluster.start_all()
+    wait_until(lambda: progress_steps(cluster.output('worker1')), LIMIT, 'worker1 to train')
+    cluster.kill('worker1')
+    killed_at = max(progress_steps(cluster.output('chief')) or [0])
+    wait_until(lambda: max(progress_steps(cluster.output('chief')) or [0]) > killed_at + 20,
+               LIMIT, 'the chief to go on alone')
+    before = len(cluster.output('worker1'))
+    cluster.start('worker1')
+    wait_until(lambda: progress_steps(cluster.output('worker1')[before:]), LIMIT,
+               'the restarted worker to train again')
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
+    self.assertGreaterEqual(checkpoint_step(cluster_model_dir(cluster)), 500)
+
+  def test_restarted_chief_resumes_from_the_latest_checkpoint(self):
+    cluster = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
+    model_dir = cluster_model_dir(cluster)
+    cluster.start_all()
+    wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
+    cluster.kill('chief')
+    saved = checkpoint_step(model_dir)
+    before = len(cluster.output('chief'))
+    cluster.start('chief')
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
+    resumed = progress_steps(cluster.output('chief')[before:])
+    self.assertNotEmpty(resumed)
+    self.assertGreaterEqual(min(resumed), saved, 'the global step never falls below the checkpoint')
+    self.assertEqual(checkpoint_step(model_dir), 300)
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+    shapes = reader.get_variable_to_shape_map()
+    for name in ('c3d_small/block1/conv_3d/w', 'c3d_small/logits/kernel',
+                 'c3d_small/block3/batch_norm/moving_variance'):
+      self.assertIn(name, shapes)
+      self.assertTrue(tf.math.reduce_all(tf.math.is_finite(reader.get_tensor(name))))
+
+  def test_restarted_ps_resumes_training_from_the_latest_checkpoint(self):
+    cluster = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
+    model_dir = cluster_model_dir(cluster)
+    cluster.start_all()
+    wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
+    saved_before_kill = checkpoint_step(model_dir)
+    cluster.kill('ps0')
+    before = len(cluster.output('chief'))
+    cluster.start('ps0')
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
+    chief_after = cluster.output('chief')[before:]
+    self.assertTrue(any('Restoring parameters' in line for line in chief_after),
+                    'the chief restores the checkpoint into the new ps')
+    self.assertGreaterEqual(min(progress_steps(chief_after)), saved_before_kill)
+    self.assertEqual(checkpoint_step(model_dir), 300)
+
+  def test_a_ps_that_never_returns_ends_the_trainers_with_a_clear_message(self):
+    cluster = self.run_cluster(num_ps=1, num_workers=2, max_steps=100000,
+                               extra_args=('--ps_unreachable_secs=6',))
+    cluster.start_all()
+    wait_until(lambda: progress_steps(cluster.output('worker1')), LIMIT, 'worker1 to train')
+    cluster.kill('ps0')
+    started = time.time()
+    for name in ('chief', 'worker1'):
+      self.assertEqual(cluster.wait(name, timeout=90), 3, name)
+      self.assertTrue(any('has been unreachable' in line and '--ps_unreachable_secs=6' in line
+                          for line in cluster.output(name)), name)
+    self.assertLess(time.time() - started, 90)
+
+  def test_a_second_run_on_a_finished_model_dir_returns_at_once(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    command = [sys.executable, '-m', 'towers.train', *TRAIN_ARGS, f'--model_dir={model_dir}',
+               '--max_steps=20', '--export_savedmodel=false']
+    env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=LIMIT)
+    self.assertEqual(checkpoint_step(model_dir), 20)
+    again = subprocess.run(command, env=env, check=True, capture_output=True, text=True,
+                           timeout=LIMIT)
+    self.assertIn('already holds a checkpoint at step 20 >= max_steps=20: nothing to do',
+                  again.stderr)
+    self.assertNotIn('Saving checkpoints', again.stderr)
+    cluster = make_cluster(model_dir, num_ps=1, num_workers=1, max_steps=20)
+    self.addCleanup(cluster.stop_all)
+    cluster.start('chief')  # no ps is even running: the chief must not need one
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
+    self.assertTrue(any('nothing to do' in line for line in cluster.output('chief')))
+
+
+def cluster_model_dir(cluster):
+  return next(a.split('=', 1)[1] for a in cluster._train_args if a.startswith('--model_dir='))  # pylint: disable=protected-access
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,45 @@
+"""Helpers for tests that run real cluster processes on loopback."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import tensorflow as tf
+
+from towers.local_cluster import LocalCluster
+
+PROGRESS = re.compile(r'step (\d+)/(\d+)  loss')
+
+# A tiny, fast training job: 2 towers per worker on virtual CPUs, synthetic clips.
+TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
+              '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
+              '--lr_schedule=constant', '--lr_values=0.02', '--save_checkpoints_steps=40',
+              '--log_every_steps=10', '--synthetic_eval_examples=32']
+
+
+def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
+                 evaluator: bool = False, extra_args: tuple[str, ...] = ()) -> LocalCluster:
+  args = TRAIN_ARGS + [f'--model_dir={model_dir}', f'--max_steps={max_steps}', *extra_args]
+  return LocalCluster(num_ps, num_workers, args, evaluator=evaluator,
+                      log_dir=os.path.join(model_dir, 'logs'), echo=None)
+
+
+def progress_steps(lines: list[str]) -> list[int]:
+  """Global steps of the progress lines (`step N/M  loss ...`) in `lines`."""
+  return [int(m.group(1)) for m in map(PROGRESS.search, lines) if m]
+
+
+def checkpoint_step(model_dir: str) -> int:
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  return int(tf.train.load_variable(checkpoint, 'global_step')) if checkpoint else -1
+
+
+def wait_until(condition, timeout: float, what: str, period: float = 0.5) -> None:
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if condition():
+      return
+    time.sleep(period)
+  raise AssertionError(f'timed out after {timeout:.0f} s waiting for {what}')
