@@ -14,6 +14,7 @@ import sys
 
 from absl import app, flags, logging
 
+from model_fn import preflight
 from towers import cluster, cluster_runner, flags as towers_flags
 from towers.params import ParamsError
 from towers.training import format_metrics, train_and_evaluate
@@ -27,13 +28,15 @@ def main(argv: list[str]) -> int:
   try:
     params = towers_flags.params_from_flags(flags.FLAGS)
     task = cluster.resolve_cluster(params)
+    if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
+      preflight.check(params)
     logging.info('training %s for %d steps, global batch %d, model_dir %s', params.model,
                  params.max_steps, params.batch_size, params.model_dir)
     if task is None:
       metrics = train_and_evaluate(params)
     else:
       metrics = cluster_runner.run_task(params, task)
-  except (ParamsError, cluster.ClusterError) as e:
+  except (ParamsError, cluster.ClusterError, preflight.PreflightError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
   if metrics:
