@@ -1,0 +1,89 @@
+"""A paper model of parameter-server training on a small GPU cluster (pure arithmetic).
+
+Setting (docs/scaling.md): `nodes` machines, one GPU each, one full-duplex NIC each with
+`link` usable bytes per second in each direction. Worker w runs on node w (w < workers);
+ps task j runs on node j, so ps tasks share nodes (and NICs) with workers. `ps_bytes[j]`
+is the bytes of trainable variables on ps j (greedy by bytes, `model_fn/variable_placement`),
+summing to `total` = P.
+
+Each worker step pulls every variable once (P bytes in) and pushes one summed gradient per
+variable once (P bytes out; the towers' gradients are summed on the worker host first);
+the part held by a ps on the worker's own node does not cross the NIC.
+
+* Synchronous: all workers pull at once, compute, then push at once; the phases do not
+  overlap with compute (pessimistic: TensorFlow can start the forward pass while later
+  layers' variables still arrive). In the pull phase node n sends s_n (W - w_n) bytes
+  (its ps share to every remote worker) and receives w_n (P - s_n); the push phase mirrors
+  it. Step time = compute + 2 x max_n max(sent_n, received_n) / link.
+* Asynchronous: workers run independently. Throughput (worker steps per second) is the
+  lesser of the workers' unloaded rate, sum_w 1 / (compute + 2 (P - s_w) / link), and the
+  busiest NIC's capacity, link / (bytes through it per worker step, per direction).
+
+Scaling efficiency = throughput / (workers x the rate of one GPU with no network).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def compute_seconds(flops_per_clip: float, clips: int, gpu_flops: float,
+                    achieved_fraction: float) -> float:
+  """GPU time of one training step of `clips` clips at `achieved_fraction` of peak."""
+  return flops_per_clip * clips / (gpu_flops * achieved_fraction)
+
+
+def _share(ps_bytes: Sequence[float], node: int) -> float:
+  return ps_bytes[node] if node < len(ps_bytes) else 0.0
+
+
+def phase_bytes(ps_bytes: Sequence[float], workers: int, nodes: int) -> list[float]:
+  """Per node, max(bytes sent, bytes received) during one synchronous pull phase (the
+  push phase is its mirror image)."""
+  total = sum(ps_bytes)
+  result = []
+  for n in range(nodes):
+    share, has_worker = _share(ps_bytes, n), int(n < workers)
+    sent = share * (workers - has_worker)
+    received = has_worker * (total - share)
+    result.append(max(sent, received))
+  return result
+
+
+def sync_step_seconds(compute: float, ps_bytes: Sequence[float], workers: int, nodes: int,
+                      link: float) -> float:
+  """Synchronous step time: compute plus a pull and a push phase at the busiest NIC."""
+  return compute + 2.0 * max(phase_bytes(ps_bytes, workers, nodes)) / link
+
+
+def async_steps_per_second(compute: float, ps_bytes: Sequence[float], workers: int,
+                           nodes: int, link: float) -> float:
+  """Asynchronous throughput in worker steps per second (see the module docstring)."""
+  total = sum(ps_bytes)
+  unloaded = sum(1.0 / (compute + 2.0 * (total - _share(ps_bytes, w)) / link)
+                 for w in range(workers))
+  capacity = float('inf')
+  for n in range(nodes):
+    share, has_worker = _share(ps_bytes, n), int(n < workers)
+    per_worker_step = (share * (workers - has_worker) + has_worker * (total - share)) / workers
+    if per_worker_step > 0:
+      capacity = min(capacity, link / per_worker_step)
+  return min(unloaded, capacity)
+
+
+def efficiency(steps_per_second: float, workers: int, compute: float) -> float:
+  """Throughput relative to `workers` GPUs that never wait for the network."""
+  return steps_per_second * compute / workers
+
+
+def ps_traffic_per_step(ps_bytes: Sequence[float], workers: int) -> list[tuple[float, float]]:
+  """(bytes in, bytes out) through each ps task per synchronous step: every worker pushes
+  its gradient share and pulls its parameter share (the colocated worker's included)."""
+  return [(share * workers, share * workers) for share in ps_bytes]
+
+
+def best_ps_count(compute: float, ps_bytes_by_count: dict[int, Sequence[float]], workers: int,
+                  nodes: int, link: float) -> int:
+  """The ps count with the shortest synchronous step (ties: fewer ps tasks)."""
+  return min(ps_bytes_by_count, key=lambda k: (
+      round(sync_step_seconds(compute, ps_bytes_by_count[k], workers, nodes, link), 6), k))

@@ -1,0 +1,127 @@
+"""FLOPs of one training example, counted from the graph by TensorFlow's profiler.
+
+`training_flops(network, clip_shape, num_classes)` builds the network for ONE clip (static
+shapes), the per-example cross-entropy, and its gradients with respect to every trainable
+variable, and counts float operations with `tf.compat.v1.profiler` and the
+`float_operation` option: once after the forward pass (forward FLOPs) and once with the
+gradients (total); backward = total - forward. The optimizer's update is not counted
+(a few FLOPs per parameter).
+
+TensorFlow registers FLOP statistics for `Conv3D` but not for its gradients, which would
+silently drop two thirds of a 3-D CNN's training work. This module registers them with the
+same formula (2 x output-gradient elements x kernel volume x input channels for the input
+gradient; the same count for the filter gradient). Ops with no registered statistic
+(pooling, ReLU and their gradients, ...) count as zero: `uncounted_types` lists them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import graph_util, ops
+
+from model_fn.layers import TowerContext
+
+tf1 = tf.compat.v1
+
+
+def _conv3d_backprop_flops(graph: tf.Graph, node) -> ops.OpStats:
+  """Conv3DBackpropInputV2 / Conv3DBackpropFilterV2: inputs (sizes or input, filter or
+  sizes, out_backprop); the filter shape is read from the forward conv's filter."""
+  out_backprop = graph_util.tensor_shape_from_node_def_name(graph, node.input[2])
+  out_backprop.assert_is_fully_defined()
+  if node.op == 'Conv3DBackpropInputV2':
+    kernel = graph_util.tensor_shape_from_node_def_name(graph, node.input[1])
+  else:
+    kernel = graph_util.tensor_shape_from_node_def_name(graph, node.name)
+  kernel.assert_is_fully_defined()
+  kt, kh, kw, in_channels = (int(d) for d in kernel.as_list()[:4])
+  count = np.prod(out_backprop.as_list(), dtype=np.int64)
+  return ops.OpStats('flops', int(count) * kt * kh * kw * in_channels * 2)
+
+
+for _op_type in ('Conv3DBackpropInputV2', 'Conv3DBackpropFilterV2'):
+  ops.RegisterStatistics(_op_type, 'flops')(_conv3d_backprop_flops)
+
+
+# Op types that move, create or reshape data and do no arithmetic worth counting.
+NOT_ARITHMETIC = frozenset((
+    'AssignVariableOp', 'Cast', 'ConcatOffset', 'Const', 'ExpandDims', 'Fill', 'FloorDiv',
+    'FloorMod', 'Identity', 'NoOp', 'Placeholder', 'RandomUniform', 'ReadVariableOp',
+    'Reshape', 'Shape', 'ShapeN', 'Slice', 'Squeeze', 'StopGradient', 'Tile',
+    'TruncatedNormal', 'VarHandleOp', 'VarIsInitializedOp', 'VariableV2', 'ZerosLike'))
+
+
+@dataclasses.dataclass(frozen=True)
+class FlopCount:
+  """Float operations for one example (a multiply-add counts 2). `uncounted_types`: op
+  types of the training graph that do arithmetic but have no FLOP statistic (counted 0)."""
+  forward: int
+  total: int
+  uncounted_types: tuple[str, ...]
+
+  @property
+  def backward(self) -> int:
+    return self.total - self.forward
+
+
+def graph_flops(graph: tf.Graph) -> int:
+  """Total float operations of `graph`, as tf.compat.v1.profiler counts them."""
+  options = tf1.profiler.ProfileOptionBuilder.float_operation()
+  options['output'] = 'none'
+  return int(tf1.profiler.profile(graph, options=options).total_float_ops)
+
+
+def _uncounted_types(graph: tf.Graph) -> tuple[str, ...]:
+  missing = set()
+  for op in graph.get_operations():
+    try:
+      stats = ops.get_stats_for_node_def(graph, op.node_def, 'flops')
+    except ValueError:  # a shape the statistic cannot use; not expected with static shapes
+      stats = ops.OpStats('flops')
+    if stats.value is None and op.type not in NOT_ARITHMETIC:
+      missing.add(op.type)
+  return tuple(sorted(missing))
+
+
+def training_flops(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
+                   clip_shape: Sequence[int]) -> FlopCount:
+  """Forward and forward+backward FLOPs of `network` on one clip of `clip_shape`
+  (frames, height, width, channels), in training mode (batch statistics)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    clips = tf1.placeholder(tf.float32, [1, *clip_shape], name='clip')
+    logits = network(clips, TowerContext(index=0, is_training=True))
+    labels = tf.zeros([1], tf.int64)
+    loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    forward = graph_flops(graph)
+    tf1.gradients(loss, tf1.trainable_variables())
+    total = graph_flops(graph)
+    return FlopCount(forward, total, _uncounted_types(graph))
+
+
+@dataclasses.dataclass(frozen=True)
+class VariableInfo:
+  name: str
+  shape: tuple[int, ...]
+  num_bytes: int
+  trainable: bool
+
+
+def network_variables(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
+                      clip_shape: Sequence[int]) -> list[VariableInfo]:
+  """Every variable the network creates, in creation order (the order in which a
+  placement sees them), with its byte size and whether it is trainable (trainable ones
+  are pulled and have gradients pushed every step)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    clips = tf1.placeholder(tf.float32, [1, *clip_shape])
+    network(clips, TowerContext(index=0, is_training=True))
+    trainable = {v.op.name for v in tf1.trainable_variables()}
+    return [VariableInfo(v.op.name, tuple(v.shape.as_list()),
+                         v.shape.num_elements() * v.dtype.size, v.op.name in trainable)
+            for v in tf1.global_variables()]

@@ -1,0 +1,132 @@
+"""Time to accuracy: `bazel run //towers:time_to_accuracy [-- flags]`.
+
+Trains the built-in demo (towers/demo.flags, synthetic source; any demo flag can be
+overridden with `--set=name=value`, repeatable; by default 16 motion directions instead
+of 4, because the demo itself reaches 100% at its first evaluations) with each of `--towers` on the SAME global batch,
+evaluating top-1 accuracy on the demo's test clips every `--eval_every` steps, and stops
+each run at the first evaluation reaching `--target` (or at `--max_steps`). Reports the
+curve and, side by side, the steps and seconds to the target and the ratio to the first
+tower count. Seconds are counted two ways: training-step seconds (the sum of the training
+session.run calls, measured by a hook) and wall seconds (including the Estimator's graph
+rebuilds, checkpoints and the evaluations themselves, identical work for every tower count).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+if __package__ in (None, ''):
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list('towers', ['1', '2'], 'Tower counts to compare (same global batch).')
+flags.DEFINE_float('target', 0.9, 'Top-1 test accuracy to reach.')
+flags.DEFINE_integer('eval_every', 20, 'Training steps between evaluations.')
+flags.DEFINE_integer('max_steps', 600, 'Give up at this step.')
+flags.DEFINE_multi_string(
+    'set', ['num_classes=16'],
+    'Demo flag override name=value, repeatable. Default num_classes=16: the demo itself '
+    '(4 directions) is at 100% by the first evaluations, too easy for a curve.')
+flags.DEFINE_string('work_dir', '', 'Model directories go here (default: a temp dir).')
+
+DEMO_FLAGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'demo.flags')
+TOP_1 = 'accuracy/top_1'
+
+
+def demo_params(num_towers: int, model_dir: str, overrides: list[str]):
+  """towers/demo.flags read through the train binary's own flags, plus overrides."""
+  from towers import flags as train_flags
+  values = flags.FlagValues()
+  train_flags.define_flags(values)
+  argv = ['time_to_accuracy', f'--flagfile={DEMO_FLAGS}', *[f'--{o}' for o in overrides],
+          f'--num_towers={num_towers}', f'--model_dir={model_dir}',
+          f'--max_steps={FLAGS.max_steps}', '--log_every_steps=1000',
+          '--export_savedmodel=false', f'--save_checkpoints_steps={FLAGS.max_steps}']
+  values(argv)
+  return train_flags.params_from_flags(values)
+
+
+def _step_timer():
+  import tensorflow as tf
+
+  class StepTimer(tf.compat.v1.train.SessionRunHook):
+    """Sums the wall time of the training session.run calls."""
+    seconds = 0.0
+
+    def before_run(self, run_context):
+      self._start = time.perf_counter()
+
+    def after_run(self, run_context, run_values):
+      StepTimer.seconds += time.perf_counter() - self._start
+
+  return StepTimer
+
+
+def run_to_target(num_towers: int, model_dir: str, log) -> dict:
+  """Trains until the target accuracy; returns the curve and the totals."""
+  import tensorflow as tf
+  from towers import inputs
+  from towers.estimator import build_estimator
+  params = demo_params(num_towers, model_dir, FLAGS.set)
+  estimator = build_estimator(params)
+  train_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
+  eval_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
+  timer = _step_timer()
+  curve, step, start, reached = [], 0, time.perf_counter(), None
+  while step < FLAGS.max_steps:
+    step = min(step + FLAGS.eval_every, FLAGS.max_steps)
+    estimator.train(train_input, max_steps=step, hooks=[timer()])
+    accuracy = float(estimator.evaluate(eval_input)[TOP_1])
+    curve.append((step, accuracy))
+    log(f'  {num_towers} tower(s): step {step}, top-1 {accuracy:.3f}')
+    if accuracy >= FLAGS.target:
+      reached = step
+      break
+  return {'towers': num_towers, 'curve': curve, 'steps': reached,
+          'step_seconds': timer.seconds, 'wall_seconds': time.perf_counter() - start,
+          'batch': params.batch_size}
+
+
+def format_report(results: list[dict], target: float) -> str:
+  """The curve (top-1 per evaluation) and the side-by-side totals, in Markdown."""
+  steps = sorted({s for r in results for s, _ in r['curve']})
+  by_step = [{s: a for s, a in r['curve']} for r in results]
+  lines = ['| step | ' + ' | '.join(f'top-1, {r["towers"]} tower(s)' for r in results) + ' |',
+           '|---:|' + '---:|' * len(results)]
+  for s in steps:
+    lines.append(f'| {s} | ' + ' | '.join(f'{b[s]:.3f}' if s in b else '-' for b in by_step)
+                 + ' |')
+  first = results[0]
+  lines += ['', f'| towers | steps to {target:.0%} | training-step seconds | wall seconds '
+            '| step-seconds ratio | wall ratio |', '|---:|---:|---:|---:|---:|---:|']
+  for r in results:
+    reached = r['steps'] if r['steps'] is not None else f'not reached by {r["curve"][-1][0]}'
+    lines.append(f'| {r["towers"]} | {reached} | {r["step_seconds"]:.1f} | '
+                 f'{r["wall_seconds"]:.1f} | {r["step_seconds"] / first["step_seconds"]:.2f}x | '
+                 f'{r["wall_seconds"] / first["wall_seconds"]:.2f}x |')
+  return '\n'.join(lines)
+
+
+def main(argv: list[str]) -> None:
+  del argv
+  import datetime
+  towers = [int(t) for t in FLAGS.towers]
+  from model_fn.devices import ensure_logical_cpus
+  ensure_logical_cpus(max(towers))
+  log = lambda line: print(line, file=sys.stderr, flush=True)
+  root = FLAGS.work_dir or tempfile.mkdtemp(prefix='time_to_accuracy_')
+  results = [run_to_target(n, os.path.join(root, f'towers_{n}'), log) for n in towers]
+  print(f'time to {FLAGS.target:.0%} test top-1, {datetime.date.today().isoformat()}: '
+        f'towers/demo.flags{" with " + " ".join(FLAGS.set) if FLAGS.set else ""}, global '
+        f'batch {results[0]["batch"]}, evaluation every {FLAGS.eval_every} steps on the '
+        'demo\'s test clips')
+  print(format_report(results, FLAGS.target))
+
+
+if __name__ == '__main__':
+  app.run(main)
