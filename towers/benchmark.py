@@ -22,6 +22,7 @@ benchmark (`input_fn/benchmark.py`) to the same report.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -156,8 +157,9 @@ def main(argv: list[str]) -> None:
     report += ['', trace(FLAGS.models[0], FLAGS.trace_devices, path)]
   if FLAGS.include_input:
     from input_fn import benchmark as input_benchmark
-    report += ['', input_benchmark.run(FLAGS.input_seconds, clip_frames=16, crop_size=112,
-                                       batch_size=8, classes=4, groups=12, frames=48)]
+    with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
+      report += ['', input_benchmark.run(FLAGS.input_seconds, clip_frames=16, crop_size=112,
+                                         batch_size=8, classes=4, groups=12, frames=48)]
   print('\n'.join(report))
 
 

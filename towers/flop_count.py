@@ -3,8 +3,8 @@
 `training_flops(network, clip_shape, num_classes)` builds the network for ONE clip (static
 shapes), the per-example cross-entropy, and its gradients with respect to every trainable
 variable, and counts float operations with `tf.compat.v1.profiler` and the
-`float_operation` option: once after the forward pass (forward FLOPs) and once with the
-gradients (total); backward = total - forward. The optimizer's update is not counted
+`float_operation` option, over the ops the loss depends on (forward FLOPs) and over the
+ops the gradients depend on (total); backward = total - forward. The optimizer's update is not counted
 (a few FLOPs per parameter).
 
 TensorFlow registers FLOP statistics for `Conv3D` but not for its gradients, which would
@@ -68,11 +68,26 @@ class FlopCount:
     return self.total - self.forward
 
 
-def graph_flops(graph: tf.Graph) -> int:
-  """Total float operations of `graph`, as tf.compat.v1.profiler counts them."""
+def graph_flops(graph: tf.Graph, outputs: Sequence[tf.Tensor] | None = None) -> int:
+  """Float operations of `graph` as tf.compat.v1.profiler counts them; with `outputs`,
+  of only the ops those tensors depend on (what a session fetching them executes)."""
+  if outputs is not None:
+    graph = _fan_in(graph, outputs)
   options = tf1.profiler.ProfileOptionBuilder.float_operation()
   options['output'] = 'none'
   return int(tf1.profiler.profile(graph, options=options).total_float_ops)
+
+
+def _fan_in(graph: tf.Graph, outputs: Sequence[tf.Tensor]) -> tf.Graph:
+  """A copy of the part of `graph` that `outputs` depend on. The gradient graph also holds
+  ops no fetch needs (e.g. the first convolution's gradient with respect to the input
+  clip), which TensorFlow prunes at run time and so must not be counted."""
+  names = sorted({t.op.name for t in outputs})
+  sub = tf1.graph_util.extract_sub_graph(graph.as_graph_def(), names)
+  pruned = tf.Graph()
+  with pruned.as_default():
+    tf1.import_graph_def(sub, name='')
+  return pruned
 
 
 def _uncounted_types(graph: tf.Graph) -> tuple[str, ...]:
@@ -98,10 +113,9 @@ def training_flops(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
     labels = tf.zeros([1], tf.int64)
     loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=labels, logits=logits))
-    forward = graph_flops(graph)
-    tf1.gradients(loss, tf1.trainable_variables())
-    total = graph_flops(graph)
-    return FlopCount(forward, total, _uncounted_types(graph))
+    grads = [g for g in tf1.gradients(loss, tf1.trainable_variables()) if g is not None]
+    return FlopCount(graph_flops(graph, [loss]), graph_flops(graph, grads),
+                     _uncounted_types(_fan_in(graph, grads)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ the per-core JPEG decode rate measured on THIS machine by the input benchmark's
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -43,7 +44,8 @@ def measured_decodes_per_core() -> float:
   from input_fn import benchmark as input_benchmark
   root = tempfile.mkdtemp(prefix='scaling_model_jpeg_')
   try:
-    paths = input_benchmark.make_data(root, classes=2, groups=8, frames=16)
+    with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
+      paths = input_benchmark.make_data(root, classes=2, groups=8, frames=16)
     per_core, _ = input_benchmark.decode_limit(paths['tfrecords'], FLAGS.clip_frames)
     return per_core
   finally:
