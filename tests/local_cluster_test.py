@@ -2,10 +2,16 @@
 trains the demo with 2 towers per worker to a checkpoint and exports the best model."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import tensorflow as tf
 
-from tests.cluster_testing import checkpoint_step, make_cluster, progress_steps
+from tests.cluster_testing import (TRAIN_ARGS, checkpoint_step, make_cluster, progress_steps,
+                                   wait_until)
+from towers import local_cluster
 
 
 class LocalClusterTest(tf.test.TestCase):
@@ -32,6 +38,43 @@ class LocalClusterTest(tf.test.TestCase):
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(), 1)
     self.assertIn('chief', cluster.failed_tasks())
+
+
+  def _launch(self, model_dir, max_steps):
+    command = [sys.executable, '-m', 'towers.local_cluster', '--ps=1', '--workers=2',
+               '--no_evaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
+               f'--max_steps={max_steps}']
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    self.addCleanup(lambda: process.poll() is None and process.kill())
+    return process
+
+  def test_the_command_runs_the_cluster_in_a_private_loopback_only_network(self):
+    if local_cluster.isolation_command() is None:
+      self.skipTest('this machine does not allow unprivileged network namespaces')
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    process = self._launch(model_dir, 30)
+    output, _ = process.communicate(timeout=300)
+    self.assertEqual(process.returncode, 0, output[-3000:])
+    self.assertIn('local_cluster: network isolated: a new namespace with loopback only', output)
+    self.assertIn('[chief]', output)
+    self.assertEqual(checkpoint_step(model_dir), 30)
+
+  def test_ctrl_c_stops_every_task(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    process = self._launch(model_dir, 100000)
+    lines = []
+    def chief_trains():
+      line = process.stdout.readline()
+      lines.append(line)
+      return '[chief]' in line and 'step = ' in line
+    wait_until(chief_trains, 240, 'the chief to train', period=0)
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    self.assertEqual(process.returncode, 130)
+    time.sleep(1)
+    leftover = subprocess.run(['pgrep', '-f', model_dir], capture_output=True, text=True)
+    self.assertEqual(leftover.stdout.strip(), '', 'no task outlives the launcher')
 
 
 if __name__ == '__main__':

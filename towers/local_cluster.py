@@ -11,6 +11,14 @@ once. Exits non-zero when any task failed. Arguments it does not know are passed
 task (so any train flag works). Real clusters set TF_CONFIG per node instead: see
 docs/cluster.md.
 
+Network: TensorFlow's gRPC servers listen on every interface (0.0.0.0:port, hard-coded
+in grpc_server_lib.cc) and have no authentication. So by default (`--network=isolated`)
+the launcher runs the whole cluster inside a new network namespace that has only a
+loopback interface (`unshare --net --map-root-user`): nothing outside this machine, nor
+other processes on it, can reach the tasks. Where unprivileged namespaces are not
+allowed it says so and falls back to the host network (`--network=host`), where the
+tasks address each other on 127.0.0.1 but their ports are open on every interface.
+
 `LocalCluster` is the same machinery as a Python API; the fault tests drive it.
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,8 +179,8 @@ class LocalCluster:
   def run(self, evaluator_grace_secs: float = 600.0) -> int:
     """Starts everything, waits for the chief, lets the evaluator finish, stops the rest.
     Returns 0 when no task failed, else 1."""
-    self.start_all()
     try:
+      self.start_all()
       chief_code = self.wait('chief')
       if chief_code == 0 and 'evaluator' in self.tasks:
         try:
@@ -203,6 +212,20 @@ def _raise_keyboard_interrupt(signum, frame) -> None:
   raise KeyboardInterrupt
 
 
+ISOLATED_ENV = 'LOCAL_CLUSTER_IN_NAMESPACE'
+
+
+def isolation_command() -> list[str] | None:
+  """The command prefix that runs a program in a fresh loopback-only network namespace,
+  or None when this machine does not allow it."""
+  if not (shutil.which('unshare') and shutil.which('ip')):
+    return None
+  prefix = ['unshare', '--net', '--map-root-user', 'sh', '-c', 'ip link set lo up && exec "$@"',
+            'local_cluster']
+  probe = subprocess.run(prefix + ['true'], capture_output=True, check=False)
+  return prefix if probe.returncode == 0 else None
+
+
 def main(argv: Sequence[str]) -> int:
   import argparse  # pylint: disable=g-import-not-at-top
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -210,7 +233,20 @@ def main(argv: Sequence[str]) -> int:
   parser.add_argument('--workers', type=int, default=2,
                       help='training workers, the chief included')
   parser.add_argument('--no_evaluator', action='store_true', help='start no evaluator')
+  parser.add_argument('--network', choices=('isolated', 'host'), default='isolated',
+                      help='isolated: a private loopback-only network namespace (default)')
   args, train_args = parser.parse_known_args(argv)
+  if args.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
+    prefix = isolation_command()
+    if prefix is not None:
+      env = dict(os.environ, **{ISOLATED_ENV: '1'})
+      # Replace this process, so that Ctrl-C reaches the launcher that owns the tasks.
+      os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(__file__), *argv], env)
+    print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
+          'not permitted); using the host network: the tasks\' ports are open on every '
+          'interface while they run', file=sys.stderr)
+  elif os.environ.get(ISOLATED_ENV):
+    print('local_cluster: network isolated: a new namespace with loopback only')
   working_dir = os.environ.get('BUILD_WORKING_DIRECTORY')
   if working_dir:
     os.chdir(working_dir)
