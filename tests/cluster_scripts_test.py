@@ -1,0 +1,62 @@
+"""Specification: the Slurm batch script in docs/cluster/ starts, on 10 nodes, exactly one
+chief, nine workers, the ps tasks and one evaluator, and every command it runs resolves to
+a valid cluster role. Slurm itself is faked: `scontrol` lists nodes, `srun` runs the step
+once per node, and `python` records its arguments."""
+
+import os
+import stat
+import subprocess
+
+import tensorflow as tf
+from absl import flags
+
+from towers import cluster, flags as towers_flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
+NODES = [f'node{i:02d}' for i in range(1, 11)]
+
+
+def _write_executable(path, text):
+  with open(path, 'w') as f:
+    f.write(text)
+  os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+
+
+class SlurmScriptTest(tf.test.TestCase):
+
+  def run_script(self):
+    bin_dir = self.create_tempdir().full_path
+    record = os.path.join(bin_dir, 'commands.txt')
+    _write_executable(os.path.join(bin_dir, 'scontrol'),
+                      '#!/bin/sh\nprintf "%s\\n" ' + ' '.join(NODES) + '\n')
+    _write_executable(os.path.join(bin_dir, 'srun'),
+                      '#!/bin/bash\nshift\nfor i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
+    _write_executable(os.path.join(bin_dir, 'fake_python'),
+                      f'#!/bin/sh\ntrap "" TERM\necho "$*" >> {record}\n')
+    env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', SLURM_JOB_NODELIST='x',
+               PYTHON=os.path.join(bin_dir, 'fake_python'))
+    subprocess.run(['bash', SCRIPT], env=env, check=True, timeout=60, cwd=ROOT)
+    with open(record) as f:
+      return [line.split()[2:] for line in f.read().splitlines()]  # drop "-m towers.train"
+
+  def test_every_node_gets_a_valid_role(self):
+    roles = []
+    for argv in self.run_script():
+      flag_values = flags.FlagValues()
+      towers_flags.define_flags(flag_values)
+      flag_values(['train'] + [a for a in argv if not a.startswith('--flagfile')])
+      task = cluster.resolve_cluster(towers_flags.params_from_flags(flag_values, '/'), {})
+      roles.append((task.task_type, task.task_index, task.address))
+    types = [r[0] for r in roles]
+    self.assertEqual(types.count('chief'), 1)
+    self.assertEqual(types.count('worker'), 9)
+    self.assertEqual(types.count('ps'), 2)
+    self.assertEqual(types.count('evaluator'), 1)
+    self.assertIn(('chief', 0, 'node01:2223'), roles)
+    self.assertIn(('ps', 1, 'node02:2222'), roles)
+    self.assertIn(('worker', 8, 'node10:2223'), roles)
+
+
+if __name__ == '__main__':
+  tf.test.main()
