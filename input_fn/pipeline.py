@@ -291,6 +291,8 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
         num_parallel_calls=threads, deterministic=True)
     dataset = skip_and_count(dataset, 'training data')
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
+    # Batch the uint8 clips, then scale whole batches: 4x less copying than float clips.
+    dataset = dataset.batch(_batch_size(params, True, input_context), drop_remainder=True)
 
     def features_labels(skipped, clip, label):
       features = {'clips': to_unit_range(clip)}
@@ -298,7 +300,6 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
         features['skipped_records'] = skipped
       return features, label
     dataset = dataset.map(features_labels, num_parallel_calls=threads)
-    dataset = dataset.batch(_batch_size(params, True, input_context), drop_remainder=True)
   else:
     K = params.eval_clips
     dataset = dataset.map(
@@ -311,6 +312,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
       return tf.data.Dataset.from_tensor_slices(
           (repeat(skipped), clips, repeat(label), repeat(index)))
     dataset = dataset.flat_map(per_clip)
+    dataset = dataset.batch(_batch_size(params, False, input_context))
 
     def features_labels(skipped, clip, label, index):
       features = {'clips': to_unit_range(clip), 'video_index': index}
@@ -318,7 +320,6 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
         features['skipped_records'] = skipped
       return features, label
     dataset = dataset.map(features_labels, num_parallel_calls=threads)
-    dataset = dataset.batch(_batch_size(params, False, input_context))
     if mode == ModeKeys.PREDICT:
       dataset = dataset.map(lambda features, label: features)
   return dataset.prefetch(AUTOTUNE)

@@ -1,0 +1,217 @@
+"""//input_fn:prepare: records, manifest, every bad input reported (not fatal), --strict,
+resume after an interruption, idempotent reruns."""
+
+import glob
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, prepare, records, ucf101
+
+SPLIT = 'ucfTrainTestlist'
+
+
+def append_lines(path: str, lines: list[str]) -> None:
+  with open(path, 'ab') as f:
+    f.write(''.join(line + '\r\n' for line in lines).encode())
+
+
+def read_records(out: str, subset: str) -> list[dict]:
+  rows = []
+  for path in sorted(glob.glob(os.path.join(out, f'{subset}-*.tfrecord'))):
+    for raw in tf.data.TFRecordDataset(path):
+      parsed = records.parse(raw)
+      rows.append({'video': parsed['video'].numpy().decode(), 'label': int(parsed['label']),
+                   'num_frames': int(parsed['num_frames']), 'index': int(parsed['index']),
+                   'frames': len(parsed['frames'])})
+  return rows
+
+
+class PrepareTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.clean = os.path.join(tempfile.mkdtemp(), 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.clean, classes=2, groups=9, min_frames=8,
+                                       max_frames=12, write_frames=True)
+
+  def config(self, data: str, out: str, **kwargs) -> prepare.PrepareConfig:
+    values = dict(source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=2,
+                  workers=1)
+    values.update(kwargs)
+    return prepare.PrepareConfig(**values)
+
+  def copy(self) -> str:
+    data = os.path.join(self.create_tempdir().full_path, 'ucf')
+    shutil.copytree(self.clean, data)
+    return data
+
+  def test_records_hold_every_frame_label_name_and_split_index(self):
+    out = self.create_tempdir().full_path
+    manifests = prepare.prepare(self.config(self.clean, out), log=lambda s: None)
+    rows = read_records(out, 'train')
+    split = ucf101.read_split(os.path.join(self.clean, SPLIT), 1)
+    self.assertEqual(sorted(r['video'] for r in rows), sorted(e.name for e in split.train))
+    for row in rows:
+      entry = next(e for e in split.train if e.name == row['video'])
+      self.assertEqual((row['label'], row['index']), (entry.label, entry.index))
+      self.assertEqual(row['frames'], row['num_frames'])
+      self.assertBetween(row['num_frames'], 8, 12)
+    manifest = manifests['train']
+    self.assertEqual(manifest['num_records'], 4)
+    self.assertEqual(manifest['counts_per_class'], {'MoveRightSpeed1': 2, 'MoveLeftSpeed1': 2})
+    self.assertEqual(sum(s['records'] for s in manifest['shards']), 4)
+    with open(os.path.join(out, 'test.manifest.json')) as f:
+      self.assertEqual(json.load(f)['num_records'], 14)
+
+  def test_short_side_resize(self):
+    out = self.create_tempdir().full_path
+    prepare.prepare(self.config(self.clean, out, short_side=64, subsets=('train',)),
+                    log=lambda s: None)
+    raw = next(iter(tf.data.TFRecordDataset(glob.glob(os.path.join(out, 'train-*'))[0])))
+    parsed = records.parse(raw)
+    self.assertEqual(tf.io.decode_jpeg(parsed['frames'][0]).shape, (64, 85, 3))
+    self.assertEqual((int(parsed['height']), int(parsed['width'])), (64, 85))
+
+  def _break_videos(self, data: str) -> dict[str, str]:
+    """Every kind of bad video and list line; returns {kind: what}."""
+    videos = os.path.join(data, 'UCF-101')
+    lists = os.path.join(data, SPLIT)
+    right = os.path.join(videos, 'MoveRightSpeed1')
+    good = open(os.path.join(right, 'v_MoveRightSpeed1_g01_c01.avi'), 'rb').read()
+    open(os.path.join(right, 'v_MoveRightSpeed1_g01_c01.avi'), 'wb').close()  # zero bytes
+    with open(os.path.join(right, 'v_MoveRightSpeed1_g02_c01.avi'), 'wb') as f:
+      f.write(good[:len(good) // 2])  # truncated
+    with open(os.path.join(right, 'v_MoveRightSpeed1_g03_c01.avi'), 'wb') as f:
+      f.write(np.random.default_rng(0).bytes(3000))  # undecodable
+    corrupt = bytearray(good)
+    at = corrupt.find(b'\xff\xd8\xff')
+    while at >= 0:  # blank every JPEG frame from SOI to EOI, keep the AVI container
+      end = corrupt.find(b'\xff\xd9', at) + 2
+      corrupt[at:end] = bytes(end - at)
+      at = corrupt.find(b'\xff\xd8\xff', end)
+    with open(os.path.join(right, 'v_MoveRightSpeed1_g04_c01.avi'), 'wb') as f:
+      f.write(bytes(corrupt))  # a container without a readable frame
+    os.remove(os.path.join(right, 'v_MoveRightSpeed1_g05_c01.avi'))  # listed, not there
+    append_lines(os.path.join(lists, 'testlist01.txt'), [
+        'NoSuchClass/v_NoSuchClass_g01_c01.avi',   # unknown class
+        'two words here',                          # malformed
+    ])
+    append_lines(os.path.join(lists, 'trainlist01.txt'), [
+        'MoveLeftSpeed1/v_MoveLeftSpeed1_g09_c02.avi 9',  # label out of range
+    ])
+
+  def test_every_bad_input_is_skipped_with_its_reason(self):
+    data = self.copy()
+    self._break_videos(data)
+    out = self.create_tempdir().full_path
+    lines = []
+    manifests = prepare.prepare(self.config(data, out), log=lines.append)
+    test = manifests['test']
+    kinds = test['skipped_by_kind']
+    self.assertEqual(kinds, {'empty file': 1, 'truncated video': 1, 'undecodable video': 1,
+                             'no readable frame': 1, 'missing file': 1, 'unknown class': 1,
+                             'malformed line': 1})
+    self.assertEqual(test['num_records'], 14 - 5)
+    self.assertEqual(manifests['train']['skipped_by_kind'], {'label out of range': 1})
+    by_kind = {s['kind']: s for s in test['skipped']}
+    self.assertIn('v_MoveRightSpeed1_g01_c01.avi', by_kind['empty file']['input'])
+    self.assertIn('testlist01.txt:1', by_kind['empty file']['reason'])
+    self.assertTrue(by_kind['missing file']['input'].endswith('testlist01.txt'))
+    self.assertEqual(by_kind['missing file']['line'], 5)
+    self.assertEqual(by_kind['unknown class']['line'], 15)
+    self.assertEqual(by_kind['malformed line']['line'], 16)
+    summary = [l for l in lines if l.startswith('prepare: test: ')][-1]
+    self.assertIn('skipped 7', summary)
+    self.assertIn('1 empty file', summary)
+    names = {r['video'] for r in read_records(out, 'test')}
+    self.assertNotIn('v_MoveRightSpeed1_g01_c01', names)
+    self.assertIn('v_MoveRightSpeed1_g06_c01', names)
+
+  def test_frame_folder_problems_are_skipped_and_short_folders_kept(self):
+    data = self.copy()
+    frames = os.path.join(data, 'jpegs_256')
+    shutil.rmtree(os.path.join(frames, 'v_MoveRightSpeed1_g01_c01'))  # missing folder
+    os.remove(ucf101.frame_path(os.path.join(frames, 'v_MoveRightSpeed1_g02_c01'), 2))  # gap
+    tail = os.path.join(frames, 'v_MoveRightSpeed1_g03_c01')
+    count, _ = ucf101.count_frames(tail)
+    for i in (count - 1, count - 2):  # 2 fewer than rgb.txt says: tolerated
+      os.remove(ucf101.frame_path(tail, i))
+    out = self.create_tempdir().full_path
+    manifest = prepare.prepare(self.config(data, out, source='frames', subsets=('test',)),
+                               log=lambda s: None)['test']
+    self.assertEqual(manifest['skipped_by_kind'], {'missing frame folder': 1,
+                                                   'missing frames': 1})
+    gap = next(s for s in manifest['skipped'] if s['kind'] == 'missing frames')
+    self.assertIn('frame000003.jpg', gap['reason'])
+    rows = {r['video']: r for r in read_records(out, 'test')}
+    self.assertEqual(rows['v_MoveRightSpeed1_g03_c01']['num_frames'], count - 2)
+    self.assertLen(rows, 12)
+
+  def test_strict_fails_on_the_first_bad_input_naming_file_and_line(self):
+    data = self.copy()
+    append_lines(os.path.join(data, SPLIT, 'trainlist01.txt'),
+                 ['MoveLeftSpeed1/v_MoveLeftSpeed1_g09_c02.avi 9'])
+    with self.assertRaisesRegex(ucf101.InputError, r'trainlist01\.txt:5: label 9 out of range'):
+      prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
+                      log=lambda s: None)
+    data = self.copy()
+    open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g08_c01.avi'),
+         'wb').close()
+    with self.assertRaisesRegex(ucf101.InputError,
+                                r'v_MoveLeftSpeed1_g08_c01\.avi: empty file.*trainlist01\.txt:3'):
+      prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
+                      log=lambda s: None)
+
+  def test_resumed_preparation_equals_an_uninterrupted_one_and_reruns_change_nothing(self):
+    whole = self.create_tempdir().full_path
+    prepare.prepare(self.config(self.clean, whole), log=lambda s: None)
+    resumed = self.create_tempdir().full_path
+    with self.assertRaises(prepare.PrepareInterrupted):
+      prepare.prepare(self.config(self.clean, resumed, stop_after_shards=3),
+                      log=lambda s: None)
+    # A shard being written when the run died leaves a partial temporary file.
+    with open(os.path.join(resumed, 'test-00004-of-00007.tfrecord.tmp'), 'wb') as f:
+      f.write(b'partial')
+    done_before = sorted(glob.glob(os.path.join(resumed, '*.tfrecord')))
+    self.assertLen(done_before, 3)
+    mtimes = {p: os.stat(p).st_mtime_ns for p in done_before}
+    lines = []
+    prepare.prepare(self.config(self.clean, resumed), log=lines.append)
+    self.assertIn('prepare: 12 videos in 6 shards to convert with 1 worker(s)', lines)
+    for path, mtime in mtimes.items():
+      self.assertEqual(os.stat(path).st_mtime_ns, mtime, f'{path} was rewritten')
+    names = lambda d: sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, '*')))
+    self.assertEqual(names(resumed), names(whole))
+    for name in names(whole):
+      with open(os.path.join(whole, name), 'rb') as a, open(os.path.join(resumed, name),
+                                                           'rb') as b:
+        self.assertEqual(a.read(), b.read(), name)
+    lines = []
+    prepare.prepare(self.config(self.clean, resumed), log=lines.append)
+    self.assertIn('prepare: 0 videos in 0 shards to convert with 1 worker(s)', lines)
+
+  def test_changed_settings_redo_the_shards(self):
+    out = self.create_tempdir().full_path
+    prepare.prepare(self.config(self.clean, out, subsets=('train',)), log=lambda s: None)
+    lines = []
+    prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32),
+                    log=lines.append)
+    self.assertIn('prepare: 4 videos in 2 shards to convert with 1 worker(s)', lines)
+
+  def test_process_pool_gives_the_same_records(self):
+    one = self.create_tempdir().full_path
+    pool = self.create_tempdir().full_path
+    prepare.prepare(self.config(self.clean, one, subsets=('train',)), log=lambda s: None)
+    prepare.prepare(self.config(self.clean, pool, subsets=('train',), workers=2),
+                    log=lambda s: None)
+    self.assertEqual(read_records(one, 'train'), read_records(pool, 'train'))
+
+
+if __name__ == '__main__':
+  tf.test.main()

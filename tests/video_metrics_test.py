@@ -1,0 +1,51 @@
+"""model_fn/video_metrics.video_accuracy: clip predictions averaged per video, streamed."""
+
+import numpy as np
+import tensorflow as tf
+
+from model_fn import video_metrics
+
+tf1 = tf.compat.v1
+
+
+class VideoAccuracyTest(tf.test.TestCase):
+
+  def test_averages_clip_probabilities_per_video_across_batches(self):
+    with tf.Graph().as_default():
+      index = tf1.placeholder(tf.int64, [None])
+      logits = tf1.placeholder(tf.float32, [None, 3])
+      labels = tf1.placeholder(tf.int64, [None])
+      value, update = video_metrics.video_accuracy(index, logits, labels, max_videos=10)
+      self.assertEqual(
+          len(tf1.get_collection(tf1.GraphKeys.LOCAL_VARIABLES)), 3)
+      with self.session() as sess:
+        sess.run(tf1.local_variables_initializer())
+        self.assertEqual(sess.run(value), 0.0)  # nothing seen yet
+        # Video 4 (label 0): one clip confidently wrong (class 1), two clips moderately
+        # right: the average is right although the first clip alone is wrong.
+        # Video 7 (label 2): one clip, wrong. Video 1 (label 1): duplicated index in a batch.
+        batch1 = {index: [4, 7, 1, 1], labels: [0, 2, 1, 1],
+                  logits: [[0, 2.0, 0], [3, 0, 0], [0, 1, 0], [0, 1, 0]]}
+        batch2 = {index: [4, 4], labels: [0, 0], logits: [[2.5, 0, 0], [2.5, 0, 0]]}
+        self.assertAllClose(sess.run(update, batch1), 1 / 3)  # only video 1 right so far
+        self.assertAllClose(sess.run(update, batch2), 2 / 3)
+        self.assertAllClose(sess.run(value), 2 / 3)
+        probs = lambda l: np.exp(l) / np.exp(l).sum()
+        video4 = probs([0, 2.0, 0]) + 2 * probs([2.5, 0, 0])
+        self.assertEqual(int(np.argmax(video4)), 0)
+        sess.run(tf1.local_variables_initializer())
+        self.assertEqual(sess.run(value), 0.0)
+
+  def test_index_beyond_max_videos_fails_naming_the_bound(self):
+    with tf.Graph().as_default():
+      _, update = video_metrics.video_accuracy(
+          tf.constant([5], tf.int64), tf.zeros([1, 2]), tf.constant([0], tf.int64),
+          max_videos=5)
+      with self.session() as sess:
+        sess.run(tf1.local_variables_initializer())
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, 'max_videos=5'):
+          sess.run(update)
+
+
+if __name__ == '__main__':
+  tf.test.main()
