@@ -77,5 +77,27 @@ class LocalClusterTest(tf.test.TestCase):
     self.assertEqual(leftover.stdout.strip(), '', 'no task outlives the launcher')
 
 
+  def test_no_task_outlives_a_killed_launcher(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    code = ('import sys, time\n'
+            'from tests.cluster_testing import make_cluster\n'
+            f'cluster = make_cluster({model_dir!r}, 0, 1, 100000)\n'
+            'cluster.start("chief")\n'
+            'print(cluster.tasks["chief"].process.pid, flush=True)\n'
+            'time.sleep(600)\n')
+    launcher = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True)
+    self.addCleanup(lambda: launcher.poll() is None and launcher.kill())
+    chief_pid = int(launcher.stdout.readline())
+    launcher.kill()  # SIGKILL: the launcher gets no chance to clean up
+    launcher.wait()
+    def chief_is_gone():
+      try:
+        with open(f'/proc/{chief_pid}/stat') as f:
+          return f.read().split()[2] == 'Z'
+      except FileNotFoundError:
+        return True
+    wait_until(chief_is_gone, 30, 'the chief to die with its launcher')
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -24,6 +24,7 @@ tasks address each other on 127.0.0.1 but their ports are open on every interfac
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import os
@@ -119,7 +120,8 @@ class LocalCluster:
     env = dict(os.environ, TF_CONFIG=self.tf_config(task), PYTHONUNBUFFERED='1')
     task.process = subprocess.Popen(
         [sys.executable, '-m', 'towers.train', *self._train_args], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        preexec_fn=_die_with_parent)
     task.stopped_by_us = False
     task.starts += 1
     threading.Thread(target=self._pump, args=(task, task.process), daemon=True).start()
@@ -213,6 +215,14 @@ def _raise_keyboard_interrupt(signum, frame) -> None:
 
 
 ISOLATED_ENV = 'LOCAL_CLUSTER_IN_NAMESPACE'
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+  """In the child before exec: the kernel kills it (SIGKILL) when the launcher dies, even
+  by SIGKILL, so no task outlives the launcher or a test that was killed on a timeout."""
+  if sys.platform.startswith('linux'):
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def isolation_command() -> list[str] | None:
