@@ -11,8 +11,8 @@ from towers import benchmark_report as report
 from towers import benchmark_trace
 
 ROWS = [
-    report.Row('c3d_small', report.REFERENCE, 1, (100.0, 90.0, 110.0)),
-    report.Row('c3d_small', report.TOWERS, 2, (96.0, 97.0, 50.0)),
+    report.Row('c3d_small', report.REFERENCE, 1, (100.0, 90.0, 110.0), (0.02, 0.01, 0.03)),
+    report.Row('c3d_small', report.TOWERS, 2, (96.0, 97.0, 50.0), (0.025,)),
     report.Row('c3d_small', report.TOWERS, 4, (94.0, 94.0, 94.0)),
     report.Row('c3d_small', report.MIRRORED, 2, (90.0,)),
     report.Row('c3d_small', report.MIRRORED, 4, (95.0,)),
@@ -34,7 +34,8 @@ class BenchmarkReportTest(tf.test.TestCase):
   def test_table_has_one_line_per_row_with_its_ratios(self):
     lines = report.format_table(ROWS).splitlines()
     self.assertLen(lines, 2 + len(ROWS))
-    self.assertIn('| 96.00 | 50.00-97.00 | 0.960x | 1.067x |', lines[3])
+    self.assertIn('| 96.00 | 50.00-97.00 | 0.960x | 1.067x | 25.0 | 1.250x |', lines[3])
+    self.assertIn('| 94.00 | 94.00-94.00 | 0.940x | 0.989x | - | - |', lines[4])
 
   def test_targets_say_met_or_not_with_figures(self):
     lines = report.targets(ROWS)

@@ -94,18 +94,20 @@ def measure_model(model: str, device_counts: list[int], log: Callable[[str], Non
     log(f'  {model} {method} x{devices}: built and warmed up in '
         f'{time.perf_counter() - start:.1f} s')
   samples = [[] for _ in configurations]
+  cpu_samples = [[] for _ in configurations]
+  examples = FLAGS.steps_per_repeat * FLAGS.batch_size
   for repeat in range(FLAGS.repeats):
     for i, (session, step) in enumerate(opened):
-      start = time.perf_counter()
+      start, cpu_start = time.perf_counter(), time.process_time()
       for _ in range(FLAGS.steps_per_repeat):
         session.run(step.train_op)
-      elapsed = time.perf_counter() - start
-      samples[i].append(FLAGS.steps_per_repeat * FLAGS.batch_size / elapsed)
+      samples[i].append(examples / (time.perf_counter() - start))
+      cpu_samples[i].append((time.process_time() - cpu_start) / examples)
     log(f'  {model}: repeat {repeat + 1}/{FLAGS.repeats} done')
   for session, _ in opened:
     session.close()
-  return [benchmark_report.Row(model, method, devices, tuple(s))
-          for (method, devices), s in zip(configurations, samples)]
+  return [benchmark_report.Row(model, method, devices, tuple(s), tuple(c))
+          for (method, devices), s, c in zip(configurations, samples, cpu_samples)]
 
 
 def trace(model: str, devices: int, path: str) -> str:
@@ -146,7 +148,8 @@ def main(argv: list[str]) -> None:
       f'method (every row): session.run(train_op) of the row\'s own training-step graph, '
       f'{FLAGS.warmup_steps} warm-up steps excluded, {FLAGS.repeats} repeats x '
       f'{FLAGS.steps_per_repeat} steps, repeats interleaved across the rows of a model; '
-      'median and min-max over the repeats',
+      'median and min-max over the repeats; CPU = process CPU time (all threads) per '
+      'example, median',
       '',
       benchmark_report.format_table(rows),
       '',

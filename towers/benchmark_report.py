@@ -3,7 +3,8 @@
 A `Row` holds one configuration's repeated throughput samples (examples per second, one
 per repeat). The table shows each row's median, its spread (min-max over the repeats),
 its ratio to the model's one-device reference and, for tower rows, the ratio to
-MirroredStrategy on the same devices. `targets` checks the issue's two targets.
+MirroredStrategy on the same devices; then the process CPU time per example and its ratio
+to the reference's (lower is less work). `targets` checks the issue's two targets.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ METHOD_LABELS = {REFERENCE: 'one device, no towers', TOWERS: 'ours (towers)',
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-  """Throughput samples of one (model, method, device count). `samples` non-empty."""
+  """Samples of one (model, method, device count), one per repeat, non-empty:
+  `samples` examples per second (wall clock); `cpu_samples` CPU seconds of the whole
+  process per example (all threads, user + system), which other processes' load on a
+  shared machine disturbs far less than wall time."""
   model: str
   method: str
   devices: int
   samples: tuple[float, ...]
+  cpu_samples: tuple[float, ...] = ()
 
   @property
   def median(self) -> float:
@@ -37,6 +42,11 @@ class Row:
   def spread(self) -> tuple[float, float]:
     """(min, max) of the samples."""
     return min(self.samples), max(self.samples)
+
+  @property
+  def cpu_ms_per_example(self) -> float | None:
+    """Median CPU milliseconds per example; None without CPU samples."""
+    return 1e3 * statistics.median(self.cpu_samples) if self.cpu_samples else None
 
 
 def find(rows: Sequence[Row], model: str, method: str, devices: int) -> Row | None:
@@ -66,14 +76,19 @@ def _ratio(value: float | None) -> str:
 def format_table(rows: Sequence[Row]) -> str:
   """A Markdown table, one line per row, in the given order."""
   header = ('| model | method | devices | examples/s (median) | min-max | vs reference '
-            '| ours vs mirrored |')
-  lines = [header, '|---|---|---:|---:|---:|---:|---:|']
+            '| ours vs mirrored | CPU ms/example | CPU vs reference |')
+  lines = [header, '|---|---|---:|---:|---:|---:|---:|---:|---:|']
   for row in rows:
     low, high = row.spread
+    cpu = row.cpu_ms_per_example
+    reference = find(rows, row.model, REFERENCE, 1)
+    cpu_ratio = (cpu / reference.cpu_ms_per_example
+                 if cpu is not None and reference and reference.cpu_ms_per_example else None)
     lines.append(f'| {row.model} | {METHOD_LABELS.get(row.method, row.method)} | '
                  f'{row.devices} | {row.median:.2f} | {low:.2f}-{high:.2f} | '
                  f'{_ratio(ratio_to_reference(rows, row))} | '
-                 f'{_ratio(ratio_to_mirrored(rows, row))} |')
+                 f'{_ratio(ratio_to_mirrored(rows, row))} | '
+                 f'{f"{cpu:.1f}" if cpu is not None else "-"} | {_ratio(cpu_ratio)} |')
   return '\n'.join(lines)
 
 
