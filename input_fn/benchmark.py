@@ -11,9 +11,9 @@ then measures training clips per second of:
 * py_func baseline: the user's original approach re-implemented: per clip a
   `tf.compat.v1.py_func` reads the clip's JPEG files from the frame folder and decodes them
   with OpenCV in Python, crops, flips and scales in numpy (parallel map, AUTOTUNE).
-* decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread)
-  x cores / frames per clip: what a perfect pipeline that decodes every used frame whole
-  could reach on this machine.
+* decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread,
+  measured in the same interleaved rounds) x cores / frames per clip: what a perfect
+  pipeline that decodes every used frame whole could reach on this machine.
 
 Prints a table, the ratios, and whether "TFRecord >= 3x py_func" and "TFRecord >= 70% of
 decode limit" hold. Not a test: numbers depend on the machine and its load.
@@ -135,25 +135,35 @@ def measure(factories: dict[str, Callable[[], Any]], batch_size: int, seconds: f
   return {name: float(np.median(r)) for name, r in rates.items()}
 
 
-def decode_limit(tfrecords: str, clip_frames: int, seconds: float = 3.0) -> tuple[float, float]:
-  """(full-frame JPEG decodes per second on one core, cores). One thread, cv2.imdecode."""
+class _DecodeLoop:
+  """An iterator whose `next()` decodes `batch_size * clip_frames` full JPEG frames with
+  cv2.imdecode in one thread: `measure` then reports single-core clips per second."""
+
+  def __init__(self, jpegs: list[np.ndarray], frames_per_batch: int):
+    self.jpegs, self.frames_per_batch, self.position = jpegs, frames_per_batch, 0
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> None:
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+      for _ in range(self.frames_per_batch):
+        cv2.imdecode(self.jpegs[self.position % len(self.jpegs)], cv2.IMREAD_COLOR)
+        self.position += 1
+    finally:
+      cv2.setNumThreads(threads)
+
+
+def decode_loop(tfrecords: str, clip_frames: int, batch_size: int) -> _DecodeLoop:
+  """Decode loop over the frames of the first prepared video (the routes' JPEGs)."""
   import tensorflow as tf
   from input_fn import records
   path = sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord')))[0]
   raw = next(iter(tf.data.TFRecordDataset(path)))
   jpegs = [np.frombuffer(j, np.uint8) for j in records.parse(raw)['frames'].numpy()]
-  threads = cv2.getNumThreads()
-  cv2.setNumThreads(1)
-  try:
-    decoded, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-      for j in jpegs:
-        cv2.imdecode(j, cv2.IMREAD_COLOR)
-      decoded += len(jpegs)
-    per_core = decoded / (time.perf_counter() - start)
-  finally:
-    cv2.setNumThreads(threads)
-  return per_core, float(os.cpu_count() or 1)
+  return _DecodeLoop(jpegs, clip_frames * batch_size)
 
 
 def run(seconds: float, clip_frames: int, crop_size: int, batch_size: int, classes: int,
@@ -180,15 +190,17 @@ def _run(root: str, seconds: float, clip_frames: int, crop_size: int, batch_size
   frames_p = params_lib.make_params(data_source='frames', data_dir=paths['data'], **common)
   videos_p = params_lib.make_params(data_source='videos', data_dir=paths['data'], **common)
   train = tf.estimator.ModeKeys.TRAIN
-  per_core, cores = decode_limit(paths['tfrecords'], clip_frames)
-  limit = per_core * cores / clip_frames
+  cores = float(os.cpu_count() or 1)
   rates = measure({
+      'decode, one core': lambda: decode_loop(paths['tfrecords'], clip_frames, batch_size),
       'tfrecord pipeline': lambda: pipeline.input_fn(train, tfr),
       'direct OpenCV (frames)': lambda: direct.input_fn(train, frames_p),
       'direct OpenCV (videos)': lambda: direct.input_fn(train, videos_p),
       'py_func baseline (frames)': lambda: py_func_dataset(paths['data'], frames_p),
       'py_func, serial map': lambda: py_func_dataset(paths['data'], frames_p, parallel=False),
   }, batch_size, seconds)
+  per_core = rates.pop('decode, one core') * clip_frames  # JPEG frames per second
+  limit = per_core * cores / clip_frames
   rows = list(rates.items())
   baseline = rates['py_func baseline (frames)']
   serial = rates['py_func, serial map']

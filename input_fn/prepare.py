@@ -214,11 +214,13 @@ class _Progress:
     self.tty = hasattr(stream, 'isatty') and stream.isatty()
 
   def add(self, n: int) -> None:
-    self.done += n
     now = time.time()
+    if self.done == 0:  # rate from the first finished video on (workers start slowly)
+      self.start, self.last = now, now
+    self.done += n
     if now - self.last >= (1 if self.tty else 10) or self.done >= self.total:
       self.last = now
-      rate = self.done / max(now - self.start, 1e-6)
+      rate = (self.done - 1) / max(now - self.start, 1e-6)
       eta = (self.total - self.done) / rate if rate > 0 else 0
       pct = 100.0 * self.done / max(self.total, 1)
       line = (f'prepare: {self.label}: {self.done}/{self.total} videos ({pct:.0f}%), '
