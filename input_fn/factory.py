@@ -56,5 +56,8 @@ def make_input_fn(params: Any, mode: str) -> InputFn:
   route = pipeline.input_fn if params.data_source == 'tfrecord' else direct.input_fn
 
   def input_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+    if params.data_source == 'tfrecord' and mode == tf.estimator.ModeKeys.TRAIN:
+      # The model_fn turns the count of skipped bad records into a summary.
+      return pipeline.input_fn(mode, params, input_context, with_skipped_count=True)
     return route(mode, params, input_context)
   return input_fn

@@ -3,7 +3,9 @@
     model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
 
 `features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
-in evaluation, optionally 'video_index' int64 [B] for video-level accuracy). `labels`:
+in evaluation, optionally 'video_index' int64 [B] for video-level accuracy; in training,
+optionally 'skipped_records' int64 [B], the input's running count of bad records
+skipped, written as the summary `input/skipped_bad_records`). `labels`:
 int64 [B]. `params`: a `towers.params.TrainParams`.
 
 Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.py`):
@@ -92,6 +94,8 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   train_op, ema = _with_ema(apply_op, updates, params)
 
   _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch)
+  if isinstance(features, dict) and 'skipped_records' in features:
+    tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
   scaffold = tf1.train.Scaffold(
       init_fn=_init_fn(warm_start.make_warm_start_init_fn(params, tf1.global_variables()), ema))
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold,
