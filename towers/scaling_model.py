@@ -4,8 +4,8 @@ Counts I3D's training FLOPs per clip from the graph (`towers/flop_count.py`), re
 trainable variables' bytes from the same network, places them on 1..10 ps tasks with the
 project's own greedy-by-bytes placement, and evaluates the paper model of
 `towers/cluster_model.py` for 1..10 workers at each link speed. The input-side check uses
-the per-core JPEG decode rate measured on THIS machine by the input benchmark's
-`decode_limit` (or `--jpeg_decodes_per_core`). Prints Markdown.
+the per-core JPEG decode rate measured on THIS machine with the input benchmark's decode
+loop (or `--jpeg_decodes_per_core`). Prints Markdown.
 """
 
 from __future__ import annotations
@@ -33,21 +33,24 @@ flags.DEFINE_list('link_gbits', ['1', '10'], 'NIC speeds to model, Gbit/s.')
 flags.DEFINE_float('link_efficiency', 0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).')
 flags.DEFINE_float('jpeg_decodes_per_core', 0.0,
                    'Full-frame JPEG decodes per second per core; 0: measure on this machine '
-                   'with input_fn/benchmark.py\'s decode_limit.')
+                   'with input_fn/benchmark.py\'s decode loop.')
 flags.DEFINE_integer('node_cores', 4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).')
 
 MB = 1e6
 
 
-def measured_decodes_per_core() -> float:
-  """input_fn/benchmark.py's single-thread cv2.imdecode rate on its 341x256 frames."""
+def measured_decodes_per_core(frames: int = 16, batch: int = 4, seconds: float = 3.0) -> float:
+  """Full-frame JPEG decodes per second on one core (cv2.imdecode, one thread) of the
+  input benchmark's 341x256 frames, measured with input_fn/benchmark.py's own decode loop."""
   from input_fn import benchmark as input_benchmark
   root = tempfile.mkdtemp(prefix='scaling_model_jpeg_')
   try:
     with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
-      paths = input_benchmark.make_data(root, classes=2, groups=8, frames=16)
-    per_core, _ = input_benchmark.decode_limit(paths['tfrecords'], FLAGS.clip_frames)
-    return per_core
+      paths = input_benchmark.make_data(root, classes=2, groups=8, frames=frames)
+    clips_per_second = input_benchmark.measure(
+        {'decode': lambda: input_benchmark.decode_loop(paths['tfrecords'], frames, batch)},
+        batch, seconds)['decode']
+    return clips_per_second * frames
   finally:
     shutil.rmtree(root, ignore_errors=True)
 
@@ -140,7 +143,7 @@ def report() -> str:
           f'A worker that never waits for the network consumes {FLAGS.clips_per_gpu} clips per '
           f'{compute:.3f} s = {need_clips:.2f} clips/s = {need_frames:.0f} JPEG frames/s '
           f'({FLAGS.clip_frames} decoded frames per clip).',
-          f'JPEG decode rate measured on this machine (input_fn/benchmark.py decode_limit, one '
+          f'JPEG decode rate measured on this machine (input_fn/benchmark.py decode loop, one '
           f'thread, 341x256 frames): {per_core:.0f} frames/s per core; x {FLAGS.node_cores} '
           f'cores = {capacity:.0f} frames/s per node, {capacity / need_frames:.1f}x the need '
           f'({"enough" if capacity >= need_frames else "NOT enough"}).']
