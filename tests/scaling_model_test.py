@@ -48,6 +48,10 @@ class ClusterModelTest(tf.test.TestCase):
     self.assertEqual(cluster_model.best_ps_count(1.0, {1: [50.0], 2: [25.0, 25.0]}, 1, 4,
                                                  100.0), 1)  # one worker: a tie, fewer ps
 
+  def test_largest_first_shares_balance_better_than_creation_order(self):
+    self.assertEqual(cluster_model.largest_first_shares([1, 1, 2, 4], 2), [4.0, 4.0])
+    self.assertEqual(cluster_model.largest_first_shares([3], 2), [3.0, 0.0])
+
 
 class FlopCountTest(tf.test.TestCase):
 

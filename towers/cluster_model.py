@@ -82,6 +82,15 @@ def ps_traffic_per_step(ps_bytes: Sequence[float], workers: int) -> list[tuple[f
   return [(share * workers, share * workers) for share in ps_bytes]
 
 
+def largest_first_shares(sizes: Sequence[float], num_ps: int) -> list[float]:
+  """Bytes per ps if variables were placed largest first, each on the least-loaded ps
+  (a what-if: the project places them greedily in creation order)."""
+  load = [0.0] * num_ps
+  for size in sorted(sizes, reverse=True):
+    load[load.index(min(load))] += size
+  return load
+
+
 def best_ps_count(compute: float, ps_bytes_by_count: dict[int, Sequence[float]], workers: int,
                   nodes: int, link: float) -> int:
   """The ps count with the shortest synchronous step (ties: fewer ps tasks)."""

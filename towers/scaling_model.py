@@ -123,7 +123,14 @@ def report() -> str:
       out.append(f'| {k} | {max(ps) / MB:.1f} / {min(ps) / MB:.1f} | {busiest / MB:.0f} | '
                  f'{nic / MB:.1f} | {step:.3f} | '
                  f'{cluster_model.efficiency(nodes / step, nodes, compute):.0%} |')
+    balanced = cluster_model.largest_first_shares(
+        [v.num_bytes for v in trainable], nodes)
+    balanced_step = cluster_model.sync_step_seconds(compute, balanced, nodes, nodes, link)
     out += ['', f'best ps count for {nodes} workers: {best}', '',
+            f'what-if, {nodes} ps with the variables placed largest first: '
+            f'{max(balanced) / MB:.1f} / {min(balanced) / MB:.1f} MB per ps (max / min), sync '
+            f'step {balanced_step:.3f} s, efficiency '
+            f'{cluster_model.efficiency(nodes / balanced_step, nodes, compute):.0%}', '',
             f'### workers, {best} ps task(s)', '',
             '| workers | sync step (s) | sync clips/s | sync efficiency | async clips/s '
             '| async efficiency |', '|---:|---:|---:|---:|---:|---:|']
