@@ -31,6 +31,17 @@ class LocalClusterTest(tf.test.TestCase):
     variables = {n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
     self.assertIn('c3d_small/logits/kernel', variables)
 
+  def test_synchronous_training_with_a_backup_worker(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    cluster = make_cluster(model_dir, num_ps=1, num_workers=3, max_steps=40,
+                           extra_args=('--sync_replicas', '--backup_workers=1'))
+    self.addCleanup(cluster.stop_all)
+    self.assertEqual(cluster.run(), 0, cluster.failed_tasks())
+    self.assertGreaterEqual(checkpoint_step(model_dir), 40)
+    for name in ('chief', 'worker1', 'worker2'):
+      self.assertTrue(any('SyncReplicasV2: replicas_to_aggregate=2; total_num_replicas=3' in l
+                          for l in cluster.output(name)), name)
+
   def test_a_failing_task_makes_the_launcher_fail(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
     cluster = make_cluster(model_dir, num_ps=1, num_workers=1, max_steps=10,

@@ -39,6 +39,7 @@ from typing import IO, Sequence
 from towers.cluster import pick_free_ports
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
+CHIEF_READY = 'Done running local_init_op'  # logged once the chief's session is ready
 
 
 @dataclasses.dataclass
@@ -91,12 +92,12 @@ class LocalCluster:
                        'task': {'type': task.task_type, 'index': task.task_index}})
 
   def start_all(self, chief_ready_timeout: float = 120.0) -> None:
-    """Starts ps tasks, chief and evaluator, then the workers once the chief has run its
-    first step (a worker that finds the model uninitialised re-checks only every 30 s)."""
+    """Starts ps tasks, chief and evaluator, then the workers once the chief has
+    initialised the model (a worker that finds it uninitialised re-checks only every 30 s)."""
     for task in self.tasks.values():
       if task.task_type != 'worker':
         self.start(task.name)
-    self.wait_for_output('chief', 'step = ', chief_ready_timeout)
+    self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout)
     for task in self.tasks.values():
       if task.task_type == 'worker':
         self.start(task.name)
