@@ -30,7 +30,8 @@ tf1 = tf.compat.v1
 
 def _conv3d_backprop_flops(graph: tf.Graph, node) -> ops.OpStats:
   """Conv3DBackpropInputV2 / Conv3DBackpropFilterV2: inputs (sizes or input, filter or
-  sizes, out_backprop); the filter shape is read from the forward conv's filter."""
+  sizes, out_backprop); the kernel shape is the filter input's (input gradient) or the
+  op's own output's (filter gradient)."""
   out_backprop = graph_util.tensor_shape_from_node_def_name(graph, node.input[2])
   out_backprop.assert_is_fully_defined()
   if node.op == 'Conv3DBackpropInputV2':
