@@ -1,14 +1,15 @@
 """The synchronization point: per-tower gradients become one gradient per variable.
 
-Reduction rule (the one rule for every mode and every tower count): tower i computes
-the gradient of S_i, the SUM of its examples' losses. With B the global batch (sum of the
-tower sizes, equal or not), the applied gradient for variable v is
+Reduction rule (the one rule for every mode and every tower count): with S_i the SUM of
+tower i's per-example losses and B the global batch (sum of the tower sizes, equal or
+not), tower i differentiates S_i / B, and the applied gradient for variable v is
 
-    g_v = (sum_i dS_i/dv) / B  +  weight_decay * v      (v a decayed kernel; else no 2nd term)
+    g_v = sum_i d(S_i / B)/dv  +  weight_decay * v      (v a decayed kernel; else no 2nd term)
 
 which is exactly the gradient of  mean_loss_over_global_batch + weight_decay * sum(l2_loss(w)).
-The weight-decay term is added once, not once per tower. The sum over towers is an
-`add_n` on the placement's reduce device for v: v's own device on one machine, the
+The weight-decay term is added once, not once per tower. The 1/B is inside each tower's
+backprop (a scalar), so the synchronization point only sums: an `add_n` on the
+placement's reduce device for v: v's own device on one machine, the
 worker's host in a cluster, so that each worker pushes one averaged gradient per
 variable per step to the ps, however many towers it has. Optional clipping
 by global norm comes after the average and the decay.
@@ -44,15 +45,14 @@ def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Ten
 
 def average_tower_gradients(
     tower_grads: Sequence[Sequence[tf.Tensor | None]], variables: Sequence[tf.Variable],
-    global_batch: tf.Tensor, weight_decay: float,
-    reduce_device: Callable[[tf.Variable], str] = lambda v: v.device
+    weight_decay: float, reduce_device: Callable[[tf.Variable], str] = lambda v: v.device
 ) -> list[tuple[tf.Tensor, tf.Variable]]:
   """Applies the reduction rule above.
 
   Args:
-    tower_grads: tower_grads[i][j] is dS_i/d variables[j] (None if unconnected).
+    tower_grads: tower_grads[i][j] is d(S_i / B)/d variables[j] (None if unconnected),
+      as `tower_graph.tower_gradients` returns them.
     variables: the variables, shared by all towers.
-    global_batch: float32 scalar B.
     weight_decay: coefficient of the L2 term.
     reduce_device: where the sum, scale and decay for a variable run.
   Returns:
@@ -65,7 +65,6 @@ def average_tower_gradients(
       continue
     with tf.device(reduce_device(v)), tf.name_scope('average_gradients'):
       g = tf.add_n(grads) if len(grads) > 1 else grads[0]
-      g = g / tf.cast(global_batch, g.dtype)
       if weight_decay and is_decayed(v):
         g += weight_decay * v.read_value()
     pairs.append((g, v))

@@ -83,12 +83,15 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   return outputs
 
 
-def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable]
-                    ) -> list[list[tf.Tensor | None]]:
-  """dS_i/dv for every tower i and variable v, each computed on tower i's device."""
+def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],
+                    global_batch: tf.Tensor) -> list[list[tf.Tensor | None]]:
+  """d(S_i / B)/dv for every tower i and variable v (B the float32 global batch), each
+  computed on tower i's device. The 1/B enters backprop as a scalar, so the gradients
+  come out scaled at no extra pass over them."""
   grads = []
   for i, device in enumerate(outputs.devices):
     with tf.name_scope(f'tower_{i}/gradients'), _on_device(device):
-      grads.append(tf1.gradients(outputs.loss_sums[i], list(variables),
+      scaled_loss = outputs.loss_sums[i] / global_batch
+      grads.append(tf1.gradients(scaled_loss, list(variables),
                                  colocate_gradients_with_ops=True))
   return grads

@@ -74,9 +74,9 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
 
   global_step = tf1.train.get_or_create_global_step()
   variables = freezing.trainable_variables(params, all_trainable)
-  tower_grads = tower_graph.tower_gradients(outputs, variables)
-  pairs = gradients.average_tower_gradients(tower_grads, variables, global_batch,
-                                            params.weight_decay, placement.reduce_device)
+  tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch)
+  pairs = gradients.average_tower_gradients(tower_grads, variables, params.weight_decay,
+                                            placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   rate = optimization.learning_rate(params, global_step)
   optimizer = optimization.make_optimizer(params, rate)
