@@ -62,6 +62,8 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       return getter(name, *args, **kwargs)
     shape = kwargs.get('shape') or (args[0] if args else [])
     dtype = kwargs.get('dtype') or tf.float32
+    if placement.caching_device is not None:
+      kwargs['caching_device'] = placement.caching_device
     with tf.device(placement.device_for(name, shape, dtype)):
       return getter(name, *args, **kwargs)
 

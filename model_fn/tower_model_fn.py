@@ -52,7 +52,9 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   num_ps = config.num_ps_replicas if config is not None else 0
   if num_ps:
     placement = make_placement('ps', devices,
-                               ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)])
+                               ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
+                               host_device=f'/job:{config.task_type}/task:{config.task_id}'
+                                           '/device:CPU:0')
   else:
     placement = make_placement(params.variable_device, devices)
   network = build_network(params)

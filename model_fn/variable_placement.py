@@ -38,6 +38,11 @@ class VariablePlacement(abc.ABC):
     """Where the towers' gradients of `variable` are summed: next to the variable."""
     return variable.device
 
+  @property
+  def caching_device(self) -> str | None:
+    """Where the towers read variables from, None for the variable's own device."""
+    return None
+
 
 class SingleDevicePlacement(VariablePlacement):
   """Every variable on one device: the host CPU (`cpu`) or the first tower (`gpu0`)."""
@@ -74,9 +79,10 @@ class GreedyBytesPlacement(VariablePlacement):
 
 
 class ParameterServerPlacement(GreedyBytesPlacement):
-  """Variables on the cluster's ps tasks, greedy by bytes. The towers' gradients are
-  summed on the worker's own host first, so each worker pushes one gradient per
-  variable per step instead of one per tower."""
+  """Variables on the cluster's ps tasks, greedy by bytes. Each step the worker's host
+  reads every variable once and its towers share that copy, and the towers' gradients
+  are summed on the host too: each worker pulls each parameter once and pushes one
+  gradient per variable per step, instead of once per tower."""
 
   def __init__(self, ps_devices: Sequence[str], worker_host: str = '/device:CPU:0') -> None:
     super().__init__(ps_devices)
@@ -85,11 +91,16 @@ class ParameterServerPlacement(GreedyBytesPlacement):
   def reduce_device(self, variable: tf.Variable) -> str:
     return self._worker_host
 
+  @property
+  def caching_device(self) -> str | None:
+    return self._worker_host
+
 
 def make_placement(policy: str, tower_devices: Sequence[str],
                    host_device: str = '/device:CPU:0',
                    ps_devices: Sequence[str] = ()) -> VariablePlacement:
-  """Builds the strategy named by `--variable_device`."""
+  """Builds the strategy named by `--variable_device`. `host_device` is this machine's
+  (in a cluster: this worker's) CPU."""
   if policy == 'cpu':
     return SingleDevicePlacement(host_device)
   if policy == 'gpu0':
@@ -99,7 +110,7 @@ def make_placement(policy: str, tower_devices: Sequence[str],
   if policy == 'ps':
     if not ps_devices:
       raise ValueError('variable_device=ps needs a cluster with ps tasks (TF_CONFIG)')
-    return ParameterServerPlacement(ps_devices)
+    return ParameterServerPlacement(ps_devices, worker_host=host_device)
   raise ValueError(f'variable_device={policy!r} is not one of cpu, gpu0, balanced, ps')
 
 

@@ -1,6 +1,6 @@
 """Specification: in a cluster, variables live on the ps tasks (greedy by bytes), each
-worker's towers run on that worker's own devices, and a worker pushes ONE averaged
-gradient per variable per step, however many towers it has."""
+worker's towers run on that worker's own devices, and a worker pulls each parameter ONCE
+and pushes ONE averaged gradient per variable per step, however many towers it has."""
 
 import json
 import os
@@ -64,6 +64,12 @@ class ClusterGraphTest(tf.test.TestCase):
       self.assertLen(gradients, len(trainable))
       bn_steps = [n for n in pushed if n.startswith('batch_norm_updates')]
       self.assertLen(bn_steps, 2 * 3)  # moving mean and variance of c3d_small's 3 BN layers
+      # Pulls: each variable is read onto ONE worker device, shared by the 4 towers.
+      for v in trainable:
+        reads = [op for op in v.handle.consumers() if op.type == 'ReadVariableOp']
+        pulled_to = [consumer.device for read in reads for consumer in read.outputs[0].consumers()
+                     if job_of(consumer.device) == 'chief']
+        self.assertEqual(pulled_to, ['/job:chief/task:0/device:CPU:0'], v.op.name)
       gradient_bytes = sum(t.shape.num_elements() * 4 for t in gradients)
       variable_bytes = sum(v.shape.num_elements() * 4 for v in trainable)
       self.assertEqual(gradient_bytes, variable_bytes)  # not 4x: one push, not one per tower

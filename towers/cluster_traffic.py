@@ -1,0 +1,164 @@
+"""Measures the bytes a local cluster moves per global step, against the traffic model.
+
+    bazel run //towers:cluster_traffic
+
+The model (docs/scaling.md): every worker step pulls each trainable parameter from its ps
+task once and pushes one averaged gradient per variable, plus the main tower's
+batch-norm statistics, so one global step moves about
+
+    2 x parameter bytes + batch-norm statistic bytes
+
+whatever the number of towers, workers or ps tasks. The cluster runs in its own network
+namespace (as `local_cluster` does), so the namespace's loopback counter (`lo` received
+bytes in /proc/net/dev) counts exactly the cluster's traffic, gRPC framing and TCP/IP
+headers included. Bytes are sampled when the chief logs a progress line, at two steps
+after warm-up, and divided by the global steps between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+import tensorflow as tf
+
+from model_fn.layers import TowerContext
+from model_fn.networks import build_network, input_channels
+from towers.local_cluster import ISOLATED_ENV, LocalCluster, isolation_command
+from towers.params import make_params
+
+tf1 = tf.compat.v1
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+  """One measured configuration."""
+  name: str
+  train_args: tuple[str, ...]
+  num_ps: int
+  num_workers: int
+  first_step: int
+  last_step: int
+
+
+MODELS = {
+    'c3d_small': ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_size=32',
+                  '--batch_size=8'),
+    'i3d': ('--model=i3d', '--num_classes=101', '--clip_frames=8', '--crop_size=64',
+            '--batch_size=4', '--warm_start_from='),
+}
+COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps=100000',
+          '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
+          '--max_steps=100000')
+
+
+def model_bytes(train_args: Sequence[str]) -> tuple[int, int]:
+  """(trainable parameter bytes, batch-norm moving-statistic bytes) of the network."""
+  values = {}
+  for arg in train_args:
+    name, _, value = arg[2:].partition('=')
+    if name in ('model', 'num_classes', 'clip_frames', 'crop_size', 'warm_start_from'):
+      values[name] = int(value) if value.isdigit() else value
+  params = make_params(values)
+  with tf.Graph().as_default():
+    clips = tf.zeros([1, params.clip_frames, params.crop_size, params.crop_size,
+                      input_channels(params)])
+    build_network(params)(clips, TowerContext(is_training=False))
+    nbytes = lambda v: v.shape.num_elements() * v.dtype.size
+    trainable = sum(nbytes(v) for v in tf1.trainable_variables())
+    moving = sum(nbytes(v) for v in tf1.global_variables() if 'moving_' in v.op.name)
+  return trainable, moving
+
+
+def loopback_received_bytes() -> int:
+  with open('/proc/net/dev') as f:
+    for line in f:
+      if line.strip().startswith('lo:'):
+        return int(line.split(':', 1)[1].split()[0])
+  raise RuntimeError('no loopback interface in /proc/net/dev')
+
+
+def measure(setup: Setup, timeout: float) -> tuple[int, int]:
+  """(global steps, loopback bytes) between the first progress lines at or after
+  `first_step` and `last_step`."""
+  model_dir = tempfile.mkdtemp(prefix='cluster_traffic_')
+  cluster = LocalCluster(setup.num_ps, setup.num_workers,
+                         [*setup.train_args, f'--model_dir={model_dir}'], evaluator=False,
+                         echo=None)
+  samples: list[tuple[int, int]] = []
+  try:
+    cluster.start_all()
+    seen = 0
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(samples) < 2:
+      lines = cluster.output('chief')
+      for line in lines[seen:]:
+        step = _progress_step(line)
+        target = setup.first_step if not samples else setup.last_step
+        if step is not None and step >= target:
+          samples.append((step, loopback_received_bytes()))
+          if len(samples) == 2:
+            break
+      seen = len(lines)
+      if cluster.failed_tasks():
+        raise RuntimeError(f'{setup.name}: tasks failed: {cluster.failed_tasks()}')
+      time.sleep(0.05)
+  finally:
+    cluster.stop_all()
+  if len(samples) < 2:
+    raise RuntimeError(f'{setup.name}: the chief did not reach step {setup.last_step} '
+                       f'in {timeout:.0f} s')
+  (step_a, bytes_a), (step_b, bytes_b) = samples
+  return step_b - step_a, bytes_b - bytes_a
+
+
+def _progress_step(line: str) -> int | None:
+  marker = line.find('training_hooks.py')
+  if marker < 0 or ' step ' not in line:
+    return None
+  return int(line.split(' step ', 1)[1].split('/', 1)[0])
+
+
+def main(argv: Sequence[str]) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--models', default='c3d_small,i3d')
+  parser.add_argument('--layouts', default='1x1,1x2,2x2',
+                      help='ps x workers pairs, comma separated')
+  parser.add_argument('--timeout', type=float, default=900)
+  args = parser.parse_args(argv)
+  if not os.environ.get(ISOLATED_ENV):
+    prefix = isolation_command()
+    if prefix is None:
+      print('cluster_traffic: needs a private network namespace (unshare) so that the '
+            'loopback counter sees only the cluster', file=sys.stderr)
+      return 2
+    env = dict(os.environ, **{ISOLATED_ENV: '1'})
+    os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(__file__), *argv], env)
+
+  print(f'cluster_traffic {time.strftime("%Y-%m-%d")}: bytes on loopback per global step, '
+        'measured vs model (2 x parameters + batch-norm statistics)')
+  print('| model | ps | workers | towers/worker | steps | measured MB/step | model MB/step | '
+        'measured / model |')
+  print('|---|---|---|---|---|---|---|---|')
+  for model in args.models.split(','):
+    train_args = (*MODELS[model], *COMMON)
+    parameters, statistics = model_bytes(train_args)
+    predicted = 2 * parameters + statistics
+    window = (30, 130) if model == 'c3d_small' else (20, 60)
+    for layout in args.layouts.split(','):
+      num_ps, num_workers = (int(v) for v in layout.split('x'))
+      setup = Setup(model, train_args, num_ps, num_workers, *window)
+      steps, moved = measure(setup, args.timeout)
+      per_step = moved / steps
+      print(f'| {model} | {num_ps} | {num_workers} | 2 | {steps} | {per_step / 1e6:.3f} | '
+            f'{predicted / 1e6:.3f} | {per_step / predicted:.3f} |', flush=True)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))
