@@ -193,6 +193,9 @@ def check_port_free(task: ClusterTask) -> None:
   if host not in LOCAL_HOSTS and host != socket.gethostname():
     return
   with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    # As gRPC's own server socket: connections of a task that just died (TIME_WAIT) do
+    # not make its port "taken" for the restarted task; a live listener does.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
       probe.bind(('127.0.0.1' if host in LOCAL_HOSTS else '', int(port)))
     except OSError as e:
