@@ -32,8 +32,11 @@ class SlurmScriptTest(tf.test.TestCase):
                       '#!/bin/sh\nprintf "%s\\n" ' + ' '.join(NODES) + '\n')
     _write_executable(os.path.join(bin_dir, 'srun'),
                       '#!/bin/bash\nshift\nfor i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
+    # The trainer (foreground) lingers a moment, so that the script's ps and evaluator
+    # (background, killed or awaited once the trainer returns) have recorded themselves.
     _write_executable(os.path.join(bin_dir, 'fake_python'),
-                      f'#!/bin/sh\ntrap "" TERM\necho "$*" >> {record}\n')
+                      f'#!/bin/sh\ntrap "" TERM\necho "$*" >> {record}\n'
+                      'case "$*" in *task_type=worker*) sleep 0.3;; esac\n')
     env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', SLURM_JOB_NODELIST='x',
                PYTHON=os.path.join(bin_dir, 'fake_python'))
     subprocess.run(['bash', SCRIPT], env=env, check=True, timeout=60, cwd=ROOT)
