@@ -22,6 +22,8 @@ def split_batch(tensor: tf.Tensor, num_towers: int) -> list[tf.Tensor]:
   A static batch dimension smaller than the tower count is a `ValueError`. A dynamic one
   (evaluation's last batch, serving) is split at run time; towers may then get 0 rows.
   """
+  if num_towers == 1:
+    return [tensor]
   static = tensor.shape[0]
   if static is not None:
     return tf.split(tensor, tower_sizes(int(static), num_towers), axis=0)

@@ -2,17 +2,18 @@
 
 Reduction rule (the one rule for every mode and every tower count): with S_i the SUM of
 tower i's per-example losses and B the global batch (sum of the tower sizes, equal or
-not), tower i differentiates S_i / B, and the applied gradient for variable v is
+not), the applied gradient for variable v is
 
     g_v = sum_i d(S_i / B)/dv  +  weight_decay * v      (v a decayed kernel; else no 2nd term)
 
 which is exactly the gradient of  mean_loss_over_global_batch + weight_decay * sum(l2_loss(w)).
-The weight-decay term is added once, not once per tower. The 1/B is inside each tower's
-backprop (a scalar), so the synchronization point only sums: an `add_n` on the
-placement's reduce device for v: v's own device on one machine, the
+Each tower differentiates S_i / B (the 1/B is a scalar inside backprop) and the main tower
+also differentiates the weight loss, so the decay is added once, not once per tower, and
+reads the same copy of v as the forward pass. The synchronization point then only sums:
+an `add_n` on the placement's reduce device for v: v's own device on one machine, the
 worker's host in a cluster, so that each worker pushes one averaged gradient per
-variable per step to the ps, however many towers it has. Optional clipping
-by global norm comes after the average and the decay.
+variable per step to the ps, however many towers it has. Optional clipping by global
+norm comes after the sum.
 """
 
 from __future__ import annotations
@@ -43,18 +44,17 @@ def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Ten
   return weight_decay * tf.add_n(terms)
 
 
-def average_tower_gradients(
+def sum_tower_gradients(
     tower_grads: Sequence[Sequence[tf.Tensor | None]], variables: Sequence[tf.Variable],
-    weight_decay: float, reduce_device: Callable[[tf.Variable], str] = lambda v: v.device
+    reduce_device: Callable[[tf.Variable], str] = lambda v: v.device
 ) -> list[tuple[tf.Tensor, tf.Variable]]:
-  """Applies the reduction rule above.
+  """The synchronization point of the reduction rule above.
 
   Args:
-    tower_grads: tower_grads[i][j] is d(S_i / B)/d variables[j] (None if unconnected),
-      as `tower_graph.tower_gradients` returns them.
+    tower_grads: tower_grads[i][j] is d(S_i / B [+ weight loss for i = 0])/d variables[j]
+      (None if unconnected), as `tower_graph.tower_gradients` returns them.
     variables: the variables, shared by all towers.
-    weight_decay: coefficient of the L2 term.
-    reduce_device: where the sum, scale and decay for a variable run.
+    reduce_device: where the sum for a variable runs.
   Returns:
     (gradient, variable) pairs, skipping variables no tower's loss depends on.
   """
@@ -63,11 +63,11 @@ def average_tower_gradients(
     grads = [g[j] for g in tower_grads if g[j] is not None]
     if not grads:
       continue
-    with tf.device(reduce_device(v)), tf.name_scope('average_gradients'):
-      g = tf.add_n(grads) if len(grads) > 1 else grads[0]
-      if weight_decay and is_decayed(v):
-        g += weight_decay * v.read_value()
-    pairs.append((g, v))
+    if len(grads) > 1:
+      with tf.device(reduce_device(v)), tf.name_scope('average_gradients'):
+        pairs.append((tf.add_n(grads), v))
+    else:
+      pairs.append((grads[0], v))
   return pairs
 
 

@@ -60,8 +60,11 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   network = build_network(params)
   outputs = tower_graph.build_towers(network, clips, labels if mode != ModeKeys.PREDICT else None,
                                      devices, placement, is_training)
-  with tf.device(HOST_DEVICE):
-    logits = tf.concat(outputs.logits, axis=0, name='logits')
+  if len(outputs.logits) == 1:
+    logits = tf.identity(outputs.logits[0], name='logits')
+  else:
+    with tf.device(HOST_DEVICE):
+      logits = tf.concat(outputs.logits, axis=0, name='logits')
   if mode == ModeKeys.PREDICT:
     return _predict_spec(logits, params)
 
@@ -76,9 +79,9 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
 
   global_step = tf1.train.get_or_create_global_step()
   variables = freezing.trainable_variables(params, all_trainable)
-  tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch)
-  pairs = gradients.average_tower_gradients(tower_grads, variables, params.weight_decay,
-                                            placement.reduce_device)
+  tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch,
+                                            params.weight_decay)
+  pairs = gradients.sum_tower_gradients(tower_grads, variables, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   rate = optimization.learning_rate(params, global_step)
   optimizer = optimization.make_optimizer(params, rate)
