@@ -33,12 +33,9 @@ def is_decayed(variable: tf.Variable) -> bool:
 
 
 def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Tensor:
-  """weight_decay * sum(l2_loss(v)) over decayed variables, each term on v's device."""
-  terms = []
-  for v in variables:
-    if is_decayed(v):
-      with tf.device(v.device):
-        terms.append(tf.nn.l2_loss(v))
+  """weight_decay * sum(l2_loss(v)) over decayed variables, on the caller's device: the
+  main tower's, where each kernel's value is already present for the forward pass."""
+  terms = [tf.nn.l2_loss(v) for v in variables if is_decayed(v)]
   if not terms or weight_decay == 0.0:
     return tf.constant(0.0)
   return weight_decay * tf.add_n(terms)

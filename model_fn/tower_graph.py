@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from model_fn import batch_split, gradients
+from model_fn import batch_split
 from model_fn.layers import BatchNormMoments, TowerContext
 from model_fn.variable_placement import VariablePlacement
 
@@ -86,19 +86,17 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
 
 
 def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],
-                    global_batch: tf.Tensor, weight_decay: float
+                    global_batch: tf.Tensor, main_tower_extra_loss: tf.Tensor
                     ) -> list[list[tf.Tensor | None]]:
   """d(S_i / B)/dv for every tower i and variable v (B the float32 global batch), each
-  computed on tower i's device; the main tower's loss also holds
-  `weight_decay * sum(l2_loss(w))` over the decayed kernels among `variables`, so the
-  decay enters once. The 1/B enters backprop as a scalar, so the gradients come out
-  scaled at no extra pass over them."""
+  computed on tower i's device; the main tower also differentiates
+  `main_tower_extra_loss` (the weight loss), so that term enters once. The 1/B enters
+  backprop as a scalar, so the gradients come out scaled at no extra pass over them."""
   grads = []
   for i, device in enumerate(outputs.devices):
     with tf.name_scope(f'tower_{i}/gradients'), _on_device(device):
       loss = outputs.loss_sums[i] / global_batch
-      decayed = [v for v in variables if gradients.is_decayed(v)]
-      if i == 0 and weight_decay and decayed:
-        loss += weight_decay * tf.add_n([tf.nn.l2_loss(v) for v in decayed])
+      if i == 0:
+        loss += main_tower_extra_loss
       grads.append(tf1.gradients(loss, list(variables), colocate_gradients_with_ops=True))
   return grads

@@ -71,7 +71,8 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   global_batch = tf.cast(tf.add_n(outputs.sizes), tf.float32)
   data_loss = tf.add_n(outputs.loss_sums) / global_batch
   all_trainable = tf1.trainable_variables()
-  weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
+  with tf.device(devices[0]), tf.name_scope('weight_loss'):
+    weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
   loss = tf.identity(data_loss + weight_loss, name='total_loss')
 
   if mode == ModeKeys.EVAL:
@@ -79,8 +80,7 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
 
   global_step = tf1.train.get_or_create_global_step()
   variables = freezing.trainable_variables(params, all_trainable)
-  tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch,
-                                            params.weight_decay)
+  tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch, weight_loss)
   pairs = gradients.sum_tower_gradients(tower_grads, variables, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   rate = optimization.learning_rate(params, global_step)

@@ -44,7 +44,7 @@ class ClusterGraphTest(tf.test.TestCase):
     tf_config = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],
                              'ps': ['localhost:3', 'localhost:4']},
                  'task': {'type': 'chief', 'index': 0}}
-    params = make_params(PARAMS, num_towers=4)
+    params = make_params(PARAMS, num_towers=4, weight_decay=1e-4)
     with tf.Graph().as_default() as graph:
       build_training_graph(tf_config, params)
       trainable = tf1.trainable_variables()
@@ -64,6 +64,10 @@ class ClusterGraphTest(tf.test.TestCase):
       self.assertLen(gradients, len(trainable))
       bn_steps = [n for n in pushed if n.startswith('batch_norm_updates')]
       self.assertLen(bn_steps, 2 * 3)  # moving mean and variance of c3d_small's 3 BN layers
+      others = {n: t.shape for n, t in pushed.items()
+                if n not in bn_steps and not n.startswith('average_gradients')}
+      self.assertTrue(all(shape.num_elements() == 1 for shape in others.values()),
+                      f'only scalars (learning rate, ...) may cross besides: {others}')
       # Pulls: each variable is read onto ONE worker device, shared by the 4 towers.
       for v in trainable:
         reads = [op for op in v.handle.consumers() if op.type == 'ReadVariableOp']

@@ -54,7 +54,7 @@ MODELS = {
 }
 COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps=100000',
           '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
-          '--max_steps=100000')
+          '--max_steps=100000', '--weight_decay=1e-4')
 
 
 def model_bytes(train_args: Sequence[str]) -> tuple[int, int]:
