@@ -38,9 +38,13 @@ class LocalClusterTest(tf.test.TestCase):
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(), 0, cluster.failed_tasks())
     self.assertGreaterEqual(checkpoint_step(model_dir), 40)
-    for name in ('chief', 'worker1', 'worker2'):
-      self.assertTrue(any('SyncReplicasV2: replicas_to_aggregate=2; total_num_replicas=3' in l
-                          for l in cluster.output(name)), name)
+    sync_line = 'SyncReplicasV2: replicas_to_aggregate=2; total_num_replicas=3'
+    built_sync = [n for n in ('chief', 'worker1', 'worker2')
+                  if any(sync_line in l for l in cluster.output(n))]
+    # The chief and at least one worker aggregate each step (a late worker may find the
+    # model already trained and return at once).
+    self.assertIn('chief', built_sync)
+    self.assertGreaterEqual(len(built_sync), 2, built_sync)
 
   def test_a_failing_task_makes_the_launcher_fail(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
