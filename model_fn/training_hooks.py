@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import tensorflow as tf
 from absl import logging
 
 tf1 = tf.compat.v1
+
+# What ProgressHook logs; `progress_step` reads the global step back (launchers, tests).
+PROGRESS_FORMAT = 'step %d/%d  loss %.4f  %.1f examples/s  %.2f steps/s  ETA %s'
+_PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+  loss ')
+
+
+def progress_step(line: str) -> int | None:
+  """The global step of a ProgressHook line (as logged, with any prefix), else None."""
+  match = _PROGRESS_LINE.search(line)
+  return int(match.group(1)) if match else None
 
 
 class ProgressHook(tf1.train.SessionRunHook):
@@ -44,9 +55,8 @@ class ProgressHook(tf1.train.SessionRunHook):
     steps_per_sec = (step - last_step) / max(now - last_time, 1e-9)
     examples_per_sec = steps_per_sec * self._global_batch
     eta = (self._max_steps - step) / max(steps_per_sec, 1e-9)
-    logging.info('step %d/%d  loss %.4f  %.1f examples/s  %.2f steps/s  ETA %s',
-                 step, self._max_steps, loss, examples_per_sec, steps_per_sec,
-                 format_duration(eta))
+    logging.info(PROGRESS_FORMAT, step, self._max_steps, loss, examples_per_sec,
+                 steps_per_sec, format_duration(eta))
     if self._summary_dir:
       writer = tf1.summary.FileWriterCache.get(self._summary_dir)
       writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(

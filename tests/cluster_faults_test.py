@@ -19,14 +19,15 @@ LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
 class ClusterFaultsTest(tf.test.TestCase):
 
   def run_cluster(self, *args, **kwargs):
-    cluster = make_cluster(os.path.join(self.create_tempdir().full_path, 'model'),
-                           *args, **kwargs)
+    """(cluster, its model_dir); every process is stopped when the test ends."""
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    cluster = make_cluster(model_dir, *args, **kwargs)
     self.addCleanup(cluster.stop_all)
-    return cluster
+    return cluster, model_dir
 
   def test_killed_worker_does_not_stop_the_chief_and_rejoins_when_restarted(self):
     # Enough steps that the chief is still training when the worker is back (~75 steps/s).
-    cluster = self.run_cluster(num_ps=1, num_workers=2, max_steps=4000)
+    cluster, model_dir = self.run_cluster(num_ps=1, num_workers=2, max_steps=4000)
     cluster.start_all()
     wait_until(lambda: progress_steps(cluster.output('worker1')), LIMIT, 'worker1 to train')
     cluster.kill('worker1')
@@ -38,11 +39,10 @@ class ClusterFaultsTest(tf.test.TestCase):
     wait_until(lambda: progress_steps(cluster.output('worker1')[before:]), LIMIT,
                'the restarted worker to train again')
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
-    self.assertGreaterEqual(checkpoint_step(cluster_model_dir(cluster)), 4000)
+    self.assertGreaterEqual(checkpoint_step(model_dir), 4000)
 
   def test_restarted_chief_resumes_from_the_latest_checkpoint(self):
-    cluster = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
-    model_dir = cluster_model_dir(cluster)
+    cluster, model_dir = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
     cluster.start_all()
     wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
     cluster.kill('chief')
@@ -62,8 +62,7 @@ class ClusterFaultsTest(tf.test.TestCase):
       self.assertTrue(tf.math.reduce_all(tf.math.is_finite(reader.get_tensor(name))))
 
   def test_restarted_ps_resumes_training_from_the_latest_checkpoint(self):
-    cluster = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
-    model_dir = cluster_model_dir(cluster)
+    cluster, model_dir = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
     cluster.start_all()
     wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
     saved_before_kill = checkpoint_step(model_dir)
@@ -78,7 +77,7 @@ class ClusterFaultsTest(tf.test.TestCase):
     self.assertEqual(checkpoint_step(model_dir), 300)
 
   def test_a_ps_that_never_returns_ends_the_trainers_with_a_clear_message(self):
-    cluster = self.run_cluster(num_ps=1, num_workers=2, max_steps=100000,
+    cluster, _ = self.run_cluster(num_ps=1, num_workers=2, max_steps=100000,
                                extra_args=('--ps_unreachable_secs=6',))
     cluster.start_all()
     wait_until(lambda: progress_steps(cluster.output('worker1')), LIMIT, 'worker1 to train')
@@ -107,10 +106,6 @@ class ClusterFaultsTest(tf.test.TestCase):
     cluster.start('chief')  # no ps is even running: the chief must not need one
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
     self.assertTrue(any('nothing to do' in line for line in cluster.output('chief')))
-
-
-def cluster_model_dir(cluster):
-  return next(a.split('=', 1)[1] for a in cluster._train_args if a.startswith('--model_dir='))  # pylint: disable=protected-access
 
 
 if __name__ == '__main__':

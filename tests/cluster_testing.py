@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 import time
 
 import tensorflow as tf
 
+from model_fn.training_hooks import progress_step
 from towers.local_cluster import LocalCluster
-
-PROGRESS = re.compile(r'step (\d+)/(\d+)  loss')
 
 # A tiny, fast training job: 2 towers per worker on virtual CPUs, synthetic clips.
 TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
@@ -28,7 +26,7 @@ def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
 
 def progress_steps(lines: list[str]) -> list[int]:
   """Global steps of the progress lines (`step N/M  loss ...`) in `lines`."""
-  return [int(m.group(1)) for m in map(PROGRESS.search, lines) if m]
+  return [s for s in map(progress_step, lines) if s is not None]
 
 
 def checkpoint_step(model_dir: str) -> int:

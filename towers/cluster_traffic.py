@@ -29,7 +29,8 @@ import tensorflow as tf
 
 from model_fn.layers import TowerContext
 from model_fn.networks import build_network, input_channels
-from towers.local_cluster import ISOLATED_ENV, LocalCluster, isolation_command
+from model_fn.training_hooks import progress_step
+from towers.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from towers.params import make_params
 
 tf1 = tf.compat.v1
@@ -98,7 +99,7 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
     while time.time() < deadline and len(samples) < 2:
       lines = cluster.output('chief')
       for line in lines[seen:]:
-        step = _progress_step(line)
+        step = progress_step(line)
         target = setup.first_step if not samples else setup.last_step
         if step is not None and step >= target:
           samples.append((step, loopback_received_bytes()))
@@ -117,13 +118,6 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
   return step_b - step_a, bytes_b - bytes_a
 
 
-def _progress_step(line: str) -> int | None:
-  marker = line.find('training_hooks.py')
-  if marker < 0 or ' step ' not in line:
-    return None
-  return int(line.split(' step ', 1)[1].split('/', 1)[0])
-
-
 def main(argv: Sequence[str]) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--models', default='c3d_small,i3d')
@@ -131,14 +125,11 @@ def main(argv: Sequence[str]) -> int:
                       help='ps x workers pairs, comma separated')
   parser.add_argument('--timeout', type=float, default=900)
   args = parser.parse_args(argv)
+  reexec_in_private_network(__file__, argv)
   if not os.environ.get(ISOLATED_ENV):
-    prefix = isolation_command()
-    if prefix is None:
-      print('cluster_traffic: needs a private network namespace (unshare) so that the '
-            'loopback counter sees only the cluster', file=sys.stderr)
-      return 2
-    env = dict(os.environ, **{ISOLATED_ENV: '1'})
-    os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(__file__), *argv], env)
+    print('cluster_traffic: needs a private network namespace (unshare) so that the '
+          'loopback counter sees only the cluster', file=sys.stderr)
+    return 2
 
   print(f'cluster_traffic {time.strftime("%Y-%m-%d")}: bytes on loopback per global step, '
         'measured vs model (2 x parameters + batch-norm statistics)')

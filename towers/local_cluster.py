@@ -237,6 +237,19 @@ def isolation_command() -> list[str] | None:
   return prefix if probe.returncode == 0 else None
 
 
+def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
+  """Replaces this process with `python script argv...` inside a fresh loopback-only
+  network namespace (the same process, so Ctrl-C still reaches it). Returns only when
+  that is impossible here, or when already inside one."""
+  if os.environ.get(ISOLATED_ENV):
+    return
+  prefix = isolation_command()
+  if prefix is None:
+    return
+  env = dict(os.environ, **{ISOLATED_ENV: '1'})
+  os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(script), *argv], env)
+
+
 def main(argv: Sequence[str]) -> int:
   import argparse  # pylint: disable=g-import-not-at-top
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -248,11 +261,7 @@ def main(argv: Sequence[str]) -> int:
                       help='isolated: a private loopback-only network namespace (default)')
   args, train_args = parser.parse_known_args(argv)
   if args.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
-    prefix = isolation_command()
-    if prefix is not None:
-      env = dict(os.environ, **{ISOLATED_ENV: '1'})
-      # Replace this process, so that Ctrl-C reaches the launcher that owns the tasks.
-      os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(__file__), *argv], env)
+    reexec_in_private_network(__file__, argv)
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
           'not permitted); using the host network: the tasks\' ports are open on every '
           'interface while they run', file=sys.stderr)
