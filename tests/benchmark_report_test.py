@@ -7,8 +7,8 @@ or NOT met with the figures.
 
 import tensorflow as tf
 
-from towers import benchmark_report as report
-from towers import benchmark_trace
+from benchmarks import benchmark_report as report
+from benchmarks import benchmark_trace
 
 ROWS = [
     report.Row('c3d_small', report.REFERENCE, 1, (100.0, 90.0, 110.0), (0.02, 0.01, 0.03)),

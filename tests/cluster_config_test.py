@@ -6,8 +6,8 @@ import socket
 
 import tensorflow as tf
 
-from towers import cluster
-from towers.cluster import ClusterError
+from towers.cluster import spec as cluster
+from towers.cluster.spec import ClusterError
 from towers.params import make_params
 
 

@@ -12,7 +12,7 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from model_fn import tower_model_fn
 from tests import tower_testing
-from towers import cluster, cluster_runner
+from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.estimator import run_config
 from towers.params import make_params
 

@@ -10,7 +10,8 @@ import subprocess
 import tensorflow as tf
 from absl import flags
 
-from towers import cluster, flags as towers_flags
+from towers import flags as towers_flags
+from towers.cluster import spec as cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')

@@ -8,7 +8,7 @@ import time
 import tensorflow as tf
 
 from model_fn.training_hooks import progress_step
-from towers.local_cluster import LocalCluster
+from towers.cluster.local_cluster import LocalCluster
 
 # A tiny, fast training job: 2 towers per worker on virtual CPUs, synthetic clips.
 TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',

@@ -11,7 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 import i3d_test_lib as lib
-from model_fn import i3d_memory, layers
+from benchmarks import i3d_memory
+from model_fn import layers
 from model_fn.networks import build_network, i3d
 from towers import params as params_lib
 

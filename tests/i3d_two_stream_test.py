@@ -12,7 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 import i3d_test_lib as lib
-from model_fn import layers, two_stream
+from model_fn import layers
+from towers import two_stream
 from model_fn.networks import build_network
 from towers import params as params_lib
 

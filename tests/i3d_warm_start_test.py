@@ -12,7 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 import i3d_test_lib as lib
-from model_fn import freezing, layers, preflight, warm_start
+from model_fn import freezing, layers, warm_start
+from towers import preflight
 from model_fn.networks import build_network
 from towers import params as params_lib
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests.cluster_testing import (TRAIN_ARGS, checkpoint_step, make_cluster, progress_steps,
                                    wait_until)
-from towers import local_cluster
+from towers.cluster import local_cluster
 
 
 class LocalClusterTest(tf.test.TestCase):
@@ -56,7 +56,7 @@ class LocalClusterTest(tf.test.TestCase):
 
 
   def _launch(self, model_dir, max_steps):
-    command = [sys.executable, '-m', 'towers.local_cluster', '--ps=1', '--workers=2',
+    command = [sys.executable, '-m', 'towers.cluster.local_cluster', '--ps=1', '--workers=2',
                '--no_evaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
                f'--max_steps={max_steps}']
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

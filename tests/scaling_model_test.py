@@ -8,7 +8,7 @@ input gradient, each as many FLOPs as its forward conv.
 import tensorflow as tf
 
 from model_fn import layers
-from towers import cluster_model, flop_count
+from benchmarks import cluster_model, flop_count
 
 tf1 = tf.compat.v1
 

@@ -13,7 +13,7 @@ import unittest
 import tensorflow as tf
 
 import i3d_test_lib as lib
-from model_fn import preflight
+from towers import preflight
 from towers import params as params_lib
 
 tf1 = tf.compat.v1

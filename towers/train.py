@@ -4,7 +4,7 @@
 
 Relative paths, in flags and for --flagfile itself, resolve against the directory you ran
 `bazel run` from. Every flag is a field of `towers.params.TrainParams`. In a cluster (flags,
-TF_CONFIG or SLURM; see towers/cluster.py) the same command runs on every node.
+TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every node.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import sys
 
 from absl import app, flags, logging
 
-from model_fn import preflight
-from towers import cluster, cluster_runner, flags as towers_flags
+from towers import preflight
+from towers import flags as towers_flags
+from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.params import ParamsError
 from towers.training import format_metrics, train_and_evaluate
 

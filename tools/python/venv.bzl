@@ -2,14 +2,19 @@
 
 `tools/setup.sh` creates `.venv/` at the workspace root with the pinned packages. This rule
 resolves its absolute path at fetch time (nothing is downloaded), so every `py_binary` and
-`py_test` runs that interpreter rather than whatever `python3` is first on PATH.
+`py_test` runs that interpreter rather than whatever `python3` is first on PATH, through
+`tools/python/python3`, which turns TensorFlow's oneDNN CPU kernels on unless the caller
+set TF_ENABLE_ONEDNN_OPTS.
 """
 
 def _venv_python_impl(ctx):
     workspace_root = ctx.path(Label("@//:WORKSPACE")).dirname
-    interpreter = workspace_root.get_child(".venv").get_child("bin").get_child("python3")
-    if not interpreter.exists:
-        fail("No Python environment at %s: run `bash tools/setup.sh` first." % interpreter)
+    venv_python = workspace_root.get_child(".venv").get_child("bin").get_child("python3")
+    if not venv_python.exists:
+        fail("No Python environment at %s: run `bash tools/setup.sh` first." % venv_python)
+
+    # tools/python/python3 execs the .venv interpreter with oneDNN's CPU kernels on.
+    interpreter = workspace_root.get_child("tools").get_child("python").get_child("python3")
     ctx.file("BUILD", """
 load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
 

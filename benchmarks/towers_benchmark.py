@@ -1,9 +1,9 @@
-"""Tower throughput benchmark: `bazel run //towers:benchmark [-- flags]`.
+"""Tower throughput benchmark: `bazel run //benchmarks:towers_benchmark [-- flags]`.
 
 For each `--models` entry, examples per second at one fixed global batch of synthetic
 clips for: one device with no towers (the reference), this project's towers on each of
 `--devices`, and tf.distribute.MirroredStrategy on the same devices. Method, identical for
-every row: the row's training step is built in its own graph (`towers/benchmark_graphs.py`)
+every row: the row's training step is built in its own graph (`benchmarks/benchmark_graphs.py`)
 and timed as wall time of `session.run(train_op)`; all rows of a model are open at once
 and their repeats are interleaved (repeat r of every row, then repeat r+1), so load from
 other processes on the machine hits all rows alike. Warm-up steps are excluded; each
@@ -17,7 +17,7 @@ the machinery's overhead, not scaling.
 `--trace=PATH` writes a Chrome trace of one towers step (`--trace_devices` devices, the
 first model) to PATH, plus PATH-derived traces of the reference and MirroredStrategy
 steps, and prints where the time went. `--include_input` appends the input-pipeline
-benchmark (`input_fn/benchmark.py`) to the same report.
+benchmark (`benchmarks/input_benchmark.py`) to the same report.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ flags.DEFINE_integer('steps_per_repeat', 4, 'Training steps timed per repeat.')
 flags.DEFINE_string('trace', '', 'Write a Chrome trace of one towers step here (JSON).')
 flags.DEFINE_integer('trace_devices', 2, 'Tower count of the traced step.')
 flags.DEFINE_bool('include_input', False,
-                  'Also run the input-pipeline benchmark (input_fn/benchmark.py).')
+                  'Also run the input-pipeline benchmark (benchmarks/input_benchmark.py).')
 flags.DEFINE_float('input_seconds', 8.0, 'With --include_input: seconds per input route.')
 
 
@@ -60,14 +60,14 @@ def _params(model: str, devices: int):
 
 
 def _builders() -> dict[str, Callable]:
-  from towers import benchmark_graphs, benchmark_report
+  from benchmarks import benchmark_graphs, benchmark_report
   return {benchmark_report.REFERENCE: benchmark_graphs.reference_step,
           benchmark_report.TOWERS: benchmark_graphs.towers_step,
           benchmark_report.MIRRORED: benchmark_graphs.mirrored_step}
 
 
 def _configurations(device_counts: list[int]) -> list[tuple[str, int]]:
-  from towers import benchmark_report as report
+  from benchmarks import benchmark_report as report
   return ([(report.REFERENCE, 1)] + [(report.TOWERS, n) for n in device_counts]
           + [(report.MIRRORED, n) for n in device_counts])
 
@@ -85,7 +85,7 @@ def _open(method: str, model: str, devices: int):
 
 def measure_model(model: str, device_counts: list[int], log: Callable[[str], None]) -> list:
   """All rows of one model, repeats interleaved across rows; returns benchmark_report.Rows."""
-  from towers import benchmark_report
+  from benchmarks import benchmark_report
   configurations = _configurations(device_counts)
   opened = []
   for method, devices in configurations:
@@ -112,7 +112,7 @@ def measure_model(model: str, device_counts: list[int], log: Callable[[str], Non
 
 def trace(model: str, devices: int, path: str) -> str:
   """Traces one step of towers (to `path`), reference and mirrored (next to it)."""
-  from towers import benchmark_report, benchmark_trace
+  from benchmarks import benchmark_report, benchmark_trace
   root, ext = os.path.splitext(path)
   targets = [(benchmark_report.TOWERS, devices, path),
              (benchmark_report.REFERENCE, 1, f'{root}.reference{ext or ".json"}'),
@@ -134,7 +134,7 @@ def main(argv: list[str]) -> None:
   from model_fn.devices import ensure_logical_cpus
   ensure_logical_cpus(max(device_counts + [FLAGS.trace_devices]))  # MirroredStrategy's replicas
   import tensorflow as tf
-  from towers import benchmark_report
+  from benchmarks import benchmark_report
   log = lambda line: print(line, file=sys.stderr, flush=True)
   gpus = len(tf.config.list_physical_devices('GPU'))
   rows = []
@@ -159,7 +159,7 @@ def main(argv: list[str]) -> None:
     path = os.path.join(user_working_dir(), FLAGS.trace)
     report += ['', trace(FLAGS.models[0], FLAGS.trace_devices, path)]
   if FLAGS.include_input:
-    from input_fn import benchmark as input_benchmark
+    from benchmarks import input_benchmark
     with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
       report += ['', input_benchmark.run(FLAGS.input_seconds, clip_frames=16, crop_size=112,
                                          batch_size=8, classes=4, groups=12, frames=48)]

@@ -1,9 +1,9 @@
-"""The numbers of docs/scaling.md: `bazel run //towers:scaling_model [-- flags]`.
+"""The numbers of docs/scaling.md: `bazel run //benchmarks:scaling_model [-- flags]`.
 
-Counts I3D's training FLOPs per clip from the graph (`towers/flop_count.py`), reads the
+Counts I3D's training FLOPs per clip from the graph (`benchmarks/flop_count.py`), reads the
 trainable variables' bytes from the same network, places them on 1..10 ps tasks with the
 project's own greedy-by-bytes placement, and evaluates the paper model of
-`towers/cluster_model.py` for 1..10 workers at each link speed. The input-side check uses
+`benchmarks/cluster_model.py` for 1..10 workers at each link speed. The input-side check uses
 the per-core JPEG decode rate measured on THIS machine with the input benchmark's decode
 loop (or `--jpeg_decodes_per_core`). Prints Markdown.
 """
@@ -33,7 +33,7 @@ flags.DEFINE_list('link_gbits', ['1', '10'], 'NIC speeds to model, Gbit/s.')
 flags.DEFINE_float('link_efficiency', 0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).')
 flags.DEFINE_float('jpeg_decodes_per_core', 0.0,
                    'Full-frame JPEG decodes per second per core; 0: measure on this machine '
-                   'with input_fn/benchmark.py\'s decode loop.')
+                   'with benchmarks/input_benchmark.py\'s decode loop.')
 flags.DEFINE_integer('node_cores', 4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).')
 
 MB = 1e6
@@ -41,8 +41,8 @@ MB = 1e6
 
 def measured_decodes_per_core(frames: int = 16, batch: int = 4, seconds: float = 3.0) -> float:
   """Full-frame JPEG decodes per second on one core (cv2.imdecode, one thread) of the
-  input benchmark's 341x256 frames, measured with input_fn/benchmark.py's own decode loop."""
-  from input_fn import benchmark as input_benchmark
+  input benchmark's 341x256 frames, measured with benchmarks/input_benchmark.py's own decode loop."""
+  from benchmarks import input_benchmark
   root = tempfile.mkdtemp(prefix='scaling_model_jpeg_')
   try:
     with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
@@ -75,7 +75,7 @@ def ps_bytes_by_count(variables, max_ps: int) -> dict[int, list[float]]:
 
 def report() -> str:
   from model_fn.networks import build_network
-  from towers import cluster_model, flop_count
+  from benchmarks import cluster_model, flop_count
   from towers.params import make_params
   params = make_params(model='i3d', num_classes=FLAGS.num_classes,
                        clip_frames=FLAGS.clip_frames, crop_size=FLAGS.crop_size)
@@ -105,7 +105,7 @@ def report() -> str:
       f'| gradients pushed per worker step | {total_bytes / MB:.1f} MB |',
       '',
       'FLOPs: tf.compat.v1.profiler float_operation on the training graph (batch 1, '
-      'multiply-add = 2), with Conv3D gradient statistics registered by towers/flop_count.py; '
+      'multiply-add = 2), with Conv3D gradient statistics registered by benchmarks/flop_count.py; '
       f'op types with no statistic (counted 0): {", ".join(flops.uncounted_types)}.',
       '']
   for gbits in (float(g) for g in FLAGS.link_gbits):
@@ -150,7 +150,7 @@ def report() -> str:
           f'A worker that never waits for the network consumes {FLAGS.clips_per_gpu} clips per '
           f'{compute:.3f} s = {need_clips:.2f} clips/s = {need_frames:.0f} JPEG frames/s '
           f'({FLAGS.clip_frames} decoded frames per clip).',
-          f'JPEG decode rate measured on this machine (input_fn/benchmark.py decode loop, one '
+          f'JPEG decode rate measured on this machine (benchmarks/input_benchmark.py decode loop, one '
           f'thread, 341x256 frames): {per_core:.0f} frames/s per core; x {FLAGS.node_cores} '
           f'cores = {capacity:.0f} frames/s per node, {capacity / need_frames:.1f}x the need '
           f'({"enough" if capacity >= need_frames else "NOT enough"}).']

@@ -28,7 +28,7 @@ from absl import logging
 
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
-from towers.cluster import ClusterTask, check_port_free
+from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
 PS_UNREACHABLE_EXIT_CODE = 3

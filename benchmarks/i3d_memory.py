@@ -1,6 +1,6 @@
 """How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
 
-    PYTHONPATH=. .venv/bin/python3 -m model_fn.i3d_memory [--gpu_gib=6] [--usable_gib=5.0]
+    PYTHONPATH=. .venv/bin/python3 -m benchmarks.i3d_memory [--gpu_gib=6] [--usable_gib=5.0]
 
 Builds one training tower (batch 1, no computation) and its gradients, then sums
 

@@ -1,6 +1,6 @@
 """Measures the bytes a local cluster moves per global step, against the traffic model.
 
-    bazel run //towers:cluster_traffic
+    bazel run //benchmarks:cluster_traffic
 
 The model (docs/scaling.md): every worker step pulls each trainable parameter from its ps
 task once and pushes one averaged gradient per variable, plus the main tower's
@@ -30,7 +30,7 @@ import tensorflow as tf
 from model_fn.layers import TowerContext
 from model_fn.networks import build_network, input_channels
 from model_fn.training_hooks import progress_step
-from towers.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
+from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from towers.params import make_params
 
 tf1 = tf.compat.v1

@@ -1,4 +1,4 @@
-"""Time to accuracy: `bazel run //towers:time_to_accuracy [-- flags]`.
+"""Time to accuracy: `bazel run //benchmarks:time_to_accuracy [-- flags]`.
 
 Trains the built-in demo (towers/demo.flags, synthetic source; any demo flag can be
 overridden with `--set=name=value`, repeatable; by default 16 motion directions instead
@@ -34,7 +34,7 @@ flags.DEFINE_multi_string(
     '(4 directions) is at 100% by the first evaluations, too easy for a curve.')
 flags.DEFINE_string('work_dir', '', 'Model directories go here (default: a temp dir).')
 
-DEMO_FLAGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'demo.flags')
+DEMO_FLAGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'towers', 'demo.flags')
 TOP_1 = 'accuracy/top_1'
 
 

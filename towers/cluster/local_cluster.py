@@ -1,6 +1,6 @@
 """Starts a whole parameter-server cluster as local processes on loopback.
 
-    bazel run //towers:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
+    bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
 
 Starts `--ps` ps tasks, `--workers` training workers (the first is the chief) and an
 evaluator, each a `towers.train` process with its own TF_CONFIG and free loopback ports.
@@ -36,7 +36,7 @@ import threading
 import time
 from typing import IO, Sequence
 
-from towers.cluster import pick_free_ports
+from towers.cluster.spec import pick_free_ports
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 CHIEF_READY = 'Done running local_init_op'  # logged once the chief's session is ready

@@ -1,6 +1,6 @@
 """Input throughput, side by side: TFRecord pipeline, direct OpenCV route, py_func baseline.
 
-  bazel run //input_fn:benchmark [-- --seconds=8 --crop_size=112 --clip_frames=16]
+  bazel run //benchmarks:input_benchmark [-- --seconds=8 --crop_size=112 --clip_frames=16]
 
 Generates its own data in a temporary directory (synthetic UCF101 videos at UCF101's
 320x240, prepared with --short_side=256 like the real data, plus jpegs_256 frame folders),

@@ -1,0 +1,84 @@
+"""The one command-line convention of every binary in the project.
+
+A program's options are one frozen dataclass of `towers.options.option` fields.
+`define_flags(Options)` declares one absl flag per field (same name, default and help;
+choices become enum flags, tuples list flags); `options_from_flags(Options)` reads them
+back, resolving path fields against the directory the user ran the command from; `run(main)`
+starts `main(argv)` in that directory, so `--flagfile` and relative paths mean what the
+user typed. The library never imports this module.
+
+    @dataclasses.dataclass(frozen=True)
+    class PrepareOptions:
+      out: str = option('', 'Output directory.', path=True)
+
+    cli.define_flags(PrepareOptions)
+    def main(argv): options = cli.options_from_flags(PrepareOptions); ...
+    if __name__ == '__main__': cli.run(main)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, TypeVar
+
+from absl import app, flags
+
+from towers.options import CHOICES, HELP, PATH, build
+
+T = TypeVar('T')
+
+
+def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """Defines every field of `options_type` as a flag with the field's default and help."""
+  for f in dataclasses.fields(options_type):
+    default, help_text, field_type = f.default, f.metadata[HELP], str(f.type)
+    if f.metadata.get(CHOICES):
+      flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, flag_values=flag_values)
+    elif field_type.startswith('tuple'):
+      flags.DEFINE_list(f.name, [str(v) for v in default], help_text, flag_values=flag_values)
+    elif field_type == 'bool':
+      flags.DEFINE_bool(f.name, default, help_text, flag_values=flag_values)
+    elif field_type == 'int':
+      flags.DEFINE_integer(f.name, default, help_text, flag_values=flag_values)
+    elif field_type == 'float':
+      flags.DEFINE_float(f.name, default, help_text, flag_values=flag_values)
+    else:
+      flags.DEFINE_string(f.name, default, help_text, flag_values=flag_values)
+
+
+def values_from_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS,
+                      working_dir: str | None = None) -> dict[str, Any]:
+  """The parsed flag of every field; relative path fields resolved against `working_dir`
+  (default: `user_working_dir()`)."""
+  base = working_dir or user_working_dir()
+  values = {}
+  for f in dataclasses.fields(options_type):
+    value = flag_values[f.name].value
+    if f.metadata.get(PATH) and value and not os.path.isabs(value):
+      value = os.path.normpath(os.path.join(base, value))
+    values[f.name] = value
+  return values
+
+
+def options_from_flags(options_type: type[T], flag_values: flags.FlagValues = flags.FLAGS,
+                       working_dir: str | None = None) -> T:
+  """The options object of the parsed flags (see `towers.options.build`)."""
+  return build(options_type, values_from_flags(options_type, flag_values, working_dir))
+
+
+def user_working_dir() -> str:
+  """Where the user ran the command: `bazel run` sets BUILD_WORKING_DIRECTORY."""
+  return os.environ.get('BUILD_WORKING_DIRECTORY') or os.getcwd()
+
+
+def user_path(path: str) -> str:
+  """`path` as the user meant it: relative paths resolve against `user_working_dir()`."""
+  return path if os.path.isabs(path) else os.path.normpath(os.path.join(user_working_dir(), path))
+
+
+def run(main: Callable[[list[str]], int | None]) -> None:
+  """`absl.app.run(main)` from the user's working directory (`bazel run` starts binaries
+  inside the runfiles tree; --flagfile and relative paths are the user's)."""
+  os.chdir(user_working_dir())
+  app.run(main)
