@@ -155,7 +155,7 @@ def main(argv: list[str]) -> None:
       '',
       *benchmark_report.targets(rows)]
   if FLAGS.trace:
-    from towers.flags import user_working_dir
+    from towers.cli import user_working_dir
     path = os.path.join(user_working_dir(), FLAGS.trace)
     report += ['', trace(FLAGS.models[0], FLAGS.trace_devices, path)]
   if FLAGS.include_input:

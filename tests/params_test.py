@@ -48,6 +48,13 @@ class ParamsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ParamsError, 'lr_values: cannot read'):
       make_params(lr_values='0.1,fast')
 
+  def test_a_value_of_the_wrong_type_is_named(self):
+    with self.assertRaisesRegex(ParamsError, r"num_towers='2' must be a whole number"):
+      make_params(num_towers='2')
+    with self.assertRaisesRegex(ParamsError, r'batch_size=2.5 must be a whole number'):
+      make_params(batch_size=2.5)
+    self.assertEqual(make_params(weight_decay=0).weight_decay, 0.0)
+
   def test_build_estimator_rejects_unknown_keys(self):
     with self.assertRaisesRegex(ParamsError, 'unknown parameter.*learning_rat'):
       build_estimator({'learning_rat': 0.1})

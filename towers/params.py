@@ -14,17 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-CHOICES = 'choices'
-HELP = 'help'
-PATH = 'path'  # a filesystem path: resolved against the user's working directory by flags.py
-
-
-def _field(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
-           path: bool = False) -> Any:
-  metadata = {HELP: help_text, PATH: path}
-  if choices is not None:
-    metadata[CHOICES] = choices
-  return dataclasses.field(default=default, metadata=metadata)
+from towers.options import CHOICES, HELP, PATH, OptionsError, convert, option  # noqa: F401  (re-exported)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,81 +22,81 @@ class TrainParams:
   """All knobs of a training run. Construct with `make_params`, which validates."""
 
   # --- Model -------------------------------------------------------------------------------
-  model: str = _field('c3d_small', 'Network to train.', choices=('c3d_small', 'i3d'))
-  num_classes: int = _field(101, 'Number of output classes.')
-  clip_frames: int = _field(16, 'Frames per clip fed to the network.')
-  crop_size: int = _field(112, 'Height and width of the clip crop, in pixels.')
-  batch_norm: bool = _field(True, 'Use batch normalisation in the network.')
-  bn_update: str = _field(
+  model: str = option('c3d_small', 'Network to train.', choices=('c3d_small', 'i3d'))
+  num_classes: int = option(101, 'Number of output classes.')
+  clip_frames: int = option(16, 'Frames per clip fed to the network.')
+  crop_size: int = option(112, 'Height and width of the clip crop, in pixels.')
+  batch_norm: bool = option(True, 'Use batch normalisation in the network.')
+  bn_update: str = option(
       'main', 'Where batch-norm moving statistics come from: the main tower only, or the '
       'size-weighted mean of all towers.', choices=('main', 'mean'))
-  dropout_keep: float = _field(1.0, 'Keep probability of dropout before the classifier.')
+  dropout_keep: float = option(1.0, 'Keep probability of dropout before the classifier.')
 
   # --- Towers and devices ------------------------------------------------------------------
-  num_towers: int = _field(
+  num_towers: int = option(
       -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).')
-  tower_devices: tuple[str, ...] = _field(
+  tower_devices: tuple[str, ...] = option(
       (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
       'num_towers virtual CPU devices.')
-  variable_device: str = _field(
+  variable_device: str = option(
       'cpu', 'Where variables live: cpu (host as parameter server), gpu0 (first tower '
       'device), balanced (greedy by byte size over tower devices), ps (the cluster\'s ps '
       'tasks, greedy by byte size).', choices=('cpu', 'gpu0', 'balanced', 'ps'))
-  strategy: str = _field(
+  strategy: str = option(
       'towers', 'towers: this library\'s tower model_fn; mirrored: '
       'tf.distribute.MirroredStrategy on the same devices, for comparison.',
       choices=('towers', 'mirrored'))
 
   # --- Optimisation ------------------------------------------------------------------------
-  optimizer: str = _field('momentum', 'Optimizer.',
+  optimizer: str = option('momentum', 'Optimizer.',
                           choices=('momentum', 'sgd', 'adam', 'rmsprop'))
-  momentum: float = _field(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
-  lr_schedule: str = _field(
+  momentum: float = option(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
+  lr_schedule: str = option(
       'piecewise', 'Learning-rate schedule.',
       choices=('piecewise', 'cosine', 'exponential', 'constant'))
-  lr_boundaries: tuple[int, ...] = _field(
+  lr_boundaries: tuple[int, ...] = option(
       (10000, 20000, 30000, 40000, 50000),
       'Piecewise schedule: global steps at which the rate changes.')
-  lr_values: tuple[float, ...] = _field(
+  lr_values: tuple[float, ...] = option(
       (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5),
       'Piecewise schedule: one more value than boundaries. lr_values[0] is also the base '
       'rate of the cosine, exponential and constant schedules.')
-  lr_decay_steps: int = _field(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
-  lr_decay_rate: float = _field(0.5, 'Exponential schedule: factor per lr_decay_steps.')
-  warmup_steps: int = _field(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
-  lr_reference_batch: int = _field(
+  lr_decay_steps: int = option(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
+  lr_decay_rate: float = option(0.5, 'Exponential schedule: factor per lr_decay_steps.')
+  warmup_steps: int = option(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
+  lr_reference_batch: int = option(
       0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.')
-  weight_decay: float = _field(
+  weight_decay: float = option(
       0.0, 'L2 weight decay: adds weight_decay * sum(l2_loss(w)) over conv/dense kernels '
       '(variables named w or kernel), once per step.')
-  ema_decay: float = _field(
+  ema_decay: float = option(
       0.0, 'Exponential moving average of the weights (e.g. 0.9999); 0 disables. When on, '
       'EVAL, PREDICT and export use the averaged weights.')
-  clip_gradient_norm: float = _field(0.0, 'Clip the averaged gradients to this global norm; 0 disables.')
+  clip_gradient_norm: float = option(0.0, 'Clip the averaged gradients to this global norm; 0 disables.')
 
   # --- I3D and fine-tuning -----------------------------------------------------------------
-  stream: str = _field(
+  stream: str = option(
       'rgb', 'I3D input stream: rgb (3-channel clips, variables under RGB/inception_i3d) or '
       'flow (2-channel optical flow, Flow/inception_i3d). The streams train separately; '
       'model_fn/two_stream.py fuses two trained models.', choices=('rgb', 'flow'))
-  warm_start_from: str = _field(
+  warm_start_from: str = option(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
       'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True)
-  warm_start_scope: str = _field(
+  warm_start_scope: str = option(
       '', 'Maps graph names to checkpoint names for the warm start: '
       '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
       '"RGB/inception_i3d/=" for the Kinetics-600 checkpoint, whose names have no prefix. '
       'Empty: the names are the same.')
-  head: str = _field(
+  head: str = option(
       'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
       'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
       'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
       '(num_classes must equal the checkpoint\'s).', choices=('replace', 'stack', 'keep'))
-  pretrained_classes: int = _field(
+  pretrained_classes: int = option(
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
       '600 Kinetics-600).')
-  trainable_from: str = _field(
+  trainable_from: str = option(
       '', 'I3D: freeze every endpoint before this one (they keep their warm-start values); '
       'empty trains all variables.',
       choices=('', 'Conv3d_1a_7x7', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3', 'Mixed_3b', 'Mixed_3c',
@@ -114,71 +104,71 @@ class TrainParams:
                'Mixed_5c', 'Logits'))
 
   # --- Run ---------------------------------------------------------------------------------
-  batch_size: int = _field(24, 'Global batch size per worker step, split across the towers.')
-  eval_batch_size: int = _field(0, 'Global evaluation batch size; 0 means batch_size.')
-  max_steps: int = _field(1000, 'Stop training at this global step.')
-  eval_steps: int = _field(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
-  save_checkpoints_steps: int = _field(500, 'Write a checkpoint every this many steps.')
-  keep_checkpoint_max: int = _field(5, 'Checkpoints kept in model_dir.')
-  log_every_steps: int = _field(50, 'Progress line and summaries every this many steps.')
-  throttle_secs: int = _field(0, 'Minimum seconds between evaluations during training.')
-  random_seed: int = _field(0, 'Graph-level random seed.')
-  model_dir: str = _field('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
-  export_savedmodel: bool = _field(True, 'Export a SavedModel after the final evaluation.')
+  batch_size: int = option(24, 'Global batch size per worker step, split across the towers.')
+  eval_batch_size: int = option(0, 'Global evaluation batch size; 0 means batch_size.')
+  max_steps: int = option(1000, 'Stop training at this global step.')
+  eval_steps: int = option(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
+  save_checkpoints_steps: int = option(500, 'Write a checkpoint every this many steps.')
+  keep_checkpoint_max: int = option(5, 'Checkpoints kept in model_dir.')
+  log_every_steps: int = option(50, 'Progress line and summaries every this many steps.')
+  throttle_secs: int = option(0, 'Minimum seconds between evaluations during training.')
+  random_seed: int = option(0, 'Graph-level random seed.')
+  model_dir: str = option('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
+  export_savedmodel: bool = option(True, 'Export a SavedModel after the final evaluation.')
 
   # --- Cluster -----------------------------------------------------------------------------
-  ps_hosts: tuple[str, ...] = _field(
+  ps_hosts: tuple[str, ...] = option(
       (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG, '
       'else SLURM).')
-  worker_hosts: tuple[str, ...] = _field(
+  worker_hosts: tuple[str, ...] = option(
       (), 'Cluster from flags: host:port of every training worker; the first is the chief.')
-  task_type: str = _field(
+  task_type: str = option(
       '', 'Cluster from flags: this process\'s role. worker index 0 is the chief.',
       choices=('', 'chief', 'worker', 'ps', 'evaluator'))
-  task_index: int = _field(0, 'Cluster from flags: index of this task in its host list.')
-  slurm_num_ps: int = _field(
+  task_index: int = option(0, 'Cluster from flags: index of this task in its host list.')
+  slurm_num_ps: int = option(
       1, 'Cluster from SLURM: how many of the job\'s tasks (the first ones) are ps tasks.')
-  slurm_port: int = _field(8888, 'Cluster from SLURM: port every task listens on.')
-  sync_replicas: bool = _field(
+  slurm_port: int = option(8888, 'Cluster from SLURM: port every task listens on.')
+  sync_replicas: bool = option(
       False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
-  backup_workers: int = _field(
+  backup_workers: int = option(
       0, 'With sync_replicas: a step aggregates the first (workers - backup_workers) '
       'gradients and drops the stragglers.')
-  ps_unreachable_secs: int = _field(
+  ps_unreachable_secs: int = option(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')
 
   # --- Data --------------------------------------------------------------------------------
-  data_source: str = _field(
+  data_source: str = option(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
       'shards written by //input_fn:prepare in data_dir (the fast route). videos: raw UCF101 '
       '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
       'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
       choices=('synthetic', 'tfrecord', 'videos', 'frames'))
-  data_dir: str = _field(
+  data_dir: str = option(
       '', 'Dataset directory. tfrecord: the --out directory of //input_fn:prepare. '
       'videos/frames: the UCF101 root holding UCF-101/ or jpegs_256/ and the split files '
       '(in ucfTrainTestlist/ or the root itself).', path=True)
-  split: int = _field(
+  split: int = option(
       1, 'UCF101 official split (1, 2 or 3) for the videos and frames sources; tfrecord '
       'data holds the split it was prepared from.')
-  eval_clips: int = _field(
+  eval_clips: int = option(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
       'predictions of one video are averaged for the video-level accuracy.')
-  shuffle_buffer: int = _field(
+  shuffle_buffer: int = option(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
       'x 3 bytes). Files are also shuffled and read interleaved.')
-  max_eval_videos: int = _field(
+  max_eval_videos: int = option(
       4096, 'Upper bound on the number of videos in the evaluation split: size of the '
       'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).')
-  frame_short_side: int = _field(
+  frame_short_side: int = option(
       256, 'videos source: frames are resized so their short side is this many pixels '
       '(0 keeps the decoded size), matching //input_fn:prepare --short_side.')
-  input_threads: int = _field(
+  input_threads: int = option(
       0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.')
-  synthetic_train_examples: int = _field(
+  synthetic_train_examples: int = option(
       512, 'synthetic data_source: number of training clips per epoch.')
-  synthetic_eval_examples: int = _field(
+  synthetic_eval_examples: int = option(
       128, 'synthetic data_source: number of evaluation clips.')
 
   @property
@@ -187,10 +177,11 @@ class TrainParams:
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
+_FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
 DEFAULTS = TrainParams()
 
 
-class ParamsError(ValueError):
+class ParamsError(OptionsError):
   """A parameter value or combination is invalid. The message names the parameter."""
 
 
@@ -206,23 +197,10 @@ def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> Tr
   if unknown:
     raise ParamsError(f'unknown parameter(s): {", ".join(unknown)} '
                       f'(known: {", ".join(FIELD_NAMES)})')
-  converted = {name: _convert(name, value) for name, value in merged.items()}
+  converted = {name: convert(_FIELDS[name], value, ParamsError) for name, value in merged.items()}
   params = TrainParams(**converted)
   validate(params)
   return params
-
-
-def _convert(name: str, value: Any) -> Any:
-  field_type = {f.name: f.type for f in dataclasses.fields(TrainParams)}[name]
-  if field_type.startswith('tuple'):
-    if isinstance(value, str):
-      value = [v for v in value.split(',') if v.strip()]
-    element = int if 'int' in field_type else float if 'float' in field_type else str
-    try:
-      return tuple(element(v) for v in value)
-    except (TypeError, ValueError) as e:
-      raise ParamsError(f'{name}: cannot read {value!r} as a list of {element.__name__}') from e
-  return value
 
 
 def validate(p: TrainParams) -> None:

@@ -9,13 +9,12 @@ TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every n
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import app, flags, logging
 
 from towers import preflight
-from towers import flags as towers_flags
+from towers import cli, flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.params import ParamsError
 from towers.training import format_metrics, train_and_evaluate
@@ -45,12 +44,5 @@ def main(argv: list[str]) -> int:
   return 0
 
 
-def run() -> None:
-  # `bazel run` starts us inside the runfiles tree; --flagfile and relative paths are
-  # the user's, so read them from where the user was.
-  os.chdir(towers_flags.user_working_dir())
-  app.run(main)
-
-
 if __name__ == '__main__':
-  run()
+  cli.run(main)
