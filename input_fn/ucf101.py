@@ -89,8 +89,9 @@ class ClassIndex:
 class VideoEntry:
   """One video of a split list.
 
-  `name` is the file stem as listed (`v_ApplyEyeMakeup_g08_c01`); `key` its lower-case form
-  used for every match. `class_name` is the spelling of classInd.txt, `label` 0-based.
+  `name` is the canonical name (`canonical_name`: the file stem with the class spelled as in
+  classInd.txt, e.g. `v_HandstandPushups_g08_c01`); `key` its lower-case form used for
+  every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of classInd.txt, `label` 0-based.
   `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
   say where the entry came from.
   """
@@ -146,6 +147,16 @@ def parse_video_name(stem: str) -> tuple[str, int, int] | None:
   return m.group('cls'), int(m.group('group')), int(m.group('clip'))
 
 
+def canonical_name(stem: str, class_name: str) -> str:
+  """The one spelling of a video's name: `v_<class as in classInd.txt>_gGG_cCC`.
+
+  The official lists and file names spell `v_HandStandPushups_g08_c01` where the class index,
+  the frame folders and rgb.txt say `HandstandPushups`; every record, flow folder and
+  prediction carries the class index's spelling. `stem` must parse (`parse_video_name`)."""
+  listed_class = parse_video_name(stem)[0]
+  return f'v_{class_name}{stem[2 + len(listed_class):]}'
+
+
 def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], list[Problem]]:
   """Parses a trainlist0N.txt (`path label1`) or testlist0N.txt (`path`) file.
 
@@ -194,7 +205,8 @@ def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], l
       bad('duplicate', f'duplicate video {stem!r}')
       continue
     seen.add(stem.lower())
-    entries.append(VideoEntry(stem, classes.names[label], label, group, clip, rel,
+    entries.append(VideoEntry(canonical_name(stem, classes.names[label]), classes.names[label],
+                              label, group, clip, rel,
                               len(entries), path, number))
   return entries, problems
 

@@ -62,6 +62,10 @@ class SplitFilesTest(absltest.TestCase):
     self.assertEqual(entries[0].label, 1)
     self.assertEqual(entries[0].class_name, 'HandstandPushups')  # classInd.txt spelling
     self.assertEqual(entries[0].key, 'v_handstandpushups_g01_c01')
+    # One canonical name (the class index's spelling) in records and flow folders; the
+    # file is still found by the list's spelling.
+    self.assertEqual(entries[0].name, 'v_HandstandPushups_g01_c01')
+    self.assertEqual(entries[0].rel_path, 'HandStandPushups/v_HandStandPushups_g01_c01.avi')
 
   def test_a_test_video_never_falls_into_training_whatever_its_spelling(self):
     write(os.path.join(self.dir, 'trainlist01.txt'),
@@ -72,7 +76,7 @@ class SplitFilesTest(absltest.TestCase):
     split = ucf101.read_split(self.dir, 1)
     self.assertEqual([e.name for e in split.train], ['v_HandstandPushups_g08_c01'])
     self.assertEqual(split.train[0].index, 0)
-    self.assertEqual([e.name for e in split.test], ['v_HandStandPushups_g01_c01'])
+    self.assertEqual([e.name for e in split.test], ['v_HandstandPushups_g01_c01'])
     self.assertEqual([p.kind for p in split.problems], ['test video in training list'])
     self.assertEqual(split.problems[0].line, 1)
 

@@ -1,0 +1,295 @@
+"""Extracts TV-L1 optical flow from raw UCF101 videos, in the community release's layout.
+
+  bazel run //input_fn:extract_flow -- --data_dir=data/ucf101/UCF101
+
+Reads every `<videos_dir>/<Class>/v_<Class>_gGG_cCC.avi`, decodes it (short side resized
+to --short_side, like //input_fn:prepare), converts the frames to grayscale and writes
+`<out>/{u,v}/<video>/frame%06d.jpg` (frame t: the flow from frame t to t+1; see
+`input_fn/flow.py` for the 8-bit coding) under the video's canonical name
+(`ucf101.canonical_name`: the class spelled as in classInd.txt). Also writes:
+
+* `<out>/flow.manifest.json`: the settings, videos found / with flow / skipped (each with its
+  reason and kind, as prepare reports them).
+* `flow.txt` beside `<out>` (when classInd.txt is found): I3D_Finetune's list,
+  `<video> <out name>/{:s}/<video> <flow frames> <label0>`, read by
+  `//input_fn:prepare --source=flow` and the direct frames route.
+
+* Processes: one per core (--workers), each OpenCV single-threaded.
+* Progress: videos done, flow frames/s and ETA; the summary gives flow frames/s per core.
+* Resumable: a video's u and v folders are renamed into place only when complete, so a rerun
+  skips every video that has them and computes the rest. A rerun into an `<out>` extracted
+  with other settings stops with one line (flow of two settings is never mixed).
+* Bad videos (unreadable, empty, truncated, fewer than 2 frames, badly named) are skipped,
+  counted and listed; --strict stops at the first one.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import multiprocessing
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from input_fn import flow, ucf101, video_io
+from input_fn.ucf101 import InputError, Problem
+from towers.options import option
+
+MANIFEST = 'flow.manifest.json'
+FLOW_LIST = 'flow.txt'
+FLOW_DIR_NAME = 'tvl1_flow'
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractFlowOptions:
+  """What to extract and how; empty directories are found under data_dir."""
+  data_dir: str = option('', 'UCF101 root: UCF-101/ (the .avi class folders) and '
+                         'ucfTrainTestlist/classInd.txt (for the labels of flow.txt).', path=True)
+  videos_dir: str = option('', 'Folder of the class folders of .avi files '
+                           '(default: data_dir/UCF-101 or data_dir).', path=True)
+  out: str = option('', 'Flow root to write u/ and v/ into (default: data_dir/tvl1_flow).',
+                    path=True)
+  short_side: int = option(256, 'Resize frames so the short side is this before computing '
+                           'the flow (0 keeps the decoded size).')
+  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: in this process.')
+  tvl1_scales: int = option(5, 'TV-L1 pyramid scales (OpenCV default 5).')
+  tvl1_warps: int = option(5, 'TV-L1 warps per scale (OpenCV default 5).')
+  tvl1_epsilon: float = option(0.01, 'TV-L1 stopping threshold (OpenCV default 0.01; '
+                               'larger is faster and coarser).')
+  strict: bool = option(False, 'Stop at the first bad video instead of skipping it.')
+
+  @property
+  def settings(self) -> dict[str, Any]:
+    """What decides the flow's values: a reused `out` must have been written with these."""
+    return {'short_side': self.short_side, 'bound': flow.BOUND,
+            'tvl1': dataclasses.asdict(self.tvl1)}
+
+  @property
+  def tvl1(self) -> flow.Tvl1Settings:
+    return flow.Tvl1Settings(self.tvl1_scales, self.tvl1_warps, self.tvl1_epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoTask:
+  path: str
+  name: str           # canonical
+  label: int          # 0-based, -1 when no classInd.txt was found
+
+
+class SettingsMismatch(ValueError):
+  """`out` holds flow extracted with other settings."""
+
+
+def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
+                ) -> tuple[list[VideoTask], list[Problem]]:
+  """Every `<Class>/v_<Class>_gGG_cCC.avi` under `videos_dir`, sorted by canonical name."""
+  tasks, problems = [], []
+  for class_folder in sorted(os.listdir(videos_dir)):
+    folder = os.path.join(videos_dir, class_folder)
+    if not os.path.isdir(folder):
+      continue
+    label = classes.label(class_folder) if classes else -1
+    if classes and label is None:
+      problems.append(Problem(folder, 0, f'class folder {class_folder!r} is not in '
+                              'classInd.txt', 'unknown class'))
+      continue
+    class_name = classes.names[label] if classes else class_folder
+    for file in sorted(os.listdir(folder)):
+      stem, ext = os.path.splitext(file)
+      if ext.lower() != '.avi':
+        continue
+      parsed = ucf101.parse_video_name(stem)
+      if parsed is None or parsed[0].lower() != class_folder.lower():
+        problems.append(Problem(os.path.join(folder, file), 0, 'not named '
+                                f'v_{class_folder}_gGG_cCC.avi', 'malformed file name'))
+        continue
+      tasks.append(VideoTask(os.path.join(folder, file),
+                             ucf101.canonical_name(stem, class_name), label))
+  return sorted(tasks, key=lambda t: t.name), problems
+
+
+def _init_worker() -> None:
+  import cv2
+  cv2.setNumThreads(1)  # one process per core
+
+
+def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
+                  ) -> tuple[VideoTask, int, Problem | None]:
+  """Computes and writes one video's flow: (task, flow frames written, None) or
+  (task, 0, Problem saying why it was skipped)."""
+  task, out, settings = job
+  try:
+    frames = video_io.decode_video(task.path, settings['short_side'])
+  except video_io.VideoError as e:
+    kind = ('empty file' if 'empty file' in str(e) else
+            'no readable frame' if 'no readable frame' in str(e) else
+            'truncated video' if 'truncated' in str(e) else 'undecodable video')
+    return task, 0, Problem(task.path, 0, str(e), kind)
+  if len(frames) < 2:
+    return task, 0, Problem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
+  codes = flow.video_flow(flow.grayscale(frames),
+                          flow.tvl1(flow.Tvl1Settings(**settings['tvl1'])))
+  flow.write_flow(codes, out, task.name)
+  return task, len(codes), None
+
+
+class _Progress:
+  """`extract_flow: 12/150 videos (8%), 35.2 flow frames/s, ETA 0:01:10`, every 10 s (1 s
+  on a terminal) and at the end."""
+
+  def __init__(self, total: int, stream=sys.stderr):
+    self.total, self.stream = total, stream
+    self.videos = self.frames = 0
+    self.start = self.last = time.time()
+    self.tty = hasattr(stream, 'isatty') and stream.isatty()
+
+  def add(self, frames: int) -> None:
+    now = time.time()
+    self.videos += 1
+    self.frames += frames
+    if now - self.last < (1 if self.tty else 10) and self.videos < self.total:
+      return
+    self.last = now
+    elapsed = max(now - self.start, 1e-6)
+    eta = (self.total - self.videos) * elapsed / self.videos
+    eta_text = f'{int(eta) // 3600}:{int(eta) // 60 % 60:02d}:{int(eta) % 60:02d}'
+    line = (f'extract_flow: {self.videos}/{self.total} videos '
+            f'({100 * self.videos / max(self.total, 1):.0f}%), '
+            f'{self.frames / elapsed:.1f} flow frames/s, ETA {eta_text}')
+    end = '\n' if not self.tty or self.videos >= self.total else ''
+    self.stream.write(('\r' if self.tty else '') + line + end)
+    self.stream.flush()
+
+
+def _check_settings(out: str, settings: dict[str, Any]) -> None:
+  path = os.path.join(out, MANIFEST)
+  if not os.path.exists(path):
+    return
+  with open(path) as f:
+    previous = json.load(f).get('settings')
+  if previous != settings:
+    raise SettingsMismatch(
+        f'{out} holds flow extracted with other settings ({previous}, now {settings}): '
+        'use another --out, or delete it to extract again')
+
+
+def _write_json(path: str, value: Any) -> None:
+  with open(path + '.tmp', 'w') as f:
+    json.dump(value, f, indent=1)
+  os.replace(path + '.tmp', path)
+
+
+def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
+            ) -> dict[str, Any]:
+  """Runs the extraction (see the module docstring); returns the manifest. Raises
+  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
+  videos_dir = options.videos_dir or ucf101.find_dir(options.data_dir, ucf101.VIDEO_DIR_NAMES)
+  if not videos_dir or not os.path.isdir(videos_dir):
+    raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
+                            '(or --data_dir holding UCF-101/)')
+  out = options.out or os.path.join(options.data_dir or videos_dir, FLOW_DIR_NAME)
+  split_dir = ucf101.find_dir(options.data_dir, ucf101.SPLIT_DIR_NAMES,
+                              ucf101.CLASS_INDEX_FILE) if options.data_dir else ''
+  class_path = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE) if split_dir else None
+  classes = ucf101.read_class_index(class_path)[0] if class_path else None
+  tasks, skipped = list_videos(videos_dir, classes)
+  if options.strict and skipped:
+    raise InputError(skipped[0])
+  settings = options.settings
+  _check_settings(out, settings)
+  for channel in flow.CHANNELS:
+    os.makedirs(os.path.join(out, channel), exist_ok=True)
+  manifest_path = os.path.join(out, MANIFEST)
+  _write_json(manifest_path, {'settings': settings})  # claims `out` before any frame
+  todo = [t for t in tasks if not flow.has_flow(out, t.name)]
+  workers = min(options.workers or os.cpu_count() or 1, max(len(todo), 1))
+  log(f'extract_flow: {len(tasks)} videos in {videos_dir}, {len(tasks) - len(todo)} already '
+      f'done; {len(todo)} to compute with {workers} process(es) into {out}')
+  progress = _Progress(len(todo))
+  start = time.time()
+  jobs = [(t, out, settings) for t in todo]
+  if workers <= 1:
+    _init_worker()
+    results = map(extract_video, jobs)
+    pool = None
+  else:
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_init_worker)
+    results = pool.imap_unordered(extract_video, jobs)
+  try:
+    for task, frames, problem in results:
+      if problem is not None:
+        if options.strict:
+          raise InputError(problem)
+        skipped.append(problem)
+      progress.add(frames)
+  finally:
+    if pool is not None:
+      pool.terminate()
+      pool.join()
+  elapsed = time.time() - start
+  manifest = _manifest(out, tasks, skipped, settings, videos_dir)
+  _write_json(manifest_path, manifest)
+  if classes is not None:
+    _write_flow_list(out, tasks)
+  per_core = progress.frames / max(elapsed, 1e-6) / workers
+  kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
+  log(f'extract_flow: {manifest["num_with_flow"]} of {manifest["num_found"]} videos have flow '
+      f'in {out}; computed {progress.frames} flow frames of {progress.videos} videos in '
+      f'{elapsed:.1f} s = {per_core:.1f} flow frames/s per core ({workers} process(es)); '
+      f'skipped {manifest["num_skipped"]}{": " + kinds if kinds else ""}')
+  return manifest
+
+
+def _manifest(out: str, tasks: list[VideoTask], skipped: list[Problem],
+              settings: dict[str, Any], videos_dir: str) -> dict[str, Any]:
+  with_flow = [t.name for t in tasks if flow.has_flow(out, t.name)]
+  return {
+      'settings': settings, 'videos_dir': videos_dir,
+      'num_found': len(tasks) + sum(p.kind in ('malformed file name', 'unknown class')
+                                    for p in skipped),
+      'num_with_flow': len(with_flow), 'num_skipped': len(skipped),
+      'skipped_by_kind': dict(sorted(collections.Counter(p.kind for p in skipped).items())),
+      'skipped': [p.to_json() for p in skipped],
+  }
+
+
+def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
+  """`flow.txt` beside `out`: `<video> <basename(out)>/{:s}/<video> <frames> <label0>`."""
+  rows = []
+  for task in tasks:
+    if flow.has_flow(out, task.name):
+      count, reason = ucf101.count_flow_frames(out, task.name)
+      if not reason:
+        rows.append(f'{task.name} {os.path.basename(out)}/{{:s}}/{task.name} {count} '
+                    f'{task.label}')
+  path = os.path.join(os.path.dirname(out), FLOW_LIST)
+  with open(path + '.tmp', 'w') as f:
+    f.write(''.join(row + '\n' for row in rows))
+  os.replace(path + '.tmp', path)
+
+
+def main(argv: list[str]) -> int:
+  from towers import cli
+  if len(argv) > 1:
+    print(f'extract_flow: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
+    return 2
+  options = cli.options_from_flags(ExtractFlowOptions)
+  if not options.data_dir and not options.videos_dir:
+    print('extract_flow: give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir',
+          file=sys.stderr)
+    return 2
+  try:
+    extract(options)
+  except (InputError, SettingsMismatch, FileNotFoundError, ImportError) as e:
+    print(f'extract_flow: {e}', file=sys.stderr)
+    return 2
+  return 0
+
+
+if __name__ == '__main__':
+  from towers import cli
+  cli.define_flags(ExtractFlowOptions)
+  cli.run(main)
