@@ -7,7 +7,10 @@ OpenCV work); this is the slow route: prepare TFRecords for real training.
 
 data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi`, frames resized so the short side is
 params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` (with
-`<data_dir>/rgb.txt` when present for the claimed counts), same resizing rule.
+`<data_dir>/rgb.txt` when present for the claimed counts), same resizing rule. With
+params.stream='flow', 'frames' reads the TV-L1 flow of //input_fn:extract_flow instead:
+`<data_dir>/tvl1_flow/{u,v}/<video>/frame%06d.jpg` (or the rows of `<data_dir>/flow.txt`),
+2-channel clips (u, v), resized with their displacements (`flow.resize_codes`).
 Split files: `<data_dir>/ucfTrainTestlist/` or `<data_dir>`. Bad videos are skipped and
 logged (absl warning with the running count), never fatal.
 """
@@ -21,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from input_fn import pipeline, ucf101, video_io
+from input_fn import flow, pipeline, ucf101, video_io
 
 ModeKeys = tf.estimator.ModeKeys
 GENERATORS = 2  # interleaved generators per pipeline
@@ -54,6 +57,7 @@ class VideoSource:
 
   def __init__(self, params: Any):
     self.kind = params.data_source
+    self.stream = getattr(params, 'stream', 'rgb')
     self.short_side = params.frame_short_side
     root = params.data_dir
     split_dir = ucf101.find_dir(root, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
@@ -62,8 +66,10 @@ class VideoSource:
       logging.warning('input_fn: skipping list entry: %s', problem)
     self.videos_dir = ucf101.find_dir(root, ucf101.VIDEO_DIR_NAMES)
     self.frames_dir = ucf101.find_dir(root, ucf101.FRAMES_DIR_NAMES)
+    self.flow_dir = os.path.join(root, ucf101.FLOW_DIR_NAME)
     self.infos: dict[str, ucf101.FrameInfo] = {}
-    frame_list = ucf101.find_child(root, ucf101.FRAME_LIST_NAME)
+    frame_list = ucf101.find_child(
+        root, ucf101.FLOW_LIST_NAME if self.stream == 'flow' else ucf101.FRAME_LIST_NAME)
     if self.kind == 'frames' and frame_list:
       self.infos, problems = ucf101.read_frame_list(frame_list, len(self.split.classes))
       for problem in problems:
@@ -73,8 +79,11 @@ class VideoSource:
     return self.split.subset(subset)
 
   def load(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
-    """uint8 RGB frames chosen by `choose(num_frames) -> int array` (any shape);
-    returns shape choose(...).shape + [H, W, 3]. Raises IOError/ValueError on bad input."""
+    """uint8 frames chosen by `choose(num_frames) -> int array` (any shape); returns shape
+    choose(...).shape + [H, W, C] (C = 3 RGB, 2 flow). Raises IOError/ValueError on bad
+    input."""
+    if self.stream == 'flow':
+      return self._load_flow(entry, choose)
     if self.kind == 'videos':
       path = ucf101.resolve_video(self.videos_dir, entry)
       if path is None:
@@ -103,6 +112,23 @@ class VideoSource:
     indices = choose(count)
     frames = ucf101.read_frames(folder, indices.reshape(-1))
     frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
+    return frames.reshape(indices.shape + frames.shape[1:])
+
+  def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
+    """`load` for the flow stream: u and v planes stacked on the last axis."""
+    info = self.infos.get(entry.key)
+    folders = flow.find_flow_folders(self.flow_dir, entry.name, info.path if info else None)
+    counts = []
+    for folder in folders:
+      count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+      if reason:
+        raise IOError(f'{reason}: run //input_fn:extract_flow')
+      counts.append(count)
+    indices = choose(min(counts))
+    planes = [np.stack([flow.resize_codes(f, self.short_side) for f in
+                        ucf101.read_frames(folder, indices.reshape(-1), grayscale=True)])
+              for folder in folders]
+    frames = np.stack(planes, axis=-1)
     return frames.reshape(indices.shape + frames.shape[1:])
 
 
@@ -146,8 +172,10 @@ def input_fn(mode: str, params: Any,
   if not entries:
     raise ValueError(f'no videos for this worker in {params.data_dir} (split {params.split})')
   T, S = params.clip_frames, params.crop_size
-  frames_spec = tf.TensorSpec([T, None, None, 3] if training else
-                              [params.eval_clips, T, None, None, 3], tf.uint8)
+  stream = source.stream
+  C = pipeline.stream_channels(stream)
+  frames_spec = tf.TensorSpec([T, None, None, C] if training else
+                              [params.eval_clips, T, None, None, C], tf.uint8)
   label_spec = tf.TensorSpec([], tf.int64)
   signature = (frames_spec, label_spec) if training else (frames_spec, label_spec, label_spec)
   generators = min(GENERATORS, len(entries))
@@ -164,8 +192,8 @@ def input_fn(mode: str, params: Any,
       deterministic=not training)
   if training:
     def prepare_clip(frames, label):
-      clip = pipeline.random_flip(pipeline.crop_decoded(frames, S, training=True))
-      clip.set_shape([T, S, S, 3])
+      clip = pipeline.random_flip(pipeline.crop_decoded(frames, S, training=True), stream)
+      clip.set_shape([T, S, S, C])
       return {'clips': pipeline.to_unit_range(clip)}, label
     dataset = dataset.map(prepare_clip, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
@@ -178,7 +206,7 @@ def input_fn(mode: str, params: Any,
 
     def prepare_clips(clips, label, index):
       clips = pipeline.crop_decoded(clips, S, training=False)
-      clips.set_shape([K, T, S, S, 3])
+      clips.set_shape([K, T, S, S, C])
       return tf.data.Dataset.from_tensor_slices(
           ({'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)},
            tf.fill([K], label)))

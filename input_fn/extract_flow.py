@@ -39,8 +39,6 @@ from input_fn.ucf101 import InputError, Problem
 from towers.options import option
 
 MANIFEST = 'flow.manifest.json'
-FLOW_LIST = 'flow.txt'
-FLOW_DIR_NAME = 'tvl1_flow'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +188,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   if not videos_dir or not os.path.isdir(videos_dir):
     raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
                             '(or --data_dir holding UCF-101/)')
-  out = options.out or os.path.join(options.data_dir or videos_dir, FLOW_DIR_NAME)
+  out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
   split_dir = ucf101.find_dir(options.data_dir, ucf101.SPLIT_DIR_NAMES,
                               ucf101.CLASS_INDEX_FILE) if options.data_dir else ''
   class_path = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE) if split_dir else None
@@ -265,7 +263,7 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
       if not reason:
         rows.append(f'{task.name} {os.path.basename(out)}/{{:s}}/{task.name} {count} '
                     f'{task.label}')
-  path = os.path.join(os.path.dirname(out), FLOW_LIST)
+  path = os.path.join(os.path.dirname(out), ucf101.FLOW_LIST_NAME)
   with open(path + '.tmp', 'w') as f:
     f.write(''.join(row + '\n' for row in rows))
   os.replace(path + '.tmp', path)

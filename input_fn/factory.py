@@ -3,7 +3,7 @@
 Sources handled here: 'tfrecord' (`pipeline.py`, the fast route), 'videos' and 'frames'
 (`direct.py`, OpenCV without preparation). 'synthetic' belongs to `input_fn/synthetic.py`.
 All return the same contract (see `pipeline.py`):
-TRAIN `({'clips': float32 [b, T, S, S, 3]}, int64 [b])`; EVAL
+TRAIN `({'clips': float32 [b, T, S, S, C]}, int64 [b])` (C = 3 rgb, 2 flow); EVAL
 `({'clips': ..., 'video_index': int64 [b]}, int64 [b])`; PREDICT the EVAL features.
 """
 
@@ -15,10 +15,52 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from input_fn import direct, pipeline, records
+from input_fn import direct, pipeline, records, ucf101
 
 InputFn = Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
 SOURCES = ('tfrecord', 'videos', 'frames')
+
+
+def _manifest_source(data_dir: str) -> str | None:
+  """The `source` (videos, frames or flow) the records of `data_dir` were prepared from,
+  from its manifests; None when there is none."""
+  for subset in ('train', 'test'):
+    path = os.path.join(data_dir, records.MANIFEST.format(subset=subset))
+    if os.path.exists(path):
+      with open(path) as f:
+        return json.load(f).get('source')
+  return None
+
+
+def stream_data_problem(params: Any) -> str | None:
+  """Why `params.data_source`/`data_dir` cannot give clips of `params.stream`, saying what
+  to run; None when they can (or when data_dir does not exist: reported elsewhere)."""
+  stream, source, data_dir = getattr(params, 'stream', 'rgb'), params.data_source, params.data_dir
+  extract = ('bazel run //input_fn:extract_flow -- --data_dir=<UCF101 root holding UCF-101/>')
+  prepare = ('bazel run //input_fn:prepare -- --source=flow --data_dir=<UCF101 root holding '
+             'tvl1_flow/> --out=<new directory>')
+  if stream == 'flow' and source in ('synthetic', 'videos'):
+    return (f'stream=flow needs 2-channel optical flow, but data_source={source} gives RGB '
+            f'clips: extract TV-L1 flow once ({extract}), then use --data_source=frames '
+            f'(reads <data_dir>/{ucf101.FLOW_DIR_NAME}) or prepare flow records ({prepare}) '
+            'for --data_source=tfrecord')
+  if not data_dir or not os.path.isdir(data_dir):
+    return None
+  if stream == 'flow' and source == 'frames':
+    flow_dir = os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
+    if not all(os.path.isdir(os.path.join(flow_dir, c)) for c in ('u', 'v')):
+      return (f'stream=flow with data_source=frames reads {flow_dir}/u and /v, which are '
+              f'not there: run `bazel run //input_fn:extract_flow -- --data_dir={data_dir}`')
+  if source == 'tfrecord':
+    prepared = _manifest_source(data_dir)
+    if stream == 'flow' and prepared not in (None, 'flow'):
+      return (f'stream=flow, but data_dir={data_dir} holds RGB records (prepared with '
+              f'--source={prepared}): prepare flow records ({prepare}; after {extract}) and '
+              'pass that --out as --data_dir')
+    if stream == 'rgb' and prepared == 'flow':
+      return (f'stream=rgb, but data_dir={data_dir} holds flow records (prepared with '
+              '--source=flow): pass the RGB records\' directory, or --stream=flow')
+  return None
 
 
 def check_data_params(params: Any, mode: str) -> None:
@@ -37,6 +79,9 @@ def check_data_params(params: Any, mode: str) -> None:
       raise ValueError(f'{name} must be positive, got {getattr(params, name)}')
   if params.frame_short_side < 0 or params.input_threads < 0:
     raise ValueError('frame_short_side and input_threads must be >= 0')
+  problem = stream_data_problem(params)
+  if problem:
+    raise ValueError(problem)
   if mode != tf.estimator.ModeKeys.TRAIN and params.data_source == 'tfrecord':
     manifest = os.path.join(params.data_dir, records.MANIFEST.format(subset='test'))
     if os.path.exists(manifest):

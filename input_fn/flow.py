@@ -95,3 +95,27 @@ def has_flow(flow_root: str, video: str) -> bool:
   """True when both u and v folders of `video` exist (written whole by `write_flow`)."""
   return all(os.path.isdir(f) for f in ucf101.flow_folders(flow_root, video))
 
+
+
+def find_flow_folders(flow_root: str, video: str, listed_path: str | None = None
+                      ) -> tuple[str, str]:
+  """(u folder, v folder) of `video`: `listed_path.format('u')` / `('v')` when a flow-list row
+  gives a path with `{:s}`, else `<flow_root>/{u,v}/<video>` matched case-insensitively."""
+  if listed_path and '{:s}' in listed_path:
+    return listed_path.format('u'), listed_path.format('v')
+  folders = []
+  for channel in CHANNELS:
+    root = os.path.join(flow_root, channel)
+    folders.append(ucf101.find_child(root, video) or os.path.join(root, video))
+  return folders[0], folders[1]
+
+
+def resize_codes(codes: np.ndarray, short_side: int) -> np.ndarray:
+  """uint8 flow codes [H, W] resized so min(H, W) == short_side, displacements scaled with
+  the image (a d-pixel motion becomes d * scale pixels, around the zero code 127.5)."""
+  resized = video_io.resize_short_side(codes, short_side)
+  if resized is codes:
+    return codes
+  scale = short_side / min(codes.shape[:2])
+  return np.clip(np.round((resized.astype(np.float32) - 127.5) * scale + 127.5),
+                 0, 255).astype(np.uint8)

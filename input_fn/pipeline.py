@@ -2,10 +2,13 @@
 
 `input_fn(mode, params, input_context=None)` returns a `tf.data.Dataset`:
 
-* TRAIN: `({'clips': float32 [b, T, S, S, C]}, labels int64 [b])`, values in [-1, 1],
-  T = params.clip_frames, S = params.crop_size, C = 3; `b` = batch size, static
-  (drop_remainder). Clips start at a random frame (wrapping around to frame 0 when the video
-  has fewer than T frames), random S x S crop, random horizontal flip. Endless (repeats).
+* TRAIN: `({'clips': float32 [b, T, S, S, C]}, labels int64 [b])`, values in [-1, 1]
+  (x / 127.5 - 1), T = params.clip_frames, S = params.crop_size, C = 3 for
+  params.stream='rgb' and 2 (u, v) for 'flow' (records of `prepare --source=flow`);
+  `b` = batch size, static (drop_remainder). Clips start at a random frame (wrapping around
+  to frame 0 when the video has fewer than T frames), random S x S crop, random horizontal
+  flip; a flipped flow clip also has its horizontal motion negated (u -> 255 - u before
+  scaling), since mirroring reverses left and right. Endless (repeats).
 * EVAL: `({'clips': float32 [b, T, S, S, C], 'video_index': int64 [b]}, labels int64 [b])`:
   params.eval_clips clips per video with starts spread evenly over the video, centre crop,
   no flip; `video_index` is the video's position in the eval split (0..num_videos-1), so
@@ -144,10 +147,20 @@ def decode_crops(jpegs: tf.Tensor, window: tf.Tensor, crop_size: int,
   return frames
 
 
-def random_flip(clip: tf.Tensor) -> tf.Tensor:
-  """Flips a whole clip [T, H, W, C] left-right with probability 1/2 (same for all frames)."""
+def mirror(clip: tf.Tensor, stream: str = 'rgb') -> tf.Tensor:
+  """Left-right mirror of a uint8 clip [..., H, W, C]. A flow clip (C = 2: u, v) also gets
+  its horizontal displacement negated, u -> 255 - u: a motion to the right, mirrored, is a
+  motion to the left. Mirroring the image alone would train on wrong motion."""
+  mirrored = tf.reverse(clip, axis=[-2])
+  if stream == 'flow':
+    mirrored = tf.concat([255 - mirrored[..., :1], mirrored[..., 1:]], axis=-1)
+  return mirrored
+
+
+def random_flip(clip: tf.Tensor, stream: str = 'rgb') -> tf.Tensor:
+  """`mirror`s a whole clip [T, H, W, C] with probability 1/2 (same for all frames)."""
   flip = tf.random.uniform([]) < 0.5
-  return tf.cond(flip, lambda: tf.reverse(clip, axis=[2]), lambda: clip)
+  return tf.cond(flip, lambda: mirror(clip, stream), lambda: clip)
 
 
 def crop_decoded(frames: tf.Tensor, crop_size: int, training: bool) -> tf.Tensor:
@@ -170,6 +183,31 @@ def to_unit_range(clip: tf.Tensor) -> tf.Tensor:
   return tf.cast(clip, tf.float32) * (2.0 / 255.0) - 1.0
 
 
+def stream_channels(stream: str) -> int:
+  """Channels of a clip of `stream`: 3 for rgb, 2 (u, v) for flow."""
+  return 2 if stream == 'flow' else 3
+
+
+def _stream_jpegs(parsed: dict[str, tf.Tensor], stream: str) -> list[tuple[tf.Tensor, int]]:
+  """(JPEG string vector, channels) per image plane of the record's `stream`: the RGB
+  frames, or the u and v planes of a flow record."""
+  if stream == 'flow':
+    return [(parsed['flow_u'], 1), (parsed['flow_v'], 1)]
+  return [(parsed['frames'], 3)]
+
+
+def _decode_clip_frames(parsed: dict[str, tf.Tensor], stream: str, indices: tf.Tensor,
+                        crop_size: int, training: bool) -> tf.Tensor:
+  """uint8 [len(indices), S, S, C]: the frames `indices` (int32 [N], static N) of every plane
+  of the record, decoded inside one shared crop window and stacked on channels."""
+  planes = _stream_jpegs(parsed, stream)
+  count = indices.shape[0]
+  shape = tf.image.extract_jpeg_shape(planes[0][0][indices[0]])
+  window = crop_window(shape[0], shape[1], crop_size, training)
+  return tf.concat([decode_crops(tf.gather(jpegs, indices), window, crop_size, count, channels)
+                    for jpegs, channels in planes], axis=-1)
+
+
 # --- Per-record functions ------------------------------------------------------------------
 
 
@@ -183,30 +221,33 @@ def _checked_label(parsed: dict[str, tf.Tensor], num_classes: int) -> tf.Tensor:
 
 
 def train_clip(serialized: tf.Tensor, clip_frames: int, crop_size: int,
-               num_classes: int) -> tuple[tf.Tensor, tf.Tensor]:
-  """One serialized record -> (uint8 clip [T, S, S, 3] randomly placed and flipped, label)."""
+               num_classes: int, stream: str = 'rgb') -> tuple[tf.Tensor, tf.Tensor]:
+  """One serialized record -> (uint8 clip [T, S, S, C] randomly placed and flipped, label)."""
   parsed = records.parse(serialized)
-  jpegs = parsed['frames']
-  indices = train_clip_indices(tf.shape(jpegs)[0], clip_frames)
-  chosen = tf.gather(jpegs, indices)
-  shape = tf.image.extract_jpeg_shape(chosen[0])
-  window = crop_window(shape[0], shape[1], crop_size, training=True)
-  clip = random_flip(decode_crops(chosen, window, crop_size, clip_frames))
-  return clip, _checked_label(parsed, num_classes)
+  indices = train_clip_indices(tf.shape(_stream_jpegs(parsed, stream)[0][0])[0], clip_frames)
+  clip = _decode_clip_frames(parsed, stream, indices, crop_size, training=True)
+  return random_flip(clip, stream), _checked_label(parsed, num_classes)
+
+
+def eval_video(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
+               num_classes: int, stream: str = 'rgb'
+               ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+  """One record -> (uint8 clips [K, T, S, S, C] centre-cropped, label, video index, video
+  name string)."""
+  parsed = records.parse(serialized)
+  indices = eval_clip_indices(tf.shape(_stream_jpegs(parsed, stream)[0][0])[0], clip_frames,
+                              num_clips)
+  indices = tf.reshape(indices, [num_clips * clip_frames])
+  frames = _decode_clip_frames(parsed, stream, indices, crop_size, training=False)
+  clips = tf.reshape(frames, [num_clips, clip_frames, crop_size, crop_size,
+                              stream_channels(stream)])
+  return clips, _checked_label(parsed, num_classes), parsed['index'], parsed['video']
 
 
 def eval_clips(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
-               num_classes: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """One record -> (uint8 clips [K, T, S, S, 3] centre-cropped, label, video index)."""
-  parsed = records.parse(serialized)
-  jpegs = parsed['frames']
-  indices = eval_clip_indices(tf.shape(jpegs)[0], clip_frames, num_clips)
-  chosen = tf.gather(jpegs, tf.reshape(indices, [-1]))
-  shape = tf.image.extract_jpeg_shape(chosen[0])
-  window = crop_window(shape[0], shape[1], crop_size, training=False)
-  frames = decode_crops(chosen, window, crop_size, num_clips * clip_frames)
-  clips = tf.reshape(frames, [num_clips, clip_frames, crop_size, crop_size, 3])
-  return clips, _checked_label(parsed, num_classes), parsed['index']
+               num_classes: int, stream: str = 'rgb') -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  """One record -> (uint8 clips [K, T, S, S, C] centre-cropped, label, video index)."""
+  return eval_video(serialized, clip_frames, crop_size, num_clips, num_classes, stream)[:3]
 
 
 def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
@@ -262,7 +303,8 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   """The TFRecord pipeline over `params.data_dir` (see the module docstring for outputs).
 
   `params` is a `towers.params.TrainParams` (fields used: data_dir, clip_frames, crop_size,
-  num_classes, batch_size, eval_batch_size, eval_clips, shuffle_buffer, input_threads).
+  num_classes, batch_size, eval_batch_size, eval_clips, shuffle_buffer, input_threads,
+  stream).
   """
   training = mode == ModeKeys.TRAIN
   threads = params.input_threads or AUTOTUNE
@@ -270,6 +312,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   files, shard_records = shard_files(
       record_files(params.data_dir, 'train' if training else 'test'), num_shards, shard_index)
   T, S = params.clip_frames, params.crop_size
+  stream = getattr(params, 'stream', 'rgb')
 
   dataset = tf.data.Dataset.from_tensor_slices(files)
   read = lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES)
@@ -287,7 +330,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
 
   if training:
     dataset = dataset.map(
-        lambda i, record: (i,) + train_clip(record, T, S, params.num_classes),
+        lambda i, record: (i,) + train_clip(record, T, S, params.num_classes, stream),
         num_parallel_calls=threads, deterministic=True)
     dataset = skip_and_count(dataset, 'training data')
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
@@ -303,7 +346,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   else:
     K = params.eval_clips
     dataset = dataset.map(
-        lambda i, record: (i,) + eval_clips(record, T, S, K, params.num_classes),
+        lambda i, record: (i,) + eval_clips(record, T, S, K, params.num_classes, stream),
         num_parallel_calls=threads, deterministic=True)
     dataset = skip_and_count(dataset, 'evaluation data')
 

@@ -1,6 +1,11 @@
 """Converts a UCF101 split (raw videos or frame folders) into sharded TFRecords.
 
   bazel run //input_fn:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
+  bazel run //input_fn:prepare -- --source=flow --data_dir=/data/UCF101 --out=/data/ucf101_flow
+
+--source=flow converts the TV-L1 flow of //input_fn:extract_flow (`tvl1_flow/{u,v}/<video>/`,
+or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
+`input_fn/flow_records.py`); same split rules, shards, manifest and resumption.
 
 One record per video (schema: `input_fn/records.py`): its frames as JPEG bytes (videos are
 decoded with OpenCV and resized so the short side is --short_side, default 256; frame
@@ -37,7 +42,7 @@ from typing import Any, Callable
 if __package__ in (None, ''):
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from input_fn import ucf101, video_io  # noqa: E402
+from input_fn import flow_records, ucf101, video_io  # noqa: E402
 from input_fn.ucf101 import InputError, Problem  # noqa: E402
 
 FORMAT_VERSION = 1
@@ -48,8 +53,9 @@ SHARD_STATE_DIR = '.shards'
 class PrepareConfig:
   """What to convert and how. Empty directory fields are found under `data_dir`:
   split files in ucfTrainTestlist/ (else data_dir), videos in UCF-101/, frame folders in
-  jpegs_256/, the frame info list at data_dir/rgb.txt (optional)."""
-  source: str  # 'videos' or 'frames'
+  jpegs_256/, the frame info list at data_dir/rgb.txt (optional); flow in tvl1_flow/ with
+  its list at data_dir/flow.txt (optional)."""
+  source: str  # 'videos', 'frames' or 'flow'
   data_dir: str
   out: str
   split: int = 1
@@ -58,6 +64,8 @@ class PrepareConfig:
   videos_dir: str = ''
   frames_dir: str = ''
   frame_list: str = ''
+  flow_dir: str = ''
+  flow_list: str = ''
   short_side: int = 256
   jpeg_quality: int = 90
   videos_per_shard: int = 64
@@ -84,6 +92,8 @@ def _frames_problem_kind(reason: str) -> str:
 def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
   """One video task -> (serialized record, None) or (None, Problem saying why it is skipped)."""
   from input_fn import records
+  if task['source'] == 'flow':
+    return flow_records.convert_flow_video(task)
   entry = ucf101.VideoEntry(**task['entry'])
   where = f'listed at {os.path.basename(entry.source)}:{entry.line}'
   if task['source'] == 'videos':
@@ -240,8 +250,12 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   frames_dir = _resolve(config.frames_dir) or ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
   frame_list = _resolve(config.frame_list) or (
       ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or '')
+  flow_dir = _resolve(config.flow_dir) or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
+  if config.source == 'flow':
+    frame_list = _resolve(config.flow_list) or (
+        ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME) or '')
   infos: dict[str, ucf101.FrameInfo] = {}
-  if config.source == 'frames' and frame_list:
+  if config.source in ('frames', 'flow') and frame_list:
     infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
   out = _resolve(config.out)
@@ -257,6 +271,7 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
         tasks.append({
             'entry': dataclasses.asdict(entry), 'source': config.source,
             'videos_dir': videos_dir, 'frames_dir': frames_dir, 'frame_list': frame_list,
+            'flow_dir': flow_dir,
             'frame_info': dataclasses.asdict(info) if info else None,
             'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality})
       fingerprint = hashlib.sha256(json.dumps(
@@ -387,6 +402,7 @@ def main(argv: list[str]) -> None:
       source=f.source, data_dir=f.data_dir, out=f.out, split=f.split,
       subsets=tuple(s for s in f.subsets if s), split_dir=f.split_dir,
       videos_dir=f.videos_dir, frames_dir=f.frames_dir, frame_list=f.frame_list,
+      flow_dir=f.flow_dir, flow_list=f.flow_list,
       short_side=f.short_side, jpeg_quality=f.jpeg_quality,
       videos_per_shard=f.videos_per_shard, workers=f.workers, strict=f.strict)
   try:
@@ -399,8 +415,9 @@ def main(argv: list[str]) -> None:
 
 def _define_flags() -> None:
   from absl import flags
-  flags.DEFINE_enum('source', 'videos', ['videos', 'frames'],
-                    'videos: UCF-101/<Class>/*.avi; frames: jpegs_256/<video>/frame%06d.jpg.')
+  flags.DEFINE_enum('source', 'videos', ['videos', 'frames', 'flow'],
+                    'videos: UCF-101/<Class>/*.avi; frames: jpegs_256/<video>/frame%06d.jpg; '
+                    'flow: tvl1_flow/{u,v}/<video>/frame%06d.jpg (//input_fn:extract_flow).')
   flags.DEFINE_string('data_dir', None, 'UCF101 root (relative: to the working directory).')
   flags.DEFINE_string('out', None, 'Output directory for shards and manifests.')
   flags.DEFINE_integer('split', 1, 'Official split: 1, 2 or 3.')
@@ -413,6 +430,10 @@ def _define_flags() -> None:
                       '(default: data_dir/jpegs_256 or data_dir).')
   flags.DEFINE_string('frame_list', '', 'Frame info list "name path nframes label0" '
                       '(default: data_dir/rgb.txt if present).')
+  flags.DEFINE_string('flow_dir', '', 'source=flow: folder holding u/ and v/ '
+                      '(default: data_dir/tvl1_flow).')
+  flags.DEFINE_string('flow_list', '', 'source=flow: I3D_Finetune\'s list "name path nframes '
+                      'label0", path holding {:s} for u/v (default: data_dir/flow.txt if present).')
   flags.DEFINE_integer('short_side', 256, 'Resize frames so the short side is this; 0 keeps.')
   flags.DEFINE_integer('jpeg_quality', 90, 'JPEG quality of re-encoded frames.')
   flags.DEFINE_integer('videos_per_shard', 64, 'Videos per shard (sets the shard count).')

@@ -1,8 +1,12 @@
 """The TFRecord schema written by `//input_fn:prepare`: one `tf.train.Example` per video.
 
 Features:
-  `frames`      bytes list, one JPEG (RGB, 3 channels) per frame, in time order.
-  `num_frames`  int64, len(frames).
+  `frames`      bytes list, one JPEG (RGB, 3 channels) per frame, in time order; empty in
+                flow records.
+  `flow_u`, `flow_v`  flow records (`prepare --source=flow`): bytes lists, one 8-bit
+                grayscale JPEG per flow frame for the horizontal (u) and vertical (v)
+                displacement (coding: `input_fn/flow.py`); empty in RGB records.
+  `num_frames`  int64, frames (or flow frames) per channel.
   `label`       int64, 0-based class (classInd.txt label - 1).
   `video`       bytes, file stem, e.g. b'v_ApplyEyeMakeup_g08_c01'.
   `class_name`  bytes, classInd.txt spelling.
@@ -10,7 +14,7 @@ Features:
   `height`, `width`  int64, frame size in pixels.
 
 Shard files are `<subset>-SSSSS-of-NNNNN.tfrecord` (subset: train or test) beside a
-`<subset>.manifest.json`.
+`<subset>.manifest.json` (whose `source` is `flow` for flow records).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ MANIFEST = '{subset}.manifest.json'
 
 FEATURES = {
     'frames': tf.io.VarLenFeature(tf.string),
+    'flow_u': tf.io.VarLenFeature(tf.string),
+    'flow_v': tf.io.VarLenFeature(tf.string),
     'num_frames': tf.io.FixedLenFeature([], tf.int64),
     'label': tf.io.FixedLenFeature([], tf.int64),
     'video': tf.io.FixedLenFeature([], tf.string),
@@ -37,7 +43,23 @@ FEATURES = {
 
 def make_example(video: str, label: int, jpegs: Sequence[bytes], index: int,
                  class_name: str, height: int, width: int) -> bytes:
-  """Serialized `tf.train.Example` of one video (see the module docstring)."""
+  """Serialized `tf.train.Example` of one video's RGB frames (see the module docstring)."""
+  return _example(video, label, {'frames': jpegs}, len(jpegs), index, class_name, height,
+                  width)
+
+
+def make_flow_example(video: str, label: int, u_jpegs: Sequence[bytes],
+                      v_jpegs: Sequence[bytes], index: int, class_name: str, height: int,
+                      width: int) -> bytes:
+  """Serialized `tf.train.Example` of one video's flow; u and v hold the same count."""
+  if len(u_jpegs) != len(v_jpegs):
+    raise ValueError(f'{video}: {len(u_jpegs)} u frames but {len(v_jpegs)} v frames')
+  return _example(video, label, {'flow_u': u_jpegs, 'flow_v': v_jpegs}, len(u_jpegs), index,
+                  class_name, height, width)
+
+
+def _example(video: str, label: int, images: dict[str, Sequence[bytes]], num_frames: int,
+             index: int, class_name: str, height: int, width: int) -> bytes:
   def int64(v: int) -> tf.train.Feature:
     return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v)]))
 
@@ -45,8 +67,8 @@ def make_example(video: str, label: int, jpegs: Sequence[bytes], index: int,
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
 
   example = tf.train.Example(features=tf.train.Features(feature={
-      'frames': byte(jpegs),
-      'num_frames': int64(len(jpegs)),
+      **{key: byte(jpegs) for key, jpegs in images.items()},
+      'num_frames': int64(num_frames),
       'label': int64(label),
       'video': byte([video.encode()]),
       'class_name': byte([class_name.encode()]),
@@ -58,7 +80,9 @@ def make_example(video: str, label: int, jpegs: Sequence[bytes], index: int,
 
 
 def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
-  """Parses one serialized record; `frames` becomes a dense string vector [num_frames]."""
+  """Parses one serialized record; `frames`, `flow_u` and `flow_v` become dense string
+  vectors (empty when the record has none)."""
   parsed = tf.io.parse_single_example(serialized, FEATURES)
-  parsed['frames'] = parsed['frames'].values
+  for key in ('frames', 'flow_u', 'flow_v'):
+    parsed[key] = parsed[key].values
   return parsed

@@ -76,9 +76,11 @@ class TrainParams:
 
   # --- I3D and fine-tuning -----------------------------------------------------------------
   stream: str = option(
-      'rgb', 'I3D input stream: rgb (3-channel clips, variables under RGB/inception_i3d) or '
-      'flow (2-channel optical flow, Flow/inception_i3d). The streams train separately; '
-      'model_fn/two_stream.py fuses two trained models.', choices=('rgb', 'flow'))
+      'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
+      'and v, from //input_fn:extract_flow). For i3d it also picks the variables\' scope '
+      '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
+      '//towers:evaluate_two_stream fuses two trained models per video.',
+      choices=('rgb', 'flow'))
   warm_start_from: str = option(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '

@@ -16,6 +16,7 @@ import os
 
 import tensorflow as tf
 
+from input_fn import factory
 from model_fn import warm_start
 
 
@@ -58,6 +59,10 @@ def problems(params) -> list[str]:
     what = _DATA_DIR_CONTENTS.get(data_source, 'the files of that source (see --helpfull)')
     found.append(f'data_source={data_source} reads from --data_dir, but '
                  f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}')
+  if hasattr(params, 'data_source'):
+    problem = factory.stream_data_problem(params)
+    if problem:
+      found.append(problem)
   return found
 
 

@@ -1,0 +1,63 @@
+"""`prepare --source=flow`: one video's TV-L1 flow folders -> one flow record (no TensorFlow
+until the record is serialized).
+
+Input per video, in this order of preference: its row of I3D_Finetune's `flow.txt`
+(`<video> <path with {:s}> <nframes> <label0>`, the `{:s}` standing for u or v), else the
+folders `<flow_dir>/u/<video>` and `<flow_dir>/v/<video>` (names matched case-insensitively,
+so the HandStand/Handstand spellings meet). The u and v JPEGs are stored as they are; when
+their short side differs from `short_side` (non-zero) both are resized and their codes
+rescaled by the same factor, so a displacement stays measured in pixels of the stored frame.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import cv2
+import numpy as np
+
+from input_fn import flow, ucf101, video_io
+from input_fn.ucf101 import Problem
+
+
+def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
+  """One flow task -> (serialized flow record, None) or (None, Problem saying why not)."""
+  from input_fn import records
+  entry = ucf101.VideoEntry(**task['entry'])
+  where = f'listed at {os.path.basename(entry.source)}:{entry.line}'
+  info = task['frame_info']
+  if info and info['label'] != entry.label:
+    return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} differs '
+                         f'from the split\'s {entry.label} for {entry.name}', 'label mismatch')
+  channels: list[list[bytes]] = []
+  counts = []
+  for folder in flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path']):
+    count, reason = ucf101.count_frames(folder, info['num_frames'] if info else None)
+    if reason:
+      kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
+          'missing flow frames')
+      return None, Problem(folder, 0, f'{reason} ({where}): run //input_fn:extract_flow', kind)
+    counts.append(count)
+  count = min(counts)  # u and v of one video normally agree; the shorter one decides
+  height = width = 0
+  for folder in flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path']):
+    jpegs = []
+    for i in range(count):
+      path = ucf101.frame_path(folder, i)
+      with open(path, 'rb') as f:
+        data = f.read()
+      codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+      if codes is None:
+        return None, Problem(path, 0, f'undecodable flow frame ({where})', 'undecodable frame')
+      resized = flow.resize_codes(codes, task['short_side'])
+      if resized is not codes:
+        data = video_io.encode_jpeg(resized, task['jpeg_quality'])
+      if height and resized.shape != (height, width):
+        return None, Problem(path, 0, f'flow frame of {resized.shape[1]}x{resized.shape[0]} '
+                             f'pixels, others are {width}x{height} ({where})', 'size mismatch')
+      height, width = resized.shape
+      jpegs.append(data)
+    channels.append(jpegs)
+  return records.make_flow_example(entry.name, entry.label, channels[0], channels[1],
+                                   entry.index, entry.class_name, height, width), None
