@@ -214,7 +214,9 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
     results = map(extract_video, jobs)
     pool = None
   else:
-    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_init_worker)
+    # fork: the workers need only OpenCV and numpy and start before this process has run
+    # any of it; spawn would re-import the caller's main module (TensorFlow) in every one.
+    pool = multiprocessing.get_context('fork').Pool(workers, initializer=_init_worker)
     results = pool.imap_unordered(extract_video, jobs)
   try:
     for task, frames, problem in results:

@@ -1,0 +1,136 @@
+"""TV-L1 flow extraction: the motion it recovers, its 8-bit coding and layout, and the
+//input_fn:extract_flow tool (processes, canonical names, bad videos, resumption, settings).
+
+Frames are tiny (at most 40x32) and the solver runs with coarse settings, so the whole spec
+takes seconds of TV-L1.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from input_fn import extract_flow, flow, make_synthetic_ucf101, ucf101
+
+FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
+
+
+def moving_square(velocity: tuple[float, float], frames: int = 4) -> np.ndarray:
+  return make_synthetic_ucf101.render_video(np.random.default_rng(1), velocity, frames,
+                                            width=40, height=32, object_size=12)
+
+
+def mean_motion(codes: np.ndarray) -> tuple[float, float]:
+  """Mean (u, v) in pixels over the pixels that move (|d| > 0.5 px)."""
+  displacement = flow.from_uint8(codes)
+  moving = np.abs(displacement).sum(-1) > 0.5
+  return float(displacement[..., 0][moving].mean()), float(displacement[..., 1][moving].mean())
+
+
+class Tvl1Test(tf.test.TestCase):
+
+  def test_recovers_the_direction_and_rough_size_of_a_moving_square(self):
+    for velocity in ((2.0, 0.0), (0.0, -2.0), (-2.0, 2.0)):
+      codes = flow.video_flow(flow.grayscale(moving_square(velocity)), flow.tvl1(FAST))
+      self.assertEqual(codes.shape, (3, 32, 40, 2))  # frame t: flow from t to t+1
+      u, v = mean_motion(codes)
+      for measured, true in ((u, velocity[0]), (v, velocity[1])):
+        if true == 0:
+          self.assertLess(abs(measured), 0.5, (velocity, u, v))
+        else:  # right sign, and between 40% and 150% of the true speed
+          self.assertBetween(measured / true, 0.4, 1.5, (velocity, u, v))
+
+  def test_coding_clips_to_20_pixels_and_maps_linearly_to_0_255(self):
+    codes = flow.to_uint8(np.array([-30.0, -20.0, 0.0, 10.0, 20.0, 25.0]))
+    self.assertEqual(codes.tolist(), [0, 0, 128, 191, 255, 255])
+    self.assertAllClose(flow.from_uint8(codes)[1:5], [-20.0, 0.16, 10.04, 20.0], atol=0.1)
+
+  def test_written_layout_is_grayscale_jpegs_per_channel_and_whole(self):
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root)
+    codes = np.zeros((3, 16, 24, 2), np.uint8)
+    codes[..., 0], codes[..., 1] = 200, 60
+    flow.write_flow(codes, root, 'v_A_g01_c01')
+    self.assertTrue(flow.has_flow(root, 'v_A_g01_c01'))
+    self.assertEqual(sorted(os.listdir(os.path.join(root, 'u'))), ['v_A_g01_c01'])
+    self.assertEqual(sorted(os.listdir(os.path.join(root, 'v', 'v_A_g01_c01'))),
+                     ['frame000001.jpg', 'frame000002.jpg', 'frame000003.jpg'])
+    planes = ucf101.read_flow(root, 'v_A_g01_c01', [0, 2])
+    self.assertEqual(planes.shape, (2, 16, 24, 2))
+    self.assertAllClose(planes[..., 0].mean(), 200, atol=1)
+    self.assertAllClose(planes[..., 1].mean(), 60, atol=1)
+
+
+class ExtractFlowToolTest(tf.test.TestCase):
+  """One extraction with 2 processes (setUpClass), looked at; resumption on a copy."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.data = os.path.join(cls.root, 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=8, width=24, height=16,
+                                       min_frames=3, max_frames=4, object_size=6)
+    videos = os.path.join(cls.data, 'UCF-101', 'MoveLeftSpeed1')
+    # The file spells the class otherwise (like v_HandStandPushups in HandstandPushups/).
+    os.rename(os.path.join(videos, 'v_MoveLeftSpeed1_g02_c01.avi'),
+              os.path.join(videos, 'v_MoveleftSpeed1_g02_c01.avi'))
+    with open(os.path.join(videos, 'v_MoveLeftSpeed1_g09_c01.avi'), 'wb') as f:
+      f.write(b'not a video')
+    cls.logged = []
+    cls.manifest = cls.extract(cls.data, cls.logged, workers=2)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root)
+    super().tearDownClass()
+
+  @staticmethod
+  def extract(data, logged, **overrides):
+    options = extract_flow.ExtractFlowOptions(**{
+        'data_dir': data, 'short_side': 0, 'workers': 1, 'tvl1_scales': FAST.scales,
+        'tvl1_warps': FAST.warps, 'tvl1_epsilon': FAST.epsilon, **overrides})
+    return extract_flow.extract(options, log=logged.append)
+
+  def test_writes_every_video_under_its_canonical_name_and_reports_the_bad_one(self):
+    out = os.path.join(self.data, 'tvl1_flow')
+    manifest = self.manifest
+    self.assertEqual((manifest['num_found'], manifest['num_with_flow'],
+                      manifest['num_skipped']), (17, 16, 1))
+    self.assertEqual(manifest['skipped_by_kind'], {'undecodable video': 1})
+    self.assertIn('v_MoveLeftSpeed1_g09_c01.avi', manifest['skipped'][0]['input'])
+    self.assertTrue(flow.has_flow(out, 'v_MoveLeftSpeed1_g02_c01'))
+    self.assertFalse(os.path.exists(os.path.join(out, 'u', 'v_MoveleftSpeed1_g02_c01')))
+    self.assertRegex(self.logged[-1], r'16 of 17 videos have flow .* flow frames/s per core '
+                     r'\(2 process\(es\)\); skipped 1: 1 undecodable video')
+    # flow.txt: I3D_Finetune's list, one row per video with flow, counts = frames - 1.
+    rows, _ = ucf101.read_frame_list(os.path.join(self.data, 'flow.txt'))
+    self.assertLen(rows, 16)
+    row = rows['v_moveleftspeed1_g02_c01']
+    self.assertEqual((row.name, row.label), ('v_MoveLeftSpeed1_g02_c01', 1))
+    self.assertEqual(row.path, os.path.join(out, '{:s}', 'v_MoveLeftSpeed1_g02_c01'))
+    count, _ = ucf101.count_frames(row.path.format('u'))
+    self.assertEqual(row.num_frames, count)
+    self.assertIn(count, (2, 3))  # videos of 3-4 frames
+
+  def test_a_rerun_computes_only_what_is_missing_and_refuses_other_settings(self):
+    data = os.path.join(self.root, 'copy')
+    shutil.copytree(self.data, data)
+    out = os.path.join(data, 'tvl1_flow')
+    shutil.rmtree(os.path.join(out, 'v', 'v_MoveRightSpeed1_g03_c01'))
+    logged = []
+    self.extract(data, logged)
+    self.assertIn('15 already done; 2 to compute', logged[0])  # the gap + the bad video
+    self.assertTrue(flow.has_flow(out, 'v_MoveRightSpeed1_g03_c01'))
+    with open(os.path.join(out, extract_flow.MANIFEST)) as f:
+      self.assertEqual(json.load(f)['num_with_flow'], 16)
+    with self.assertRaisesRegex(extract_flow.SettingsMismatch,
+                                'other settings.*use another --out'):
+      self.extract(data, logged, tvl1_epsilon=0.01)
+
+
+if __name__ == '__main__':
+  tf.test.main()
