@@ -1,0 +1,173 @@
+"""The flow stream's input: prepare --source=flow, the 2-channel TFRecord and direct frames
+routes (shapes, value range, the flip negating u) and the preflight for --stream=flow.
+
+Data: the split files and videos of a tiny synthetic UCF101, with hand-made flow folders
+(no TV-L1 here): every flow frame has u = 200 on its left half and 160 on its right half,
+and v = 90. A correct left-right flip turns (left, right) = (200, 160) into
+(255 - 160, 255 - 200) = (95, 55); mirroring the image alone would give (160, 200).
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from input_fn import factory, flow, make_synthetic_ucf101, pipeline, prepare, ucf101
+from towers import params as params_lib
+from towers import preflight
+
+TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
+T, S, SIDE, FLOW_FRAMES = 4, 32, 32, 6
+U_LEFT, U_RIGHT, V = 200, 160, 90
+UNFLIPPED, FLIPPED = (U_LEFT, U_RIGHT), (255 - U_RIGHT, 255 - U_LEFT)
+
+
+def write_hand_made_flow(data: str, split: ucf101.Split, skip: str) -> None:
+  """tvl1_flow/{u,v}/<video>/ for every listed video except `skip`."""
+  u = np.full((SIDE, SIDE), U_LEFT, np.uint8)
+  u[:, SIDE // 2:] = U_RIGHT
+  v = np.full((SIDE, SIDE), V, np.uint8)
+  root = os.path.join(data, ucf101.FLOW_DIR_NAME)
+  for entry in split.train + split.test:
+    if entry.name != skip:
+      flow.write_flow(np.stack([np.stack([u, v], -1)] * FLOW_FRAMES), root, entry.name)
+
+
+def halves(clip_u: np.ndarray) -> tuple[float, float]:
+  """Mean u code of the left and right quarter columns of a clip's u plane [T, S, S]."""
+  codes = (clip_u + 1.0) * 127.5
+  return float(codes[:, :, :S // 4].mean()), float(codes[:, :, -S // 4:].mean())
+
+
+class FlowInputTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.data = os.path.join(cls.root, 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=9, width=24, height=16,
+                                       min_frames=3, max_frames=3, object_size=6)
+    split = ucf101.read_split(os.path.join(cls.data, 'ucfTrainTestlist'), 1)
+    cls.missing = split.train[0].name
+    write_hand_made_flow(cls.data, split, skip=cls.missing)
+    cls.tfr = os.path.join(cls.root, 'flow_tfr')
+    cls.manifests = prepare.prepare(prepare.PrepareConfig(
+        source='flow', data_dir=cls.data, out=cls.tfr, short_side=0, videos_per_shard=8,
+        workers=1), log=lambda s: None)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root)
+    super().tearDownClass()
+
+  def params(self, **overrides):
+    values = dict(data_source='tfrecord', data_dir=self.tfr, stream='flow', num_classes=2,
+                  clip_frames=T, crop_size=S, batch_size=4, eval_batch_size=4, eval_clips=2,
+                  shuffle_buffer=4)
+    values.update(overrides)
+    return params_lib.make_params(values)
+
+  def direct_params(self):
+    return self.params(data_source='frames', data_dir=self.data, frame_short_side=0)
+
+  def clips(self, params, mode, batches):
+    dataset = factory.make_input_fn(params, mode)()
+    return [(f['clips'].numpy(), labels.numpy()) for f, labels in dataset.take(batches)]
+
+  # --- prepare --source=flow -------------------------------------------------------------
+
+  def test_prepare_writes_flow_records_with_their_own_manifest_and_counts_the_gap(self):
+    train, test = self.manifests['train'], self.manifests['test']
+    self.assertEqual((train['source'], test['source']), ('flow', 'flow'))
+    self.assertEqual(train['num_records'], train['num_listed'] - 1)
+    self.assertEqual(train['skipped_by_kind'], {'missing flow folder': 1})
+    self.assertIn(self.missing, train['skipped'][0]['reason'])
+    self.assertIn('run //input_fn:extract_flow', train['skipped'][0]['reason'])
+    self.assertEqual(test['num_records'], test['num_listed'])
+
+  def test_prepare_uses_the_rows_of_flow_txt_when_given(self):
+    listed = os.path.join(self.root, 'elsewhere')
+    shutil.copytree(os.path.join(self.data, ucf101.FLOW_DIR_NAME), listed)
+    split = ucf101.read_split(os.path.join(self.data, 'ucfTrainTestlist'), 1)
+    entry = split.test[0]
+    flow_list = os.path.join(self.root, 'flow.txt')
+    with open(flow_list, 'w') as f:
+      f.write(f'{entry.name} {listed}/{{:s}}/{entry.name} {FLOW_FRAMES} {entry.label}\n')
+    out = os.path.join(self.root, 'listed_tfr')
+    manifests = prepare.prepare(prepare.PrepareConfig(
+        source='flow', data_dir=self.data, out=out, subsets=('test',), short_side=0,
+        flow_dir=os.path.join(self.root, 'nowhere'), flow_list=flow_list, workers=1),
+        log=lambda s: None)
+    self.assertEqual(manifests['test']['num_records'], 1)  # only the listed folder exists
+    self.assertEqual(manifests['test']['skipped_by_kind'],
+                     {'missing flow folder': manifests['test']['num_listed'] - 1})
+
+  # --- The 2-channel pipelines -------------------------------------------------------------
+
+  def check_train_clips(self, batches):
+    seen = set()
+    for clips, _ in batches:
+      self.assertEqual(clips.shape, (4, T, S, S, 2))
+      self.assertEqual(clips.dtype, np.float32)
+      self.assertBetween(clips.min(), -1.0, 1.0)
+      self.assertBetween(clips.max(), -1.0, 1.0)
+      for clip in clips:
+        left, right = halves(clip[..., 0])
+        pair = min((UNFLIPPED, FLIPPED), key=lambda p: abs(p[0] - left) + abs(p[1] - right))
+        self.assertAllClose((left, right), pair, atol=3)  # never (160, 200): u is negated
+        self.assertAllClose(clip[..., 1], np.full_like(clip[..., 1], V / 127.5 - 1), atol=0.03)
+        seen.add(pair)
+    self.assertEqual(seen, {UNFLIPPED, FLIPPED})  # both happen in 40 clips
+
+  def test_tfrecord_train_clips_are_2_channel_in_range_and_flips_negate_u(self):
+    self.check_train_clips(self.clips(self.params(), TRAIN, 10))
+
+  def test_direct_frames_route_gives_the_same_clips(self):
+    self.check_train_clips(self.clips(self.direct_params(), TRAIN, 10))
+
+  def test_eval_clips_are_centre_crops_never_flipped(self):
+    for params in (self.params(), self.direct_params()):
+      for clips, _ in self.clips(params, EVAL, 3):
+        self.assertEqual(clips.shape[1:], (T, S, S, 2))
+        for clip in clips:
+          self.assertAllClose(halves(clip[..., 0]), UNFLIPPED, atol=3)
+
+  def test_mirror_negates_only_u(self):
+    clip = np.zeros((1, 1, 2, 2), np.uint8)
+    clip[0, 0, :, 0] = (10, 250)  # u: left 10, right 250
+    clip[0, 0, :, 1] = (30, 40)   # v
+    mirrored = pipeline.mirror(tf.constant(clip), 'flow').numpy()
+    self.assertEqual(mirrored[0, 0, :, 0].tolist(), [5, 245])
+    self.assertEqual(mirrored[0, 0, :, 1].tolist(), [40, 30])
+    self.assertEqual(pipeline.mirror(tf.constant(clip), 'rgb').numpy()[0, 0, :, 0].tolist(),
+                     [250, 10])
+
+  # --- What stops before training ----------------------------------------------------------
+
+  def test_stream_flow_without_flow_data_stops_in_preflight_saying_what_to_run(self):
+    rgb_tfr = os.path.join(self.root, 'rgb_tfr')
+    os.makedirs(rgb_tfr, exist_ok=True)
+    with open(os.path.join(rgb_tfr, 'train.manifest.json'), 'w') as f:
+      json.dump({'source': 'videos'}, f)
+    no_flow = os.path.join(self.root, 'no_flow')
+    os.makedirs(no_flow, exist_ok=True)
+    cases = [
+        (self.params(data_source='videos', data_dir=self.data), '//input_fn:extract_flow'),
+        (self.params(data_source='synthetic'), '//input_fn:extract_flow'),
+        (self.params(data_source='frames', data_dir=no_flow),
+         f'extract_flow -- --data_dir={no_flow}'),
+        (self.params(data_dir=rgb_tfr), 'holds RGB records .* --source=flow'),
+        (self.params(stream='rgb'), 'holds flow records'),
+    ]
+    for params, message in cases:
+      with self.assertRaisesRegex(preflight.PreflightError, message):
+        preflight.check(params)
+    self.assertEqual(preflight.problems(self.params()), [])
+
+
+if __name__ == '__main__':
+  tf.test.main()
