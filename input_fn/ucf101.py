@@ -93,7 +93,8 @@ class VideoEntry:
 
   `name` is the canonical name (`canonical_name`: the file stem with the class spelled as in
   classInd.txt, e.g. `v_HandstandPushups_g08_c01`); `key` its lower-case form used for
-  every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of classInd.txt, `label` 0-based.
+  every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of
+  classInd.txt, `label` 0-based.
   `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
   say where the entry came from.
   """

@@ -1,112 +1,225 @@
-"""Two-stream I3D evaluation: fuses a trained RGB model and a trained Flow model.
+"""Two-stream evaluation per video: an RGB model and a Flow model, each on its own eval data.
 
 The streams train separately (`--stream=rgb` and `--stream=flow`, each with its own
-model_dir). Their variables live under different scopes (`RGB/...`, `Flow/...`), so both
-networks are built in one graph, each restored from its own model_dir, and the fused
-prediction is the average of their logits (DeepMind's sample adds them; the argmax is the
-same). This needs no towers and no Estimator:
+model_dir, any network). Each is read back as the SavedModel its training exported
+(`<model_dir>/export/best/<newest>`, or an export directory given directly): its serving
+input `clips` float32 [None, T, S, S, C] says the clip shape and the stream (C = 3 rgb,
+C = 2 flow); its output `probabilities` [None, num_classes] is the softmax.
 
-    result = evaluate_two_stream(rgb_params, flow_params, input_fn)
-    result.fused_accuracy, result.rgb_accuracy, result.flow_accuracy
+For each stream, every record of its eval data (the `test` shards of `//input_fn:prepare`)
+gives `clips_per_video` clips sampled as in training's evaluation (starts spread evenly,
+centre crop, no flip); the video's probabilities are the mean of its clips' softmax.
+Videos are matched across streams by their canonical name (compared in lower case); the
+fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equal weights).
 
-`input_fn()` returns a `tf.data.Dataset` of `(features, labels)`: features a dict with
-'rgb' float32 [B, T, H, W, 3] and 'flow' float32 [B, T, H, W, 2] (both in [-1, 1], the
-same clips), labels int [B]. Accuracy is per clip. A model trained with `ema_decay > 0`
-is evaluated with its averaged weights, as the Estimator's EVAL does.
+Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
+classes present among the evaluated videos of each class's top-1). The three rows (RGB, Flow,
+Fusion) are computed on the videos both streams have, so they compare like with like; a
+video that only one stream has is reported, counted and listed, never silently dropped.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
-from model_fn import layers
-from model_fn.networks import build_network, i3d
-from model_fn.warm_start import variable_name
+from input_fn import pipeline, records
 
-tf1 = tf.compat.v1
+STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 
-EMA_SUFFIX = '/ExponentialMovingAverage'
+
+class TwoStreamError(ValueError):
+  """The two streams cannot be evaluated together; the message says what to fix."""
 
 
 @dataclasses.dataclass(frozen=True)
-class TwoStreamEvaluation:
-  examples: int
-  rgb_accuracy: float
-  flow_accuracy: float
-  fused_accuracy: float
-  fused_logits: np.ndarray   # [examples, num_classes], in input order
+class StreamPredictions:
+  """One stream's per-video predictions, in the order of its eval records."""
+  stream: str                 # 'rgb' or 'flow'
+  model: str                  # the SavedModel directory used
+  names: tuple[str, ...]      # canonical video names
+  labels: np.ndarray          # int64 [videos]
+  probabilities: np.ndarray   # float32 [videos, classes], mean softmax over the clips
+  clips_per_video: int
+  skipped_records: int        # bad records of the eval data, skipped and counted
 
 
-def fuse(rgb_logits: tf.Tensor, flow_logits: tf.Tensor) -> tf.Tensor:
-  """The two-stream logits: the mean of the two streams' logits."""
-  return (rgb_logits + flow_logits) / 2.0
+# --- Arithmetic ------------------------------------------------------------------------------
 
 
-def _check(rgb_params, flow_params) -> None:
-  for params, stream in ((rgb_params, 'rgb'), (flow_params, 'flow')):
-    if params.model != 'i3d' or params.stream != stream:
-      raise ValueError(f'two-stream evaluation needs model=i3d with stream={stream}, got '
-                       f'model={params.model} stream={params.stream}')
-  if rgb_params.num_classes != flow_params.num_classes:
-    raise ValueError(f'the streams disagree on num_classes: {rgb_params.num_classes} '
-                     f'(rgb) vs {flow_params.num_classes} (flow)')
+def fuse(rgb: np.ndarray, flow: np.ndarray, flow_weight: float = 0.5) -> np.ndarray:
+  """Fused per-video probabilities: `(1 - flow_weight) * rgb + flow_weight * flow`, both
+  [videos, classes] and aligned row by row."""
+  if not 0.0 <= flow_weight <= 1.0:
+    raise TwoStreamError(f'flow_weight must be in [0, 1], got {flow_weight}')
+  return (1.0 - flow_weight) * rgb + flow_weight * flow
 
 
-def stream_saver(params) -> tf1.train.Saver:
-  """A saver restoring the stream's variables (its EMA shadows if `ema_decay`) from its
-  model_dir's names; variables of the other stream are not touched."""
-  top = i3d.STREAMS[params.stream][0] + '/'
-  var_list = {}
-  for v in tf1.global_variables():
-    name = variable_name(v)
-    if name.startswith(top):
-      use_ema = getattr(params, 'ema_decay', 0.0) and v.trainable
-      var_list[name + EMA_SUFFIX if use_ema else name] = v
-  return tf1.train.Saver(var_list)
+def video_metrics(probabilities: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+  """top_1, top_5 (fraction of videos whose label is among the 5 highest probabilities; all
+  of them with fewer than 5 classes) and mean_per_class (mean over the classes present in
+  `labels` of their top-1 accuracy) of [videos, classes] probabilities."""
+  ranked = np.argsort(-probabilities, axis=1, kind='stable')
+  top_1 = ranked[:, 0] == labels
+  top_5 = np.any(ranked[:, :5] == labels[:, None], axis=1)
+  per_class = [float(np.mean(top_1[labels == c])) for c in np.unique(labels)]
+  return {'top_1': float(np.mean(top_1)), 'top_5': float(np.mean(top_5)),
+          'mean_per_class': float(np.mean(per_class))}
 
 
-def latest_checkpoint(params) -> str:
-  path = tf.train.latest_checkpoint(params.model_dir)
-  if path is None:
-    raise FileNotFoundError(f'no checkpoint in model_dir={params.model_dir} of the '
-                            f'{params.stream} stream: train it first (--stream={params.stream} '
-                            f'--model_dir={params.model_dir})')
-  return path
+@dataclasses.dataclass(frozen=True)
+class Matched:
+  """The two streams aligned on the videos both have."""
+  names: tuple[str, ...]
+  labels: np.ndarray
+  rgb: np.ndarray
+  flow: np.ndarray
+  only_rgb: tuple[str, ...]
+  only_flow: tuple[str, ...]
 
 
-def evaluate_two_stream(rgb_params, flow_params, input_fn, steps: int | None = None,
-                        config: tf1.ConfigProto | None = None) -> TwoStreamEvaluation:
-  """Per-clip accuracy of each stream and of the fused prediction.
+def match(rgb: StreamPredictions, flow: StreamPredictions) -> Matched:
+  """Aligns the streams by canonical name (lower case). Raises `TwoStreamError` when they
+  disagree on the classes or on a shared video's label."""
+  if rgb.probabilities.shape[1] != flow.probabilities.shape[1]:
+    raise TwoStreamError(f'the RGB model has {rgb.probabilities.shape[1]} classes and the Flow '
+                         f'model {flow.probabilities.shape[1]}: they were not trained on the '
+                         'same class list')
+  flow_rows = {name.lower(): i for i, name in enumerate(flow.names)}
+  rgb_keys = {name.lower() for name in rgb.names}
+  rows = [(i, flow_rows[name.lower()]) for i, name in enumerate(rgb.names)
+          if name.lower() in flow_rows]
+  mismatched = [rgb.names[i] for i, j in rows if rgb.labels[i] != flow.labels[j]]
+  if mismatched:
+    raise TwoStreamError(f'{len(mismatched)} videos have different labels in the RGB and Flow '
+                         f'eval data (e.g. {mismatched[0]}): prepare both from the same split '
+                         'files')
+  r = np.array([i for i, _ in rows], np.int64)
+  f = np.array([j for _, j in rows], np.int64)
+  return Matched(
+      names=tuple(rgb.names[i] for i in r), labels=rgb.labels[r],
+      rgb=rgb.probabilities[r], flow=flow.probabilities[f],
+      only_rgb=tuple(n for n in rgb.names if n.lower() not in flow_rows),
+      only_flow=tuple(n for n in flow.names if n.lower() not in rgb_keys))
 
-  Reads `input_fn()` to its end, or for `steps` batches. Raises ValueError when the params
-  are not an i3d rgb / flow pair, FileNotFoundError when a model_dir has no checkpoint.
+
+def report(rgb: StreamPredictions, flow: StreamPredictions,
+           flow_weight: float = 0.5) -> dict[str, Any]:
+  """The evaluation as a JSON-able dict: rows rgb/flow/fusion with their video metrics on the
+  shared videos, the counts, and the videos only one stream has."""
+  matched = match(rgb, flow)
+  if not matched.names:
+    raise TwoStreamError(f'the RGB eval data ({len(rgb.names)} videos) and the Flow eval data '
+                         f'({len(flow.names)} videos) share no video name: were they prepared '
+                         'from the same split?')
+  fused = fuse(matched.rgb, matched.flow, flow_weight)
+  return {
+      'videos': len(matched.names), 'flow_weight': flow_weight,
+      'rows': {'rgb': video_metrics(matched.rgb, matched.labels),
+               'flow': video_metrics(matched.flow, matched.labels),
+               'fusion': video_metrics(fused, matched.labels)},
+      'streams': {p.stream: {'model': p.model, 'videos': len(p.names),
+                             'clips_per_video': p.clips_per_video,
+                             'skipped_records': p.skipped_records} for p in (rgb, flow)},
+      'only_rgb': list(matched.only_rgb), 'only_flow': list(matched.only_flow),
+  }
+
+
+def format_table(result: dict[str, Any]) -> str:
+  """The three-row table, with the counts the rows rest on."""
+  lines = [f'two-stream evaluation on {result["videos"]} videos (flow_weight '
+           f'{result["flow_weight"]:g}; video = mean softmax of '
+           f'{result["streams"]["rgb"]["clips_per_video"]} clips)',
+           '| stream | video top-1 | video top-5 | mean per-class |',
+           '|---|---|---|---|']
+  for key, title in (('rgb', 'RGB'), ('flow', 'Flow'), ('fusion', 'Fusion')):
+    row = result['rows'][key]
+    lines.append(f'| {title} | {row["top_1"]:.4f} | {row["top_5"]:.4f} | '
+                 f'{row["mean_per_class"]:.4f} |')
+  for stream in ('rgb', 'flow'):
+    only = result[f'only_{stream}']
+    skipped = result['streams'][stream]['skipped_records']
+    if only or skipped:
+      lines.append(f'{stream}: {len(only)} video(s) not in the other stream, left out of every '
+                   f'row{" (e.g. " + only[0] + ")" if only else ""}; {skipped} bad record(s) '
+                   'skipped')
+  return '\n'.join(lines)
+
+
+# --- Running a stream's model on its eval data ---------------------------------------------
+
+
+def saved_model_dir(path: str) -> str:
+  """`path` if it holds a saved_model.pb, else the newest export under `path/export/best`
+  (a model_dir trained by //towers:train). Raises `TwoStreamError` naming what to do."""
+  if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    return path
+  best = os.path.join(path, 'export', 'best')
+  exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
+                   if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+  if not exports:
+    raise TwoStreamError(f'{path} is neither a SavedModel nor a model_dir with an export under '
+                         'export/best/: train it with //towers:train (export_savedmodel=true, '
+                         'the default) or pass the export directory')
+  return os.path.join(best, exports[-1].rstrip('/'))
+
+
+def _manifest(data_dir: str) -> dict[str, Any]:
+  path = os.path.join(data_dir, records.MANIFEST.format(subset='test'))
+  if not tf.io.gfile.exists(path):
+    raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
+                         'of //input_fn:prepare (its test shards)')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def predict_stream(model: str, data_dir: str, clips_per_video: int,
+                   clips_per_batch: int = 16, expect: str | None = None,
+                   log: Callable[[str], None] = print) -> StreamPredictions:
+  """Runs the SavedModel of `model` (see `saved_model_dir`) over every video of the eval
+  records in `data_dir`. `expect` ('rgb' or 'flow') checks the model's stream and the data's.
   """
-  _check(rgb_params, flow_params)
-  rgb_checkpoint, flow_checkpoint = latest_checkpoint(rgb_params), latest_checkpoint(flow_params)
-  with tf.Graph().as_default():
-    features, labels = tf1.data.make_one_shot_iterator(input_fn()).get_next()
-    ctx = layers.TowerContext(is_training=False)
-    rgb_logits = build_network(rgb_params)(features['rgb'], ctx)
-    flow_logits = build_network(flow_params)(features['flow'], ctx)
-    fused = fuse(rgb_logits, flow_logits)
-    rgb_saver, flow_saver = stream_saver(rgb_params), stream_saver(flow_params)
-    fetches = (rgb_logits, flow_logits, fused, labels)
-    outputs: list[tuple[np.ndarray, ...]] = []
-    with tf1.Session(config=config) as sess:
-      rgb_saver.restore(sess, rgb_checkpoint)
-      flow_saver.restore(sess, flow_checkpoint)
-      while steps is None or len(outputs) < steps:
-        try:
-          outputs.append(sess.run(fetches))
-        except tf.errors.OutOfRangeError:
-          break
-  if not outputs:
-    raise ValueError('input_fn yielded no batch')
-  rgb, flow, both, y = (np.concatenate(parts) for parts in zip(*outputs))
-  accuracy = lambda logits: float(np.mean(np.argmax(logits, axis=1) == y))
-  tf1.logging.info('two-stream evaluation on %d clips: rgb %.4f, flow %.4f, fused %.4f',
-                   len(y), accuracy(rgb), accuracy(flow), accuracy(both))
-  return TwoStreamEvaluation(len(y), accuracy(rgb), accuracy(flow), accuracy(both), both)
+  export = saved_model_dir(model)
+  serving = tf.saved_model.load(export).signatures['serving_default']
+  spec = serving.structured_input_signature[1]['clips']
+  _, frames, height, width, channels = spec.shape.as_list()
+  stream = STREAM_OF_CHANNELS.get(channels)
+  if stream is None or height != width:
+    raise TwoStreamError(f'{export} takes clips of shape {spec.shape}: not a video model of '
+                         'this project')
+  if expect and stream != expect:
+    raise TwoStreamError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
+                         f'it is a {stream} model: swap the arguments')
+  manifest = _manifest(data_dir)
+  data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
+  if data_stream != stream:
+    raise TwoStreamError(f'{data_dir} holds {data_stream} records but {export} is a {stream} '
+                         'model')
+  num_classes = int(manifest['num_classes'])
+  dataset = tf.data.TFRecordDataset(pipeline.record_files(data_dir, 'test')).enumerate()
+  dataset = dataset.map(lambda i, record: (i,) + pipeline.eval_video(
+      record, frames, height, clips_per_video, num_classes, stream))
+  dataset = pipeline.skip_and_count(dataset, f'{stream} evaluation data')
+  videos_per_batch = max(1, clips_per_batch // clips_per_video)
+  dataset = dataset.batch(videos_per_batch).prefetch(1)
+  names, labels, probabilities = [], [], []
+  for _, clips, label, _, name in dataset:
+    batch = clips.shape[0]
+    flat = tf.reshape(pipeline.to_unit_range(clips), [-1, frames, height, width, channels])
+    clip_probabilities = serving(clips=flat)['probabilities'].numpy()
+    probabilities.append(clip_probabilities.reshape(batch, clips_per_video, -1).mean(axis=1))
+    labels.extend(label.numpy().tolist())
+    names.extend(n.decode() for n in name.numpy())
+  if not names:
+    raise TwoStreamError(f'{data_dir} gave no readable eval video')
+  log(f'evaluate_two_stream: {stream}: {len(names)} videos x {clips_per_video} clips of '
+      f'{frames}x{height}x{width} through {export}')
+  skipped = int(manifest['num_records']) - len(names)  # records that failed to decode
+  return StreamPredictions(stream, export, tuple(names), np.array(labels, np.int64),
+                           np.concatenate(probabilities).astype(np.float32),
+                           clips_per_video, skipped)

@@ -1,0 +1,89 @@
+"""Two-stream fusion arithmetic on hand-made predictions: per-video averages, the weighting,
+video top-1/top-5/mean per-class, matching by canonical name, and what is reported."""
+
+import numpy as np
+import tensorflow as tf
+
+from towers import two_stream
+
+
+def softmax(logits):
+  e = np.exp(np.asarray(logits, np.float64) - np.max(logits, axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def stream(name, names, labels, probabilities, skipped=0):
+  return two_stream.StreamPredictions(name, f'/models/{name}', tuple(names),
+                                      np.array(labels, np.int64),
+                                      np.array(probabilities, np.float32), 2, skipped)
+
+
+class FusionTest(tf.test.TestCase):
+
+  def test_fusion_weights_the_streams(self):
+    rgb, flow = np.array([[0.6, 0.4]]), np.array([[0.2, 0.8]])
+    self.assertAllClose(two_stream.fuse(rgb, flow), [[0.4, 0.6]])
+    self.assertAllClose(two_stream.fuse(rgb, flow, flow_weight=0.25), [[0.5, 0.5]])
+    self.assertAllClose(two_stream.fuse(rgb, flow, flow_weight=0.0), rgb)
+    with self.assertRaisesRegex(two_stream.TwoStreamError, 'flow_weight'):
+      two_stream.fuse(rgb, flow, flow_weight=1.5)
+
+  def test_video_metrics(self):
+    # 4 videos, 6 classes. Labels 0, 0, 1, 2.
+    probabilities = np.array([
+        [.50, .10, .10, .10, .10, .10],   # top-1 right
+        [.05, .30, .20, .15, .10, .20],   # label 0 ranked last: top-5 wrong
+        [.30, .25, .20, .10, .10, .05],   # label 1 second: top-1 wrong, top-5 right
+        [.10, .10, .60, .10, .05, .05],   # top-1 right
+    ])
+    labels = np.array([0, 0, 1, 2])
+    metrics = two_stream.video_metrics(probabilities, labels)
+    self.assertAlmostEqual(metrics['top_1'], 2 / 4)
+    self.assertAlmostEqual(metrics['top_5'], 3 / 4)
+    # per class: class 0: 1/2, class 1: 0/1, class 2: 1/1 -> mean 0.5 over the 3 present
+    self.assertAlmostEqual(metrics['mean_per_class'], (0.5 + 0.0 + 1.0) / 3)
+
+  def test_streams_that_disagree_per_video_are_fused_into_the_right_answer(self):
+    # Hand-made clip logits, 2 clips per video, 3 classes; each video's probability is the
+    # mean of its clips' softmax.
+    rgb_clips = softmax([[[5, 0, 0], [3, 0, 0]],     # v1 (label 0): rgb says 0 (strongly)
+                         [[0, 0, 2], [0, 0, 2]],     # v2 (label 1): rgb says 2
+                         [[0, 0, 5], [0, 1, 5]]])    # v3 (label 2): rgb says 2
+    flow_clips = softmax([[[0, 2, 0], [0, 2, 0]],    # v1: flow says 1 (weakly)
+                          [[0, 6, 0], [0, 5, 0]],    # v2: flow says 1 (strongly)
+                          [[0, 0, 3], [1, 0, 3]]])   # v3: flow says 2
+    names, labels = ['v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01'], [0, 1, 2]
+    rgb = stream('rgb', names, labels, rgb_clips.mean(axis=1))
+    # The flow data spells one video otherwise (HandStand vs Handstand), lists another
+    # that rgb lacks, and lists the videos in another order.
+    flow = stream('flow', ['v_C_g01_c01', 'v_a_G01_c01', 'v_B_g01_c01', 'v_D_g01_c01'],
+                  [2, 0, 1, 0], np.concatenate([flow_clips[[2, 0, 1]],
+                                                flow_clips[:1]]).mean(axis=1), skipped=1)
+    result = two_stream.report(rgb, flow)
+    self.assertEqual(result['videos'], 3)
+    self.assertEqual(result['only_flow'], ['v_D_g01_c01'])
+    self.assertEqual(result['only_rgb'], [])
+    rows = result['rows']
+    self.assertAlmostEqual(rows['rgb']['top_1'], 2 / 3)   # v1, v3
+    self.assertAlmostEqual(rows['flow']['top_1'], 2 / 3)  # v2, v3
+    fused = (rgb_clips.mean(axis=1) + flow_clips.mean(axis=1)) / 2
+    self.assertEqual(np.argmax(fused, axis=1).tolist(), [0, 1, 2])
+    self.assertAlmostEqual(rows['fusion']['top_1'], 1.0)
+    self.assertAlmostEqual(rows['fusion']['mean_per_class'], 1.0)
+    table = two_stream.format_table(result)
+    self.assertIn('| Fusion | 1.0000 | 1.0000 | 1.0000 |', table)
+    self.assertIn('flow: 1 video(s) not in the other stream, left out of every row '
+                  '(e.g. v_D_g01_c01); 1 bad record(s) skipped', table)
+
+  def test_streams_that_cannot_be_fused_are_refused(self):
+    rgb = stream('rgb', ['v_A_g01_c01'], [0], [[0.5, 0.5]])
+    with self.assertRaisesRegex(two_stream.TwoStreamError, 'different labels'):
+      two_stream.report(rgb, stream('flow', ['v_A_g01_c01'], [1], [[0.5, 0.5]]))
+    with self.assertRaisesRegex(two_stream.TwoStreamError, '2 classes .* 3'):
+      two_stream.report(rgb, stream('flow', ['v_A_g01_c01'], [0], [[0.2, 0.3, 0.5]]))
+    with self.assertRaisesRegex(two_stream.TwoStreamError, 'share no video'):
+      two_stream.report(rgb, stream('flow', ['v_B_g01_c01'], [0], [[0.5, 0.5]]))
+
+
+if __name__ == '__main__':
+  tf.test.main()
