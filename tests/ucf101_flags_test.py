@@ -18,8 +18,9 @@ from towers import params as params_lib
 
 tf1 = tf.compat.v1
 
-FLAGFILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        'ucf101.flags')
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLAGFILE = os.path.join(ROOT, 'ucf101.flags')
+FLOW_FLAGFILE = os.path.join(ROOT, 'flow.flags')
 
 
 def read_flagfile(path: str, base_dir: str) -> params_lib.TrainParams:
@@ -55,6 +56,16 @@ class Ucf101FlagsTest(tf.test.TestCase):
     super().setUp()
     self.base = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, self.base, True)
+
+  def test_flow_recipe_is_the_rgb_recipe_on_flow(self):
+    rgb = dataclasses.asdict(read_flagfile(FLAGFILE, self.base))
+    flow = dataclasses.asdict(read_flagfile(FLOW_FLAGFILE, self.base))
+    differences = {name: flow[name] for name in rgb if rgb[name] != flow[name]}
+    self.assertEqual(differences, {
+        'stream': 'flow',
+        'warm_start_from': os.path.join(self.base, 'data/checkpoints/flow_imagenet/model.ckpt'),
+        'data_dir': os.path.join(self.base, 'data/ucf101/flow_tfrecord'),
+        'model_dir': os.path.join(self.base, 'runs/ucf101_i3d_flow')})
 
   def test_recipe(self):
     p = read_flagfile(FLAGFILE, self.base)
