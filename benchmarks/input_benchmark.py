@@ -14,6 +14,11 @@ then measures training clips per second of:
 * decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread,
   measured in the same interleaved rounds) x cores / frames per clip: what a perfect
   pipeline that decodes every used frame whole could reach on this machine.
+* tfrecord (flow): the same pipeline with --stream=flow on flow records (`prepare
+  --source=flow`), 2-channel clips, against its own decode limit: two grayscale JPEG planes
+  (u, v) per frame. The planes hold the grayscale of the RGB frames, not TV-L1 output (TV-L1
+  of 341x256 frames takes seconds per frame on this CPU): the same sizes, so the same decode
+  work per plane as real flow of that size, measured in its own interleaved rounds.
 
 Prints a table, the ratios, and whether "TFRecord >= 3x py_func" and "TFRecord >= 70% of
 decode limit" hold. Not a test: numbers depend on the machine and its load.
@@ -139,8 +144,10 @@ class _DecodeLoop:
   """An iterator whose `next()` decodes `batch_size * clip_frames` full JPEG frames with
   cv2.imdecode in one thread: `measure` then reports single-core clips per second."""
 
-  def __init__(self, jpegs: list[np.ndarray], frames_per_batch: int):
+  def __init__(self, jpegs: list[np.ndarray], frames_per_batch: int,
+               imread: int = cv2.IMREAD_COLOR):
     self.jpegs, self.frames_per_batch, self.position = jpegs, frames_per_batch, 0
+    self.imread = imread
 
   def __iter__(self):
     return self
@@ -150,7 +157,7 @@ class _DecodeLoop:
     cv2.setNumThreads(1)
     try:
       for _ in range(self.frames_per_batch):
-        cv2.imdecode(self.jpegs[self.position % len(self.jpegs)], cv2.IMREAD_COLOR)
+        cv2.imdecode(self.jpegs[self.position % len(self.jpegs)], self.imread)
         self.position += 1
     finally:
       cv2.setNumThreads(threads)
@@ -164,6 +171,49 @@ def decode_loop(tfrecords: str, clip_frames: int, batch_size: int) -> _DecodeLoo
   raw = next(iter(tf.data.TFRecordDataset(path)))
   jpegs = [np.frombuffer(j, np.uint8) for j in records.parse(raw)['frames'].numpy()]
   return _DecodeLoop(jpegs, clip_frames * batch_size)
+
+
+def make_flow_records(root: str, tfrecords: str, data: str) -> str:
+  """Flow records of the benchmark's training videos: u and v planes = the grayscale of the
+  prepared RGB frames (see the module docstring), written as tvl1_flow/ and prepared with
+  --source=flow. Returns the records' directory."""
+  import tensorflow as tf
+  from input_fn import flow, prepare, records, ucf101
+  for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
+    for raw in tf.data.TFRecordDataset(path):
+      parsed = records.parse(raw)
+      gray = np.stack([cv2.imdecode(np.frombuffer(j, np.uint8), cv2.IMREAD_GRAYSCALE)
+                       for j in parsed['frames'].numpy()])
+      flow.write_flow(np.stack([gray, gray], axis=-1),
+                      os.path.join(data, ucf101.FLOW_DIR_NAME), parsed['video'].numpy().decode())
+  out = os.path.join(root, 'flow_tfrecords')
+  prepare.prepare(prepare.PrepareConfig(source='flow', data_dir=data, out=out,
+                                        subsets=('train',), short_side=0, videos_per_shard=8,
+                                        workers=0), log=lambda s: None)
+  return out
+
+
+def measure_flow(root: str, paths: dict[str, str], common: dict[str, Any], seconds: float
+                 ) -> tuple[float, float, float]:
+  """(flow clips/s of the TFRecord pipeline, grayscale JPEG planes/s on one core, the flow
+  decode limit in clips/s = planes/s x cores / (2 x frames per clip))."""
+  import tensorflow as tf
+  from input_fn import pipeline, records
+  from towers import params as params_lib
+  flow_records = make_flow_records(root, paths['tfrecords'], paths['data'])
+  params = params_lib.make_params(data_source='tfrecord', data_dir=flow_records,
+                                  stream='flow', **common)
+  raw = next(iter(tf.data.TFRecordDataset(pipeline.record_files(flow_records, 'train')[0])))
+  planes = [np.frombuffer(j, np.uint8) for j in records.parse(raw)['flow_u'].numpy()]
+  rates = measure({
+      'flow decode, one core': lambda: _DecodeLoop(
+          planes, 2 * common['clip_frames'] * common['batch_size'], cv2.IMREAD_GRAYSCALE),
+      'tfrecord pipeline (flow)': lambda: pipeline.input_fn(
+          tf.estimator.ModeKeys.TRAIN, params),
+  }, common['batch_size'], seconds)
+  per_core = rates['flow decode, one core'] * 2 * common['clip_frames']
+  limit = per_core * (os.cpu_count() or 1) / (2 * common['clip_frames'])
+  return rates['tfrecord pipeline (flow)'], per_core, limit
 
 
 def run(seconds: float, clip_frames: int, crop_size: int, batch_size: int, classes: int,
@@ -214,9 +264,15 @@ def _run(root: str, seconds: float, clip_frames: int, crop_size: int, batch_size
   for name, rate in rows + [('decode limit', limit)]:
     lines.append(f'| {name:<28} | {rate:8.1f} | {rate / baseline:9.2f} | '
                  f'{100 * rate / limit:9.0f}% |')
+  flow_rate, flow_per_core, flow_limit = measure_flow(root, paths, common, seconds)
+  lines.append(f'| {"tfrecord pipeline (flow)":<28} | {flow_rate:8.1f} | {"-":>9} | '
+               f'{100 * flow_rate / flow_limit:9.0f}% |')
   lines += ['',
             f'decode limit = {per_core:.0f} JPEG frames/s per core x {int(cores)} cores / '
             f'{clip_frames} frames per clip = {limit:.1f} clips/s',
+            f'flow row: 2-channel clips (u, v planes of 341x256 grayscale JPEG), % of the flow '
+            f'decode limit = {flow_per_core:.0f} planes/s per core x {int(cores)} cores / '
+            f'(2 x {clip_frames} planes per clip) = {flow_limit:.1f} clips/s',
             f'TFRecord >= 3x py_func: {"met" if tfrecord >= 3 * baseline else "NOT met"} '
             f'({tfrecord / baseline:.2f}x the parallel py_func baseline; '
             f'{tfrecord / serial:.2f}x the serial one)',
