@@ -194,6 +194,9 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   class_path = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE) if split_dir else None
   classes = ucf101.read_class_index(class_path)[0] if class_path else None
   tasks, skipped = list_videos(videos_dir, classes)
+  if not tasks and not skipped:
+    raise FileNotFoundError(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
+                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir')
   if options.strict and skipped:
     raise InputError(skipped[0])
   settings = options.settings
@@ -234,6 +237,9 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   _write_json(manifest_path, manifest)
   if classes is not None:
     _write_flow_list(out, tasks)
+  else:
+    log(f'extract_flow: no {ucf101.CLASS_INDEX_FILE} under {options.data_dir or "(no --data_dir)"}'
+        f': {ucf101.FLOW_LIST_NAME} (needs the labels) not written')
   per_core = progress.frames / max(elapsed, 1e-6) / workers
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
   log(f'extract_flow: {manifest["num_with_flow"]} of {manifest["num_found"]} videos have flow '

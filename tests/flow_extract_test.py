@@ -131,6 +131,11 @@ class ExtractFlowToolTest(tf.test.TestCase):
                                 'other settings.*use another --out'):
       self.extract(data, logged, tvl1_epsilon=0.01)
 
+  def test_a_folder_without_videos_is_an_error_naming_the_fix(self):
+    with self.assertRaisesRegex(FileNotFoundError, 'no <Class>/v_<Class>_gGG_cCC.avi under '
+                                '.*ucfTrainTestlist: pass the UCF101 root'):
+      self.extract('', [], videos_dir=os.path.join(self.data, 'ucfTrainTestlist'))
+
 
 if __name__ == '__main__':
   tf.test.main()
