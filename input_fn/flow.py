@@ -96,7 +96,6 @@ def has_flow(flow_root: str, video: str) -> bool:
   return all(os.path.isdir(f) for f in ucf101.flow_folders(flow_root, video))
 
 
-
 def find_flow_folders(flow_root: str, video: str, listed_path: str | None = None
                       ) -> tuple[str, str]:
   """(u folder, v folder) of `video`: `listed_path.format('u')` / `('v')` when a flow-list row

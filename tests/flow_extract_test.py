@@ -48,6 +48,13 @@ class Tvl1Test(tf.test.TestCase):
     self.assertEqual(codes.tolist(), [0, 0, 128, 191, 255, 255])
     self.assertAllClose(flow.from_uint8(codes)[1:5], [-20.0, 0.16, 10.04, 20.0], atol=0.1)
 
+  def test_resizing_scales_the_displacement_with_the_image(self):
+    codes = np.full((32, 48), flow.to_uint8(np.array(4.0)), np.uint8)  # 4 px at 32 px
+    resized = flow.resize_codes(codes, 64)
+    self.assertEqual(resized.shape, (64, 96))
+    self.assertAllClose(flow.from_uint8(resized), np.full((64, 96), 8.0), atol=0.2)
+    self.assertIs(flow.resize_codes(codes, 32), codes)
+
   def test_written_layout_is_grayscale_jpegs_per_channel_and_whole(self):
     root = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, root)
