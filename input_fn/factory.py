@@ -9,13 +9,12 @@ TRAIN `({'clips': float32 [b, T, S, S, C]}, int64 [b])` (C = 3 rgb, 2 flow); EVA
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
 import tensorflow as tf
 
-from input_fn import direct, pipeline, records, ucf101
+from input_fn import direct, manifest, pipeline, records, ucf101
 
 InputFn = Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
 SOURCES = ('tfrecord', 'videos', 'frames')
@@ -64,7 +63,9 @@ def stream_data_problem(params: Any) -> str | None:
 
 
 def check_data_params(params: Any, mode: str) -> None:
-  """Raises ValueError naming the data parameter that cannot work."""
+  """Raises ValueError naming the data parameter that cannot work. Prepared data
+  (tfrecord) must fit the model: every label < num_classes and, for training, train and
+  test disjoint by video (`manifest.training_data_problems`)."""
   if params.data_source not in SOURCES:
     raise ValueError(f'data_source={params.data_source!r} is not handled by '
                      f'input_fn.factory (it handles {", ".join(SOURCES)})')
@@ -82,14 +83,16 @@ def check_data_params(params: Any, mode: str) -> None:
   problem = stream_data_problem(params)
   if problem:
     raise ValueError(problem)
-  if mode != tf.estimator.ModeKeys.TRAIN and params.data_source == 'tfrecord':
-    manifest = os.path.join(params.data_dir, records.MANIFEST.format(subset='test'))
-    if os.path.exists(manifest):
-      with open(manifest) as f:
-        listed = json.load(f).get('num_listed', 0)
-      if listed > params.max_eval_videos:
-        raise ValueError(f'max_eval_videos={params.max_eval_videos} is smaller than the '
-                         f'{listed} videos of the eval split ({manifest})')
+  if params.data_source == 'tfrecord':
+    needed = manifest.SUBSETS if mode == tf.estimator.ModeKeys.TRAIN else ('test',)
+    problems = manifest.training_data_problems(params.data_dir, params.num_classes, needed)
+    if problems:
+      raise manifest.ManifestError(problems[0])
+    listed = manifest.read(params.data_dir, 'test')['num_listed']
+    if mode != tf.estimator.ModeKeys.TRAIN and listed > params.max_eval_videos:
+      raise ValueError(f'max_eval_videos={params.max_eval_videos} is smaller than the '
+                       f'{listed} videos of the eval split '
+                       f'({manifest.manifest_path(params.data_dir, "test")})')
 
 
 def make_input_fn(params: Any, mode: str) -> InputFn:

@@ -13,6 +13,10 @@ Layout (exactly the release's):
   computed from the .avi files by the TV-L1 extractor (//input_fn:extract_flow) with
   SYNTHETIC_FLOW settings.
 
+The directory also gets `<out>/.make_synthetic_ucf101.json` (the options). A non-empty
+--out without it (e.g. a real UCF101 root) is refused: nothing there is overwritten. A
+directory this tool wrote is replaced.
+
 25 groups per class; split N puts groups 7(N-1)+1 .. 7N in the test list (split 1: 01-07).
 Classes differ only in motion: every video shows a random textured square on a random
 textured background, starting at a random place and moving with wrap-around; the class sets
@@ -22,16 +26,17 @@ class, so telling classes apart needs time.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import shutil
 import sys
 from typing import Any
 
 import numpy as np
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from input_fn import ucf101, video_io  # noqa: E402
+from input_fn import ucf101, video_io
+from towers.options import option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -41,6 +46,48 @@ BASE_SPEED = 1.5  # pixels per frame
 # extract_flow settings for these small frames: frames kept as written, a coarse TV-L1
 # (3 scales, 3 warps, epsilon 0.05: about 10x faster than OpenCV's defaults).
 SYNTHETIC_FLOW = {'short_side': 0, 'tvl1_scales': 3, 'tvl1_warps': 3, 'tvl1_epsilon': 0.05}
+MARKER = '.make_synthetic_ucf101.json'
+WRITTEN = ('UCF-101', 'ucfTrainTestlist', 'jpegs_256', ucf101.FRAME_LIST_NAME,
+           ucf101.FLOW_DIR_NAME, ucf101.FLOW_LIST_NAME, MARKER)
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticOptions:
+  """The options of //input_fn:make_synthetic_ucf101 (one flag per field)."""
+  out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
+                    path=True)
+  classes: int = option(6, 'Number of classes (8 directions per speed level).')
+  groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7).')
+  clips_per_group: int = option(1, 'Clips per group.')
+  width: int = option(64, 'Frame width in pixels.')
+  height: int = option(48, 'Frame height in pixels.')
+  min_frames: int = option(24, 'Fewest frames per video.')
+  max_frames: int = option(40, 'Most frames per video.')
+  object_size: int = option(16, 'Side of the moving square in pixels.')
+  seed: int = option(0, 'Random seed (same seed, same files).')
+  write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
+  write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
+                            '//input_fn:extract_flow) and flow.txt.')
+
+
+class SyntheticError(ValueError):
+  """The options or --out cannot be used; the message says which and why."""
+
+
+def claim_out_dir(out: str) -> None:
+  """Refuses a non-empty `out` this tool did not write (`SyntheticError` naming what is
+  there); removes what it wrote before in one it did."""
+  if os.path.exists(out) and not os.path.isdir(out):
+    raise SyntheticError(f'--out={out} is a file')
+  children = sorted(os.listdir(out)) if os.path.isdir(out) else []
+  if children and MARKER not in children:
+    raise SyntheticError(f'--out={out} is not empty ({len(children)} entries, e.g. '
+                         f'{children[0]}) and was not written by make_synthetic_ucf101: '
+                         'nothing is overwritten; choose a new or empty directory')
+  for name in children:
+    if name in WRITTEN:
+      path = os.path.join(out, name)
+      shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
 
 def class_motion(label: int) -> tuple[str, tuple[float, float]]:
@@ -81,18 +128,27 @@ def _write_lines(path: str, lines: list[str]) -> None:
     f.write(''.join(line + '\r\n' for line in lines).encode())
 
 
-def make_dataset(out: str, classes: int = 6, groups: int = GROUPS, clips_per_group: int = 1,
-                 width: int = 64, height: int = 48, min_frames: int = 24,
-                 max_frames: int = 40, object_size: int = 16, seed: int = 0,
-                 write_frames: bool = False, write_flow: bool = False) -> dict[str, Any]:
-  """Writes the dataset under `out` (see the module docstring); returns a summary dict with
-  the class names and video count. Deterministic for a given seed."""
-  if groups < ucf101.GROUPS_PER_SPLIT + 1:
-    raise ValueError(f'groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has training data')
-  rng = np.random.default_rng(seed)
+def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
+  """Writes the dataset under `out` (see the module docstring); `settings` are
+  `SyntheticOptions` fields. Returns a summary dict with the class names and video count.
+  Deterministic for a given seed. Raises `SyntheticError` (see `claim_out_dir`)."""
+  options = SyntheticOptions(out=out, **settings)
+  if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
+    raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
+                         f'training data, got {options.groups}')
+  if not 1 <= options.min_frames <= options.max_frames:
+    raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
+                         f'and {options.max_frames}')
+  if options.classes < 1:
+    raise SyntheticError(f'--classes must be >= 1, got {options.classes}')
+  claim_out_dir(out)
+  os.makedirs(out, exist_ok=True)
+  with open(os.path.join(out, MARKER), 'w') as f:
+    json.dump(dataclasses.asdict(options), f, indent=1)
+  rng = np.random.default_rng(options.seed)
   split_dir = os.path.join(out, 'ucfTrainTestlist')
   os.makedirs(split_dir, exist_ok=True)
-  names = [class_motion(c)[0] for c in range(classes)]
+  names = [class_motion(c)[0] for c in range(options.classes)]
   _write_lines(os.path.join(split_dir, ucf101.CLASS_INDEX_FILE),
                [f'{c + 1} {name}' for c, name in enumerate(names)])
   videos = []  # (class label, group, rel path, stem, frames)
@@ -100,15 +156,16 @@ def make_dataset(out: str, classes: int = 6, groups: int = GROUPS, clips_per_gro
   for label, name in enumerate(names):
     _, velocity = class_motion(label)
     os.makedirs(os.path.join(out, 'UCF-101', name), exist_ok=True)
-    for group in range(1, groups + 1):
-      for clip in range(1, clips_per_group + 1):
+    for group in range(1, options.groups + 1):
+      for clip in range(1, options.clips_per_group + 1):
         stem = f'v_{name}_g{group:02d}_c{clip:02d}'
-        count = int(rng.integers(min_frames, max_frames + 1))
-        video = render_video(rng, velocity, count, width, height, object_size)
+        count = int(rng.integers(options.min_frames, options.max_frames + 1))
+        video = render_video(rng, velocity, count, options.width, options.height,
+                             options.object_size)
         rel = f'{name}/{stem}.avi'
         video_io.write_video(os.path.join(out, 'UCF-101', rel), video)
         videos.append((label, group, rel))
-        if write_frames:
+        if options.write_frames:
           folder = os.path.join(out, 'jpegs_256', stem)
           os.makedirs(folder, exist_ok=True)
           for t, frame in enumerate(video):
@@ -121,47 +178,34 @@ def make_dataset(out: str, classes: int = 6, groups: int = GROUPS, clips_per_gro
                  [f'{rel} {label + 1}' for label, group, rel in videos if group not in test])
     _write_lines(os.path.join(split_dir, f'testlist{split:02d}.txt'),
                  [rel for label, group, rel in videos if group in test])
-  if write_frames:
+  if options.write_frames:
     _write_lines(os.path.join(out, ucf101.FRAME_LIST_NAME), frame_rows)
-  if write_flow:
+  if options.write_flow:
     from input_fn import extract_flow
     extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=out, **SYNTHETIC_FLOW))
   return {'classes': names, 'videos': len(videos), 'out': out}
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  from absl import flags
-  f = flags.FLAGS
-  out = f.out
-  if not os.path.isabs(out) and os.environ.get('BUILD_WORKING_DIRECTORY'):
-    out = os.path.join(os.environ['BUILD_WORKING_DIRECTORY'], out)
-  summary = make_dataset(out, f.classes, f.groups, f.clips_per_group, f.width, f.height,
-                         f.min_frames, f.max_frames, f.object_size, f.seed, f.write_frames,
-                         f.write_flow)
+def main(argv: list[str]) -> int:
+  if len(argv) > 1:
+    print(f'make_synthetic_ucf101: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
+    return 2
+  options = cli.options_from_flags(SyntheticOptions)
+  if not options.out:
+    print('make_synthetic_ucf101: --out is required', file=sys.stderr)
+    return 2
+  settings = {k: v for k, v in dataclasses.asdict(options).items() if k != 'out'}
+  try:
+    summary = make_dataset(options.out, **settings)
+  except SyntheticError as e:
+    print(f'make_synthetic_ucf101: {e}', file=sys.stderr)
+    return 2
   print(f'make_synthetic_ucf101: wrote {summary["videos"]} videos of '
-        f'{len(summary["classes"])} classes to {out}')
-
-
-def _define_flags() -> None:
-  from absl import flags
-  flags.DEFINE_string('out', None, 'Output directory (relative: to the working directory).')
-  flags.DEFINE_integer('classes', 6, 'Number of classes (8 directions per speed level).')
-  flags.DEFINE_integer('groups', GROUPS, 'Groups per class (UCF101 has 25).')
-  flags.DEFINE_integer('clips_per_group', 1, 'Clips per group.')
-  flags.DEFINE_integer('width', 64, 'Frame width in pixels.')
-  flags.DEFINE_integer('height', 48, 'Frame height in pixels.')
-  flags.DEFINE_integer('min_frames', 24, 'Fewest frames per video.')
-  flags.DEFINE_integer('max_frames', 40, 'Most frames per video.')
-  flags.DEFINE_integer('object_size', 16, 'Side of the moving square in pixels.')
-  flags.DEFINE_integer('seed', 0, 'Random seed (same seed, same files).')
-  flags.DEFINE_bool('write_frames', False, 'Also write jpegs_256/ frame folders and rgb.txt.')
-  flags.DEFINE_bool('write_flow', False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
-                    '//input_fn:extract_flow) and flow.txt.')
-  flags.mark_flag_as_required('out')
+        f'{len(summary["classes"])} classes to {options.out}')
+  return 0
 
 
 if __name__ == '__main__':
-  from absl import app
-  _define_flags()
-  app.run(main)
+  from towers import cli
+  cli.define_flags(SyntheticOptions)
+  cli.run(main)

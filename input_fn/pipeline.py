@@ -13,15 +13,21 @@
   params.eval_clips clips per video with starts spread evenly over the video, centre crop,
   no flip; `video_index` is the video's position in the eval split (0..num_videos-1), so
   clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
-* PREDICT: the EVAL features without labels.
+  Also `videos_listed` int64 [b]: how many videos the manifest says this evaluation should
+  see, so the model_fn can report videos evaluated of videos listed.
+* PREDICT: the EVAL features (without `videos_listed`) and no labels.
+
+Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
+all checked to exist; other files in the directory are never read.
 
 Hot path: files are sharded per worker (`input_context`, else TF_CONFIG), shuffled and read
 interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
 gathers only those JPEG strings and decodes only the kept crop of each
 (`tf.image.decode_and_crop_jpeg`). No Python runs per element. A record that fails (corrupt
 proto, undecodable JPEG, no frames, label out of range) is skipped, never fatal: skipped
-records are counted and the running count is logged (TensorFlow warning log,
-`input_fn: skipped N bad record(s)`); `with_skipped_count=True` also puts the count in the
+records are counted in records, including those a damaged file takes with it (each file
+yields exactly the number of records its manifest lists, see `read_listed_records`), and
+the running count is logged (TensorFlow warning log, `input_fn: skipped N bad record(s)`); `with_skipped_count=True` also puts the count in the
 features as `skipped_records` (int64 [b]).
 """
 
@@ -33,7 +39,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from input_fn import records
+from input_fn import manifest, records
 
 ModeKeys = tf.estimator.ModeKeys
 AUTOTUNE = tf.data.AUTOTUNE
@@ -281,13 +287,19 @@ def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
 
 
 def record_files(data_dir: str, subset: str) -> list[str]:
-  """Sorted shard files of `subset` ('train' or 'test') in `data_dir`."""
-  pattern = os.path.join(data_dir, records.SHARD_GLOB.format(subset=subset))
-  files = sorted(tf.io.gfile.glob(pattern))
-  if not files:
-    raise FileNotFoundError(f'no TFRecord shards match {pattern}: run //input_fn:prepare '
-                            f'with --out={data_dir}')
-  return files
+  """Sorted paths of every shard of `subset` ('train' or 'test') that the manifest of
+  `data_dir` lists; `manifest.ManifestError` if the manifest is missing or a listed file is.
+  Other files in `data_dir` (stale shards, another dataset) are never read."""
+  return sorted(path for path, _ in manifest.shard_paths(data_dir, subset))
+
+
+def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.Dataset:
+  """Exactly `records_listed` elements from the shard at `path`: its records, and for every
+  record lost to corruption (a damaged record ends the read of its file) an empty string,
+  which fails parsing downstream and so is counted as one skipped record."""
+  readable = tf.data.TFRecordDataset(path, buffer_size=READ_BUFFER_BYTES).ignore_errors()
+  lost = tf.data.Dataset.from_tensors(tf.constant(b'')).repeat()
+  return readable.concatenate(lost).take(records_listed)
 
 
 def _batch_size(params: Any, training: bool,
@@ -309,13 +321,14 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   training = mode == ModeKeys.TRAIN
   threads = params.input_threads or AUTOTUNE
   num_shards, shard_index = worker_shard(input_context)
-  files, shard_records = shard_files(
-      record_files(params.data_dir, 'train' if training else 'test'), num_shards, shard_index)
+  listed = dict(manifest.shard_paths(params.data_dir, 'train' if training else 'test'))
+  files, shard_records = shard_files(list(listed), num_shards, shard_index)
   T, S = params.clip_frames, params.crop_size
   stream = getattr(params, 'stream', 'rgb')
 
-  dataset = tf.data.Dataset.from_tensor_slices(files)
-  read = lambda f: tf.data.TFRecordDataset(f, buffer_size=READ_BUFFER_BYTES)
+  dataset = tf.data.Dataset.from_tensor_slices(
+      (files, tf.constant([listed[f] for f in files], tf.int64)))
+  read = read_listed_records
   if training and not shard_records:
     dataset = dataset.shuffle(len(files), reshuffle_each_iteration=True).repeat()
     dataset = dataset.interleave(read, cycle_length=min(len(files), 8), block_length=1,
@@ -357,8 +370,14 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     dataset = dataset.flat_map(per_clip)
     dataset = dataset.batch(_batch_size(params, False, input_context))
 
+    videos_listed = sum(listed[f] for f in files)
+    if shard_records:
+      videos_listed = len(range(shard_index, videos_listed, num_shards))
+
     def features_labels(skipped, clip, label, index):
       features = {'clips': to_unit_range(clip), 'video_index': index}
+      if mode == ModeKeys.EVAL:
+        features['videos_listed'] = tf.fill(tf.shape(index), tf.constant(videos_listed, tf.int64))
       if with_skipped_count:
         features['skipped_records'] = skipped
       return features, label

@@ -11,16 +11,23 @@ One record per video (schema: `input_fn/records.py`): its frames as JPEG bytes (
 decoded with OpenCV and resized so the short side is --short_side, default 256; frame
 folders are copied, re-encoded only if they need resizing), label, name, frame count and its
 index in the split list. Writes `<out>/{train,test}-SSSSS-of-NNNNN.tfrecord` and
-`<out>/{train,test}.manifest.json` (counts per class and per shard, every skipped input
-with its reason), and prints a summary line per subset.
+`<out>/{train,test}.manifest.json`, the table of contents (`input_fn/manifest.py`: source,
+settings, every shard with its record count and videos, every skipped input with its
+reason), and prints a summary line per subset whose numbers add up: records + skipped =
+listed videos.
 
+* One dataset per directory: --out holding another dataset (other source, split or
+  settings) stops with the differences named; --overwrite replaces it, stale shards included.
+  Shards of this dataset that the new manifest does not list are removed.
 * All cores: shards are converted by a process pool (--workers, default all CPUs).
 * Progress: videos done, rate and ETA on stderr.
 * Resumable and idempotent: a shard is written to a temporary file and renamed when
-  complete, then described in `<out>/.shards/<shard>.json` with a fingerprint of its inputs
-  and settings. A rerun keeps every finished shard whose fingerprint matches and converts only
-  the rest, so an interrupted run resumed gives the same files as an uninterrupted one, and
-  a rerun of a finished preparation changes nothing.
+  complete, then described in `<out>/.shards/<shard>.json` with a fingerprint of its inputs,
+  their identity on disk (size and mtime of each video file or frame folder) and the
+  settings. A rerun keeps every finished shard whose fingerprint matches and converts only
+  the rest, so an interrupted run resumed gives the same files as an uninterrupted one, a
+  rerun of a finished preparation changes nothing, and a changed or repaired video is
+  converted again.
 * Bad input (unreadable, truncated or empty video, missing file/folder/frames, malformed
   list line, unknown class, label out of range) is skipped and reported; --strict stops at
   the first one with an error naming the file and line.
@@ -39,43 +46,83 @@ import sys
 import time
 from typing import Any, Callable
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from input_fn import flow, flow_records
+from input_fn import manifest as manifest_lib
+from input_fn import ucf101, video_io
+from input_fn.ucf101 import InputError, Problem
+from towers.options import option
 
-from input_fn import flow_records, ucf101, video_io  # noqa: E402
-from input_fn.ucf101 import InputError, Problem  # noqa: E402
-
-FORMAT_VERSION = 1
-SHARD_STATE_DIR = '.shards'
+FORMAT_VERSION = 2
+SHARD_STATE_DIR = manifest_lib.STATE_DIR
 
 
 @dataclasses.dataclass(frozen=True)
 class PrepareConfig:
-  """What to convert and how. Empty directory fields are found under `data_dir`:
-  split files in ucfTrainTestlist/ (else data_dir), videos in UCF-101/, frame folders in
-  jpegs_256/, the frame info list at data_dir/rgb.txt (optional); flow in tvl1_flow/ with
-  its list at data_dir/flow.txt (optional)."""
-  source: str  # 'videos', 'frames' or 'flow'
-  data_dir: str
-  out: str
-  split: int = 1
-  subsets: tuple[str, ...] = ('train', 'test')
-  split_dir: str = ''
-  videos_dir: str = ''
-  frames_dir: str = ''
-  frame_list: str = ''
-  flow_dir: str = ''
-  flow_list: str = ''
-  short_side: int = 256
-  jpeg_quality: int = 90
-  videos_per_shard: int = 64
-  workers: int = 0  # 0: os.cpu_count(); 1: in this process
-  strict: bool = False
-  stop_after_shards: int = 0  # for tests: stop (as if interrupted) after this many shards
+  """What to convert and how: the options of //input_fn:prepare (one flag per field).
+  Empty directory fields are found under `data_dir`."""
+  data_dir: str = option('', 'UCF101 root (required).', path=True)
+  out: str = option('', 'Output directory for shards and manifests (required); holds one '
+                    'dataset.', path=True)
+  source: str = option('videos', 'videos: UCF-101/<Class>/*.avi; frames: '
+                       'jpegs_256/<video>/frame%06d.jpg; flow: tvl1_flow/{u,v}/<video>/'
+                       'frame%06d.jpg (//input_fn:extract_flow).',
+                       choices=('videos', 'frames', 'flow'))
+  split: int = option(1, 'Official split: 1, 2 or 3.')
+  subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
+  split_dir: str = option('', 'Directory of classInd.txt and the lists (default: '
+                          'data_dir/ucfTrainTestlist or data_dir).', path=True)
+  videos_dir: str = option('', 'Directory of the class folders of .avi files (default: '
+                           'data_dir/UCF-101 or data_dir).', path=True)
+  frames_dir: str = option('', 'Directory of the frame folders (default: data_dir/jpegs_256 '
+                           'or data_dir).', path=True)
+  frame_list: str = option('', 'Frame info list "name path nframes label0" (default: '
+                           'data_dir/rgb.txt if present).', path=True)
+  flow_dir: str = option('', 'source=flow: folder holding u/ and v/ (default: '
+                         'data_dir/tvl1_flow).', path=True)
+  flow_list: str = option('', 'source=flow: I3D_Finetune\'s list "name path nframes label0", '
+                          'path holding {:s} for u/v (default: data_dir/flow.txt if present).',
+                          path=True)
+  short_side: int = option(256, 'Resize frames so the short side is this; 0 keeps.')
+  jpeg_quality: int = option(90, 'JPEG quality of re-encoded frames (1-100).')
+  videos_per_shard: int = option(64, 'Videos per shard (sets the shard count).')
+  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: no pool.')
+  strict: bool = option(False, 'Fail on the first bad input instead of skipping it.')
+  overwrite: bool = option(False, 'Replace the dataset --out holds, whatever it is: its '
+                           'shards, manifests and resume state are removed first (other '
+                           'files stay).')
+  stop_after_shards: int = option(0, 'For tests: stop, as if interrupted, after this many '
+                                  'shards (0: never).')
 
 
 class PrepareInterrupted(RuntimeError):
   """Raised when `stop_after_shards` shards are done (simulated interruption)."""
+
+
+class PrepareError(ValueError):
+  """The options or --out cannot be used; the message names the flag and the fix."""
+
+
+def check_config(config: PrepareConfig) -> None:
+  """Raises `PrepareError` naming the first option that cannot work."""
+  if not config.data_dir:
+    raise PrepareError('--data_dir is required: the UCF101 root')
+  if not config.out:
+    raise PrepareError('--out is required: the directory for the shards and manifests')
+  if config.split not in (1, 2, 3):
+    raise PrepareError(f'--split must be 1, 2 or 3, got {config.split}')
+  unknown = [s for s in config.subsets if s not in manifest_lib.SUBSETS]
+  if unknown or not config.subsets:
+    raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}')
+  if config.videos_per_shard < 1:
+    raise PrepareError(f'--videos_per_shard must be >= 1, got {config.videos_per_shard}')
+  if config.short_side < 0:
+    raise PrepareError(f'--short_side must be >= 0, got {config.short_side}')
+  if not 1 <= config.jpeg_quality <= 100:
+    raise PrepareError(f'--jpeg_quality must be in 1..100, got {config.jpeg_quality}')
+  if config.workers < 0:
+    raise PrepareError(f'--workers must be >= 0, got {config.workers}')
+  if os.path.exists(config.out) and not os.path.isdir(config.out):
+    raise PrepareError(f'--out={config.out} is a file, not a directory')
 
 
 # --- One video -----------------------------------------------------------------------------
@@ -87,6 +134,44 @@ def _frames_problem_kind(reason: str) -> str:
   if reason.startswith('no frame'):
     return 'no readable frame'
   return 'missing frames'
+
+
+def _frame_folder(task: dict[str, Any], entry: ucf101.VideoEntry) -> str:
+  """The frame folder of `entry`: the frame list's path, else frames_dir/<video> (any case)."""
+  info = task['frame_info']
+  folder = info['path'] if info and os.path.isdir(info['path']) else os.path.join(
+      task['frames_dir'], entry.name)
+  if not os.path.isdir(folder):
+    folder = ucf101.find_child(task['frames_dir'], entry.name) or folder
+  return folder
+
+
+def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
+  """{'size', 'mtime_ns'} of the task's video file, or of its frame folder (flow: its u and
+  v folders): bytes of all their files, the latest mtime of the folders and files; None when
+  one is missing. Any edit, repair or replacement of the source changes it."""
+  entry = ucf101.VideoEntry(**task['entry'])
+  if task['source'] == 'videos':
+    path = ucf101.resolve_video(task['videos_dir'], entry)
+    if path is None:
+      return None
+    stat = os.stat(path)
+    return {'size': stat.st_size, 'mtime_ns': stat.st_mtime_ns}
+  if task['source'] == 'flow':
+    info = task['frame_info']
+    folders = flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path'])
+  else:
+    folders = [_frame_folder(task, entry)]
+  if not all(os.path.isdir(f) for f in folders):
+    return None
+  size, mtime = 0, 0
+  for folder in folders:
+    mtime = max(mtime, os.stat(folder).st_mtime_ns)
+    with os.scandir(folder) as children:
+      for child in children:
+        stat = child.stat()
+        size, mtime = size + stat.st_size, max(mtime, stat.st_mtime_ns)
+  return {'size': size, 'mtime_ns': mtime}
 
 
 def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
@@ -112,10 +197,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
     height, width = frames.shape[1:3]
   else:
     info = task['frame_info']
-    folder = info['path'] if info and os.path.isdir(info['path']) else os.path.join(
-        task['frames_dir'], entry.name)
-    if not os.path.isdir(folder):
-      folder = ucf101.find_child(task['frames_dir'], entry.name) or folder
+    folder = _frame_folder(task, entry)
     if info and info['label'] != entry.label:
       return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} '
                            f'differs from the split\'s {entry.label} for {entry.name}',
@@ -171,10 +253,12 @@ def convert_shard(shard: dict[str, Any],
       else:
         writer.write(record)
         counts[task['entry']['class_name']] += 1
-        videos.append(task['entry']['name'])
+        videos.append({'name': task['entry']['name'], 'label': task['entry']['label'],
+                       **(task['identity'] or {})})
       report(1)
   os.replace(temporary, final)
   state = {'file': shard['file'], 'fingerprint': shard['fingerprint'], 'records': len(videos),
+           'file_identity': _file_identity(final),
            'counts_per_class': dict(sorted(counts.items())), 'videos': videos,
            'skipped': skipped}
   state_path = _state_path(shard['out'], shard['file'])
@@ -195,19 +279,21 @@ def _finished_state(out: str, file: str, fingerprint: str) -> dict[str, Any] | N
       state = json.load(f)
   except (OSError, ValueError):
     return None
-  if state.get('fingerprint') != fingerprint or not os.path.exists(os.path.join(out, file)):
+  path = os.path.join(out, file)
+  if state.get('fingerprint') != fingerprint or not os.path.exists(path) or \
+      state.get('file_identity') != _file_identity(path):
     return None
   return state
 
 
+def _file_identity(path: str) -> list[int]:
+  """[size, mtime_ns] of a written shard: a shard changed after it was written (edited,
+  truncated, replaced) no longer matches its state and is converted again."""
+  stat = os.stat(path)
+  return [stat.st_size, stat.st_mtime_ns]
+
+
 # --- Whole preparation ---------------------------------------------------------------------
-
-
-def _resolve(path: str) -> str:
-  base = os.environ.get('BUILD_WORKING_DIRECTORY')
-  if path and base and not os.path.isabs(path):
-    return os.path.join(base, path)
-  return path
 
 
 def _format_seconds(seconds: float) -> str:
@@ -240,25 +326,52 @@ class _Progress:
       self.stream.flush()
 
 
-def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
-  """Reads the split and returns it with the shard plan per subset (no video is opened)."""
-  data_dir = _resolve(config.data_dir)
-  split_dir = _resolve(config.split_dir) or ucf101.find_dir(
-      data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
-  split = ucf101.read_split(split_dir, config.split)
-  videos_dir = _resolve(config.videos_dir) or ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
-  frames_dir = _resolve(config.frames_dir) or ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
-  frame_list = _resolve(config.frame_list) or (
-      ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or '')
-  flow_dir = _resolve(config.flow_dir) or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
-  if config.source == 'flow':
-    frame_list = _resolve(config.flow_list) or (
+def _source_paths(config: PrepareConfig) -> dict[str, str]:
+  """The source's resolved directories and files (empty ones found under data_dir)."""
+  data_dir = os.path.realpath(config.data_dir)
+  found = {
+      'data_dir': data_dir,
+      'split_dir': config.split_dir or ucf101.find_dir(
+          data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE),
+  }
+  if config.source == 'videos':
+    found['videos_dir'] = config.videos_dir or ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
+  elif config.source == 'frames':
+    found['frames_dir'] = config.frames_dir or ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
+    found['frame_list'] = config.frame_list or (
+        ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or '')
+  else:
+    found['flow_dir'] = config.flow_dir or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
+    found['flow_list'] = config.flow_list or (
         ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME) or '')
+  return {k: os.path.realpath(v) if v else v for k, v in found.items()}
+
+
+def record_kind(source: str) -> str:
+  """What the records of `source` hold (manifest `kind`): 'flow' or 'rgb'."""
+  return 'flow' if source == 'flow' else 'rgb'
+
+
+def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
+  """What makes --out the same dataset (see `input_fn/manifest.py`)."""
+  return manifest_lib.identity(record_kind(config.source), config.source,
+                               _source_paths(config), config.split, config.short_side,
+                               config.jpeg_quality, config.videos_per_shard)
+
+
+def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
+  """Reads the split and returns it with the shard plan per subset (no video is opened;
+  each source file or frame folder is stat'ed for its identity)."""
+  source = _source_paths(config)
+  split = ucf101.read_split(source['split_dir'], config.split)
+  videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
+  flow_dir = source.get('flow_dir', '')
+  frame_list = source.get('frame_list') or source.get('flow_list', '')
   infos: dict[str, ucf101.FrameInfo] = {}
   if config.source in ('frames', 'flow') and frame_list:
     infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
-  out = _resolve(config.out)
+  from input_fn import records
   plans = {}
   for subset in config.subsets:
     entries = split.subset(subset)
@@ -268,37 +381,69 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
       tasks = []
       for entry in entries[s::num_shards]:
         info = infos.get(entry.key)
-        tasks.append({
+        task = {
             'entry': dataclasses.asdict(entry), 'source': config.source,
             'videos_dir': videos_dir, 'frames_dir': frames_dir, 'frame_list': frame_list,
             'flow_dir': flow_dir,
             'frame_info': dataclasses.asdict(info) if info else None,
-            'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality})
+            'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality}
+        task['identity'] = source_identity(task)
+        tasks.append(task)
       fingerprint = hashlib.sha256(json.dumps(
-          [FORMAT_VERSION, config.source, config.short_side, config.jpeg_quality,
+          [FORMAT_VERSION, config.source, source, config.short_side, config.jpeg_quality,
            [(t['entry']['name'], t['entry']['label'], t['entry']['index'],
-             t['frame_info']) for t in tasks]], sort_keys=True).encode()).hexdigest()
-      from input_fn import records
+             t['frame_info'], t['identity']) for t in tasks]], sort_keys=True).encode()
+      ).hexdigest()
       shards.append({'file': records.SHARD_PATTERN.format(subset=subset, shard=s,
                                                           num_shards=num_shards),
-                     'out': out, 'tasks': tasks, 'fingerprint': fingerprint,
+                     'out': config.out, 'tasks': tasks, 'fingerprint': fingerprint,
                      'strict': config.strict})
     plans[subset] = shards
   return split, plans
 
 
-def _list_problems(split: ucf101.Split, subset: str) -> list[Problem]:
-  other = 'test' if subset == 'train' else 'train'
+def _subset_problems(split: ucf101.Split, subset: str) -> list[Problem]:
+  """Problems of lines of `subset`'s own list file (each a listed video not converted)."""
   return [p for p in split.problems
-          if not os.path.basename(p.source).lower().startswith(other + 'list')]
+          if os.path.basename(p.source).lower().startswith(subset + 'list')]
+
+
+def _other_problems(split: ucf101.Split) -> list[Problem]:
+  """Problems of lines that list no video of a subset (classInd.txt, the frame list)."""
+  return [p for p in split.problems
+          if not os.path.basename(p.source).lower().startswith(('trainlist', 'testlist'))]
+
+
+def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
+  """Makes --out hold this dataset: stops naming the differences when it holds another
+  one (or data without identity). --overwrite removes whatever dataset it holds first."""
+  asked = dataset_identity(config)
+  here = manifest_lib.read_identity(config.out) if os.path.isdir(config.out) else None
+  existing = manifest_lib.dataset_files(config.out) if os.path.isdir(config.out) else []
+  if here is None and existing:
+    found = ['it holds prepared files without a dataset identity (an older prepare, or '
+             'another tool)']
+  else:
+    found = manifest_lib.differences(here, asked) if here is not None else []
+  if found and not config.overwrite:
+    raise PrepareError(f'--out={config.out} holds another dataset ({"; ".join(found)}): '
+                       'use another --out, or --overwrite to replace it')
+  if config.overwrite and existing:
+    removed = manifest_lib.remove_dataset(config.out)
+    log(f'prepare: --overwrite: removed the dataset in {config.out} ({removed} shard files)')
+  manifest_lib.write_identity(config.out, asked)
 
 
 def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
-  """Runs the preparation; returns {subset: manifest}. See the module docstring."""
+  """Runs the preparation; returns {subset: manifest}. See the module docstring.
+  Raises `PrepareError` (bad options, --out holding another dataset), `InputError`
+  (--strict) or FileNotFoundError (split files)."""
+  check_config(config)
   split, plans = plan(config)
   if config.strict and split.problems:
     raise InputError(split.problems[0])
-  out = _resolve(config.out)
+  claim_out_dir(config, log)
+  out = config.out
   os.makedirs(os.path.join(out, SHARD_STATE_DIR), exist_ok=True)
   workers = config.workers or os.cpu_count() or 1
   states: dict[str, dict[str, Any]] = {}
@@ -348,28 +493,38 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[s
         progress.add(queue.get())
   manifests = {}
   for subset, shards in plans.items():
-    manifests[subset] = _write_manifest(config, split, subset, shards, states, out)
-    log(summary_line(manifests[subset]))
+    manifests[subset] = make_manifest(config, split, subset, shards, states)
+    manifest_lib.write(out, manifests[subset])
+    stale = manifest_lib.stale_shards(out, subset, [s['file'] for s in shards])
+    for file in stale:
+      os.remove(os.path.join(out, file))
+      if os.path.exists(_state_path(out, file)):
+        os.remove(_state_path(out, file))
+    log(summary_line(manifests[subset]) +
+        (f'; removed {len(stale)} stale shard(s) of an earlier shard plan' if stale else ''))
   return manifests
 
 
-def _write_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
-                    shards: list[dict[str, Any]], states: dict[str, dict[str, Any]],
-                    out: str) -> dict[str, Any]:
-  from input_fn import records
+def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
+                  shards: list[dict[str, Any]], states: dict[str, dict[str, Any]]
+                  ) -> dict[str, Any]:
+  """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:
+  num_records + num_skipped == num_listed (every line of the subset's list)."""
   counts = collections.Counter()
-  skipped = [p.to_json() for p in _list_problems(split, subset)]
+  skipped = [p.to_json() for p in _subset_problems(split, subset)]
   shard_rows = []
   for shard in shards:
     state = states[shard['file']]
     counts.update(state['counts_per_class'])
     skipped.extend(state['skipped'])
     shard_rows.append({'file': shard['file'], 'records': state['records'],
-                       'counts_per_class': state['counts_per_class']})
-  manifest = {
-      'subset': subset, 'split': config.split, 'source': config.source,
-      'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality,
-      'num_listed': len(split.subset(subset)),
+                       'counts_per_class': state['counts_per_class'],
+                       'videos': [dict(sorted(v.items())) for v in state['videos']]})
+  other = [p.to_json() for p in _other_problems(split)]
+  identity = dataset_identity(config)
+  return {
+      'format_version': manifest_lib.FORMAT_VERSION, **identity, 'subset': subset,
+      'num_listed': len(split.subset(subset)) + len(_subset_problems(split, subset)),
       'num_records': sum(r['records'] for r in shard_rows),
       'num_skipped': len(skipped),
       'num_classes': len(split.classes), 'classes': list(split.classes.names),
@@ -377,72 +532,40 @@ def _write_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
       'shards': shard_rows,
       'skipped_by_kind': dict(sorted(collections.Counter(s['kind'] for s in skipped).items())),
       'skipped': skipped,
+      'unread_lines': other,
   }
-  path = os.path.join(out, records.MANIFEST.format(subset=subset))
-  with open(path + '.tmp', 'w') as f:
-    json.dump(manifest, f, indent=1)
-  os.replace(path + '.tmp', path)
-  return manifest
 
 
 def summary_line(manifest: dict[str, Any]) -> str:
-  """`prepare: train: 9537 records in 150 shards (101 classes); skipped 2: 1 missing file, ...`"""
+  """`prepare: train: 9537 of 9537 listed videos -> records in 150 shards (101 classes);
+  skipped 2: 1 missing file, ...` (records + skipped = listed)."""
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
-  return (f'prepare: {manifest["subset"]}: {manifest["num_records"]} records in '
-          f'{len(manifest["shards"])} shards ({manifest["num_classes"]} classes) of '
-          f'{manifest["num_listed"]} listed videos; skipped {manifest["num_skipped"]}'
-          f'{": " + kinds if kinds else ""}')
+  unread = manifest.get('unread_lines', [])
+  files = ', '.join(sorted({os.path.basename(p['input']) for p in unread}))
+  return (f'prepare: {manifest["subset"]}: {manifest["num_records"]} records of '
+          f'{manifest["num_listed"]} listed videos in {len(manifest["shards"])} shards '
+          f'({manifest["num_classes"]} classes); skipped {manifest["num_skipped"]}'
+          f'{": " + kinds if kinds else ""}'
+          f'{f"; {len(unread)} unusable line(s) in {files}" if unread else ""}')
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  from absl import flags
-  f = flags.FLAGS
-  config = PrepareConfig(
-      source=f.source, data_dir=f.data_dir, out=f.out, split=f.split,
-      subsets=tuple(s for s in f.subsets if s), split_dir=f.split_dir,
-      videos_dir=f.videos_dir, frames_dir=f.frames_dir, frame_list=f.frame_list,
-      flow_dir=f.flow_dir, flow_list=f.flow_list,
-      short_side=f.short_side, jpeg_quality=f.jpeg_quality,
-      videos_per_shard=f.videos_per_shard, workers=f.workers, strict=f.strict)
+def main(argv: list[str]) -> int:
+  if len(argv) > 1:
+    print(f'prepare: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
+    return 2
+  config = cli.options_from_flags(PrepareConfig)
   try:
     prepare(config)
   except InputError as e:
-    sys.exit(f'prepare: --strict: {e}')
-  except FileNotFoundError as e:
-    sys.exit(f'prepare: {e}')
-
-
-def _define_flags() -> None:
-  from absl import flags
-  flags.DEFINE_enum('source', 'videos', ['videos', 'frames', 'flow'],
-                    'videos: UCF-101/<Class>/*.avi; frames: jpegs_256/<video>/frame%06d.jpg; '
-                    'flow: tvl1_flow/{u,v}/<video>/frame%06d.jpg (//input_fn:extract_flow).')
-  flags.DEFINE_string('data_dir', None, 'UCF101 root (relative: to the working directory).')
-  flags.DEFINE_string('out', None, 'Output directory for shards and manifests.')
-  flags.DEFINE_integer('split', 1, 'Official split: 1, 2 or 3.')
-  flags.DEFINE_list('subsets', ['train', 'test'], 'Subsets to convert.')
-  flags.DEFINE_string('split_dir', '', 'Directory of classInd.txt and the lists '
-                      '(default: data_dir/ucfTrainTestlist or data_dir).')
-  flags.DEFINE_string('videos_dir', '', 'Directory of the class folders of .avi files '
-                      '(default: data_dir/UCF-101 or data_dir).')
-  flags.DEFINE_string('frames_dir', '', 'Directory of the frame folders '
-                      '(default: data_dir/jpegs_256 or data_dir).')
-  flags.DEFINE_string('frame_list', '', 'Frame info list "name path nframes label0" '
-                      '(default: data_dir/rgb.txt if present).')
-  flags.DEFINE_string('flow_dir', '', 'source=flow: folder holding u/ and v/ '
-                      '(default: data_dir/tvl1_flow).')
-  flags.DEFINE_string('flow_list', '', 'source=flow: I3D_Finetune\'s list "name path nframes '
-                      'label0", path holding {:s} for u/v (default: data_dir/flow.txt if present).')
-  flags.DEFINE_integer('short_side', 256, 'Resize frames so the short side is this; 0 keeps.')
-  flags.DEFINE_integer('jpeg_quality', 90, 'JPEG quality of re-encoded frames.')
-  flags.DEFINE_integer('videos_per_shard', 64, 'Videos per shard (sets the shard count).')
-  flags.DEFINE_integer('workers', 0, 'Worker processes; 0: all CPUs; 1: no pool.')
-  flags.DEFINE_bool('strict', False, 'Fail on the first bad input instead of skipping it.')
-  flags.mark_flags_as_required(['data_dir', 'out'])
+    print(f'prepare: --strict: {e}', file=sys.stderr)
+    return 1
+  except (PrepareError, FileNotFoundError) as e:
+    print(f'prepare: {e}', file=sys.stderr)
+    return 2
+  return 0
 
 
 if __name__ == '__main__':
-  from absl import app
-  _define_flags()
-  app.run(main)
+  from towers import cli
+  cli.define_flags(PrepareConfig)
+  cli.run(main)

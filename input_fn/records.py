@@ -13,8 +13,10 @@ Features:
   `index`       int64, position of the video in its split list (0..n-1): the eval `video_index`.
   `height`, `width`  int64, frame size in pixels.
 
-Shard files are `<subset>-SSSSS-of-NNNNN.tfrecord` (subset: train or test) beside a
-`<subset>.manifest.json` (whose `source` is `flow` for flow records).
+Shard files are `<subset>-SSSSS-of-NNNNN.tfrecord` (subset: train or test) listed with
+their record counts in `<subset>.manifest.json` (`input_fn/manifest.py`; its `kind` is
+`flow` for flow records). Compatible changes only: new features get a default, so older
+records still parse.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ def learning_rate(params, global_step: tf.Tensor) -> tf.Tensor:
   """The float32 scalar learning rate at `global_step` (see module docstring)."""
   base = float(params.lr_values[0])
   step = tf.cast(global_step, tf.int64)
-  if params.lr_schedule == 'piecewise':
+  if params.lr_schedule == 'piecewise' and not params.lr_boundaries:
+    rate = tf.constant(base)  # one value, no boundary: constant
+  elif params.lr_schedule == 'piecewise':
     rate = tf1.train.piecewise_constant(
         step, [int(b) for b in params.lr_boundaries], [float(v) for v in params.lr_values])
   elif params.lr_schedule == 'cosine':

@@ -3,7 +3,8 @@
     model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
 
 `features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
-in evaluation, optionally 'video_index' int64 [B] for video-level accuracy; in training,
+in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
+'videos_listed' int64 [B] for the evaluated-of-listed count (`eval_coverage.py`); in training,
 optionally 'skipped_records' int64 [B], the input's running count of bad records
 skipped, written as the summary `input/skipped_bad_records`). `labels`:
 int64 [B]. `params`: a `towers.params.TrainParams`.
@@ -24,7 +25,7 @@ from typing import Any
 import tensorflow as tf
 
 from model_fn import batch_norm_updates, gradients, optimization, tower_graph
-from model_fn import freezing, training_hooks, warm_start
+from model_fn import eval_coverage, freezing, training_hooks, video_metrics, warm_start
 from model_fn.devices import resolve_tower_devices
 from model_fn.networks import build_network
 from model_fn.variable_placement import make_placement
@@ -76,7 +77,7 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
   loss = tf.identity(data_loss + weight_loss, name='total_loss')
 
   if mode == ModeKeys.EVAL:
-    return _eval_spec(loss, logits, labels, video_index, params)
+    return _eval_spec(loss, logits, labels, features, params)
 
   global_step = tf1.train.get_or_create_global_step()
   variables = freezing.trainable_variables(params, all_trainable)
@@ -148,8 +149,9 @@ def _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch) 
 
 def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | None,
                  params) -> dict:
-  """Top-1, top-5 (top-k for fewer classes), mean per-class accuracy, and, given
-  `video_index`, video-level accuracy from the clips' averaged predictions."""
+  """Top-1, top-5 (top-k for fewer classes), mean per-class accuracy (over the classes
+  present in the evaluated labels), and, given `video_index`, video-level accuracy from
+  the clips' averaged predictions."""
   labels = tf.cast(labels, tf.int64)
   predictions = tf.argmax(logits, axis=-1)
   k = min(5, params.num_classes)
@@ -158,20 +160,31 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
   metrics = {
       'accuracy/top_1': tf1.metrics.accuracy(labels, predictions),
       'accuracy/top_5': tf1.metrics.mean(in_top_k),
-      'accuracy/mean_per_class': tf1.metrics.mean_per_class_accuracy(
+      'accuracy/mean_per_class': video_metrics.mean_per_class_accuracy(
           labels, predictions, params.num_classes),
   }
   if video_index is not None:
-    from model_fn import video_metrics  # pylint: disable=g-import-not-at-top
     metrics['accuracy/video'] = video_metrics.video_accuracy(
         video_index, logits, labels, params.max_eval_videos)
   return metrics
 
 
-def _eval_spec(loss, logits, labels, video_index, params):
+def _eval_spec(loss, logits, labels, features, params):
+  """Metrics (`eval_metrics`); given the input's `videos_listed`, also
+  `eval/videos_evaluated` and `eval/videos_listed`, checked by an `EvalCoverageHook`."""
+  _, video_index = split_features(features)
+  metrics = eval_metrics(logits, labels, video_index, params)
+  hooks = []
+  if isinstance(features, dict) and 'videos_listed' in features and video_index is not None:
+    metrics['eval/videos_evaluated'] = video_metrics.videos_evaluated(
+        video_index, params.max_eval_videos)
+    metrics['eval/videos_listed'] = tf1.metrics.mean(
+        tf.cast(features['videos_listed'], tf.float32))
+    hooks.append(eval_coverage.EvalCoverageHook(
+        metrics['eval/videos_evaluated'][0], metrics['eval/videos_listed'][0],
+        params.strict_eval, params.eval_steps))
   return tf.estimator.EstimatorSpec(
-      ModeKeys.EVAL, loss=loss,
-      eval_metric_ops=eval_metrics(logits, labels, video_index, params),
+      ModeKeys.EVAL, loss=loss, eval_metric_ops=metrics, evaluation_hooks=hooks,
       scaffold=_ema_scaffold(params))
 
 
@@ -217,7 +230,7 @@ def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorS
   weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
   loss = outputs.loss_sums[0] / global_batch + weight_loss / replicas
   if mode == ModeKeys.EVAL:
-    return _eval_spec(loss, logits, labels, video_index, params)
+    return _eval_spec(loss, logits, labels, features, params)
   global_step = tf1.train.get_or_create_global_step()
   variables = freezing.trainable_variables(params, all_trainable)
   optimizer = optimization.make_optimizer(params, optimization.learning_rate(params, global_step))

@@ -4,7 +4,8 @@ The evaluation input (`input_fn/pipeline.py`) yields several clips per video, ea
 `features['video_index']` (the video's position in the eval split). `video_accuracy`
 accumulates softmax probabilities per video across evaluation batches and reports the
 accuracy over the videos seen so far; clip-level accuracy is the ordinary
-`tf.compat.v1.metrics.accuracy` on the same logits.
+`tf.compat.v1.metrics.accuracy` on the same logits. `mean_per_class_accuracy` averages over
+the classes present in the evaluated labels; `videos_evaluated` counts distinct videos.
 """
 
 from __future__ import annotations
@@ -66,4 +67,53 @@ def video_accuracy(video_index: tf.Tensor, logits: tf.Tensor, labels: tf.Tensor,
     value_op = value()
     with tf.control_dependencies([update]):
       update_op = value()
+  return value_op, update_op
+
+
+def mean_per_class_accuracy(labels: tf.Tensor, predictions: tf.Tensor, num_classes: int,
+                            name: str = 'mean_per_class_accuracy'
+                            ) -> tuple[tf.Tensor, tf.Tensor]:
+  """Streaming mean over the classes PRESENT in the evaluated labels of each class's
+  accuracy (correct / examples of that class), a (value_op, update_op) pair.
+
+  Unlike `tf.compat.v1.metrics.mean_per_class_accuracy`, a class with no evaluated example
+  does not count as accuracy 0: with 4 clips of 2 classes all right it is 1.0, not 0.5 of a
+  4-class model. labels, predictions: int [batch] in [0, num_classes). Local variables
+  `examples` and `correct`, float32 [num_classes]; 0 before any update.
+  """
+  with tf1.variable_scope(None, default_name=name):
+    examples = _local_variable('examples', [num_classes], tf.float32)
+    correct = _local_variable('correct', [num_classes], tf.float32)
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
+    hits = tf.cast(tf.equal(labels, tf.cast(tf.reshape(predictions, [-1]), tf.int64)),
+                   tf.float32)
+    update = tf.group(tf1.scatter_add(examples, labels, tf.ones_like(hits)),
+                      tf1.scatter_add(correct, labels, hits))
+
+    def value() -> tf.Tensor:
+      present = examples > 0
+      per_class = tf.math.divide_no_nan(correct, examples)
+      return tf.math.divide_no_nan(
+          tf.reduce_sum(tf.where(present, per_class, tf.zeros_like(per_class))),
+          tf.reduce_sum(tf.cast(present, tf.float32)))
+
+    value_op = value()
+    with tf.control_dependencies([update]):
+      update_op = value()
+  return value_op, update_op
+
+
+def videos_evaluated(video_index: tf.Tensor, max_videos: int, name: str = 'videos_evaluated'
+                     ) -> tuple[tf.Tensor, tf.Tensor]:
+  """Streaming count of distinct videos seen (float32), a (value_op, update_op) pair.
+  video_index: int [batch] in [0, max_videos) (indices beyond are ignored here;
+  `video_accuracy` reports them). Local variable `seen` float32 [max_videos]."""
+  with tf1.variable_scope(None, default_name=name):
+    seen = _local_variable('seen', [max_videos], tf.float32)
+    index = tf.cast(tf.reshape(video_index, [-1]), tf.int64)
+    index = tf.boolean_mask(index, index < max_videos)
+    update = tf1.scatter_update(seen, index, tf.ones_like(index, tf.float32))
+    value_op = tf.reduce_sum(seen)
+    with tf.control_dependencies([update]):
+      update_op = tf.reduce_sum(seen)
   return value_op, update_op

@@ -11,7 +11,8 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, factory, make_synthetic_ucf101, pipeline, prepare, records
+from input_fn import direct, factory, make_synthetic_ucf101, manifest, pipeline, prepare
+from input_fn import records
 from input_fn import video_io
 from towers import params as params_lib
 
@@ -198,9 +199,11 @@ class PipelineTest(tf.test.TestCase):
            records.make_example('v_none_g01_c01', 0, [], 91, 'X', 48, 64),
            records.make_example('v_label_g01_c01', 7, [jpeg] * 3, 92, 'X', 48, 64)]
     for subset in ('train', 'test'):
-      with tf.io.TFRecordWriter(os.path.join(bad_dir, f'{subset}-00000-of-00001.tfrecord')) as w:
+      file = f'{subset}-00000-of-00001.tfrecord'
+      with tf.io.TFRecordWriter(os.path.join(bad_dir, file)) as w:
         for record in [good[0].numpy()] + bad + [good[1].numpy()]:
           w.write(record)
+      manifest.write(bad_dir, {'subset': subset, 'shards': [{'file': file, 'records': 6}]})
     params = params_lib.make_params(self.params.__dict__, data_dir=bad_dir, clip_frames=4,
                                     eval_clips=2, shuffle_buffer=2)
     outputs = list(pipeline.input_fn(EVAL, params, with_skipped_count=True).unbatch())

@@ -35,6 +35,22 @@ class ParamsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ParamsError, "optimizer='adagrad' is not one of"):
       make_params(optimizer='adagrad')
 
+  def test_learning_rates_must_be_positive(self):
+    with self.assertRaisesRegex(ParamsError, r'lr_values must all be > 0.*-0.1'):
+      make_params(lr_schedule='constant', lr_boundaries=[], lr_values=[-0.1])
+
+  def test_piecewise_without_boundaries_is_a_constant_rate(self):
+    from model_fn import optimization  # pylint: disable=g-import-not-at-top
+    params = make_params(lr_schedule='piecewise', lr_boundaries='', lr_values='0.01')
+    with tf.Graph().as_default():
+      rate = optimization.learning_rate(params, tf.constant(5, tf.int64))
+      with tf.compat.v1.Session() as session:
+        self.assertAllClose(session.run(rate), 0.01)
+
+  def test_strict_eval_needs_the_whole_eval_set(self):
+    with self.assertRaisesRegex(ParamsError, 'strict_eval needs the whole eval set.*eval_steps=3'):
+      make_params(strict_eval=True, eval_steps=3)
+
   def test_lr_values_must_match_boundaries(self):
     with self.assertRaisesRegex(ParamsError, 'lr_values has 2 values but lr_boundaries has 2'):
       make_params(lr_boundaries=[10, 20], lr_values=[0.1, 0.01])

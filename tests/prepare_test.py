@@ -127,6 +127,7 @@ class PrepareTest(tf.test.TestCase):
     self.assertEqual(by_kind['unknown class']['line'], 15)
     self.assertEqual(by_kind['malformed line']['line'], 16)
     summary = [l for l in lines if l.startswith('prepare: test: ')][-1]
+    self.assertIn('9 records of 16 listed videos', summary)  # 9 + 7 skipped = 16 lines
     self.assertIn('skipped 7', summary)
     self.assertIn('1 empty file', summary)
     names = {r['video'] for r in read_records(out, 'test')}
@@ -196,12 +197,15 @@ class PrepareTest(tf.test.TestCase):
     prepare.prepare(self.config(self.clean, resumed), log=lines.append)
     self.assertIn('prepare: 0 videos in 0 shards to convert with 1 worker(s)', lines)
 
-  def test_changed_settings_redo_the_shards(self):
+  def test_changed_settings_need_overwrite_and_then_redo_the_shards(self):
     out = self.create_tempdir().full_path
     prepare.prepare(self.config(self.clean, out, subsets=('train',)), log=lambda s: None)
+    with self.assertRaisesRegex(prepare.PrepareError, 'short_side: 0 here, 32 asked'):
+      prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32),
+                      log=lambda s: None)
     lines = []
-    prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32),
-                    log=lines.append)
+    prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32,
+                                overwrite=True), log=lines.append)
     self.assertIn('prepare: 4 videos in 2 shards to convert with 1 worker(s)', lines)
 
   def test_process_pool_gives_the_same_records(self):

@@ -47,5 +47,36 @@ class VideoAccuracyTest(tf.test.TestCase):
           sess.run(update)
 
 
+class MeanPerClassAccuracyTest(tf.test.TestCase):
+
+  def test_averages_only_the_classes_present_in_the_evaluated_labels(self):
+    with tf.Graph().as_default():
+      labels = tf1.placeholder(tf.int64, [None])
+      predictions = tf1.placeholder(tf.int64, [None])
+      value, update = video_metrics.mean_per_class_accuracy(labels, predictions, 4)
+      with self.session() as sess:
+        sess.run(tf1.local_variables_initializer())
+        self.assertEqual(sess.run(value), 0.0)
+        # 4 clips of classes 0 and 1 of a 4-class model, all right: 1.0 (tf.metrics: 0.5).
+        self.assertAllClose(sess.run(update, {labels: [0, 0, 1, 1], predictions: [0, 0, 1, 1]}),
+                            1.0)
+        # Class 2 appears, 1 of 2 right; class 1 gets a wrong clip: (1 + 2/3 + 1/2) / 3.
+        sess.run(update, {labels: [2, 2, 1], predictions: [2, 0, 0]})
+        self.assertAllClose(sess.run(value), (1 + 2 / 3 + 1 / 2) / 3)
+
+
+class VideosEvaluatedTest(tf.test.TestCase):
+
+  def test_counts_distinct_videos_across_batches(self):
+    with tf.Graph().as_default():
+      index = tf1.placeholder(tf.int64, [None])
+      value, update = video_metrics.videos_evaluated(index, max_videos=10)
+      with self.session() as sess:
+        sess.run(tf1.local_variables_initializer())
+        sess.run(update, {index: [3, 3, 5]})
+        self.assertEqual(sess.run(update, {index: [5, 0]}), 3.0)
+        self.assertEqual(sess.run(value), 3.0)
+
+
 if __name__ == '__main__':
   tf.test.main()

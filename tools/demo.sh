@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 data=runs/synthetic_ucf101
-if [ ! -f "$data/videos/classInd.txt" ]; then
+if [ ! -f "$data/videos/.make_synthetic_ucf101.json" ]; then
   bazel run //input_fn:make_synthetic_ucf101 -- --out="$data/videos"
 fi
 # Idempotent and resumable: finished shards are kept.

@@ -110,6 +110,9 @@ class TrainParams:
   eval_batch_size: int = option(0, 'Global evaluation batch size; 0 means batch_size.')
   max_steps: int = option(1000, 'Stop training at this global step.')
   eval_steps: int = option(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
+  strict_eval: bool = option(
+      False, 'An evaluation that saw fewer videos than the prepared test data lists (records '
+      'lost to damage) is an error instead of a warning.')
   save_checkpoints_steps: int = option(500, 'Write a checkpoint every this many steps.')
   keep_checkpoint_max: int = option(5, 'Checkpoints kept in model_dir.')
   log_every_steps: int = option(50, 'Progress line and summaries every this many steps.')
@@ -233,12 +236,22 @@ def validate(p: TrainParams) -> None:
                       'than boundaries')
   if not p.lr_values:
     raise ParamsError('lr_values must hold at least one rate')
+  if any(v <= 0 for v in p.lr_values):
+    raise ParamsError(f'lr_values must all be > 0 (learning rates), got {p.lr_values}')
+  if p.lr_schedule == 'exponential' and (p.lr_decay_steps <= 0 or p.lr_decay_rate <= 0):
+    raise ParamsError(f'the exponential schedule needs lr_decay_steps > 0 and lr_decay_rate '
+                      f'> 0, got {p.lr_decay_steps} and {p.lr_decay_rate}')
+  if p.momentum < 0:
+    raise ParamsError(f'momentum must be >= 0, got {p.momentum}')
   if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
     raise ParamsError(f'lr_boundaries must be strictly increasing, got {p.lr_boundaries}')
   if not 0.0 <= p.ema_decay < 1.0:
     raise ParamsError(f'ema_decay must be in [0, 1), got {p.ema_decay}')
   if not 0.0 < p.dropout_keep <= 1.0:
     raise ParamsError(f'dropout_keep must be in (0, 1], got {p.dropout_keep}')
+  if p.strict_eval and p.eval_steps:
+    raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
+                      'reads part of it: set eval_steps=0')
   if p.backup_workers and not p.sync_replicas:
     raise ParamsError('backup_workers needs sync_replicas')
   for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',

@@ -4,9 +4,12 @@
 
 Covers the I3D fine-tuning flags: the `--warm_start_from` checkpoint must be there (index
 and weights; the message says what to download from DeepMind's kinetics-i3d repository
-and where to put it), I3D-only flags must not be set for other models, and a file data
-source needs an existing `--data_dir`. Cheap: it reads no weights and builds no graph.
-Whether the checkpoint's names and shapes fit the graph is checked when the graph exists
+and where to put it), I3D-only flags must not be set for other models; a file data
+source needs a `--data_dir` holding that source, and prepared data must fit the model
+(labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
+under a file; a model_dir with a checkpoint must fit the graph (`towers/resume_check.py`:
+the one check that builds the graph, without weights). Whether a warm-start checkpoint's
+names and shapes fit the graph is checked when the graph exists
 (`warm_start.make_warm_start_init_fn`).
 """
 
@@ -16,8 +19,9 @@ import os
 
 import tensorflow as tf
 
-from input_fn import factory
+from input_fn import factory, manifest, ucf101
 from model_fn import warm_start
+from towers import resume_check
 
 
 _DATA_DIR_CONTENTS = {
@@ -53,17 +57,51 @@ def problems(params) -> list[str]:
                  f'to its classes ({params.pretrained_classes}), got num_classes='
                  f'{params.num_classes}; use head=replace (a new {params.num_classes}-way '
                  'layer) or head=stack')
-  data_source = getattr(params, 'data_source', 'synthetic')
-  data_dir = getattr(params, 'data_dir', '')
-  if data_source != 'synthetic' and not (data_dir and os.path.isdir(data_dir)):
-    what = _DATA_DIR_CONTENTS.get(data_source, 'the files of that source (see --helpfull)')
-    found.append(f'data_source={data_source} reads from --data_dir, but '
-                 f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}')
+  found += _data_problems(params)
   if hasattr(params, 'data_source'):
     problem = factory.stream_data_problem(params)
     if problem:
       found.append(problem)
+  found += _model_dir_problems(params.model_dir)
+  if not found and _has_checkpoint(params.model_dir):
+    found += resume_check.problems(params)
   return found
+
+
+def _data_problems(params) -> list[str]:
+  """--data_dir must exist and hold what data_source reads; prepared data must fit the
+  model (labels < num_classes, train and test disjoint: `manifest.training_data_problems`)."""
+  data_source = getattr(params, 'data_source', 'synthetic')
+  data_dir = getattr(params, 'data_dir', '')
+  if data_source == 'synthetic':
+    return []
+  what = _DATA_DIR_CONTENTS.get(data_source, 'the files of that source (see --helpfull)')
+  if not (data_dir and os.path.isdir(data_dir)):
+    return [f'data_source={data_source} reads from --data_dir, but '
+            f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}']
+  if data_source == 'tfrecord':
+    return manifest.training_data_problems(data_dir, params.num_classes)
+  split_dir = ucf101.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
+  class_index = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE)
+  if class_index is None:
+    return [f'data_dir={data_dir} holds no {ucf101.CLASS_INDEX_FILE} (nor ucfTrainTestlist/): '
+            f'it must hold {what}']
+  classes = len(ucf101.read_class_index(class_index)[0])
+  if classes > params.num_classes:
+    return [f'--num_classes={params.num_classes} but {class_index} lists {classes} classes: '
+            f'set --num_classes={classes}']
+  return []
+
+
+def _model_dir_problems(model_dir: str) -> list[str]:
+  """model_dir must be (or be creatable as) a directory: no file on its path."""
+  path = os.path.abspath(model_dir)
+  while path and not os.path.exists(path):
+    path = os.path.dirname(path)
+  if path and not os.path.isdir(path):
+    return [f'model_dir={model_dir} cannot be created: {path} is a file; choose another '
+            '--model_dir']
+  return []
 
 
 def check(params) -> None:

@@ -13,6 +13,8 @@ import sys
 
 from absl import app, flags, logging
 
+from input_fn.manifest import ManifestError
+from model_fn.eval_coverage import EvalCoverageError
 from towers import preflight
 from towers import cli, flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
@@ -36,9 +38,12 @@ def main(argv: list[str]) -> int:
       metrics = train_and_evaluate(params)
     else:
       metrics = cluster_runner.run_task(params, task)
-  except (ParamsError, cluster.ClusterError, preflight.PreflightError) as e:
+  except (ParamsError, cluster.ClusterError, preflight.PreflightError, ManifestError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
+  except EvalCoverageError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 1
   if metrics:
     print(f'final metrics: {format_metrics(metrics)}')
   return 0

@@ -40,6 +40,7 @@ from towers.cluster.spec import pick_free_ports
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 CHIEF_READY = 'Done running local_init_op'  # logged once the chief's session is ready
+HELP_FLAGS = ('--help', '--helpshort', '--helpfull', '--helpxml', '-?')  # absl's help flags
 
 
 @dataclasses.dataclass
@@ -260,6 +261,12 @@ def main(argv: Sequence[str]) -> int:
   parser.add_argument('--network', choices=('isolated', 'host'), default='isolated',
                       help='isolated: a private loopback-only network namespace (default)')
   args, train_args = parser.parse_known_args(argv)
+  asked_help = [a for a in train_args if a.split('=')[0] in HELP_FLAGS]
+  if asked_help:  # a help flag of the train flags: show help, start nothing
+    parser.print_help()
+    print(f'\nEvery other flag goes to each task\'s //towers:train; for those: '
+          f'bazel run //towers:train -- {asked_help[0]}')
+    return 0
   if args.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(__file__, argv)
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '

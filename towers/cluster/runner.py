@@ -17,6 +17,7 @@ TensorFlow retry forever, so a watchdog ends chief and workers after
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -32,6 +33,7 @@ from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
 PS_UNREACHABLE_EXIT_CODE = 3
+EVALUATOR_CHECK_SECS = 5  # the evaluator looks for a new checkpoint at most this often
 
 
 def run_task(params, task: ClusterTask) -> dict:
@@ -41,7 +43,10 @@ def run_task(params, task: ClusterTask) -> dict:
   logging.info('cluster from %s: this is %s %d of %s', task.source, task.task_type,
                task.task_index, json.dumps(task.tf_config['cluster']))
   if task.task_type == 'evaluator':
-    return training.train_and_evaluate(params)
+    # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
+    # logging a warning each pass (hundreds per second); wait between checks instead.
+    return training.train_and_evaluate(dataclasses.replace(
+        params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)))
   finished = training.finished_step(params)
   if finished is not None and task.task_type != 'ps':
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',

@@ -1,0 +1,215 @@
+"""The table of contents of a prepared directory: exactly one dataset per directory.
+
+`//input_fn:prepare --out=DIR` writes, per subset (train, test), `DIR/<subset>.manifest.json`:
+
+  format_version  2 (version 1 manifests, without identity, still read by the pipeline)
+  kind            what the records hold: 'rgb' (JPEG frames) or 'flow' (u and v JPEGs)
+  source          what they were made from: 'videos', 'frames' or 'flow'
+  source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
+                   'flow_dir', 'flow_list'}: the resolved paths they were read from
+  split, short_side, jpeg_quality, videos_per_shard   the settings
+  subset, num_listed (videos in the split list), num_records, num_skipped,
+  num_classes, classes, counts_per_class, skipped_by_kind, skipped
+  shards          [{'file', 'records', 'counts_per_class',
+                    'videos': [{'name', 'label', 'size', 'mtime_ns'}, ...]}]  every shard
+                  file and the videos in it; size/mtime_ns identify the source file (or
+                  frame folder) the record was made from.
+
+The dataset's identity (kind, source and its paths, split and settings; `identity()`) is also written to
+`DIR/.shards/dataset.json` before the first shard, so an interrupted preparation is
+recognised too. `differences()` names what differs between two identities.
+
+Readers use `shard_paths()`: exactly the files the manifest lists, all checked to exist.
+`training_data_problems()` checks a directory before training: labels below num_classes,
+train and test disjoint by video.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+from typing import Any, Sequence
+
+from input_fn.records import MANIFEST, SHARD_GLOB
+
+FORMAT_VERSION = 2
+STATE_DIR = '.shards'
+IDENTITY_FILE = 'dataset.json'
+SUBSETS = ('train', 'test')
+# Identity fields, in the order differences are reported.
+IDENTITY_FIELDS = ('kind', 'source', 'source_paths', 'split', 'short_side', 'jpeg_quality',
+                   'videos_per_shard')
+
+
+class ManifestError(ValueError):
+  """A prepared directory is missing, incomplete or holds other data. The message names the
+  file and the fix."""
+
+
+def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
+             short_side: int, jpeg_quality: int, videos_per_shard: int) -> dict[str, Any]:
+  """The fields that make two preparations the same dataset (the subsets may differ)."""
+  return {'kind': kind, 'source': source, 'source_paths': dict(source_paths), 'split': split,
+          'short_side': short_side, 'jpeg_quality': jpeg_quality,
+          'videos_per_shard': videos_per_shard}
+
+
+def differences(here: dict[str, Any], asked: dict[str, Any]) -> list[str]:
+  """'field: <value here> here, <value asked> asked' for every identity field that differs
+  (source fields one by one)."""
+  found = []
+  for name in IDENTITY_FIELDS:
+    old, new = here.get(name), asked.get(name)
+    if name == 'source_paths' and isinstance(old, dict) and isinstance(new, dict):
+      for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+          found.append(f'{key}: {old.get(key) or "(none)"} here, '
+                       f'{new.get(key) or "(none)"} asked')
+    elif old != new:
+      found.append(f'{name}: {old} here, {new} asked')
+  return found
+
+
+def manifest_path(directory: str, subset: str) -> str:
+  return os.path.join(directory, MANIFEST.format(subset=subset))
+
+
+def read_identity(directory: str) -> dict[str, Any] | None:
+  """The identity of the dataset prepared (or being prepared) in `directory`, else None.
+  Falls back to a version-2 manifest when the state directory was removed."""
+  try:
+    with open(os.path.join(directory, STATE_DIR, IDENTITY_FILE)) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    pass
+  for subset in SUBSETS:
+    manifest = _load(manifest_path(directory, subset))
+    if manifest and manifest.get('format_version') == FORMAT_VERSION:
+      return {name: manifest.get(name) for name in IDENTITY_FIELDS}
+  return None
+
+
+def write_identity(directory: str, value: dict[str, Any]) -> None:
+  os.makedirs(os.path.join(directory, STATE_DIR), exist_ok=True)
+  _write_json(os.path.join(directory, STATE_DIR, IDENTITY_FILE), value)
+
+
+def dataset_files(directory: str) -> list[str]:
+  """Every file and folder a preparation writes in `directory` (shards of any shard count,
+  unfinished .tmp shards, manifests, the state directory); nothing else."""
+  found = []
+  for subset in SUBSETS:
+    pattern = os.path.join(directory, SHARD_GLOB.format(subset=subset))
+    found += glob.glob(pattern) + glob.glob(pattern + '.tmp')
+    found += [p for p in [manifest_path(directory, subset)] if os.path.exists(p)]
+  state = os.path.join(directory, STATE_DIR)
+  return sorted(found) + ([state] if os.path.isdir(state) else [])
+
+
+def remove_dataset(directory: str) -> int:
+  """Removes `dataset_files(directory)`; returns how many shard files were removed."""
+  shards = 0
+  for path in dataset_files(directory):
+    if os.path.isdir(path):
+      shutil.rmtree(path)
+    else:
+      shards += path.endswith('.tfrecord')
+      os.remove(path)
+  return shards
+
+
+def stale_shards(directory: str, subset: str, listed: Sequence[str]) -> list[str]:
+  """Shard files of `subset` in `directory` that the manifest does not list (file names)."""
+  pattern = os.path.join(directory, SHARD_GLOB.format(subset=subset))
+  return sorted(os.path.basename(p) for p in glob.glob(pattern)
+                if os.path.basename(p) not in set(listed))
+
+
+def write(directory: str, manifest: dict[str, Any]) -> None:
+  _write_json(manifest_path(directory, manifest['subset']), manifest)
+
+
+def read(directory: str, subset: str) -> dict[str, Any]:
+  """The manifest of `subset`; `ManifestError` naming the file and the fix if it is absent."""
+  path = manifest_path(directory, subset)
+  manifest = _load(path)
+  if manifest is None:
+    raise ManifestError(f'{path} is missing or unreadable: {directory} holds no prepared '
+                        f'{subset} data; run //input_fn:prepare with --out={directory}')
+  return manifest
+
+
+def shard_paths(directory: str, subset: str) -> list[tuple[str, int]]:
+  """(path, number of records) of every shard the manifest of `subset` lists, in the
+  manifest's order. `ManifestError` if any listed file is missing (count and first one)."""
+  manifest = read(directory, subset)
+  rows = [(os.path.join(directory, s['file']), int(s['records'])) for s in manifest['shards']]
+  missing = [p for p, _ in rows if not os.path.exists(p)]
+  if missing:
+    raise ManifestError(f'{len(missing)} of the {len(rows)} {subset} shards listed in '
+                        f'{manifest_path(directory, subset)} are missing (first: {missing[0]}); '
+                        f'rerun //input_fn:prepare with --out={directory} to rewrite them')
+  if not rows:
+    raise ManifestError(f'{manifest_path(directory, subset)} lists no shard: rerun '
+                        f'//input_fn:prepare with --out={directory}')
+  return rows
+
+
+def video_names(manifest: dict[str, Any]) -> list[str]:
+  """Names of the videos in the records (version 2 manifests; [] for version 1)."""
+  names = []
+  for shard in manifest.get('shards', ()):
+    names += [v['name'] if isinstance(v, dict) else v for v in shard.get('videos', ())]
+  return names
+
+
+def classes_in_records(manifest: dict[str, Any]) -> int:
+  """1 + the largest label that has records (0 when there is none): the smallest
+  num_classes that fits the data."""
+  counts = manifest.get('counts_per_class', {})
+  present = [i for i, name in enumerate(manifest.get('classes', ())) if counts.get(name)]
+  return max(present) + 1 if present else 0
+
+
+def training_data_problems(directory: str, num_classes: int,
+                           subsets: Sequence[str] = SUBSETS) -> list[str]:
+  """Why the prepared data in `directory` cannot train a `num_classes`-way model: a label
+  >= num_classes (names --num_classes and the data's class count), or a video in both
+  train and test (count and an example). Missing manifests are problems too."""
+  found, manifests = [], {}
+  for subset in subsets:
+    try:
+      manifests[subset] = read(directory, subset)
+    except ManifestError as e:
+      found.append(str(e))
+  for subset, manifest in manifests.items():
+    needed = classes_in_records(manifest)
+    if needed > num_classes:
+      found.append(f'--num_classes={num_classes} but the {subset} records of {directory} have '
+                   f'labels up to {needed - 1} ({manifest.get("num_classes", needed)} classes '
+                   f'in {os.path.basename(manifest_path(directory, subset))}): set '
+                   f'--num_classes={manifest.get("num_classes", needed)}')
+  if len(manifests) == 2:
+    train = {n.lower() for n in video_names(manifests['train'])}
+    both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
+    if both:
+      found.append(f'{len(both)} videos of {directory} are in both the train and the test '
+                   f'records (e.g. {both[0]}): train and test overlap; prepare again with '
+                   '--overwrite')
+  return found
+
+
+def _load(path: str) -> dict[str, Any] | None:
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def _write_json(path: str, value: Any) -> None:
+  with open(path + '.tmp', 'w') as f:
+    json.dump(value, f, indent=1)
+  os.replace(path + '.tmp', path)

@@ -1,0 +1,77 @@
+"""Specification: an evaluation says how many of the listed videos it evaluated.
+
+Records lost to a damaged shard leave the evaluation short: the metrics carry
+`eval/videos_evaluated` and `eval/videos_listed`, the log says "N of M listed videos
+evaluated", a warning below 100%, and --strict_eval turns it into an error
+(`model_fn/eval_coverage.py`).
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, prepare
+from model_fn.eval_coverage import EvalCoverageError
+from towers import build_estimator, inputs
+from towers.params import make_params
+
+TINY = dict(model='c3d_small', num_classes=4, clip_frames=4, crop_size=16, batch_size=4,
+            eval_batch_size=4, eval_clips=1, max_steps=1, save_checkpoints_steps=1,
+            lr_schedule='constant', lr_values=[0.01], lr_boundaries=[],
+            export_savedmodel=False, data_source='tfrecord')
+
+
+class EvalCoverageTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    root = tempfile.mkdtemp()
+    make_synthetic_ucf101.make_dataset(os.path.join(root, 'ucf'), classes=4, groups=9,
+                                       min_frames=4, max_frames=5)
+    cls.data = os.path.join(root, 'tfr')
+    prepare.prepare(prepare.PrepareConfig(data_dir=os.path.join(root, 'ucf'), out=cls.data,
+                                          short_side=0, videos_per_shard=4, workers=1),
+                    log=lambda s: None)
+    cls.model_dir = os.path.join(root, 'model')
+    params = make_params(data_dir=cls.data, model_dir=cls.model_dir, **TINY)
+    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+                                  max_steps=1)
+
+  def evaluate(self, **overrides):
+    params = make_params(data_dir=self.data, model_dir=self.model_dir, **dict(TINY, **overrides))
+    return build_estimator(params).evaluate(
+        inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+
+  def test_complete_evaluation_reports_all_listed_videos(self):
+    with self.assertLogs('absl', level='INFO') as logs:
+      metrics = self.evaluate()
+    self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
+                     (28, 28))
+    self.assertTrue(any('28 of 28 listed videos evaluated (100.0%)' in l for l in logs.output))
+
+  def test_damaged_records_warn_and_strict_eval_refuses(self):
+    shard = os.path.join(self.data, 'test-00000-of-00007.tfrecord')
+    with open(shard, 'rb') as f:
+      original = f.read()
+    damaged = bytearray(original)
+    damaged[len(damaged) // 10] ^= 0xFF  # in the first of its 4 records
+    with open(shard, 'wb') as f:
+      f.write(bytes(damaged))
+    try:
+      with self.assertLogs('absl', level='WARNING') as logs:
+        metrics = self.evaluate()
+      self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
+                       (24, 28))
+      self.assertTrue(any('24 of 28 listed videos evaluated (85.7%)' in l and
+                          '--strict_eval' in l for l in logs.output), logs.output)
+      with self.assertRaisesRegex(EvalCoverageError, '24 of 28 listed videos evaluated'):
+        self.evaluate(strict_eval=True)
+    finally:
+      with open(shard, 'wb') as f:
+        f.write(original)
+
+
+if __name__ == '__main__':
+  tf.test.main()

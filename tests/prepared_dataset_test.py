@@ -1,0 +1,220 @@
+"""Specification: a prepared directory holds exactly one dataset, and its manifest is the
+table of contents.
+
+`//input_fn:prepare` into a directory that holds another dataset (other split, shard plan,
+source) stops and names the difference unless --overwrite, which replaces it; the pipeline
+reads exactly the files the manifest lists; a resume converts changed or repaired videos
+again; the summary adds up; records lost to a damaged shard are counted as records;
+make_synthetic_ucf101 refuses a directory it did not write.
+
+Data: a synthetic UCF101 of 4 classes x 9 groups (split 1: 8 train, 28 test videos).
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, manifest, pipeline, prepare, records
+from towers import params as params_lib
+
+LIMIT = 240  # seconds for one process
+
+
+def prepare_quietly(data: str, out: str, **kwargs) -> dict:
+  values = dict(source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4,
+                workers=1)
+  values.update(kwargs)
+  return prepare.prepare(prepare.PrepareConfig(**values), log=lambda s: None)
+
+
+def videos_in_files(out: str, subset: str) -> list[str]:
+  """Video names of every record of every `subset` shard file in `out` (listed or not)."""
+  names = []
+  for path in sorted(glob.glob(os.path.join(out, f'{subset}-*.tfrecord'))):
+    names += [records.parse(r)['video'].numpy().decode() for r in tf.data.TFRecordDataset(path)]
+  return names
+
+
+def flip_byte(path: str, fraction: float) -> None:
+  with open(path, 'rb') as f:
+    data = bytearray(f.read())
+  data[int(len(data) * fraction)] ^= 0xFF
+  with open(path, 'wb') as f:
+    f.write(bytes(data))
+
+
+def run(module: str, *args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, '-m', module, *args], capture_output=True, text=True,
+                        timeout=LIMIT, check=False)
+
+
+class PreparedDatasetTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.clean = os.path.join(tempfile.mkdtemp(), 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.clean, classes=4, groups=9, min_frames=6,
+                                       max_frames=8)
+
+  def copy(self) -> str:
+    data = os.path.join(self.create_tempdir().full_path, 'ucf')
+    shutil.copytree(self.clean, data)
+    return data
+
+  # --- 1. One dataset per directory: no stale shards, no leakage ---------------------------
+
+  def test_another_split_into_a_used_out_stops_and_overwrite_leaves_one_disjoint_dataset(self):
+    out = self.create_tempdir().full_path
+    prepare_quietly(self.clean, out, split=1)
+    with self.assertRaisesRegex(prepare.PrepareError, r'split: 1 here, 2 asked.*--overwrite'):
+      prepare_quietly(self.clean, out, split=2)
+    manifests = prepare_quietly(self.clean, out, split=2, overwrite=True)
+    train, test = videos_in_files(out, 'train'), videos_in_files(out, 'test')
+    self.assertEmpty(set(train) & set(test))
+    self.assertLen(train, manifests['train']['num_records'])
+    self.assertLen(test, manifests['test']['num_records'])
+    self.assertEqual(len(train) + len(test), 36)
+
+  def test_a_reshard_or_another_source_stops_naming_the_difference(self):
+    out = self.create_tempdir().full_path
+    prepare_quietly(self.clean, out)
+    with self.assertRaisesRegex(prepare.PrepareError, 'videos_per_shard: 4 here, 3 asked'):
+      prepare_quietly(self.clean, out, videos_per_shard=3)
+    with self.assertRaisesRegex(prepare.PrepareError, 'source data_dir: .* here, .* asked'):
+      prepare_quietly(self.copy(), out)
+    with self.assertRaisesRegex(prepare.PrepareError, 'source kind: videos here, frames'):
+      prepare_quietly(self.clean, out, source='frames')
+    self.assertLen(videos_in_files(out, 'train'), 8)
+
+  def test_the_pipeline_reads_exactly_the_listed_shards_and_all_of_them(self):
+    out = self.create_tempdir().full_path
+    prepare_quietly(self.clean, out)
+    # A stray file that matches the shard pattern (e.g. left by another tool) is not read.
+    shutil.copy(os.path.join(out, 'test-00000-of-00007.tfrecord'),
+                os.path.join(out, 'train-00000-of-00009.tfrecord'))
+    listed = [os.path.basename(p) for p in pipeline.record_files(out, 'train')]
+    self.assertEqual(listed, ['train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord'])
+    os.remove(os.path.join(out, 'train-00001-of-00002.tfrecord'))
+    with self.assertRaisesRegex(manifest.ManifestError,
+                                r'1 of the 2 train shards listed in .*train.manifest.json are '
+                                r'missing \(first: .*train-00001-of-00002.tfrecord\)'):
+      pipeline.record_files(out, 'train')
+    with self.assertRaisesRegex(manifest.ManifestError, 'holds no prepared test data'):
+      pipeline.record_files(self.create_tempdir().full_path, 'test')
+
+  # --- 2. Resume notices changed sources --------------------------------------------------
+
+  def test_a_changed_or_repaired_video_is_converted_again(self):
+    data = self.copy()
+    out = self.create_tempdir().full_path
+    video = os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g08_c01.avi')
+    good = open(video, 'rb').read()
+    open(video, 'wb').close()  # damaged (zero bytes): skipped
+    first = prepare_quietly(data, out, subsets=('train',))['train']
+    self.assertEqual(first['skipped_by_kind'], {'empty file': 1})
+    with open(video, 'wb') as f:
+      f.write(good)  # repaired
+    lines = []
+    again = prepare.prepare(prepare.PrepareConfig(
+        source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4, workers=1,
+        subsets=('train',)), log=lines.append)['train']
+    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+    self.assertEqual(again['num_skipped'], 0)
+    self.assertIn('v_MoveRightSpeed1_g08_c01', videos_in_files(out, 'train'))
+    # Replaced by another video of the same name: converted again, new frames.
+    other = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g08_c01.avi')
+    shutil.copy(other, video)
+    lines.clear()
+    prepare.prepare(prepare.PrepareConfig(
+        source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4, workers=1,
+        subsets=('train',)), log=lines.append)
+    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+
+  def test_a_damaged_shard_counts_every_lost_record_and_a_rerun_rewrites_it(self):
+    out = self.create_tempdir().full_path
+    prepare_quietly(self.clean, out, subsets=('test',))
+    shard = os.path.join(out, 'test-00000-of-00007.tfrecord')  # 4 records
+    flip_byte(shard, 0.1)  # inside the first record: the rest of the file is lost too
+    params = params_lib.make_params(data_source='tfrecord', data_dir=out, num_classes=4,
+                                    clip_frames=4, crop_size=16, eval_batch_size=1,
+                                    eval_clips=1)
+    dataset = pipeline.input_fn(tf.estimator.ModeKeys.EVAL, params, with_skipped_count=True)
+    seen, skipped = set(), 0
+    for features, _ in dataset:
+      seen.add(int(features['video_index'][0]))
+      skipped = max(skipped, int(features['skipped_records'][0]))
+      self.assertEqual(int(features['videos_listed'][0]), 28)
+    self.assertEqual((len(seen), skipped), (24, 4))
+    lines = []
+    prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=self.clean, out=out,
+                                          short_side=0, videos_per_shard=4, workers=1,
+                                          subsets=('test',)), log=lines.append)
+    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+    self.assertLen(videos_in_files(out, 'test'), 28)
+
+  # --- Summary ------------------------------------------------------------------------------
+
+  def test_the_summary_adds_up(self):
+    data = self.copy()
+    lists = os.path.join(data, 'ucfTrainTestlist')
+    with open(os.path.join(lists, 'testlist01.txt'), 'ab') as f:
+      f.write(b'NoSuchClass/v_NoSuchClass_g01_c01.avi\r\ntwo words here\r\n')
+    with open(os.path.join(lists, 'classInd.txt'), 'ab') as f:
+      f.write(b'not-a-number Foo\r\n')
+    os.remove(os.path.join(data, 'UCF-101', 'MoveUpSpeed1', 'v_MoveUpSpeed1_g02_c01.avi'))
+    lines = []
+    manifests = prepare.prepare(prepare.PrepareConfig(
+        source='videos', data_dir=data, out=self.create_tempdir().full_path, short_side=0,
+        videos_per_shard=4, workers=1), log=lines.append)
+    test = manifests['test']
+    self.assertEqual((test['num_records'], test['num_skipped'], test['num_listed']),
+                     (27, 3, 30))
+    summary = [l for l in lines if l.startswith('prepare: test: ')][-1]
+    self.assertIn('27 records of 30 listed videos', summary)
+    self.assertIn('skipped 3: 1 malformed line, 1 missing file, 1 unknown class', summary)
+    self.assertIn('1 unusable line(s) in classInd.txt', summary)
+    train = manifests['train']
+    self.assertEqual(train['num_records'] + train['num_skipped'], train['num_listed'])
+
+  # --- The binaries, as a user runs them ---------------------------------------------------
+
+  def test_prepare_binary_stops_with_one_line_and_exit_2(self):
+    out = self.create_tempdir().full_path
+    common = [f'--data_dir={self.clean}', f'--out={out}', '--short_side=0', '--workers=1',
+              '--subsets=train']
+    self.assertEqual(run('input_fn.prepare', *common).returncode, 0)
+    done = run('input_fn.prepare', *common, '--split=2')
+    self.assertEqual(done.returncode, 2, done.stderr)
+    self.assertRegex(done.stderr.strip().splitlines()[-1],
+                     r'^prepare: --out=.* holds another dataset \(split: 1 here, 2 asked\): use '
+                     r'another --out, or --overwrite to replace it$')
+    self.assertLen(videos_in_files(out, 'train'), 8)
+
+  def test_make_synthetic_refuses_a_directory_it_did_not_write(self):
+    root = self.create_tempdir().full_path
+    class_index = os.path.join(root, 'ucfTrainTestlist', 'classInd.txt')
+    os.makedirs(os.path.dirname(class_index))
+    with open(class_index, 'w') as f:
+      f.write('1 ApplyEyeMakeup\n')
+    done = run('input_fn.make_synthetic_ucf101', f'--out={root}', '--classes=2', '--groups=8',
+               '--min_frames=2', '--max_frames=2')
+    self.assertEqual(done.returncode, 2, done.stderr)
+    self.assertIn('was not written by make_synthetic_ucf101', done.stderr)
+    self.assertEqual(open(class_index).read(), '1 ApplyEyeMakeup\n')
+    self.assertFalse(os.path.exists(os.path.join(root, 'UCF-101')))
+    # A directory it wrote itself is simply written again.
+    own = os.path.join(root, 'synthetic')
+    for _ in range(2):
+      make_synthetic_ucf101.make_dataset(own, classes=2, groups=8, min_frames=2, max_frames=2)
+    with self.assertRaisesRegex(make_synthetic_ucf101.SyntheticError, 'not empty'):
+      make_synthetic_ucf101.make_dataset(root, classes=2, groups=8)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,152 @@
+"""Specification: a run does what the user meant, or stops before training with one line
+that names the problem and the fix.
+
+Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
+the prepared data beyond --num_classes, train and test sharing videos, a resumed
+model_dir whose checkpoint does not fit the graph (towers/resume_check.py), a model_dir
+under a file, an empty data_dir; and two launch details: `local_cluster --helpshort`
+starts nothing, the cluster evaluator waits between checkpoint checks.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from unittest import mock
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, manifest, prepare
+from towers import build_estimator, inputs, preflight, resume_check
+from towers.cluster import runner
+from towers.cluster.spec import ClusterTask
+from towers.params import make_params
+
+LIMIT = 240  # seconds for one process
+TINY = dict(model='c3d_small', clip_frames=4, crop_size=16, batch_size=2, max_steps=1,
+            save_checkpoints_steps=1, lr_schedule='constant', lr_values=[0.01],
+            lr_boundaries=[], export_savedmodel=False)
+
+
+def prepared(root: str, split: int = 1) -> str:
+  """A 4-class synthetic UCF101 prepared into `root/tfr<split>`."""
+  data = os.path.join(root, 'ucf')
+  if not os.path.isdir(data):
+    make_synthetic_ucf101.make_dataset(data, classes=4, groups=9, min_frames=4, max_frames=5)
+  out = os.path.join(root, f'tfr{split}')
+  prepare.prepare(prepare.PrepareConfig(data_dir=data, out=out, split=split, short_side=0,
+                                        workers=1), log=lambda s: None)
+  return out
+
+
+class RunChecksTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.data = prepared(cls.root)
+
+  # --- Labels and leakage -------------------------------------------------------------------
+
+  def test_labels_beyond_num_classes_stop_naming_both_counts(self):
+    found = preflight.problems(make_params(data_source='tfrecord', data_dir=self.data,
+                                           num_classes=2, model_dir=self.create_tempdir().full_path))
+    self.assertLen(found, 2)  # train and test records
+    self.assertRegex(found[0], r'--num_classes=2 but the train records of .* have labels up '
+                               r'to 3 \(4 classes in train.manifest.json\): set --num_classes=4')
+    self.assertEqual(preflight.problems(make_params(
+        data_source='tfrecord', data_dir=self.data, num_classes=4,
+        model_dir=self.create_tempdir().full_path)), [])
+
+  def test_train_binary_stops_before_training_with_one_error_line(self):
+    model_dir = self.create_tempdir().full_path
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', '--data_source=tfrecord',
+         f'--data_dir={self.data}', '--num_classes=2', f'--model_dir={model_dir}',
+         '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False)
+    self.assertEqual(done.returncode, 2, done.stderr[-2000:])
+    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    self.assertLen(errors, 1)
+    self.assertIn('set --num_classes=4', done.stderr)
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
+
+  def test_train_and_test_sharing_videos_stop_with_count_and_example(self):
+    mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
+    shutil.copytree(self.data, mixed)
+    other = prepared(self.root, split=2)
+    for name in os.listdir(mixed):  # split 2's test data beside split 1's train data
+      if name.startswith('test'):
+        os.remove(os.path.join(mixed, name))
+    for name in os.listdir(other):
+      if name.startswith('test'):
+        shutil.copy(os.path.join(other, name), mixed)
+    found = manifest.training_data_problems(mixed, 4)
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], r'^8 videos of .* are in both the train and the test records '
+                               r'\(e.g. v_\w+_g08_c01\)')
+
+  # --- Resume checked against the checkpoint ------------------------------------------------
+
+  def test_resume_with_another_head_or_model_stops_naming_variable_shapes_and_flag(self):
+    model_dir = self.create_tempdir().full_path
+    trained = make_params(num_classes=4, model_dir=model_dir, **TINY)
+    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+                                   max_steps=1)
+    self.assertEqual(resume_check.problems(trained), [])
+    three = resume_check.problems(make_params(num_classes=3, model_dir=model_dir, **TINY))
+    self.assertLen(three, 1)
+    self.assertRegex(three[0], r'c3d_small/logits/\w+ has shape \[.*4\], but these flags build '
+                               r'\[.*3\] .*--num_classes=4, now --num_classes=3')
+    i3d = resume_check.problems(make_params(
+        num_classes=4, model_dir=model_dir, **dict(TINY, model='i3d', clip_frames=8,
+                                                    crop_size=32)))
+    self.assertLen(i3d, 1)
+    self.assertRegex(i3d[0], r'without RGB/inception_i3d/.*another --model .*under c3d_small; '
+                             r'now --model=i3d')
+    self.assertEqual(preflight.problems(make_params(num_classes=3, model_dir=model_dir,
+                                                    **TINY)), three)
+
+  # --- Paths --------------------------------------------------------------------------------
+
+  def test_model_dir_under_a_file_and_an_empty_data_dir_are_named(self):
+    a_file = os.path.join(self.create_tempdir().full_path, 'notes.txt')
+    open(a_file, 'w').close()
+    found = preflight.problems(make_params(model_dir=os.path.join(a_file, 'run')))
+    self.assertEqual(found, [f'model_dir={a_file}/run cannot be created: {a_file} is a file; '
+                             'choose another --model_dir'])
+    empty = self.create_tempdir().full_path
+    model_dir = self.create_tempdir().full_path
+    tfrecord = preflight.problems(make_params(data_source='tfrecord', data_dir=empty,
+                                              model_dir=model_dir))
+    self.assertRegex(tfrecord[0], 'train.manifest.json is missing or unreadable: .* holds no '
+                                  'prepared train data; run //input_fn:prepare')
+    videos = preflight.problems(make_params(data_source='videos', data_dir=empty,
+                                            model_dir=model_dir))
+    self.assertRegex(videos[0], 'holds no classInd.txt')
+
+  # --- Launch details -----------------------------------------------------------------------
+
+  def test_local_cluster_helpshort_shows_help_and_starts_nothing(self):
+    log_dir = os.path.join(self.create_tempdir().full_path)
+    done = subprocess.run([sys.executable, '-m', 'towers.cluster.local_cluster', '--helpshort'],
+                          capture_output=True, text=True, timeout=LIMIT, check=False,
+                          cwd=log_dir)
+    self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+    self.assertIn('--workers', done.stdout)
+    self.assertIn('//towers:train -- --helpshort', done.stdout)
+    self.assertFalse(os.path.exists(os.path.join(log_dir, 'runs')))
+
+  def test_cluster_evaluator_waits_between_checkpoint_checks(self):
+    task = ClusterTask({'chief': ('127.0.0.1:1',), 'ps': ('127.0.0.1:2',)}, 'evaluator', 0,
+                       'flags')
+    with mock.patch.object(runner.training, 'train_and_evaluate',
+                           return_value={}) as evaluate, \
+        mock.patch.dict(os.environ, {}, clear=False):
+      runner.run_task(make_params(throttle_secs=0), task)
+    self.assertGreaterEqual(evaluate.call_args[0][0].throttle_secs, 1)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,83 @@
+"""Checks, before anything is restored, that a model_dir's checkpoint fits the graph asked for.
+
+    problems(params) -> list[str]   # [] when model_dir has no checkpoint or it fits
+
+Without it a resumed run with another `--num_classes` restores 4-class weights into a
+3-class graph without a word (resource variables take any shape), and another `--model`
+ends in a long NotFoundError. Here the graph's model variables (built by the tower model_fn
+in PREDICT mode, in a throwaway graph, without weights) are compared by name and shape with
+`tf.train.list_variables(checkpoint)`; optimizer slots and other checkpoint-only variables
+are ignored. Each message names the variable, both shapes and the flag that most likely
+changed (num_classes, model, head or stream). Runs with --strategy=mirrored are not
+checked (their variables are created under the strategy).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from model_fn import tower_model_fn
+from model_fn.networks import input_channels
+
+tf1 = tf.compat.v1
+# Leading variable scope of each stream's I3D variables (`model_fn/networks/i3d.py`).
+STREAM_SCOPES = {'rgb': 'RGB/', 'flow': 'Flow/'}
+
+
+def graph_variables(params) -> dict[str, list[int]]:
+  """{name: shape} of the model variables `params` builds (PREDICT graph, no weights)."""
+  with tf.Graph().as_default():
+    clips = tf1.placeholder(tf.float32, [None, params.clip_frames, params.crop_size,
+                                         params.crop_size, input_channels(params)])
+    tower_model_fn.model_fn({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
+    return {v.op.name: v.shape.as_list() for v in tf1.global_variables()}
+
+
+def problems(params) -> list[str]:
+  """Why model_dir's latest checkpoint cannot be resumed with `params` (at most one message
+  per kind of mismatch); [] when there is no checkpoint or it fits."""
+  checkpoint = tf.train.latest_checkpoint(params.model_dir)
+  if checkpoint is None or params.strategy != 'towers':
+    return []
+  stored = dict(tf.train.list_variables(checkpoint))
+  wanted = graph_variables(params)
+  missing = sorted(name for name in wanted if name not in stored)
+  reshaped = sorted(name for name in wanted
+                    if name in stored and list(stored[name]) != wanted[name])
+  found = []
+  if reshaped:
+    name = reshaped[0]
+    found.append(f'{params.model_dir} holds a checkpoint whose {name} has shape '
+                 f'{list(stored[name])}, but these flags build {wanted[name]} '
+                 f'({len(reshaped)} variable(s) differ): {_likely_flag(params, stored[name], wanted[name])}'
+                 f'; or use a new --model_dir')
+  if missing:
+    found.append(f'{params.model_dir} holds a checkpoint without {missing[0]} '
+                 f'({len(missing)} of the {len(wanted)} variables these flags build are not in '
+                 f'it): {_likely_scope_flag(params, missing, stored)}; or use a new --model_dir')
+  return found
+
+
+def _likely_flag(params, stored_shape, wanted_shape) -> str:
+  """The flag that most likely changed, for a variable whose shape differs."""
+  if stored_shape and wanted_shape and stored_shape[:-1] == wanted_shape[:-1] and \
+      wanted_shape[-1] == params.num_classes:
+    return (f'it was trained with --num_classes={stored_shape[-1]}, now '
+            f'--num_classes={params.num_classes}')
+  if stored_shape and wanted_shape and params.pretrained_classes in (stored_shape[-1],
+                                                                     wanted_shape[-1]):
+    return f'it was trained with another --head (now --head={params.head})'
+  return f'it was trained with other model flags (--model={params.model}, --head, --num_classes)'
+
+
+def _likely_scope_flag(params, missing: list[str], stored: dict) -> str:
+  """The flag that most likely changed, for graph variables the checkpoint lacks."""
+  if params.model == 'i3d':
+    for stream, scope in STREAM_SCOPES.items():
+      if stream != params.stream and any(n.startswith(scope) for n in stored):
+        return f'it was trained with --stream={stream}, now --stream={params.stream}'
+    if any('stacked_head' in n for n in missing):
+      return f'it was trained without --head=stack (now --head={params.head})'
+  scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})
+  return (f'it was trained with another --model (its variables are under '
+          f'{", ".join(scopes[:3]) or "nothing"}; now --model={params.model})')
