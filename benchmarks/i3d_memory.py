@@ -83,7 +83,7 @@ def estimate(frames: int = 64, crop: int = 224, trainable_from: str = '',
     forward_peak = max(sum(_bytes(t) or 0 for t in (*op.inputs, *op.outputs)
                            if t.shape.rank == 5) for op in forward_ops)
     all_vars = tf1.trainable_variables()
-    trained = freezing.frozen_endpoints(trainable_from)
+    trained = freezing.frozen_endpoints('i3d', trainable_from)
     variables = [v for v in all_vars if i3d.endpoint_of(v.op.name) not in trained]
     grads = tf1.gradients(loss, variables)
     del grads

@@ -35,7 +35,6 @@ flags.DEFINE_multi_string(
 flags.DEFINE_string('work_dir', '', 'Model directories go here (default: a temp dir).')
 
 DEMO_FLAGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'towers', 'demo.flags')
-TOP_1 = 'accuracy/top_1'
 
 
 def demo_params(num_towers: int, model_dir: str, overrides: list[str]):
@@ -71,6 +70,7 @@ def run_to_target(num_towers: int, model_dir: str, log) -> dict:
   """Trains until the target accuracy; returns the curve and the totals."""
   import tensorflow as tf
   from towers import inputs
+  from model_fn.tower_model_fn import TOP_1
   from towers.estimator import build_estimator
   params = demo_params(num_towers, model_dir, FLAGS.set)
   estimator = build_estimator(params)

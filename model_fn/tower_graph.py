@@ -10,29 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Callable, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 
 from model_fn import batch_split
 from model_fn.layers import BatchNormMoments, TowerContext
+from model_fn.networks import Network
 from model_fn.variable_placement import VariablePlacement
 
 tf1 = tf.compat.v1
-
-Network = Callable[[tf.Tensor, TowerContext], tf.Tensor]
 
 
 @dataclasses.dataclass
 class TowerOutputs:
   """What the towers built.
 
-  logits[i]: float32 [b_i, num_classes]; labels[i]: int64 [b_i] (None without labels);
-  loss_sums[i]: float32 scalar S_i, the sum of tower i's per-example cross-entropies;
+  logits[i]: float32 [b_i, num_classes]; loss_sums[i]: float32 scalar S_i, the sum of
+  tower i's per-example cross-entropies (None without labels);
   sizes[i]: int32 scalar b_i; bn_moments[i]: tower i's batch-norm moments (training only).
   """
   logits: list[tf.Tensor]
-  labels: list[tf.Tensor] | None
   loss_sums: list[tf.Tensor] | None
   sizes: list[tf.Tensor]
   bn_moments: list[list[BatchNormMoments]]
@@ -50,12 +48,14 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   """Splits `clips` [B, T, H, W, C] (and `labels` [B]) over `devices` and builds each tower.
 
   `placement` None leaves variables wherever the surrounding scope puts them.
+  Raises ValueError when a tower other than the first creates variables (the network
+  does not use `tf.compat.v1.get_variable`, e.g. Keras layers) or when the network adds
+  UPDATE_OPS (which no tower runs).
   """
   num_towers = len(devices)
   clip_parts = batch_split.split_batch(clips, num_towers)
   label_parts = batch_split.split_batch(labels, num_towers) if labels is not None else None
-  outputs = TowerOutputs([], [] if labels is not None else None,
-                         [] if labels is not None else None, [], [], tuple(devices))
+  outputs = TowerOutputs([], [] if labels is not None else None, [], [], tuple(devices))
 
   def placing_getter(getter, name, *args, **kwargs):
     if placement is None:
@@ -68,8 +68,10 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       return getter(name, *args, **kwargs)
 
   outer_scope = tf1.get_variable_scope()
+  update_ops_before = len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
   for i, device in enumerate(devices):
     ctx = TowerContext(index=i, is_training=is_training)
+    num_variables = len(tf1.global_variables())
     with tf1.variable_scope(outer_scope, reuse=True if i > 0 else None,
                             custom_getter=placing_getter, auxiliary_name_scope=False), \
         tf.name_scope(f'tower_{i}'), _on_device(device):
@@ -78,11 +80,32 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       outputs.sizes.append(tf.shape(logits)[0])
       outputs.bn_moments.append(ctx.bn_moments)
       if label_parts is not None:
-        outputs.labels.append(label_parts[i])
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=label_parts[i], logits=tf.cast(logits, tf.float32))
         outputs.loss_sums.append(tf.reduce_sum(losses))
+    if i > 0:
+      _check_shared_variables(i, tf1.global_variables()[num_variables:])
+  _check_no_update_ops(len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)) - update_ops_before)
   return outputs
+
+
+def _check_shared_variables(tower: int, created: list[tf.Variable]) -> None:
+  """Tower `tower` > 0 must reuse tower 0's variables, not create its own."""
+  if created:
+    names = ', '.join(v.op.name for v in created[:3])
+    raise ValueError(f'tower {tower} created {len(created)} variables of its own ({names}, '
+                     '...): a network must create its variables with '
+                     'tf.compat.v1.get_variable (model_fn.layers, tf.compat.v1.layers), not '
+                     'Keras layers, so that every tower trains the same weights')
+
+
+def _check_no_update_ops(added: int) -> None:
+  """The towers run no UPDATE_OPS: a network that relies on them would never update."""
+  if added:
+    raise ValueError(f'the network added {added} ops to the UPDATE_OPS collection (e.g. '
+                     'tf.compat.v1.layers.batch_normalization), which the towers never run, '
+                     'so its moving statistics would never change: use '
+                     'model_fn.layers.batch_norm(x, ctx), which records its moments in ctx')
 
 
 def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],

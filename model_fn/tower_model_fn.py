@@ -1,6 +1,7 @@
 """The Estimator `model_fn` that trains, evaluates and serves a network over towers.
 
-    model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
+    model_fn(features, labels, mode, params, config=None, network=None)
+        -> tf.estimator.EstimatorSpec
 
 `features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
 in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
@@ -15,11 +16,13 @@ plus `weight_decay * sum(l2_loss(w))` over conv/dense kernels, counted once. Une
 towers are weighted by their size, so 1, 2, 3 or 4 towers give the same gradient.
 
 Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
-per `tf.distribute` replica (see `mirrored_tower_fn`).
+per `tf.distribute` replica (see `mirrored_model_fn`); both share `mean_loss` and
+`build_train_op`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import tensorflow as tf
@@ -27,13 +30,14 @@ import tensorflow as tf
 from model_fn import batch_norm_updates, gradients, optimization, tower_graph
 from model_fn import eval_coverage, freezing, training_hooks, video_metrics, warm_start
 from model_fn.devices import resolve_tower_devices
-from model_fn.networks import build_network
-from model_fn.variable_placement import make_placement
+from model_fn.networks import Network, build_network
+from model_fn.variable_placement import VariablePlacement, make_placement
 
 tf1 = tf.compat.v1
 ModeKeys = tf.estimator.ModeKeys
 
 HOST_DEVICE = '/device:CPU:0'  # where all towers' logits are gathered
+TOP_1 = 'accuracy/top_1'  # the evaluation metric that picks the best model
 
 
 def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
@@ -43,24 +47,18 @@ def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
   return features, None
 
 
-def model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec:
-  """The tower model_fn. In a cluster (`config` with ps tasks) variables go to the ps
+def model_fn(features, labels, mode, params, config=None, network: Network | None = None
+             ) -> tf.estimator.EstimatorSpec:
+  """The tower model_fn. `network(clips, ctx) -> logits` defaults to the registered
+  network `params.model`. In a cluster (`config` with ps tasks) variables go to the ps
   tasks, greedy by bytes, whatever `variable_device` says; on one machine they follow
   `variable_device`."""
   clips, video_index = split_features(features)
-  is_training = mode == ModeKeys.TRAIN
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
-  num_ps = config.num_ps_replicas if config is not None else 0
-  if num_ps:
-    placement = make_placement('ps', devices,
-                               ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
-                               host_device=f'/job:{config.task_type}/task:{config.task_id}'
-                                           '/device:CPU:0')
-  else:
-    placement = make_placement(params.variable_device, devices)
-  network = build_network(params)
-  outputs = tower_graph.build_towers(network, clips, labels if mode != ModeKeys.PREDICT else None,
-                                     devices, placement, is_training)
+  placement = _placement(params, devices, config)
+  outputs = tower_graph.build_towers(network or build_network(params), clips,
+                                     labels if mode != ModeKeys.PREDICT else None,
+                                     devices, placement, mode == ModeKeys.TRAIN)
   if len(outputs.logits) == 1:
     logits = tf.identity(outputs.logits[0], name='logits')
   else:
@@ -70,42 +68,84 @@ def model_fn(features, labels, mode, params, config=None) -> tf.estimator.Estima
     return _predict_spec(logits, params)
 
   global_batch = tf.cast(tf.add_n(outputs.sizes), tf.float32)
-  data_loss = tf.add_n(outputs.loss_sums) / global_batch
-  all_trainable = tf1.trainable_variables()
   with tf.device(devices[0]), tf.name_scope('weight_loss'):
-    weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
-  loss = tf.identity(data_loss + weight_loss, name='total_loss')
-
+    weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay)
+  loss = tf.identity(mean_loss(outputs.loss_sums, global_batch, weight_loss), name='total_loss')
   if mode == ModeKeys.EVAL:
     return _eval_spec(loss, logits, labels, features, params)
 
-  global_step = tf1.train.get_or_create_global_step()
-  variables = freezing.trainable_variables(params, all_trainable)
+  variables = freezing.trainable_variables(params, tf1.trainable_variables())
   tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch, weight_loss)
   pairs = gradients.sum_tower_gradients(tower_grads, variables, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
+  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update,
+                                                      placement.reduce_device)
+  num_workers = config.num_worker_replicas if config is not None else 1
+  train = build_train_op(params, pairs, updates, num_workers,
+                         config.is_chief if config is not None else True)
+  _train_summaries(loss, weight_loss, train.learning_rate, grad_norm, outputs, global_batch)
+  if isinstance(features, dict) and 'skipped_records' in features:
+    tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
+  hooks = [training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
+                                       params.log_every_steps, params.model_dir), *train.hooks]
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train.op, scaffold=train.scaffold,
+                                    training_hooks=hooks)
+
+
+def _placement(params, devices: tuple[str, ...], config) -> VariablePlacement:
+  """The ps tasks in a cluster (`config` with ps tasks), else `params.variable_device`."""
+  num_ps = config.num_ps_replicas if config is not None else 0
+  if not num_ps:
+    return make_placement(params.variable_device, devices)
+  return make_placement('ps', devices, ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
+                        host_device=f'/job:{config.task_type}/task:{config.task_id}'
+                                    '/device:CPU:0')
+
+
+def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: tf.Tensor,
+              replicas: int = 1) -> tf.Tensor:
+  """The reduction rule\'s loss: sum(loss_sums) / global_batch + weight_loss / replicas.
+
+  `loss_sums` are the float32 scalar per-tower sums S_i of the per-example
+  cross-entropies, `global_batch` the float32 number of examples over all towers (and
+  replicas). With one graph of towers `replicas` is 1; under MirroredStrategy each of the
+  R replicas returns its share and the strategy sums them.
+  """
+  return tf.add_n(loss_sums) / global_batch + weight_loss / replicas
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOp:
+  """What `build_train_op` made: the op of one step, the step\'s learning rate, the
+  scaffold (warm start, EMA shadows) and the hooks the optimizer needs."""
+  op: tf.Operation
+  learning_rate: tf.Tensor
+  scaffold: tf1.train.Scaffold
+  hooks: tuple[tf1.train.SessionRunHook, ...]
+
+
+def build_train_op(params, pairs: list[tuple[tf.Tensor, tf.Variable]],
+                   updates: list[tf.Operation], num_workers: int = 1, is_chief: bool = True
+                   ) -> TrainOp:
+  """Applies `pairs` (final gradient, variable) with the optimizer and schedule of
+  `params`, increments the global step, runs the batch-norm `updates` with it, then the
+  EMA of the weights (`ema_decay`). With `sync_replicas` and several workers the
+  optimizer waits for the others\' gradients. The scaffold warm-starts the network the
+  first time (`warm_start_from`)."""
+  global_step = tf1.train.get_or_create_global_step()
   rate = optimization.learning_rate(params, global_step)
   optimizer = optimization.make_optimizer(params, rate)
-  hooks = [training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
-                                       params.log_every_steps, params.model_dir)]
-  num_workers = config.num_worker_replicas if config is not None else 1
+  hooks = ()
   if params.sync_replicas and num_workers > 1:
     optimizer = tf1.train.SyncReplicasOptimizer(
         optimizer, replicas_to_aggregate=num_workers - params.backup_workers,
         total_num_replicas=num_workers)
-    hooks.append(optimizer.make_session_run_hook(config.is_chief))
+    hooks = (optimizer.make_session_run_hook(is_chief),)
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
-  updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update,
-                                                      placement.reduce_device)
   train_op, ema = _with_ema(apply_op, updates, params)
-
-  _train_summaries(loss, weight_loss, rate, grad_norm, outputs, global_batch)
-  if isinstance(features, dict) and 'skipped_records' in features:
-    tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
   scaffold = tf1.train.Scaffold(
       init_fn=_init_fn(warm_start.make_warm_start_init_fn(params, tf1.global_variables()), ema))
-  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, scaffold=scaffold,
-                                    training_hooks=hooks)
+  return TrainOp(train_op, rate, scaffold, hooks)
 
 
 def _with_ema(apply_op: tf.Operation, updates: list[tf.Operation], params):
@@ -158,7 +198,7 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
   in_top_k = tf.cast(tf.nn.in_top_k(targets=labels, predictions=tf.cast(logits, tf.float32), k=k),
                      tf.float32)
   metrics = {
-      'accuracy/top_1': tf1.metrics.accuracy(labels, predictions),
+      TOP_1: tf1.metrics.accuracy(labels, predictions),
       'accuracy/top_5': tf1.metrics.mean(in_top_k),
       'accuracy/mean_per_class': video_metrics.mean_per_class_accuracy(
           labels, predictions, params.num_classes),
@@ -208,38 +248,34 @@ def _ema_scaffold(params) -> tf1.train.Scaffold | None:
   return tf1.train.Scaffold(saver=tf1.train.Saver(ema.variables_to_restore()))
 
 
-def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
-  """The same network and reduction rule under `tf.distribute.MirroredStrategy`.
+def mirrored_model_fn(features, labels, mode, params, network: Network | None = None
+                      ) -> tf.estimator.EstimatorSpec:
+  """The same network, loss and train op under `tf.distribute.MirroredStrategy`.
 
-  The strategy calls this once per replica with that replica's share of the batch and
-  sums the replicas' gradients in `apply_gradients`. So each replica's loss is
+  The strategy calls this once per replica with that replica\'s share of the batch and
+  sums the replicas\' gradients in `apply_gradients`. So each replica\'s loss is
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
-  as the towers' rule. Batch-norm moving statistics are MEAN-aggregated over replicas.
-  Gradient clipping and EMA are not offered here (they would act per replica).
+  as the towers\' rule. Batch-norm moving statistics follow each replica\'s batch and are
+  MEAN-aggregated over replicas. `params.validate` rejects the options this path does
+  not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas).
   """
   clips, video_index = split_features(features)
   replicas = tf.distribute.get_replica_context().num_replicas_in_sync
-  network = build_network(params)
-  outputs = tower_graph.build_towers(network, clips, labels if mode != ModeKeys.PREDICT else None,
+  outputs = tower_graph.build_towers(network or build_network(params), clips,
+                                     labels if mode != ModeKeys.PREDICT else None,
                                      ('',), None, mode == ModeKeys.TRAIN)
   logits = outputs.logits[0]
   if mode == ModeKeys.PREDICT:
     return _predict_spec(logits, params)
   global_batch = tf.cast(outputs.sizes[0] * replicas, tf.float32)
-  all_trainable = tf1.trainable_variables()
-  weight_loss = gradients.weight_loss(all_trainable, params.weight_decay)
-  loss = outputs.loss_sums[0] / global_batch + weight_loss / replicas
+  weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay)
+  loss = mean_loss(outputs.loss_sums, global_batch, weight_loss, replicas)
   if mode == ModeKeys.EVAL:
     return _eval_spec(loss, logits, labels, features, params)
-  global_step = tf1.train.get_or_create_global_step()
-  variables = freezing.trainable_variables(params, all_trainable)
-  optimizer = optimization.make_optimizer(params, optimization.learning_rate(params, global_step))
+  variables = freezing.trainable_variables(params, tf1.trainable_variables())
   grads = tf1.gradients(loss, variables)
   pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-  apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
   updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, 'main',
                                                       lambda v: v.device)
-  scaffold = tf1.train.Scaffold(
-      init_fn=warm_start.make_warm_start_init_fn(params, tf1.global_variables()))
-  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.group(apply_op, *updates),
-                                    scaffold=scaffold)
+  train = build_train_op(params, pairs, updates)
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train.op, scaffold=train.scaffold)

@@ -137,19 +137,6 @@ class I3dNamesTest(tf.test.TestCase):
     self.assertLess(frozen.fixed_bytes, full.fixed_bytes)
     self.assertEqual(full.clips_that_fit(full.fixed_bytes + 2.5 * full.per_clip_bytes), 2)
 
-  def test_params_choices_match_network(self):
-    fields = {f.name: f for f in dataclasses.fields(params_lib.TrainParams)}
-    trainable_from = fields['trainable_from'].metadata[params_lib.CHOICES]
-    expected = ('',) + tuple(e for e in i3d.ENDPOINTS
-                             if not e.startswith('MaxPool') and e != 'Predictions')
-    self.assertEqual(trainable_from, expected)
-    self.assertEqual(fields['head'].metadata[params_lib.CHOICES], i3d.HEADS)
-    self.assertEqual(fields['stream'].metadata[params_lib.CHOICES], tuple(i3d.STREAMS))
-    self.assertTrue(fields['warm_start_from'].metadata[params_lib.PATH])
-    for name in ('stream', 'warm_start_from', 'warm_start_scope', 'head',
-                 'pretrained_classes', 'trainable_from'):
-      self.assertTrue(fields[name].metadata[params_lib.HELP], name)
-
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()

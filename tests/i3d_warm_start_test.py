@@ -186,10 +186,9 @@ class WarmStartTest(tf.test.TestCase):
 class FreezingTest(tf.test.TestCase):
 
   def test_frozen_endpoints(self):
-    self.assertEqual(freezing.frozen_endpoints(''), ())
-    self.assertEqual(freezing.frozen_endpoints('Mixed_3b'),
-                     ('Conv3d_1a_7x7', 'MaxPool3d_2a_3x3', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3',
-                      'MaxPool3d_3a_3x3'))
+    self.assertEqual(freezing.frozen_endpoints('i3d', ''), ())
+    self.assertEqual(freezing.frozen_endpoints('i3d', 'Mixed_3b'),
+                     ('Conv3d_1a_7x7', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3'))
 
   def test_frozen_variables_do_not_change_in_a_step(self):
     params = make(trainable_from='Mixed_4b')
@@ -225,7 +224,7 @@ class FreezingTest(tf.test.TestCase):
   def test_trainable_from_needs_i3d(self):
     with tf.Graph().as_default():
       v = tf1.get_variable('c3d_small/block1/conv_3d/w', [1])
-      with self.assertRaisesRegex(ValueError, 'model=i3d'):
+      with self.assertRaisesRegex(ValueError, 'not an endpoint of model=c3d_small'):
         freezing.trainable_variables(params_lib.make_params(trainable_from='Mixed_4b'), [v])
 
 

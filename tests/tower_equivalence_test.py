@@ -2,13 +2,15 @@
 
 For 1, 2, 3 and 4 towers, with even and uneven splits, one SGD step of the tower model_fn
 gives the same variables as one plain step on a single device with the whole batch
-(network without batch norm; L2 weight decay on; tight tolerance).
+(network without batch norm; L2 weight decay on; tight tolerance). The same holds for a
+user's own network passed to the model_fn (`build_estimator(params, network=...)`).
 """
 
 import numpy as np
 import tensorflow as tf
 
 from model_fn import tower_model_fn
+from model_fn.layers import TowerContext
 from model_fn.networks import c3d_small
 from tests import tower_testing
 from towers.params import make_params
@@ -34,13 +36,28 @@ def _data(batch, seed=0):
   return clips, labels
 
 
-def _initial_values(batch):
+def builtin_network():
+  return c3d_small.build(CLASSES, use_batch_norm=False)
+
+
+def custom_network(clips, ctx):
+  """A user's network, written with plain tf.compat.v1.get_variable: conv, ReLU, mean, dense."""
+  del ctx  # no batch norm, no dropout
+  with tf1.variable_scope('custom'):
+    w = tf1.get_variable('conv/w', [3, 3, 3, 3, 4], initializer=tf1.glorot_uniform_initializer())
+    b = tf1.get_variable('conv/b', [4], initializer=tf1.constant_initializer(0.1))
+    x = tf.nn.relu(tf.nn.conv3d(clips, w, [1] * 5, 'SAME') + b)
+    x = tf.reduce_mean(x, axis=[1, 2, 3])
+    kernel = tf1.get_variable('logits/kernel', [4, CLASSES],
+                              initializer=tf1.glorot_uniform_initializer())
+    return tf.matmul(x, kernel)
+
+
+def _initial_values(batch, make_network=builtin_network):
   """Variable values of a freshly initialised network, to start every graph alike."""
   with tf.Graph().as_default():
     tf1.set_random_seed(1)
-    network = c3d_small.build(CLASSES, use_batch_norm=False)
-    from model_fn.layers import TowerContext
-    network(tf.zeros([batch, 4, 16, 16, 3]), TowerContext(is_training=True))
+    make_network()(tf.zeros([batch, 4, 16, 16, 3]), TowerContext(is_training=True))
     with tf1.Session() as sess:
       sess.run(tf1.global_variables_initializer())
       return {v.op.name: sess.run(v) for v in tf1.global_variables()}
@@ -52,12 +69,10 @@ def _load(sess, values):
       v.load(values[v.op.name], sess)
 
 
-def reference_step(clips, labels, init):
+def reference_step(clips, labels, init, make_network=builtin_network):
   """One SGD step on one device: mean cross-entropy + weight_decay * sum(l2_loss(w))."""
   with tf.Graph().as_default():
-    from model_fn.layers import TowerContext
-    logits = c3d_small.build(CLASSES, use_batch_norm=False)(
-        tf.constant(clips), TowerContext(is_training=True))
+    logits = make_network()(tf.constant(clips), TowerContext(is_training=True))
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.constant(labels), logits=logits))
     kernels = [v for v in tf1.trainable_variables() if v.op.name.split('/')[-1] in ('w', 'kernel')]
@@ -70,10 +85,12 @@ def reference_step(clips, labels, init):
       return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
 
 
-def tower_step(clips, labels, init, num_towers):
+def tower_step(clips, labels, init, num_towers, network=None):
+  """One step of the tower model_fn; `network` None trains the built-in `params.model`."""
   with tf.Graph().as_default():
     spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                   tf.estimator.ModeKeys.TRAIN, _params(num_towers, len(labels)))
+                                   tf.estimator.ModeKeys.TRAIN, _params(num_towers, len(labels)),
+                                   network=network)
     with tf1.Session(config=tower_testing.cpu_session_config(num_towers)) as sess:
       sess.run(tf1.global_variables_initializer())
       _load(sess, init)
@@ -83,11 +100,12 @@ def tower_step(clips, labels, init, num_towers):
 
 class TowerEquivalenceTest(tf.test.TestCase):
 
-  def _check(self, num_towers, batch):
+  def _check(self, num_towers, batch, custom=False):
     clips, labels = _data(batch)
-    init = _initial_values(batch)
-    expected = reference_step(clips, labels, init)
-    actual = tower_step(clips, labels, init, num_towers)
+    make_network = (lambda: custom_network) if custom else builtin_network
+    init = _initial_values(batch, make_network)
+    expected = reference_step(clips, labels, init, make_network)
+    actual = tower_step(clips, labels, init, num_towers, custom_network if custom else None)
     self.assertCountEqual(expected.keys(), actual.keys())
     for name, value in expected.items():
       self.assertGreater(np.abs(value - init[name]).max(), 0.0, f'{name} did not move')
@@ -107,6 +125,15 @@ class TowerEquivalenceTest(tf.test.TestCase):
 
   def test_four_towers_uneven(self):
     self._check(4, 7)  # 2, 2, 2, 1
+
+  def test_custom_network_one_tower(self):
+    self._check(1, 8, custom=True)
+
+  def test_custom_network_two_towers(self):
+    self._check(2, 8, custom=True)
+
+  def test_custom_network_three_towers_uneven(self):
+    self._check(3, 8, custom=True)  # 3, 3, 2
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 
     from towers import build_estimator
     estimator = build_estimator({'num_towers': 2, 'model_dir': '/tmp/run'})
+    estimator = build_estimator({'num_towers': 2, 'model_dir': '/tmp/mine'}, network=my_network)
 
 Importing `towers` before TensorFlow turns on TensorFlow's oneDNN CPU kernels (about 3x
 faster 3-D convolutions on AVX2 CPUs, where TF 2.15 leaves them off) unless

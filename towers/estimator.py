@@ -1,4 +1,4 @@
-"""`build_estimator(params)`: the Estimator, its RunConfig and its session config."""
+"""`build_estimator(params, network=None)`: the Estimator, its RunConfig and its session config."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
-from model_fn.networks import input_channels
-from towers.params import TrainParams, make_params
+from model_fn.networks import Network, input_channels
+from towers.params import ParamsError, TrainParams, make_params
 
 tf1 = tf.compat.v1
 
@@ -59,17 +59,35 @@ def run_config(params: TrainParams) -> tf.estimator.RunConfig:
   return config
 
 
-def build_estimator(params: TrainParams | Mapping[str, Any] | None = None
-                    ) -> tf.estimator.Estimator:
-  """An Estimator that trains `params.model` over towers (or MirroredStrategy).
+def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
+                    network: Network | None = None) -> tf.estimator.Estimator:
+  """An Estimator that trains a network over towers (or MirroredStrategy).
 
+  `network(clips, ctx) -> logits` is the user's own network (see `model_fn.networks`):
+  clips float32 [batch, frames, height, width, channels], `ctx` the tower's
+  `model_fn.layers.TowerContext`, logits [batch, num_classes]. It is called once per
+  tower, and must create its variables with `tf.compat.v1.get_variable` (or
+  `model_fn.layers`) so that the towers share them. Without it, the registered network
+  `params.model` is trained; with it, `params.model` is not used.
   It trains on any input_fn yielding (clips, labels): float32
   [batch, frames, height, width, channels] in [-1, 1] and int64 [batch].
   """
   params = as_params(params)
-  fn = (tower_model_fn.mirrored_model_fn if params.strategy == 'mirrored'
-        else tower_model_fn.model_fn)
-  return tf.estimator.Estimator(model_fn=fn, config=run_config(params), params=params)
+  if network is not None:
+    registry_only = [name for name in ('trainable_from', 'warm_start_from')
+                     if getattr(params, name)]
+    if registry_only:
+      raise ParamsError(f'{" and ".join(registry_only)} need a registered network that '
+                        'declares its endpoints or checkpoint (model_fn.networks.register), '
+                        'not one passed as build_estimator(network=...)')
+  if params.strategy == 'mirrored':
+    def estimator_model_fn(features, labels, mode, params):
+      return tower_model_fn.mirrored_model_fn(features, labels, mode, params, network)
+  else:
+    def estimator_model_fn(features, labels, mode, params, config):
+      return tower_model_fn.model_fn(features, labels, mode, params, config, network)
+  return tf.estimator.Estimator(model_fn=estimator_model_fn, config=run_config(params),
+                                params=params)
 
 
 def serving_input_receiver_fn(params: TrainParams):

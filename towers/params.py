@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from model_fn import networks
+from model_fn.networks import i3d
 from towers.options import CHOICES, HELP, PATH, OptionsError, convert, option  # noqa: F401  (re-exported)
 
 
@@ -22,7 +24,9 @@ class TrainParams:
   """All knobs of a training run. Construct with `make_params`, which validates."""
 
   # --- Model -------------------------------------------------------------------------------
-  model: str = option('c3d_small', 'Network to train.', choices=('c3d_small', 'i3d'))
+  model: str = option(
+      'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
+      'with model_fn.networks.register().')
   num_classes: int = option(101, 'Number of output classes.')
   clip_frames: int = option(16, 'Frames per clip fed to the network.')
   crop_size: int = option(112, 'Height and width of the clip crop, in pixels.')
@@ -80,7 +84,7 @@ class TrainParams:
       'and v, from //input_fn:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
       '//towers:evaluate_two_stream fuses two trained models per video.',
-      choices=('rgb', 'flow'))
+      choices=tuple(i3d.STREAMS))
   warm_start_from: str = option(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
@@ -94,16 +98,14 @@ class TrainParams:
       'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
       'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
       'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
-      '(num_classes must equal the checkpoint\'s).', choices=('replace', 'stack', 'keep'))
+      '(num_classes must equal the checkpoint\'s).', choices=i3d.HEADS)
   pretrained_classes: int = option(
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
       '600 Kinetics-600).')
   trainable_from: str = option(
-      '', 'I3D: freeze every endpoint before this one (they keep their warm-start values); '
-      'empty trains all variables.',
-      choices=('', 'Conv3d_1a_7x7', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3', 'Mixed_3b', 'Mixed_3c',
-               'Mixed_4b', 'Mixed_4c', 'Mixed_4d', 'Mixed_4e', 'Mixed_4f', 'Mixed_5b',
-               'Mixed_5c', 'Logits'))
+      '', 'Freeze every endpoint of the network before this one (they keep their '
+      'warm-start values); empty trains all variables. I3D endpoints: '
+      f'{", ".join(networks.spec("i3d").endpoints)}.')
 
   # --- Run ---------------------------------------------------------------------------------
   batch_size: int = option(24, 'Global batch size per worker step, split across the towers.')
@@ -183,7 +185,6 @@ class TrainParams:
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
-DEFAULTS = TrainParams()
 
 
 class ParamsError(OptionsError):
@@ -215,6 +216,13 @@ def validate(p: TrainParams) -> None:
     value = getattr(p, f.name)
     if choices and value not in choices:
       raise ParamsError(f'{f.name}={value!r} is not one of {", ".join(choices)}')
+  if p.model not in networks.names():
+    raise ParamsError(f'model={p.model!r} is not a registered network '
+                      f'({", ".join(networks.names())})')
+  endpoints = networks.all_endpoints()
+  if p.trainable_from and p.trainable_from not in endpoints:
+    raise ParamsError(f'trainable_from={p.trainable_from!r} is not a network endpoint '
+                      f'({", ".join(endpoints)})')
   positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'max_steps',
               'save_checkpoints_steps', 'log_every_steps', 'keep_checkpoint_max')
   for name in positive:
@@ -258,3 +266,24 @@ def validate(p: TrainParams) -> None:
                'backup_workers', 'task_index'):
     if getattr(p, name) < 0:
       raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
+  _check_mirrored(p)
+
+
+def mirrored_ignored(p: TrainParams) -> list[str]:
+  """The options set in `p` that `strategy=mirrored` does not apply: clipping and EMA
+  would act per replica, batch-norm statistics come from each replica (MEAN-aggregated),
+  tf.distribute places the variables, and there is no SyncReplicasOptimizer."""
+  ignored = [name for name in ('ema_decay', 'clip_gradient_norm', 'sync_replicas')
+             if getattr(p, name)]
+  if p.bn_update != 'main':
+    ignored.append(f'bn_update={p.bn_update}')
+  if p.variable_device != 'cpu':
+    ignored.append(f'variable_device={p.variable_device}')
+  return ignored
+
+
+def _check_mirrored(p: TrainParams) -> None:
+  ignored = mirrored_ignored(p) if p.strategy == 'mirrored' else []
+  if ignored:
+    raise ParamsError(f'strategy=mirrored does not apply {", ".join(ignored)}: leave '
+                      f'{"it" if len(ignored) == 1 else "them"} unset or use strategy=towers')

@@ -8,11 +8,11 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from model_fn.networks import Network
+from model_fn.tower_model_fn import TOP_1
 from towers import inputs
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
-
-TOP_1 = 'accuracy/top_1'
 
 
 def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
@@ -28,9 +28,10 @@ def finished_step(params: TrainParams) -> int | None:
   return step if step >= params.max_steps else None
 
 
-def train_and_evaluate(params: TrainParams) -> dict[str, Any]:
+def train_and_evaluate(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
-  `model_dir/export/best`; returns the final evaluation metrics. A model_dir already
+  `model_dir/export/best`; returns the final evaluation metrics. `network` is the user's
+  own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`. A model_dir already
   trained to max_steps returns {} at once (in a cluster, the evaluator still evaluates
   the final checkpoint)."""
   finished = finished_step(params)
@@ -38,7 +39,7 @@ def train_and_evaluate(params: TrainParams) -> dict[str, Any]:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                  params.model_dir, finished, params.max_steps)
     return {}
-  estimator = build_estimator(params)
+  estimator = build_estimator(params, network)
   exporters = []
   if params.export_savedmodel:
     exporters.append(tf.estimator.BestExporter(

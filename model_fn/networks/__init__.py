@@ -1,8 +1,21 @@
-"""Registry of networks: `build_network(params)` returns `network(clips, ctx) -> logits`."""
+"""The network registry: name -> how to build `network(clips, ctx) -> logits` from params.
+
+A network is a plain function `network(clips, ctx) -> logits`: clips float32
+`[batch, frames, height, width, channels]` in [-1, 1], `ctx` the tower's
+`model_fn.layers.TowerContext` (training or not, the batch-norm moments it records),
+logits `[batch, num_classes]`. The built-in networks are registered here like any other;
+`--model`, `--trainable_from` and their help text are derived from this registry.
+
+    networks.register('my_net', lambda params: my_net.build(params.num_classes))
+    build_estimator({'model': 'my_net', ...})
+
+`towers.build_estimator(params, network=fn)` takes an unregistered network directly.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -12,19 +25,67 @@ from model_fn.networks import c3d_small, i3d
 Network = Callable[[tf.Tensor, layers.TowerContext], tf.Tensor]
 
 
+@dataclasses.dataclass(frozen=True)
+class NetworkSpec:
+  """How to build one registered network.
+
+  `build(params)` returns the network for `params` (a `TrainParams`). `endpoints` are the
+  names `--trainable_from` accepts, in network order (empty: the network cannot be
+  partly frozen); `endpoint_of(variable_name)` names the endpoint a variable belongs to
+  (None outside every endpoint). `warm_start` says whether `--warm_start_from` can
+  restore it (DeepMind's I3D checkpoints).
+  """
+  build: Callable[[Any], Network]
+  endpoints: tuple[str, ...] = ()
+  endpoint_of: Callable[[str], str | None] = lambda name: None
+  warm_start: bool = False
+
+
+_REGISTRY: dict[str, NetworkSpec] = {}
+
+
+def register(name: str, build: Callable[[Any], Network], endpoints: tuple[str, ...] = (),
+             endpoint_of: Callable[[str], str | None] | None = None,
+             warm_start: bool = False) -> None:
+  """Adds a network under `name` (an error if the name is taken)."""
+  if name in _REGISTRY:
+    raise ValueError(f'a network named {name!r} is already registered')
+  _REGISTRY[name] = NetworkSpec(build, tuple(endpoints),
+                                endpoint_of or NetworkSpec.endpoint_of, warm_start)
+
+
+def names() -> tuple[str, ...]:
+  """Registered network names, built-ins first."""
+  return tuple(_REGISTRY)
+
+
+def spec(name: str) -> NetworkSpec:
+  """The registered network `name`; ValueError naming the known ones otherwise."""
+  if name not in _REGISTRY:
+    raise ValueError(f'model={name!r} is not a registered network '
+                     f'(registered: {", ".join(_REGISTRY)})')
+  return _REGISTRY[name]
+
+
+def all_endpoints() -> tuple[str, ...]:
+  """Every registered network's endpoints, first appearance first, without repeats."""
+  return tuple(dict.fromkeys(e for s in _REGISTRY.values() for e in s.endpoints))
+
+
 def build_network(params) -> Network:
   """Builds the network named by `params.model` for `params.num_classes` outputs."""
-  if params.model == 'c3d_small':
-    return c3d_small.build(params.num_classes, use_batch_norm=params.batch_norm,
-                           dropout_keep=params.dropout_keep)
-  if params.model == 'i3d':
-    # DeepMind's Unit3D always has batch norm: params.batch_norm does not apply.
-    return i3d.build(params.num_classes, stream=params.stream,
-                     dropout_keep=params.dropout_keep, head=params.head,
-                     pretrained_classes=params.pretrained_classes)
-  raise ValueError(f'model={params.model!r} is not a known network')
+  return spec(params.model).build(params)
 
 
 def input_channels(params) -> int:
   """Channels the network expects: 2 for an optical-flow stream, else 3 (RGB)."""
   return 2 if params.stream == 'flow' else 3
+
+
+register('c3d_small', lambda p: c3d_small.build(
+    p.num_classes, use_batch_norm=p.batch_norm, dropout_keep=p.dropout_keep))
+# DeepMind's Unit3D always has batch norm: params.batch_norm does not apply.
+register('i3d', lambda p: i3d.build(
+    p.num_classes, stream=p.stream, dropout_keep=p.dropout_keep, head=p.head,
+    pretrained_classes=p.pretrained_classes),
+         endpoints=i3d.VARIABLE_ENDPOINTS, endpoint_of=i3d.endpoint_of, warm_start=True)

@@ -33,12 +33,15 @@ from model_fn import layers
 
 tf1 = tf.compat.v1
 
-# Endpoints in network order. `trainable_from` (towers/params.py) uses these names.
+# Endpoints in network order.
 ENDPOINTS: tuple[str, ...] = (
     'Conv3d_1a_7x7', 'MaxPool3d_2a_3x3', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3',
     'MaxPool3d_3a_3x3', 'Mixed_3b', 'Mixed_3c', 'MaxPool3d_4a_3x3', 'Mixed_4b',
     'Mixed_4c', 'Mixed_4d', 'Mixed_4e', 'Mixed_4f', 'MaxPool3d_5a_2x2', 'Mixed_5b',
     'Mixed_5c', 'Logits', 'Predictions')
+# The endpoints that hold variables: the names `--trainable_from` accepts.
+VARIABLE_ENDPOINTS: tuple[str, ...] = tuple(
+    e for e in ENDPOINTS if not e.startswith('MaxPool') and e != 'Predictions')
 
 STREAMS: dict[str, tuple[str, int]] = {'rgb': ('RGB', 3), 'flow': ('Flow', 2)}
 NETWORK_SCOPE = 'inception_i3d'

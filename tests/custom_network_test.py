@@ -1,0 +1,130 @@
+"""Specification: a user's own network trains like a built-in one.
+
+The README's custom-network example runs as written (2 towers, batch norm updated once
+per step, one shared set of variables); networks that would silently train copies or
+frozen statistics are refused; a registered network is selected and partly frozen by
+name. (That a custom network's 2- and 3-tower step equals its 1-device step is in
+tower_equivalence_test.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import tensorflow as tf
+
+from model_fn import freezing, layers, networks, tower_graph
+from towers import ParamsError, build_estimator, make_params
+
+tf1 = tf.compat.v1
+
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'README.md')
+
+
+def readme_example() -> str:
+  """The first python code block of the README's "Your own network" section."""
+  with open(README) as f:
+    text = f.read()
+  section = text.split('\n## Your own network\n', 1)[1].split('\n## ', 1)[0]
+  return re.search(r'```python\n(.*?)```', section, re.DOTALL).group(1)
+
+
+def tiny_network(clips, ctx):
+  with tf1.variable_scope('tiny'):
+    x = tf.reduce_mean(clips, axis=[1, 2, 3])
+    for name in ('block1', 'block2'):
+      x = tf.nn.relu(layers.dense(x, 4, name=name))
+    return layers.dense(x, 3, name='logits')
+
+
+class ReadmeExampleTest(tf.test.TestCase):
+
+  def test_readme_example_trains_evaluates_and_exports(self):
+    namespace = {'__name__': 'readme_example'}
+    exec(compile(readme_example(), README, 'exec'), namespace)  # pylint: disable=exec-used
+    params, metrics = namespace['params'], namespace['metrics']
+    self.addCleanup(shutil.rmtree, params.model_dir, True)
+    self.assertEqual(metrics['global_step'], 60)
+    for key in ('accuracy/top_1', 'accuracy/top_5', 'accuracy/mean_per_class', 'loss'):
+      self.assertIn(key, metrics)
+    checkpoint = tf.train.latest_checkpoint(params.model_dir)
+    names = dict(tf.train.list_variables(checkpoint))
+    # One set of variables, named as in a one-tower graph.
+    self.assertFalse([n for n in names if n.startswith('tower_')])
+    self.assertIn('my_net/temperature', names)
+    self.assertEqual(names['my_net/bn2/gamma'], [16])
+    # The towers ran the batch-norm updates: moving statistics left their initial 0 and 1.
+    moving_mean = tf.train.load_variable(checkpoint, 'my_net/bn1/moving_mean')
+    moving_variance = tf.train.load_variable(checkpoint, 'my_net/bn2/moving_variance')
+    self.assertGreater(abs(moving_mean).max(), 1e-3)
+    self.assertGreater(abs(moving_variance - 1.0).max(), 1e-3)
+    self.assertTrue(os.listdir(os.path.join(params.model_dir, 'export', 'best')))
+
+
+class RefusedNetworksTest(tf.test.TestCase):
+
+  def _build(self, network):
+    with tf.Graph().as_default():
+      tower_graph.build_towers(network, tf.zeros([4, 2, 4, 4, 3]), tf.zeros([4], tf.int64),
+                               ('/cpu:0', '/cpu:0'), None, True)
+
+  def test_keras_layers_would_train_one_copy_per_tower(self):
+    def keras_network(clips, ctx):
+      del ctx
+      return tf.keras.layers.Dense(3)(tf.reduce_mean(clips, axis=[1, 2, 3]))
+    with self.assertRaisesRegex(ValueError, 'tower 1 created 2 variables of its own'):
+      self._build(keras_network)
+
+  def test_update_ops_would_never_run(self):
+    def update_ops_network(clips, ctx):
+      x = tf1.layers.batch_normalization(tf.reduce_mean(clips, axis=[1, 2, 3]),
+                                         training=ctx.is_training)
+      return layers.dense(x, 3)
+    with self.assertRaisesRegex(ValueError, 'UPDATE_OPS.*model_fn.layers.batch_norm'):
+      self._build(update_ops_network)
+
+  def test_passed_network_refuses_registry_options(self):
+    for option in ({'trainable_from': 'Mixed_4b', 'model': 'i3d'},
+                   {'warm_start_from': '/nowhere/model.ckpt'}):
+      with self.assertRaisesRegex(ParamsError, 'registered network'):
+        build_estimator(make_params(option), network=tiny_network)
+
+
+class RegistryTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    networks.register('tiny', lambda params: tiny_network, endpoints=('block1', 'block2'),
+                      endpoint_of=lambda name: name.split('/')[1] if '/' in name else None)
+
+  def test_builtins_are_registered(self):
+    self.assertEqual(networks.names()[:2], ('c3d_small', 'i3d'))
+    self.assertIn('Mixed_4b', networks.spec('i3d').endpoints)
+    self.assertNotIn('MaxPool3d_2a_3x3', networks.spec('i3d').endpoints)
+
+  def test_model_is_checked_against_the_registry(self):
+    self.assertEqual(make_params(model='tiny').model, 'tiny')
+    with self.assertRaisesRegex(ParamsError, r"model='tyni' is not a registered network "
+                                r'\(c3d_small, i3d, tiny\)'):
+      make_params(model='tyni')
+    with self.assertRaisesRegex(ValueError, 'already registered'):
+      networks.register('tiny', lambda params: tiny_network)
+
+  def test_trainable_from_freezes_the_registered_endpoints(self):
+    params = make_params(model='tiny', trainable_from='block2')
+    with tf.Graph().as_default():
+      networks.build_network(params)(tf.zeros([2, 1, 1, 1, 3]), layers.TowerContext())
+      trainable = freezing.trainable_variables(params, tf1.trainable_variables())
+    self.assertEqual([v.op.name for v in trainable],
+                     ['tiny/block2/kernel', 'tiny/block2/bias', 'tiny/logits/kernel',
+                      'tiny/logits/bias'])
+    with self.assertRaisesRegex(ParamsError, "trainable_from='block3' is not"):
+      make_params(model='tiny', trainable_from='block3')
+
+
+if __name__ == '__main__':
+  tf1.disable_eager_execution()
+  tf.test.main()
