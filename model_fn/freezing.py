@@ -20,7 +20,7 @@ from typing import Sequence
 import tensorflow as tf
 
 from model_fn import networks
-from model_fn.warm_start import variable_name
+from model_fn.layers import variable_name
 
 tf1 = tf.compat.v1
 

@@ -22,14 +22,17 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from model_fn.layers import variable_name
+
 tf1 = tf.compat.v1
 
 DECAYED_VARIABLE_NAMES = ('w', 'kernel')
 
 
 def is_decayed(variable: tf.Variable) -> bool:
-  """True for conv/dense kernels: variables whose last name component is `w` or `kernel`."""
-  return variable.op.name.split('/')[-1] in DECAYED_VARIABLE_NAMES
+  """True for conv/dense kernels: variables whose last name component is `w` or `kernel`
+  (in every tower and every tf.distribute replica)."""
+  return variable_name(variable).split('/')[-1] in DECAYED_VARIABLE_NAMES
 
 
 def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Tensor:

@@ -56,6 +56,12 @@ class TowerContext:
     return self.index == 0
 
 
+def variable_name(v: tf.Variable) -> str:
+  """A variable's graph name without the `:0` suffix, the same for every tower and every
+  `tf.distribute` replica (whose local copies' ops are named `<name>/replica_<i>`)."""
+  return v.name.split(':')[0]
+
+
 def conv3d(x: tf.Tensor, filters: int, kernel: Sequence[int], strides: Sequence[int] = (1, 1, 1),
            use_bias: bool = False, padding: str = 'SAME', name: str = 'conv_3d') -> tf.Tensor:
   """3-D convolution with variables `<scope>/<name>/w` [kt, kh, kw, in, out] and optional `b`."""

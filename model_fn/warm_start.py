@@ -37,6 +37,7 @@ from typing import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from model_fn.layers import variable_name
 from model_fn.networks import i3d
 
 tf1 = tf.compat.v1
@@ -76,11 +77,6 @@ class WarmStartPlan:
   @property
   def restored_parameters(self) -> int:
     return sum(int(np.prod(r.checkpoint_shape)) for r in self.restored)
-
-
-def variable_name(v) -> str:
-  """The graph name of a variable without the `:0` suffix (same for every tower)."""
-  return v.op.name if hasattr(v, 'op') and v.op is not None else v.name.split(':')[0]
 
 
 def is_network_variable(name: str) -> bool:

@@ -3,7 +3,6 @@ endpoints, small inputs, the network registry and the params contract."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import unittest
 

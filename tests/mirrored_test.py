@@ -1,15 +1,24 @@
 """Specification: `--strategy=mirrored` runs tf.distribute.MirroredStrategy with the same
-network, flags and devices (virtual CPUs here) without hanging, for comparison."""
+network, flags and devices (virtual CPUs here) and the same reduction rule: one step over
+2 replicas gives the variables of one plain single-device step on the whole batch. Options
+it would not apply are refused."""
 
 import os
 
 import numpy as np
 import tensorflow as tf
 
-from towers import build_estimator
+from model_fn.networks import c3d_small
+from tests import tower_testing
+from towers import ParamsError, build_estimator, make_params
 
+tf1 = tf.compat.v1
+
+LR = 0.5
+WEIGHT_DECAY = 0.01
 SMALL = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=8,
-             log_every_steps=1, save_checkpoints_steps=100)
+             batch_norm=False, optimizer='sgd', lr_schedule='constant', lr_values=[LR],
+             weight_decay=WEIGHT_DECAY, log_every_steps=1, save_checkpoints_steps=100)
 CLIPS = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
 LABELS = (np.arange(8) % 3).astype(np.int64)
 
@@ -18,16 +27,36 @@ def train_input_fn():
   return tf.data.Dataset.from_tensors((CLIPS, LABELS)).repeat()
 
 
+def checkpoint_values(model_dir: str, step: int) -> dict[str, np.ndarray]:
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, f'model.ckpt-{step}'))
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
 class MirroredTest(tf.test.TestCase):
 
-  def test_mirrored_strategy_trains_on_the_same_network_and_devices(self):
+  def test_one_step_over_two_replicas_equals_one_device_step(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'mirrored')
     estimator = build_estimator(dict(SMALL, num_towers=2, strategy='mirrored',
-                                     model_dir=os.path.join(self.get_temp_dir(), 'mirrored')))
-    estimator.train(train_input_fn, max_steps=3)
-    self.assertEqual(estimator.get_variable_value('global_step'), 3)
+                                     model_dir=model_dir))
+    estimator.train(train_input_fn, max_steps=1)  # checkpoints at steps 0 and 1
+    before, after = checkpoint_values(model_dir, 0), checkpoint_values(model_dir, 1)
+    expected = tower_testing.reference_sgd_step(
+        c3d_small.build(3, use_batch_norm=False), CLIPS, LABELS, before, LR, WEIGHT_DECAY)
+    for name, value in expected.items():
+      self.assertGreater(np.abs(value - before[name]).max(), 0.0, f'{name} did not move')
+      self.assertAllClose(value, after[name], rtol=1e-5, atol=1e-6, msg=name)
     metrics = estimator.evaluate(lambda: tf.data.Dataset.from_tensors((CLIPS, LABELS)), steps=1)
     self.assertIn('accuracy/top_1', metrics)
 
+  def test_options_mirrored_does_not_apply_are_refused(self):
+    with self.assertRaisesRegex(
+        ParamsError, 'strategy=mirrored does not apply ema_decay, clip_gradient_norm, '
+        'sync_replicas, bn_update=mean: leave them unset or use strategy=towers'):
+      make_params(strategy='mirrored', ema_decay=0.99, clip_gradient_norm=1.0,
+                  sync_replicas=True, bn_update='mean')
+    with self.assertRaisesRegex(ParamsError, 'does not apply variable_device=balanced'):
+      make_params(strategy='mirrored', variable_device='balanced')
+    self.assertEqual(make_params(ema_decay=0.99, bn_update='mean').strategy, 'towers')
 
 
 if __name__ == '__main__':

@@ -63,26 +63,9 @@ def _initial_values(batch, make_network=builtin_network):
       return {v.op.name: sess.run(v) for v in tf1.global_variables()}
 
 
-def _load(sess, values):
-  for v in tf1.global_variables():
-    if v.op.name in values:
-      v.load(values[v.op.name], sess)
-
-
 def reference_step(clips, labels, init, make_network=builtin_network):
   """One SGD step on one device: mean cross-entropy + weight_decay * sum(l2_loss(w))."""
-  with tf.Graph().as_default():
-    logits = make_network()(tf.constant(clips), TowerContext(is_training=True))
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.constant(labels), logits=logits))
-    kernels = [v for v in tf1.trainable_variables() if v.op.name.split('/')[-1] in ('w', 'kernel')]
-    loss += WEIGHT_DECAY * tf.add_n([tf.nn.l2_loss(v) for v in kernels])
-    step = tf1.train.GradientDescentOptimizer(LR).minimize(loss)
-    with tf1.Session() as sess:
-      sess.run(tf1.global_variables_initializer())
-      _load(sess, init)
-      sess.run(step)
-      return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
+  return tower_testing.reference_sgd_step(make_network(), clips, labels, init, LR, WEIGHT_DECAY)
 
 
 def tower_step(clips, labels, init, num_towers, network=None):
@@ -93,7 +76,7 @@ def tower_step(clips, labels, init, num_towers, network=None):
                                    network=network)
     with tf1.Session(config=tower_testing.cpu_session_config(num_towers)) as sess:
       sess.run(tf1.global_variables_initializer())
-      _load(sess, init)
+      tower_testing.load_values(sess, init)
       sess.run(spec.train_op)
       return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
 

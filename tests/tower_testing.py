@@ -1,10 +1,15 @@
-"""Helpers shared by the tower tests: virtual CPU sessions and where ops really ran."""
+"""Helpers shared by the tower tests: virtual CPU sessions, where ops really ran, and the
+one-device SGD step that every tower count must reproduce."""
 
 from __future__ import annotations
 
 import collections
+from typing import Callable
 
+import numpy as np
 import tensorflow as tf
+
+from model_fn.layers import TowerContext
 
 tf1 = tf.compat.v1
 
@@ -29,3 +34,30 @@ def devices_that_ran(run_metadata: tf1.RunMetadata) -> dict[str, set[str]]:
 
 def full_trace() -> tf1.RunOptions:
   return tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE)
+
+
+def load_values(sess: tf1.Session, values: dict[str, np.ndarray]) -> None:
+  """Sets every global variable named in `values` (op name -> value)."""
+  for v in tf1.global_variables():
+    if v.op.name in values:
+      v.load(values[v.op.name], sess)
+
+
+def reference_sgd_step(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
+                       clips: np.ndarray, labels: np.ndarray, init: dict[str, np.ndarray],
+                       learning_rate: float, weight_decay: float) -> dict[str, np.ndarray]:
+  """The trainable variables after one plain SGD step on one device, from `init`, on
+  mean cross-entropy over the whole batch + weight_decay * sum(l2_loss) of the variables
+  named `w` or `kernel`: the reduction rule written out without towers."""
+  with tf.Graph().as_default():
+    logits = network(tf.constant(clips), TowerContext(is_training=True))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant(labels), logits=logits))
+    kernels = [v for v in tf1.trainable_variables() if v.op.name.split('/')[-1] in ('w', 'kernel')]
+    loss += weight_decay * tf.add_n([tf.nn.l2_loss(v) for v in kernels])
+    step = tf1.train.GradientDescentOptimizer(learning_rate).minimize(loss)
+    with tf1.Session() as sess:
+      sess.run(tf1.global_variables_initializer())
+      load_values(sess, init)
+      sess.run(step)
+      return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
