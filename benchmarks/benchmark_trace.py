@@ -3,7 +3,7 @@
 `trace_step` runs the step with FULL_TRACE; `write_chrome_trace` turns its RunMetadata
 into a `chrome://tracing` / Perfetto JSON (tensorflow.python.client.timeline), one
 process row per device, so each tower's ops appear on their own CPU/GPU; `summarize`
-prints per-device busy time and the synchronization point (the `average_gradients` ops,
+prints per-device busy time and the synchronization point (the `sum_tower_gradients` ops,
 see `model_fn/gradients.py`) relative to the step's start.
 """
 
@@ -15,9 +15,10 @@ from typing import Iterable
 import tensorflow as tf
 from tensorflow.python.client import timeline
 
+from model_fn.gradients import SYNC_SCOPE
+
 tf1 = tf.compat.v1
 
-SYNC_SCOPE = 'average_gradients'
 
 
 def trace_step(session: tf1.Session, train_op: tf.Operation) -> tf1.RunMetadata:

@@ -27,6 +27,7 @@ from model_fn.layers import variable_name
 tf1 = tf.compat.v1
 
 DECAYED_VARIABLE_NAMES = ('w', 'kernel')
+SYNC_SCOPE = 'sum_tower_gradients'  # name scope of the synchronization point's add_n ops
 
 
 def is_decayed(variable: tf.Variable) -> bool:
@@ -64,7 +65,7 @@ def sum_tower_gradients(
     if not grads:
       continue
     if len(grads) > 1:
-      with tf.device(reduce_device(v)), tf.name_scope('average_gradients'):
+      with tf.device(reduce_device(v)), tf.name_scope(SYNC_SCOPE):
         pairs.append((tf.add_n(grads), v))
     else:
       pairs.append((grads[0], v))

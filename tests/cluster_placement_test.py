@@ -60,12 +60,12 @@ class ClusterGraphTest(tf.test.TestCase):
             pushed[tensor.name] = tensor
       per_tower = [n for n in pushed if n.startswith('tower_')]
       self.assertEqual(per_tower, [], 'no per-tower gradient is sent to a ps')
-      gradients = [t for n, t in pushed.items() if n.startswith('average_gradients')]
+      gradients = [t for n, t in pushed.items() if n.startswith(SYNC_SCOPE)]
       self.assertLen(gradients, len(trainable))
       bn_steps = [n for n in pushed if n.startswith('batch_norm_updates')]
       self.assertLen(bn_steps, 2 * 3)  # moving mean and variance of c3d_small's 3 BN layers
       others = {n: t.shape for n, t in pushed.items()
-                if n not in bn_steps and not n.startswith('average_gradients')}
+                if n not in bn_steps and not n.startswith(SYNC_SCOPE)}
       self.assertTrue(all(shape.num_elements() == 1 for shape in others.values()),
                       f'only scalars (learning rate, ...) may cross besides: {others}')
       # Pulls: each variable is read onto ONE worker device, shared by the 4 towers.

@@ -84,6 +84,9 @@ def tower_step(clips, labels, init, num_towers, network=None):
 class TowerEquivalenceTest(tf.test.TestCase):
 
   def _check(self, num_towers, batch, custom=False):
+    # The custom network's conv bias gradient sums 8 x 4 x 16 x 16 ReLU outputs: split over
+    # towers, float32 rounding moves it by ~1e-6 (a reduction error would be ~1e-2).
+    atol = 1e-5 if custom else 1e-6
     clips, labels = _data(batch)
     make_network = (lambda: custom_network) if custom else builtin_network
     init = _initial_values(batch, make_network)
@@ -92,7 +95,7 @@ class TowerEquivalenceTest(tf.test.TestCase):
     self.assertCountEqual(expected.keys(), actual.keys())
     for name, value in expected.items():
       self.assertGreater(np.abs(value - init[name]).max(), 0.0, f'{name} did not move')
-      self.assertAllClose(value, actual[name], rtol=1e-5, atol=1e-6, msg=name)
+      self.assertAllClose(value, actual[name], rtol=1e-5, atol=atol, msg=name)
 
   def test_one_tower_equals_single_device(self):
     self._check(1, 8)

@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from model_fn import tower_model_fn
+from model_fn.gradients import SYNC_SCOPE
 from model_fn.variable_placement import GreedyBytesPlacement, SingleDevicePlacement, make_placement
 from tests import tower_testing
 from towers.params import make_params
@@ -12,10 +13,13 @@ from towers.params import make_params
 tf1 = tf.compat.v1
 
 
-def _run_traced_step(num_towers, variable_device):
+def _run_traced_step(num_towers, variable_device, tower_devices=()):
+  """One traced training step; returns (node -> devices it ran on, variable -> device).
+  `tower_devices` default: CPU:0 .. CPU:num_towers-1."""
   params = make_params(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16,
                        batch_size=8, num_towers=num_towers, variable_device=variable_device,
-                       model_dir='/tmp/unused')
+                       tower_devices=tower_devices, model_dir='/tmp/unused')
+  num_cpus = max([num_towers] + [int(d.rsplit(':', 1)[1]) + 1 for d in tower_devices])
   clips = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
   labels = np.arange(8, dtype=np.int64) % 3
   with tf.Graph().as_default():
@@ -23,7 +27,7 @@ def _run_traced_step(num_towers, variable_device):
                                    tf.estimator.ModeKeys.TRAIN, params)
     variables = {v.op.name: v.device for v in tf1.global_variables()}
     metadata = tf1.RunMetadata()
-    with tf1.Session(config=tower_testing.cpu_session_config(num_towers)) as sess:
+    with tf1.Session(config=tower_testing.cpu_session_config(num_cpus)) as sess:
       sess.run(tf1.global_variables_initializer())
       sess.run(spec.train_op, options=tower_testing.full_trace(), run_metadata=metadata)
   return tower_testing.devices_that_ran(metadata), variables
@@ -46,22 +50,32 @@ class TowerPlacementTest(tf.test.TestCase):
 
   def test_gradient_average_runs_on_the_variables_device(self):
     ran, variables = _run_traced_step(num_towers=2, variable_device='balanced')
-    averages = [n for n in ran if n.startswith('average_gradients') and n.endswith('AddN')]
+    averages = [n for n in ran if n.startswith(SYNC_SCOPE) and n.endswith('AddN')]
     self.assertNotEmpty(averages)
     used = set().union(*(ran[n] for n in averages))
     self.assertEqual(used, {'CPU:0', 'CPU:1'}, 'balanced placement averages on both devices')
 
-  def test_host_placement_puts_every_variable_on_cpu0(self):
-    _, variables = _run_traced_step(num_towers=2, variable_device='cpu')
-    network_variables = {n: d for n, d in variables.items() if n.startswith('c3d_small/')}
-    self.assertNotEmpty(network_variables)
-    for name, device in network_variables.items():
-      self.assertIn('CPU:0', device, name)
+  # Towers on CPU:1 and CPU:2, so that the host (CPU:0) and the first tower differ.
+  TOWERS = ('/device:CPU:1', '/device:CPU:2')
 
-  def test_gpu0_placement_uses_the_first_tower_device(self):
-    _, variables = _run_traced_step(num_towers=2, variable_device='gpu0')
-    trainable = [d for n, d in variables.items() if 'c3d_small' in n]
-    self.assertTrue(all('CPU:0' in d for d in trainable), trainable)
+  def _check_variables_on(self, variable_device, expected):
+    ran, variables = _run_traced_step(2, variable_device, self.TOWERS)
+    network_variables = {n: d for n, d in variables.items() if n.startswith('c3d_small/')}
+    # 3 blocks x (w, beta, moving_mean, moving_variance) + the logits' kernel and bias,
+    # and the Momentum slot of each of the 8 trainable ones.
+    self.assertLen(network_variables, 14 + 8)
+    for name, device in network_variables.items():
+      self.assertEqual(device, f'/device:{expected}', name)
+    updates = [n for n in ran if n.endswith('ResourceApplyMomentum')]
+    self.assertLen(updates, 8)  # the trainable ones: 3 x (w, beta) + kernel and bias
+    for name in updates:
+      self.assertEqual(ran[name], {expected}, name)
+
+  def test_host_placement_puts_every_variable_on_the_host(self):
+    self._check_variables_on('cpu', 'CPU:0')
+
+  def test_gpu0_placement_puts_every_variable_on_the_first_tower_device(self):
+    self._check_variables_on('gpu0', 'CPU:1')
 
   def test_balanced_placement_spreads_bytes_over_tower_devices(self):
     _, variables = _run_traced_step(num_towers=2, variable_device='balanced')

@@ -4,15 +4,16 @@ there."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
 import unittest
 
 import tensorflow as tf
+from absl import flags
 
 import i3d_test_lib as lib
+from towers import flags as towers_flags
 from towers import preflight
 from towers import params as params_lib
 
@@ -24,30 +25,12 @@ FLOW_FLAGFILE = os.path.join(ROOT, 'flow.flags')
 
 
 def read_flagfile(path: str, base_dir: str) -> params_lib.TrainParams:
-  """`--name=value` lines (comments and blanks skipped) as validated params; relative
-  paths resolve against `base_dir`, as `//towers:train` does with the working directory."""
-  path_fields = {f.name for f in dataclasses.fields(params_lib.TrainParams)
-                 if f.metadata.get(params_lib.PATH)}
-  values = {}
-  with open(path) as f:
-    for line in f:
-      line = line.strip()
-      if not line or line.startswith('#'):
-        continue
-      assert line.startswith('--') and '=' in line, line
-      name, value = line[2:].split('=', 1)
-      field_type = next(f.type for f in dataclasses.fields(params_lib.TrainParams)
-                        if f.name == name) if name in params_lib.FIELD_NAMES else 'str'
-      if field_type == 'int':
-        value = int(value)
-      elif field_type == 'float':
-        value = float(value)
-      elif field_type == 'bool':
-        value = value.lower() in ('1', 'true')
-      if name in path_fields and value and not os.path.isabs(value):
-        value = os.path.normpath(os.path.join(base_dir, value))
-      values[name] = value
-  return params_lib.make_params(values)
+  """The params `//towers:train --flagfile=path` builds: the train binary's own flags
+  parse the file, and relative paths resolve against `base_dir` (the user's directory)."""
+  values = flags.FlagValues()
+  towers_flags.define_flags(values)
+  values(['train', f'--flagfile={path}'])
+  return towers_flags.params_from_flags(values, working_dir=base_dir)
 
 
 class Ucf101FlagsTest(tf.test.TestCase):

@@ -1,6 +1,5 @@
 """model_fn/video_metrics.video_accuracy: clip predictions averaged per video, streamed."""
 
-import numpy as np
 import tensorflow as tf
 
 from model_fn import video_metrics
@@ -21,18 +20,18 @@ class VideoAccuracyTest(tf.test.TestCase):
       with self.session() as sess:
         sess.run(tf1.local_variables_initializer())
         self.assertEqual(sess.run(value), 0.0)  # nothing seen yet
-        # Video 4 (label 0): one clip confidently wrong (class 1), two clips moderately
-        # right: the average is right although the first clip alone is wrong.
+        # Video 4 (label 0): one clip confidently wrong (class 1), then two clips
+        # moderately right: the average is right although the first clip alone is wrong.
         # Video 7 (label 2): one clip, wrong. Video 1 (label 1): duplicated index in a batch.
+        # Video 9 (label 1): averaged PROBABILITIES say 1 (0.9997 + 2 x 0.09 against
+        # 2 x 0.91); averaged logits ([8, 6, 0]) or the most confident clip would say 0.
         batch1 = {index: [4, 7, 1, 1], labels: [0, 2, 1, 1],
                   logits: [[0, 2.0, 0], [3, 0, 0], [0, 1, 0], [0, 1, 0]]}
-        batch2 = {index: [4, 4], labels: [0, 0], logits: [[2.5, 0, 0], [2.5, 0, 0]]}
+        batch2 = {index: [4, 4, 9, 9, 9], labels: [0, 0, 1, 1, 1],
+                  logits: [[2.5, 0, 0], [2.5, 0, 0], [8, 0, 0], [0, 3, 0], [0, 3, 0]]}
         self.assertAllClose(sess.run(update, batch1), 1 / 3)  # only video 1 right so far
-        self.assertAllClose(sess.run(update, batch2), 2 / 3)
-        self.assertAllClose(sess.run(value), 2 / 3)
-        probs = lambda l: np.exp(l) / np.exp(l).sum()
-        video4 = probs([0, 2.0, 0]) + 2 * probs([2.5, 0, 0])
-        self.assertEqual(int(np.argmax(video4)), 0)
+        self.assertAllClose(sess.run(update, batch2), 3 / 4)  # videos 1, 4 and 9
+        self.assertAllClose(sess.run(value), 3 / 4)
         sess.run(tf1.local_variables_initializer())
         self.assertEqual(sess.run(value), 0.0)
 

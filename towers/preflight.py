@@ -4,7 +4,8 @@
 
 Covers the I3D fine-tuning flags: the `--warm_start_from` checkpoint must be there (index
 and weights; the message says what to download from DeepMind's kinetics-i3d repository
-and where to put it), I3D-only flags must not be set for other models; a file data
+and where to put it), `--trainable_from` must name an endpoint of the network (from the
+registry), I3D-only flags must not be set for other models; a file data
 source needs a `--data_dir` holding that source, and prepared data must fit the model
 (labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
 under a file; a model_dir with a checkpoint must fit the graph (`towers/resume_check.py`:
@@ -20,7 +21,7 @@ import os
 import tensorflow as tf
 
 from input_fn import factory, manifest, ucf101
-from model_fn import warm_start
+from model_fn import networks, warm_start
 from towers import resume_check
 
 
@@ -40,8 +41,9 @@ class PreflightError(ValueError):
 def problems(params) -> list[str]:
   """Every problem found, as messages; empty when the run can start."""
   found = []
+  network = networks.spec(params.model)
   if params.warm_start_from:
-    if params.model != 'i3d':
+    if not network.warm_start:
       found.append(f'warm_start_from is for model=i3d (DeepMind\'s Kinetics checkpoints), '
                    f'got model={params.model}')
     elif not _has_checkpoint(params.model_dir):
@@ -49,8 +51,9 @@ def problems(params) -> list[str]:
         warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
       except warm_start.WarmStartError as e:
         found.append(str(e))
-  if params.trainable_from and params.model != 'i3d':
-    found.append(f'trainable_from is for model=i3d, got model={params.model}')
+  if params.trainable_from and params.trainable_from not in network.endpoints:
+    found.append(f'trainable_from={params.trainable_from} is not an endpoint of '
+                 f'model={params.model} ({", ".join(network.endpoints) or "it has none"})')
   if params.model == 'i3d' and params.head == 'keep' and params.warm_start_from and \
       params.num_classes != params.pretrained_classes:
     found.append(f'head=keep restores the checkpoint\'s Logits, which needs num_classes equal '
