@@ -10,6 +10,7 @@ see `model_fn/gradients.py`) relative to the step's start.
 from __future__ import annotations
 
 import collections
+import os
 from typing import Iterable
 
 import tensorflow as tf
@@ -30,8 +31,9 @@ def trace_step(session: tf1.Session, train_op: tf.Operation) -> tf1.RunMetadata:
 
 
 def write_chrome_trace(metadata: tf1.RunMetadata, path: str) -> None:
-  """Writes the step as a Chrome trace (JSON) to `path`."""
+  """Writes the step as a Chrome trace (JSON) to `path`, creating its directory."""
   trace = timeline.Timeline(metadata.step_stats)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   with open(path, 'w') as f:
     f.write(trace.generate_chrome_trace_format(show_memory=False))
 

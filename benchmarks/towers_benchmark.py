@@ -6,7 +6,7 @@ clips for: one device with no towers (the reference), this project's towers on e
 every row: the row's training step is built in its own graph (`benchmarks/benchmark_graphs.py`)
 and timed as wall time of `session.run(train_op)`; all rows of a model are open at once
 and their repeats are interleaved (repeat r of every row, then repeat r+1), so load from
-other processes on the machine hits all rows alike. Warm-up steps are excluded; each
+other processes on the machine hits all rows alike. `--untimed_steps` are excluded; each
 repeat times `--steps_per_repeat` steps; the table shows the median and min-max over
 `--repeats`.
 
@@ -23,39 +23,45 @@ benchmark (`benchmarks/input_benchmark.py`) to the same report.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import os
 import sys
 import time
 from typing import Callable
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
-
-FLAGS = flags.FLAGS
-flags.DEFINE_list('models', ['c3d_small', 'i3d'], 'Networks to benchmark, all in one run.')
-flags.DEFINE_list('devices', ['1', '2', '4'], 'Device counts for the towers and mirrored rows.')
-flags.DEFINE_integer('batch_size', 16, 'Fixed global batch, split across the devices.')
-flags.DEFINE_integer('clip_frames', 8, 'Frames per synthetic clip.')
-flags.DEFINE_integer('crop_size', 64, 'Height and width of the synthetic clips.')
-flags.DEFINE_integer('num_classes', 101, 'Classes of the network head.')
-flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps per row before the repeats.')
-flags.DEFINE_integer('repeats', 7, 'Timed repeats per row (median and min-max over these).')
-flags.DEFINE_integer('steps_per_repeat', 4, 'Training steps timed per repeat.')
-flags.DEFINE_string('trace', '', 'Write a Chrome trace of one towers step here (JSON).')
-flags.DEFINE_integer('trace_devices', 2, 'Tower count of the traced step.')
-flags.DEFINE_bool('include_input', False,
-                  'Also run the input-pipeline benchmark (benchmarks/input_benchmark.py).')
-flags.DEFINE_float('input_seconds', 8.0, 'With --include_input: seconds per input route.')
+from towers import cli
+from towers.options import option
 
 
-def _params(model: str, devices: int):
+@dataclasses.dataclass(frozen=True)
+class BenchmarkOptions:
+  """What to measure and how; `batch_size`, `clip_frames`, `crop_size` and `num_classes`
+  mean what they mean for //towers:train."""
+  models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to benchmark, all in one run.')
+  devices: tuple[int, ...] = option((1, 2, 4), 'Device counts for the towers and mirrored rows.')
+  batch_size: int = option(16, 'Fixed global batch, split across the devices.')
+  clip_frames: int = option(8, 'Frames per synthetic clip.')
+  crop_size: int = option(64, 'Height and width of the synthetic clips.')
+  num_classes: int = option(101, 'Classes of the network head.')
+  untimed_steps: int = option(3, 'Steps run per row before the timed repeats (not timed).')
+  repeats: int = option(7, 'Timed repeats per row (median and min-max over these).')
+  steps_per_repeat: int = option(4, 'Training steps timed per repeat.')
+  trace: str = option('', 'Write a Chrome trace of one towers step here (JSON).', path=True)
+  trace_devices: int = option(2, 'Tower count of the traced step.')
+  include_input: bool = option(
+      False, 'Also run the input-pipeline benchmark (benchmarks/input_benchmark.py).')
+  input_seconds: float = option(8.0, 'With --include_input: seconds per input route.')
+
+
+cli.define_flags(BenchmarkOptions)
+
+
+def _params(options: BenchmarkOptions, model: str, devices: int):
   from towers.params import make_params
-  return make_params(model=model, num_towers=devices, batch_size=FLAGS.batch_size,
-                     clip_frames=FLAGS.clip_frames, crop_size=FLAGS.crop_size,
-                     num_classes=FLAGS.num_classes, weight_decay=1e-4,
+  return make_params(model=model, num_towers=devices, batch_size=options.batch_size,
+                     clip_frames=options.clip_frames, crop_size=options.crop_size,
+                     num_classes=options.num_classes, weight_decay=1e-4,
                      lr_schedule='constant', lr_values=(1e-3,), lr_boundaries=())
 
 
@@ -72,45 +78,45 @@ def _configurations(device_counts: list[int]) -> list[tuple[str, int]]:
           + [(report.MIRRORED, n) for n in device_counts])
 
 
-def _open(method: str, model: str, devices: int):
-  """Builds the row's step, starts its session, initialises and warms it up."""
+def _open(options: BenchmarkOptions, method: str, model: str, devices: int):
+  """Builds the row's step, starts its session, initialises it and runs its untimed steps."""
   import tensorflow as tf
-  step = _builders()[method](_params(model, devices))
+  step = _builders()[method](_params(options, model, devices))
   session = tf.compat.v1.Session(graph=step.graph, config=step.config)
   session.run(step.init_op)
-  for _ in range(FLAGS.warmup_steps):
+  for _ in range(options.untimed_steps):
     session.run(step.train_op)
   return session, step
 
 
-def measure_model(model: str, device_counts: list[int], log: Callable[[str], None]) -> list:
+def measure_model(options: BenchmarkOptions, model: str, log: Callable[[str], None]) -> list:
   """All rows of one model, repeats interleaved across rows; returns benchmark_report.Rows."""
   from benchmarks import benchmark_report
-  configurations = _configurations(device_counts)
+  configurations = _configurations(list(options.devices))
   opened = []
   for method, devices in configurations:
     start = time.perf_counter()
-    opened.append(_open(method, model, devices))
-    log(f'  {model} {method} x{devices}: built and warmed up in '
+    opened.append(_open(options, method, model, devices))
+    log(f'  {model} {method} x{devices}: built and run untimed in '
         f'{time.perf_counter() - start:.1f} s')
   samples = [[] for _ in configurations]
   cpu_samples = [[] for _ in configurations]
-  examples = FLAGS.steps_per_repeat * FLAGS.batch_size
-  for repeat in range(FLAGS.repeats):
+  examples = options.steps_per_repeat * options.batch_size
+  for repeat in range(options.repeats):
     for i, (session, step) in enumerate(opened):
       start, cpu_start = time.perf_counter(), time.process_time()
-      for _ in range(FLAGS.steps_per_repeat):
+      for _ in range(options.steps_per_repeat):
         session.run(step.train_op)
       samples[i].append(examples / (time.perf_counter() - start))
       cpu_samples[i].append((time.process_time() - cpu_start) / examples)
-    log(f'  {model}: repeat {repeat + 1}/{FLAGS.repeats} done')
+    log(f'  {model}: repeat {repeat + 1}/{options.repeats} done')
   for session, _ in opened:
     session.close()
   return [benchmark_report.Row(model, method, devices, tuple(s), tuple(c))
           for (method, devices), s, c in zip(configurations, samples, cpu_samples)]
 
 
-def trace(model: str, devices: int, path: str) -> str:
+def trace(options: BenchmarkOptions, model: str, devices: int, path: str) -> str:
   """Traces one step of towers (to `path`), reference and mirrored (next to it)."""
   from benchmarks import benchmark_report, benchmark_trace
   root, ext = os.path.splitext(path)
@@ -119,7 +125,7 @@ def trace(model: str, devices: int, path: str) -> str:
              (benchmark_report.MIRRORED, devices, f'{root}.mirrored{ext or ".json"}')]
   lines = []
   for method, count, out in targets:
-    session, step = _open(method, model, count)
+    session, step = _open(options, method, model, count)
     metadata = benchmark_trace.trace_step(session, step.train_op)
     session.close()
     benchmark_trace.write_chrome_trace(metadata, out)
@@ -130,41 +136,44 @@ def trace(model: str, devices: int, path: str) -> str:
 
 def main(argv: list[str]) -> None:
   del argv
-  device_counts = [int(d) for d in FLAGS.devices]
+  options = cli.options_from_flags(BenchmarkOptions)
+  from model_fn import networks
+  unknown = [m for m in options.models if m not in networks.names()]
+  if unknown:
+    raise SystemExit(f'error: --models: {", ".join(unknown)} not registered '
+                     f'({", ".join(networks.names())})')
   from model_fn.devices import ensure_logical_cpus
-  ensure_logical_cpus(max(device_counts + [FLAGS.trace_devices]))  # MirroredStrategy's replicas
+  ensure_logical_cpus(max(options.devices + (options.trace_devices,)))  # Mirrored's replicas
   import tensorflow as tf
   from benchmarks import benchmark_report
   log = lambda line: print(line, file=sys.stderr, flush=True)
   gpus = len(tf.config.list_physical_devices('GPU'))
   rows = []
-  for model in FLAGS.models:
-    rows += measure_model(model, device_counts, log)
+  for model in options.models:
+    rows += measure_model(options, model, log)
   report = [
-      f'tower benchmark, {datetime.date.today().isoformat()}: global batch {FLAGS.batch_size} '
-      f'synthetic clips {FLAGS.clip_frames}x{FLAGS.crop_size}x{FLAGS.crop_size}x3, '
-      f'{FLAGS.num_classes} classes, momentum optimizer, weight decay 1e-4',
+      f'tower benchmark, {datetime.date.today().isoformat()}: global batch {options.batch_size} '
+      f'synthetic clips {options.clip_frames}x{options.crop_size}x{options.crop_size}x3, '
+      f'{options.num_classes} classes, momentum optimizer, weight decay 1e-4',
       f'devices: {f"{gpus} GPU(s)" if gpus else f"virtual CPU devices sharing {os.cpu_count()} cores"}',
       f'method (every row): session.run(train_op) of the row\'s own training-step graph, '
-      f'{FLAGS.warmup_steps} warm-up steps excluded, {FLAGS.repeats} repeats x '
-      f'{FLAGS.steps_per_repeat} steps, repeats interleaved across the rows of a model; '
+      f'{options.untimed_steps} untimed steps first, {options.repeats} repeats x '
+      f'{options.steps_per_repeat} steps, repeats interleaved across the rows of a model; '
       'median and min-max over the repeats; CPU = process CPU time (all threads) per '
       'example, median',
       '',
       benchmark_report.format_table(rows),
       '',
       *benchmark_report.targets(rows)]
-  if FLAGS.trace:
-    from towers.cli import user_working_dir
-    path = os.path.join(user_working_dir(), FLAGS.trace)
-    report += ['', trace(FLAGS.models[0], FLAGS.trace_devices, path)]
-  if FLAGS.include_input:
+  if options.trace:
+    report += ['', trace(options, options.models[0], options.trace_devices, options.trace)]
+  if options.include_input:
     from benchmarks import input_benchmark
     with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
-      report += ['', input_benchmark.run(FLAGS.input_seconds, clip_frames=16, crop_size=112,
+      report += ['', input_benchmark.run(options.input_seconds, clip_frames=16, crop_size=112,
                                          batch_size=8, classes=4, groups=12, frames=48)]
   print('\n'.join(report))
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)
