@@ -17,9 +17,9 @@ after warm-up, and divided by the global steps between them.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
+import re
 import sys
 import tempfile
 import time
@@ -31,9 +31,22 @@ from model_fn.layers import TowerContext
 from model_fn.networks import build_network, input_channels
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
+from towers import cli
+from towers.options import option
 from towers.params import make_params
 
 tf1 = tf.compat.v1
+
+
+@dataclasses.dataclass(frozen=True)
+class TrafficOptions:
+  """Which networks and cluster layouts to measure."""
+  models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to measure (c3d_small, i3d).')
+  layouts: tuple[str, ...] = option(('1x1', '1x2', '2x2'), 'ps x workers pairs to measure.')
+  timeout_secs: float = option(900.0, 'Seconds one layout may take to reach its last step.')
+
+
+cli.define_flags(TrafficOptions)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,13 +132,15 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
 
 
 def main(argv: Sequence[str]) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--models', default='c3d_small,i3d')
-  parser.add_argument('--layouts', default='1x1,1x2,2x2',
-                      help='ps x workers pairs, comma separated')
-  parser.add_argument('--timeout', type=float, default=900)
-  args = parser.parse_args(argv)
-  reexec_in_private_network(__file__, argv)
+  del argv
+  options = cli.options_from_flags(TrafficOptions)
+  unknown = [m for m in options.models if m not in MODELS]
+  malformed = [l for l in options.layouts if not re.fullmatch(r'[1-9][0-9]*x[1-9][0-9]*', l)]
+  if unknown or malformed:
+    print(f'error: --models must be among {", ".join(MODELS)} and --layouts like 2x2 '
+          f'(ps x workers); got {", ".join(unknown + malformed)}', file=sys.stderr)
+    return 2
+  reexec_in_private_network(__file__, sys.argv[1:])
   if not os.environ.get(ISOLATED_ENV):
     print('cluster_traffic: needs a private network namespace (unshare) so that the '
           'loopback counter sees only the cluster', file=sys.stderr)
@@ -136,15 +151,15 @@ def main(argv: Sequence[str]) -> int:
   print('| model | ps | workers | towers/worker | steps | measured MB/step | model MB/step | '
         'measured / model |')
   print('|---|---|---|---|---|---|---|---|')
-  for model in args.models.split(','):
+  for model in options.models:
     train_args = (*MODELS[model], *COMMON)
     parameters, statistics = model_bytes(train_args)
     predicted = 2 * parameters + statistics
     window = (30, 130) if model == 'c3d_small' else (20, 60)
-    for layout in args.layouts.split(','):
+    for layout in options.layouts:
       num_ps, num_workers = (int(v) for v in layout.split('x'))
       setup = Setup(model, train_args, num_ps, num_workers, *window)
-      steps, moved = measure(setup, args.timeout)
+      steps, moved = measure(setup, options.timeout_secs)
       per_step = moved / steps
       print(f'| {model} | {num_ps} | {num_workers} | 2 | {steps} | {per_step / 1e6:.3f} | '
             f'{predicted / 1e6:.3f} | {per_step / predicted:.3f} |', flush=True)
@@ -152,4 +167,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main(sys.argv[1:]))
+  cli.run(main)

@@ -1,6 +1,6 @@
 """How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
 
-    PYTHONPATH=. .venv/bin/python3 -m benchmarks.i3d_memory [--gpu_gib=6] [--usable_gib=5.0]
+    bazel run //benchmarks:i3d_memory [-- --usable_gib=5.0]
 
 Builds one training tower (batch 1, no computation) and its gradients, then sums
 
@@ -23,7 +23,6 @@ unfused batch norm of `model_fn/layers.py`, as the real run does.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Sequence
 
@@ -32,6 +31,7 @@ import tensorflow as tf
 
 from model_fn import freezing, layers
 from model_fn.networks import i3d
+from towers.options import option
 
 tf1 = tf.compat.v1
 
@@ -130,13 +130,19 @@ DEFAULT_CONFIGS = (
     (32, 224, ''), (32, 224, 'Mixed_4b'), (16, 224, ''), (64, 160, ''), (64, 112, ''))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--usable_gib', type=float, default=5.0,
-                      help='GPU memory the TF allocator can use (6 GB GTX1060: about 5).')
-  args = parser.parse_args(argv)
-  print(table(DEFAULT_CONFIGS, args.usable_gib))
+@dataclasses.dataclass(frozen=True)
+class MemoryOptions:
+  usable_gib: float = option(5.0, 'GPU memory the TF allocator can use, GiB (6 GB GTX1060: '
+                             'about 5).')
+
+
+def main(argv: Sequence[str]) -> None:
+  del argv
+  from towers import cli  # pylint: disable=g-import-not-at-top
+  print(table(DEFAULT_CONFIGS, cli.options_from_flags(MemoryOptions).usable_gib))
 
 
 if __name__ == '__main__':
-  main()
+  from towers import cli  # pylint: disable=g-import-not-at-top
+  cli.define_flags(MemoryOptions)
+  cli.run(main)

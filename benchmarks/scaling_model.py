@@ -11,30 +11,34 @@ loop (or `--jpeg_decodes_per_core`). Prints Markdown.
 from __future__ import annotations
 
 import contextlib
-import os
+import dataclasses
 import shutil
 import sys
 import tempfile
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from towers import cli
+from towers.options import option
 
-from absl import app, flags  # noqa: E402
 
-FLAGS = flags.FLAGS
-flags.DEFINE_integer('clip_frames', 64, 'Frames per training clip.')
-flags.DEFINE_integer('crop_size', 224, 'Crop side of a training clip.')
-flags.DEFINE_integer('num_classes', 101, 'Classes of the I3D head (UCF101).')
-flags.DEFINE_integer('clips_per_gpu', 6, 'Clips per worker step (one GPU per worker).')
-flags.DEFINE_float('gpu_tflops', 4.4, 'GPU fp32 peak, TFLOPS (GTX1060 6GB: ~4.4).')
-flags.DEFINE_float('achieved_fraction', 0.4, 'Assumed fraction of peak a training step reaches.')
-flags.DEFINE_integer('nodes', 10, 'Machines in the cluster (one GPU each).')
-flags.DEFINE_list('link_gbits', ['1', '10'], 'NIC speeds to model, Gbit/s.')
-flags.DEFINE_float('link_efficiency', 0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).')
-flags.DEFINE_float('jpeg_decodes_per_core', 0.0,
-                   'Full-frame JPEG decodes per second per core; 0: measure on this machine '
-                   'with benchmarks/input_benchmark.py\'s decode loop.')
-flags.DEFINE_integer('node_cores', 4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).')
+@dataclasses.dataclass(frozen=True)
+class ScalingOptions:
+  """The cluster to model: the training clip, the GPUs, the network and the nodes' CPUs."""
+  clip_frames: int = option(64, 'Frames per training clip.')
+  crop_size: int = option(224, 'Crop side of a training clip.')
+  num_classes: int = option(101, 'Classes of the I3D head (UCF101).')
+  clips_per_gpu: int = option(6, 'Clips per worker step (one GPU per worker).')
+  gpu_tflops: float = option(4.4, 'GPU fp32 peak, TFLOPS (GTX1060 6GB: ~4.4).')
+  achieved_fraction: float = option(0.4, 'Assumed fraction of peak a training step reaches.')
+  nodes: int = option(10, 'Machines in the cluster (one GPU each).')
+  link_gbits: tuple[float, ...] = option((1.0, 10.0), 'NIC speeds to model, Gbit/s.')
+  link_efficiency: float = option(0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).')
+  jpeg_decodes_per_core: float = option(
+      0.0, 'Full-frame JPEG decodes per second per core; 0: measure on this machine with '
+      'benchmarks/input_benchmark.py\'s decode loop.')
+  node_cores: int = option(4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).')
+
+
+cli.define_flags(ScalingOptions)
 
 MB = 1e6
 
@@ -73,32 +77,32 @@ def ps_bytes_by_count(variables, max_ps: int) -> dict[int, list[float]]:
   return result
 
 
-def report() -> str:
+def report(options: ScalingOptions) -> str:
   from model_fn.networks import build_network
   from benchmarks import cluster_model, flop_count
   from towers.params import make_params
-  params = make_params(model='i3d', num_classes=FLAGS.num_classes,
-                       clip_frames=FLAGS.clip_frames, crop_size=FLAGS.crop_size)
-  clip = (FLAGS.clip_frames, FLAGS.crop_size, FLAGS.crop_size, 3)
+  params = make_params(model='i3d', num_classes=options.num_classes,
+                       clip_frames=options.clip_frames, crop_size=options.crop_size)
+  clip = (options.clip_frames, options.crop_size, options.crop_size, 3)
   flops = flop_count.training_flops(build_network(params), clip)
   variables = flop_count.network_variables(build_network(params), clip)
   total_bytes = sum(v.num_bytes for v in variables if v.trainable)
   trainable = [v for v in variables if v.trainable]
-  gpu = FLAGS.gpu_tflops * 1e12
-  compute = cluster_model.compute_seconds(flops.total, FLAGS.clips_per_gpu, gpu,
-                                          FLAGS.achieved_fraction)
-  shares = ps_bytes_by_count(variables, FLAGS.nodes)
-  nodes, clip_name = FLAGS.nodes, 'x'.join(str(d) for d in clip[:3])
+  gpu = options.gpu_tflops * 1e12
+  compute = cluster_model.compute_seconds(flops.total, options.clips_per_gpu, gpu,
+                                          options.achieved_fraction)
+  shares = ps_bytes_by_count(variables, options.nodes)
+  nodes, clip_name = options.nodes, 'x'.join(str(d) for d in clip[:3])
   out = [
-      f'## Model: I3D (RGB, {FLAGS.num_classes} classes), one {clip_name} clip',
+      f'## Model: I3D (RGB, {options.num_classes} classes), one {clip_name} clip',
       '',
       '| quantity | value |', '|---|---:|',
       f'| forward FLOPs per clip | {flops.forward / 1e9:.1f} G |',
       f'| backward FLOPs per clip | {flops.backward / 1e9:.1f} G |',
       f'| training FLOPs per clip (forward + backward) | {flops.total / 1e9:.1f} G |',
-      f'| GPU peak (fp32) | {FLAGS.gpu_tflops} TFLOPS |',
-      f'| assumed achieved fraction | {FLAGS.achieved_fraction:.0%} |',
-      f'| compute per worker step ({FLAGS.clips_per_gpu} clips) | {compute:.3f} s |',
+      f'| GPU peak (fp32) | {options.gpu_tflops} TFLOPS |',
+      f'| assumed achieved fraction | {options.achieved_fraction:.0%} |',
+      f'| compute per worker step ({options.clips_per_gpu} clips) | {compute:.3f} s |',
       f'| trainable variables | {len(trainable)} tensors, '
       f'{sum(v.num_bytes for v in trainable) // 4:,} parameters |',
       f'| parameters pulled per worker step | {total_bytes / MB:.1f} MB |',
@@ -108,8 +112,8 @@ def report() -> str:
       'multiply-add = 2), with Conv3D gradient statistics registered by benchmarks/flop_count.py; '
       f'op types with no statistic (counted 0): {", ".join(flops.uncounted_types)}.',
       '']
-  for gbits in (float(g) for g in FLAGS.link_gbits):
-    link = gbits * 1e9 / 8 * FLAGS.link_efficiency
+  for gbits in options.link_gbits:
+    link = gbits * 1e9 / 8 * options.link_efficiency
     best = cluster_model.best_ps_count(compute, shares, nodes, nodes, link)
     out += [f'## {gbits:g} Gbit/s Ethernet ({link / MB:.1f} MB/s usable per direction)', '',
             f'### ps tasks, {nodes} synchronous workers', '',
@@ -137,21 +141,21 @@ def report() -> str:
     for w in range(1, nodes + 1):
       step = cluster_model.sync_step_seconds(compute, shares[best], w, nodes, link)
       rate = cluster_model.async_steps_per_second(compute, shares[best], w, nodes, link)
-      out.append(f'| {w} | {step:.3f} | {w * FLAGS.clips_per_gpu / step:.1f} | '
+      out.append(f'| {w} | {step:.3f} | {w * options.clips_per_gpu / step:.1f} | '
                  f'{cluster_model.efficiency(w / step, w, compute):.0%} | '
-                 f'{rate * FLAGS.clips_per_gpu:.1f} | '
+                 f'{rate * options.clips_per_gpu:.1f} | '
                  f'{cluster_model.efficiency(rate, w, compute):.0%} |')
     out.append('')
-  per_core = FLAGS.jpeg_decodes_per_core or measured_decodes_per_core()
-  need_clips = FLAGS.clips_per_gpu / compute
-  need_frames = need_clips * FLAGS.clip_frames
-  capacity = per_core * FLAGS.node_cores
+  per_core = options.jpeg_decodes_per_core or measured_decodes_per_core()
+  need_clips = options.clips_per_gpu / compute
+  need_frames = need_clips * options.clip_frames
+  capacity = per_core * options.node_cores
   out += ['## Input per node', '',
-          f'A worker that never waits for the network consumes {FLAGS.clips_per_gpu} clips per '
+          f'A worker that never waits for the network consumes {options.clips_per_gpu} clips per '
           f'{compute:.3f} s = {need_clips:.2f} clips/s = {need_frames:.0f} JPEG frames/s '
-          f'({FLAGS.clip_frames} decoded frames per clip).',
+          f'({options.clip_frames} decoded frames per clip).',
           f'JPEG decode rate measured on this machine (benchmarks/input_benchmark.py decode loop, one '
-          f'thread, 341x256 frames): {per_core:.0f} frames/s per core; x {FLAGS.node_cores} '
+          f'thread, 341x256 frames): {per_core:.0f} frames/s per core; x {options.node_cores} '
           f'cores = {capacity:.0f} frames/s per node, {capacity / need_frames:.1f}x the need '
           f'({"enough" if capacity >= need_frames else "NOT enough"}).']
   return '\n'.join(out)
@@ -159,8 +163,8 @@ def report() -> str:
 
 def main(argv: list[str]) -> None:
   del argv
-  print(report())
+  print(report(cli.options_from_flags(ScalingOptions)))
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -1,10 +1,10 @@
 """Time to accuracy: `bazel run //benchmarks:time_to_accuracy [-- flags]`.
 
 Trains the built-in demo (towers/demo.flags, synthetic source; any demo flag can be
-overridden with `--set=name=value`, repeatable; by default 16 motion directions instead
+overridden with `--set=name=value,...`; by default 16 motion directions instead
 of 4, because the demo itself reaches 100% at its first evaluations) with each of `--towers` on the SAME global batch,
 evaluating top-1 accuracy on the demo's test clips every `--eval_every` steps, and stops
-each run at the first evaluation reaching `--target` (or at `--max_steps`). Reports the
+each run at the first evaluation reaching `--target` (or at `--step_limit`). Reports the
 curve and, side by side, the steps and seconds to the target and the ratio to the first
 tower count. Seconds are counted two ways: training-step seconds (the sum of the training
 session.run calls, measured by a hook) and wall seconds (including the Estimator's graph
@@ -13,39 +13,47 @@ rebuilds, checkpoints and the evaluations themselves, identical work for every t
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import os
 import sys
 import tempfile
 import time
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import flags
 
-from absl import app, flags  # noqa: E402
+from towers import cli
+from towers.options import option
 
-FLAGS = flags.FLAGS
-flags.DEFINE_list('towers', ['1', '2'], 'Tower counts to compare (same global batch).')
-flags.DEFINE_float('target', 0.9, 'Top-1 test accuracy to reach.')
-flags.DEFINE_integer('eval_every', 20, 'Training steps between evaluations.')
-flags.DEFINE_integer('max_steps', 600, 'Give up at this step.')
-flags.DEFINE_multi_string(
-    'set', ['num_classes=16'],
-    'Demo flag override name=value, repeatable. Default num_classes=16: the demo itself '
-    '(4 directions) is at 100% by the first evaluations, too easy for a curve.')
-flags.DEFINE_string('work_dir', '', 'Model directories go here (default: a temp dir).')
+
+@dataclasses.dataclass(frozen=True)
+class TimeToAccuracyOptions:
+  """The runs to compare and when each stops."""
+  towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).')
+  target: float = option(0.9, 'Top-1 test accuracy to reach.')
+  eval_every: int = option(20, 'Training steps between evaluations.')
+  step_limit: int = option(600, 'Give up at this global step (the runs\' max_steps).')
+  set: tuple[str, ...] = option(
+      ('num_classes=16',), 'Demo flag overrides name=value, comma-separated. Default '
+      'num_classes=16: the demo itself (4 directions) is at 100% by the first evaluations, '
+      'too easy for a curve.')
+  work_dir: str = option('', 'Model directories go here (default: a temp dir).', path=True)
+
+
+cli.define_flags(TimeToAccuracyOptions)
 
 DEMO_FLAGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'towers', 'demo.flags')
 
 
-def demo_params(num_towers: int, model_dir: str, overrides: list[str]):
+def demo_params(options: TimeToAccuracyOptions, num_towers: int, model_dir: str):
   """towers/demo.flags read through the train binary's own flags, plus overrides."""
   from towers import flags as train_flags
   values = flags.FlagValues()
   train_flags.define_flags(values)
-  argv = ['time_to_accuracy', f'--flagfile={DEMO_FLAGS}', *[f'--{o}' for o in overrides],
+  argv = ['time_to_accuracy', f'--flagfile={DEMO_FLAGS}', *[f'--{o}' for o in options.set],
           f'--num_towers={num_towers}', f'--model_dir={model_dir}',
-          f'--max_steps={FLAGS.max_steps}', '--log_every_steps=1000',
-          '--export_savedmodel=false', f'--save_checkpoints_steps={FLAGS.max_steps}']
+          f'--max_steps={options.step_limit}', '--log_every_steps=1000',
+          '--export_savedmodel=false', f'--save_checkpoints_steps={options.step_limit}']
   values(argv)
   return train_flags.params_from_flags(values)
 
@@ -66,25 +74,25 @@ def _step_timer():
   return StepTimer
 
 
-def run_to_target(num_towers: int, model_dir: str, log) -> dict:
+def run_to_target(options: TimeToAccuracyOptions, num_towers: int, model_dir: str, log) -> dict:
   """Trains until the target accuracy; returns the curve and the totals."""
   import tensorflow as tf
   from towers import inputs
   from model_fn.tower_model_fn import TOP_1
   from towers.estimator import build_estimator
-  params = demo_params(num_towers, model_dir, FLAGS.set)
+  params = demo_params(options, num_towers, model_dir)
   estimator = build_estimator(params)
   train_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
   eval_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
   timer = _step_timer()
   curve, step, start, reached = [], 0, time.perf_counter(), None
-  while step < FLAGS.max_steps:
-    step = min(step + FLAGS.eval_every, FLAGS.max_steps)
+  while step < options.step_limit:
+    step = min(step + options.eval_every, options.step_limit)
     estimator.train(train_input, max_steps=step, hooks=[timer()])
     accuracy = float(estimator.evaluate(eval_input)[TOP_1])
     curve.append((step, accuracy))
     log(f'  {num_towers} tower(s): step {step}, top-1 {accuracy:.3f}')
-    if accuracy >= FLAGS.target:
+    if accuracy >= options.target:
       reached = step
       break
   return {'towers': num_towers, 'curve': curve, 'steps': reached,
@@ -114,19 +122,19 @@ def format_report(results: list[dict], target: float) -> str:
 
 def main(argv: list[str]) -> None:
   del argv
-  import datetime
-  towers = [int(t) for t in FLAGS.towers]
+  options = cli.options_from_flags(TimeToAccuracyOptions)
   from model_fn.devices import ensure_logical_cpus
-  ensure_logical_cpus(max(towers))
+  ensure_logical_cpus(max(options.towers))
   log = lambda line: print(line, file=sys.stderr, flush=True)
-  root = FLAGS.work_dir or tempfile.mkdtemp(prefix='time_to_accuracy_')
-  results = [run_to_target(n, os.path.join(root, f'towers_{n}'), log) for n in towers]
-  print(f'time to {FLAGS.target:.0%} test top-1, {datetime.date.today().isoformat()}: '
-        f'towers/demo.flags{" with " + " ".join(FLAGS.set) if FLAGS.set else ""}, global '
-        f'batch {results[0]["batch"]}, evaluation every {FLAGS.eval_every} steps on the '
+  root = options.work_dir or tempfile.mkdtemp(prefix='time_to_accuracy_')
+  results = [run_to_target(options, n, os.path.join(root, f'towers_{n}'), log)
+             for n in options.towers]
+  print(f'time to {options.target:.0%} test top-1, {datetime.date.today().isoformat()}: '
+        f'towers/demo.flags{" with " + " ".join(options.set) if options.set else ""}, global '
+        f'batch {results[0]["batch"]}, evaluation every {options.eval_every} steps on the '
         'demo\'s test clips')
-  print(format_report(results, FLAGS.target))
+  print(format_report(results, options.target))
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)
