@@ -197,10 +197,8 @@ def input_fn(mode: str, params: Any,
       return {'clips': pipeline.to_unit_range(clip)}, label
     dataset = dataset.map(prepare_clip, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
-    per_replica = params.batch_size
-    if input_context is not None:
-      per_replica = input_context.get_per_replica_batch_size(per_replica)
-    dataset = dataset.batch(per_replica, drop_remainder=True)
+    dataset = dataset.batch(pipeline.replica_batch_size(params, True, input_context),
+                            drop_remainder=True)
   else:
     K = params.eval_clips
 
@@ -211,10 +209,7 @@ def input_fn(mode: str, params: Any,
           ({'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)},
            tf.fill([K], label)))
     dataset = dataset.flat_map(prepare_clips)
-    per_replica = params.effective_eval_batch_size
-    if input_context is not None:
-      per_replica = input_context.get_per_replica_batch_size(per_replica)
-    dataset = dataset.batch(per_replica)
+    dataset = dataset.batch(pipeline.replica_batch_size(params, False, input_context))
     if mode == ModeKeys.PREDICT:
       dataset = dataset.map(lambda features, label: features)
   return dataset.prefetch(tf.data.AUTOTUNE)

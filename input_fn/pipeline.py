@@ -302,8 +302,11 @@ def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.D
   return readable.concatenate(lost).take(records_listed)
 
 
-def _batch_size(params: Any, training: bool,
-                input_context: tf.distribute.InputContext | None) -> int:
+def replica_batch_size(params: Any, training: bool,
+                       input_context: tf.distribute.InputContext | None) -> int:
+  """Examples per batch of this input pipeline: the global `batch_size` (training) or
+  `effective_eval_batch_size`, divided among tf.distribute replicas when `input_context`
+  says there are several (their sum is the global batch)."""
   size = params.batch_size if training else params.effective_eval_batch_size
   if input_context is not None:
     size = input_context.get_per_replica_batch_size(size)
@@ -348,7 +351,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     dataset = skip_and_count(dataset, 'training data')
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
     # Batch the uint8 clips, then scale whole batches: 4x less copying than float clips.
-    dataset = dataset.batch(_batch_size(params, True, input_context), drop_remainder=True)
+    dataset = dataset.batch(replica_batch_size(params, True, input_context), drop_remainder=True)
 
     def features_labels(skipped, clip, label):
       features = {'clips': to_unit_range(clip)}
@@ -368,7 +371,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
       return tf.data.Dataset.from_tensor_slices(
           (repeat(skipped), clips, repeat(label), repeat(index)))
     dataset = dataset.flat_map(per_clip)
-    dataset = dataset.batch(_batch_size(params, False, input_context))
+    dataset = dataset.batch(replica_batch_size(params, False, input_context))
 
     videos_listed = sum(listed[f] for f in files)
     if shard_records:

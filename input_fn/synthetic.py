@@ -15,7 +15,7 @@ import math
 
 import tensorflow as tf
 
-from input_fn.pipeline import worker_shard
+from input_fn.pipeline import replica_batch_size, worker_shard
 
 NOISE_STDDEV = 0.1
 BLOB_SIGMA = 0.12  # fraction of the frame side
@@ -58,7 +58,5 @@ def input_fn(mode: str, params, input_context: tf.distribute.InputContext | None
     dataset = dataset.shuffle(count, seed=params.random_seed).repeat()
   dataset = dataset.map(lambda i: make_clip(i, split_seed, params),
                         num_parallel_calls=tf.data.AUTOTUNE)
-  batch = params.batch_size if training else params.effective_eval_batch_size
-  if input_context is not None:
-    batch = input_context.get_per_replica_batch_size(batch)
+  batch = replica_batch_size(params, training, input_context)
   return dataset.batch(batch, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
