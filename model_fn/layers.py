@@ -42,8 +42,9 @@ class BatchNormMoments:
 class TowerContext:
   """What a network needs to know about the tower it is being built in.
 
-  `index` 0 is the main tower: only it writes summaries. `is_training` selects batch
-  statistics (and dropout) versus moving statistics. Batch-norm layers append their
+  `index` 0 is the main tower (`is_main`): a network writes its own summaries there only,
+  once per step rather than once per tower. `is_training` selects batch statistics (and
+  dropout) versus moving statistics. Batch-norm layers append their
   batch moments to `bn_moments`; the tower builder, not the layer, turns them into
   moving-average updates (see `model_fn/batch_norm_updates.py`).
   """

@@ -25,11 +25,6 @@ class VariablePlacement(abc.ABC):
       self._assigned[name] = self._choose(name, _num_bytes(shape, dtype))
     return self._assigned[name]
 
-  @property
-  def assignments(self) -> dict[str, str]:
-    """Variable name -> device, for every variable placed so far."""
-    return dict(self._assigned)
-
   @abc.abstractmethod
   def _choose(self, name: str, num_bytes: int) -> str:
     """Device for a variable not placed before."""
