@@ -59,6 +59,7 @@ def model_fn(features, labels, mode, params, config=None, network: Network | Non
   outputs = tower_graph.build_towers(network or build_network(params), clips,
                                      labels if mode != ModeKeys.PREDICT else None,
                                      devices, placement, mode == ModeKeys.TRAIN)
+  check_logits(outputs.logits[0], params.num_classes)
   if len(outputs.logits) == 1:
     logits = tf.identity(outputs.logits[0], name='logits')
   else:
@@ -90,6 +91,16 @@ def model_fn(features, labels, mode, params, config=None, network: Network | Non
                                        params.log_every_steps, params.model_dir), *train.hooks]
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train.op, scaffold=train.scaffold,
                                     training_hooks=hooks)
+
+
+def check_logits(logits: tf.Tensor, num_classes: int) -> None:
+  """The network's logits must be [batch, num_classes]: other widths would make the loss
+  fail at run time or the per-class metrics average over classes that cannot occur."""
+  shape = logits.shape
+  if shape.rank != 2 or shape[-1] != num_classes:
+    raise ValueError(f'the network returns logits of shape {shape}, expected '
+                     f'[batch, num_classes={num_classes}]: set num_classes to the network\'s '
+                     'output width, or build the network for num_classes outputs')
 
 
 def _placement(params, devices: tuple[str, ...], config) -> VariablePlacement:
@@ -265,6 +276,7 @@ def mirrored_model_fn(features, labels, mode, params, network: Network | None = 
                                      labels if mode != ModeKeys.PREDICT else None,
                                      ('',), None, mode == ModeKeys.TRAIN)
   logits = outputs.logits[0]
+  check_logits(logits, params.num_classes)
   if mode == ModeKeys.PREDICT:
     return _predict_spec(logits, params)
   global_batch = tf.cast(outputs.sizes[0] * replicas, tf.float32)

@@ -15,7 +15,7 @@ import shutil
 
 import tensorflow as tf
 
-from model_fn import freezing, layers, networks, tower_graph
+from model_fn import freezing, layers, networks, tower_graph, tower_model_fn
 from towers import ParamsError, build_estimator, make_params
 
 tf1 = tf.compat.v1
@@ -84,6 +84,16 @@ class RefusedNetworksTest(tf.test.TestCase):
       return layers.dense(x, 3)
     with self.assertRaisesRegex(ValueError, 'UPDATE_OPS.*model_fn.layers.batch_norm'):
       self._build(update_ops_network)
+
+  def test_logits_wider_or_narrower_than_num_classes(self):
+    # 3 logits with num_classes=101 would average mean_per_class over 98 empty classes.
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError, r'logits of shape \(4, 3\), expected '
+                                  r'\[batch, num_classes=101\]'):
+        tower_model_fn.model_fn(tf.zeros([4, 1, 1, 1, 3]), tf.zeros([4], tf.int64),
+                                tf.estimator.ModeKeys.EVAL,
+                                make_params(num_towers=1, batch_size=4, num_classes=101),
+                                network=tiny_network)
 
   def test_passed_network_refuses_registry_options(self):
     for option in ({'trainable_from': 'Mixed_4b', 'model': 'i3d'},
