@@ -115,7 +115,7 @@ def _placement(params, devices: tuple[str, ...], config) -> VariablePlacement:
 
 def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: tf.Tensor,
               replicas: int = 1) -> tf.Tensor:
-  """The reduction rule\'s loss: sum(loss_sums) / global_batch + weight_loss / replicas.
+  """The reduction rule's loss: sum(loss_sums) / global_batch + weight_loss / replicas.
 
   `loss_sums` are the float32 scalar per-tower sums S_i of the per-example
   cross-entropies, `global_batch` the float32 number of examples over all towers (and
@@ -127,7 +127,7 @@ def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: 
 
 @dataclasses.dataclass(frozen=True)
 class TrainOp:
-  """What `build_train_op` made: the op of one step, the step\'s learning rate, the
+  """What `build_train_op` made: the op of one step, the step's learning rate, the
   scaffold (warm start, EMA shadows) and the hooks the optimizer needs."""
   op: tf.Operation
   learning_rate: tf.Tensor
@@ -141,7 +141,7 @@ def build_train_op(params, pairs: list[tuple[tf.Tensor, tf.Variable]],
   """Applies `pairs` (final gradient, variable) with the optimizer and schedule of
   `params`, increments the global step, runs the batch-norm `updates` with it, then the
   EMA of the weights (`ema_decay`). With `sync_replicas` and several workers the
-  optimizer waits for the others\' gradients. The scaffold warm-starts the network the
+  optimizer waits for the others' gradients. The scaffold warm-starts the network the
   first time (`warm_start_from`)."""
   global_step = tf1.train.get_or_create_global_step()
   rate = optimization.learning_rate(params, global_step)
@@ -263,10 +263,10 @@ def mirrored_model_fn(features, labels, mode, params, network: Network | None = 
                       ) -> tf.estimator.EstimatorSpec:
   """The same network, loss and train op under `tf.distribute.MirroredStrategy`.
 
-  The strategy calls this once per replica with that replica\'s share of the batch and
-  sums the replicas\' gradients in `apply_gradients`. So each replica\'s loss is
+  The strategy calls this once per replica with that replica's share of the batch and
+  sums the replicas' gradients in `apply_gradients`. So each replica's loss is
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
-  as the towers\' rule. Batch-norm moving statistics follow each replica\'s batch and are
+  as the towers' rule. Batch-norm moving statistics follow each replica's batch and are
   MEAN-aggregated over replicas. `params.validate` rejects the options this path does
   not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas).
   """
