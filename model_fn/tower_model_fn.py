@@ -1,7 +1,7 @@
 """The Estimator `model_fn` that trains, evaluates and serves a network over towers.
 
-    model_fn(features, labels, mode, params, config=None, network=None)
-        -> tf.estimator.EstimatorSpec
+    model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec
+    make_model_fn(network)   # the same for the user's own network(clips, ctx) -> logits
 
 `features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
 in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
@@ -16,14 +16,14 @@ plus `weight_decay * sum(l2_loss(w))` over conv/dense kernels, counted once. Une
 towers are weighted by their size, so 1, 2, 3 or 4 towers give the same gradient.
 
 Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
-per `tf.distribute` replica (see `mirrored_model_fn`); both share `mean_loss` and
+per `tf.distribute` replica (see `mirrored_spec`); both share `mean_loss` and
 `build_train_op`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -47,9 +47,33 @@ def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
   return features, None
 
 
-def model_fn(features, labels, mode, params, config=None, network: Network | None = None
-             ) -> tf.estimator.EstimatorSpec:
-  """The tower model_fn. `network(clips, ctx) -> logits` defaults to the registered
+def make_model_fn(network: Network | None = None, strategy: str = 'towers'
+                  ) -> Callable[..., tf.estimator.EstimatorSpec]:
+  """The Estimator model_fn that trains `network(clips, ctx) -> logits` (None: the
+  registered network `params.model`) over towers (`strategy` 'towers') or under
+  MirroredStrategy ('mirrored')."""
+  if strategy == 'mirrored':
+    def estimator_model_fn(features, labels, mode, params):
+      return mirrored_spec(features, labels, mode, params, network)
+  else:
+    def estimator_model_fn(features, labels, mode, params, config=None):
+      return towers_spec(features, labels, mode, params, config, network)
+  return estimator_model_fn
+
+
+def model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec:
+  """The tower model_fn of the registered network `params.model`."""
+  return towers_spec(features, labels, mode, params, config)
+
+
+def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
+  """`params.model` under `tf.distribute.MirroredStrategy` (see `mirrored_spec`)."""
+  return mirrored_spec(features, labels, mode, params)
+
+
+def towers_spec(features, labels, mode, params, config=None, network: Network | None = None
+                ) -> tf.estimator.EstimatorSpec:
+  """The towers' EstimatorSpec. `network(clips, ctx) -> logits` defaults to the registered
   network `params.model`. In a cluster (`config` with ps tasks) variables go to the ps
   tasks, greedy by bytes, whatever `variable_device` says; on one machine they follow
   `variable_device`."""
@@ -259,8 +283,8 @@ def _ema_scaffold(params) -> tf1.train.Scaffold | None:
   return tf1.train.Scaffold(saver=tf1.train.Saver(ema.variables_to_restore()))
 
 
-def mirrored_model_fn(features, labels, mode, params, network: Network | None = None
-                      ) -> tf.estimator.EstimatorSpec:
+def mirrored_spec(features, labels, mode, params, network: Network | None = None
+                  ) -> tf.estimator.EstimatorSpec:
   """The same network, loss and train op under `tf.distribute.MirroredStrategy`.
 
   The strategy calls this once per replica with that replica's share of the batch and

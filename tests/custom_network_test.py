@@ -90,16 +90,24 @@ class RefusedNetworksTest(tf.test.TestCase):
     with tf.Graph().as_default():
       with self.assertRaisesRegex(ValueError, r'logits of shape \(4, 3\), expected '
                                   r'\[batch, num_classes=101\]'):
-        tower_model_fn.model_fn(tf.zeros([4, 1, 1, 1, 3]), tf.zeros([4], tf.int64),
-                                tf.estimator.ModeKeys.EVAL,
-                                make_params(num_towers=1, batch_size=4, num_classes=101),
-                                network=tiny_network)
+        tower_model_fn.make_model_fn(tiny_network)(
+            tf.zeros([4, 1, 1, 1, 3]), tf.zeros([4], tf.int64), tf.estimator.ModeKeys.EVAL,
+            make_params(num_towers=1, batch_size=4, num_classes=101))
 
   def test_passed_network_refuses_registry_options(self):
     for option in ({'trainable_from': 'Mixed_4b', 'model': 'i3d'},
                    {'warm_start_from': '/nowhere/model.ckpt'}):
       with self.assertRaisesRegex(ParamsError, 'registered network'):
         build_estimator(make_params(option), network=tiny_network)
+
+
+class ModelFnTest(tf.test.TestCase):
+
+  def test_every_model_fn_is_accepted_by_the_estimator(self):
+    for fn in (tower_model_fn.model_fn, tower_model_fn.mirrored_model_fn,
+               tower_model_fn.make_model_fn(tiny_network),
+               tower_model_fn.make_model_fn(tiny_network, 'mirrored')):
+      tf.estimator.Estimator(fn, model_dir=self.get_temp_dir(), params=make_params())
 
 
 class RegistryTest(tf.test.TestCase):

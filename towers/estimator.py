@@ -80,14 +80,9 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
       raise ParamsError(f'{" and ".join(registry_only)} need a registered network that '
                         'declares its endpoints or checkpoint (model_fn.networks.register), '
                         'not one passed as build_estimator(network=...)')
-  if params.strategy == 'mirrored':
-    def estimator_model_fn(features, labels, mode, params):
-      return tower_model_fn.mirrored_model_fn(features, labels, mode, params, network)
-  else:
-    def estimator_model_fn(features, labels, mode, params, config):
-      return tower_model_fn.model_fn(features, labels, mode, params, config, network)
-  return tf.estimator.Estimator(model_fn=estimator_model_fn, config=run_config(params),
-                                params=params)
+  return tf.estimator.Estimator(
+      model_fn=tower_model_fn.make_model_fn(network, params.strategy),
+      config=run_config(params), params=params)
 
 
 def serving_input_receiver_fn(params: TrainParams):
