@@ -16,7 +16,7 @@ def moving_statistics_after_one_step(bn_update, num_towers, clips):
   """(moving_mean, moving_variance, conv kernel) of block1 after one step from 0 and 1."""
   params = make_params(model='c3d_small', num_classes=3, clip_frames=4, crop_size=8,
                        batch_size=len(clips), num_towers=num_towers, bn_update=bn_update,
-                       optimizer='sgd', lr_schedule='constant', lr_values=[0.0],
+                       optimizer='sgd', lr_schedule='constant', lr_values=[1e-3],
                        model_dir='/tmp/unused')
   with tf.Graph().as_default():
     tf1.set_random_seed(3)
