@@ -4,6 +4,7 @@ there."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
