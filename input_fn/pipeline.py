@@ -20,7 +20,7 @@
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
 all checked to exist; other files in the directory are never read.
 
-Hot path: files are sharded per worker (`input_context`, else TF_CONFIG), shuffled and read
+Hot path: files are sharded per worker (`input_context`), shuffled and read
 interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
 gathers only those JPEG strings and decodes only the kept crop of each
 (`tf.image.decode_and_crop_jpeg`). No Python runs per element. A record that fails (corrupt
@@ -33,7 +33,6 @@ features as `skipped_records` (int64 [b]).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -50,24 +49,12 @@ READ_BUFFER_BYTES = 8 << 20
 
 
 def worker_shard(input_context: tf.distribute.InputContext | None = None) -> tuple[int, int]:
-  """(number of input pipelines, this pipeline's index).
-
-  From `input_context` when given; otherwise from TF_CONFIG, where the chief (or master)
-  and the workers all train: pipelines = chiefs + workers, the chief is 0 and worker i is
-  chiefs + i. Evaluators, ps tasks and runs without TF_CONFIG read everything: (1, 0).
-  """
-  if input_context is not None:
-    return input_context.num_input_pipelines, input_context.input_pipeline_id
-  config = json.loads(os.environ.get('TF_CONFIG') or '{}')
-  cluster, task = config.get('cluster', {}), config.get('task', {})
-  chiefs = len(cluster.get('chief', [])) + len(cluster.get('master', []))
-  workers = len(cluster.get('worker', []))
-  kind, index = task.get('type'), int(task.get('index', 0))
-  if kind in ('chief', 'master'):
-    return chiefs + workers, index
-  if kind == 'worker':
-    return chiefs + workers, chiefs + index
-  return 1, 0
+  """(number of input pipelines, this pipeline's index) from `input_context`; (1, 0), read
+  everything, without one. In a cluster the context comes from the task's role
+  (`towers.cluster.spec.ClusterTask.input_context`)."""
+  if input_context is None:
+    return 1, 0
+  return input_context.num_input_pipelines, input_context.input_pipeline_id
 
 
 def shard_files(files: list[str], num_shards: int, index: int) -> tuple[list[str], bool]:

@@ -72,6 +72,17 @@ class TfConfigTest(tf.test.TestCase):
 
 class FlagsAndSlurmTest(tf.test.TestCase):
 
+  def test_each_trainer_reads_its_own_share_of_the_data(self):
+    config = {'chief': ['a:1'], 'worker': ['b:1', 'c:1'], 'ps': ['d:1']}
+    want = {('chief', 0): (3, 0), ('worker', 0): (3, 1), ('worker', 1): (3, 2),
+            ('ps', 0): None, ('evaluator', 0): None}
+    for (kind, index), shard in want.items():
+      task = cluster.from_tf_config(json.dumps({'cluster': config,
+                                                'task': {'type': kind, 'index': index}}))
+      context = task.input_context()
+      got = context and (context.num_input_pipelines, context.input_pipeline_id)
+      self.assertEqual(got, shard, (kind, index))
+
   def test_flags_make_the_first_worker_the_chief(self):
     params = make_params(ps_hosts=['p:1'], worker_hosts=['w0:1', 'w1:1', 'w2:1'],
                          task_type='worker', task_index=2)
@@ -94,17 +105,47 @@ class FlagsAndSlurmTest(tf.test.TestCase):
     self.assertEqual(cluster.resolve_cluster(make_params(), env).source, 'TF_CONFIG')
     self.assertIsNone(cluster.resolve_cluster(make_params(), {}))
 
-  def test_slurm_job_step(self):
-    env = {'SLURM_JOB_ID': '7', 'SLURM_PROCID': '2', 'SLURM_STEP_NUM_TASKS': '4',
-           'SLURM_STEP_NODELIST': 'node[01-03]', 'SLURM_STEP_TASKS_PER_NODE': '2,1(x2)'}
-    task = cluster.resolve_cluster(make_params(slurm_num_ps=1, slurm_port=9000), env)
-    self.assertEqual(task.source, 'SLURM')
-    self.assertEqual(task.cluster, {'ps': ('node01:9000',), 'chief': ('node01:9001',),
-                                    'worker': ('node02:9000', 'node03:9000')})
-    self.assertEqual((task.task_type, task.task_index), ('worker', 0))
+  STEP = {'SLURM_JOB_ID': '7', 'SLURM_STEP_NUM_TASKS': '4', 'SLURM_STEP_NODELIST': 'node[01-03]',
+          'SLURM_STEP_TASKS_PER_NODE': '2,1(x2)'}
+  # (node, local id) of the step's 4 tasks, and the rank Slurm gives each under two layouts.
+  TASKS = [('node01', 0), ('node01', 1), ('node02', 0), ('node03', 0)]
+  RANKS = {'block': [0, 1, 2, 3], 'cyclic': [0, 3, 1, 2]}
+
+  def slurm_task(self, node, local_id, rank, num_ps=1):
+    env = dict(self.STEP, SLURMD_NODENAME=node, SLURM_LOCALID=str(local_id),
+               SLURM_PROCID=str(rank))
+    return cluster.resolve_cluster(make_params(slurm_num_ps=num_ps, slurm_port=9000), env)
+
+  def test_slurm_roles_are_one_cluster_whatever_the_distribution(self):
+    want_cluster = {'ps': ('node01:9000',), 'chief': ('node02:9000',),
+                    'worker': ('node03:9000', 'node01:9001')}
+    for layout, ranks in self.RANKS.items():
+      tasks = [self.slurm_task(node, local, rank) for (node, local), rank in zip(self.TASKS, ranks)]
+      for task in tasks:
+        self.assertEqual(task.source, 'SLURM')
+        self.assertEqual(task.cluster, want_cluster, layout)
+      self.assertEqual([(t.task_type, t.task_index, t.address) for t in tasks],
+                       [('ps', 0, 'node01:9000'), ('worker', 1, 'node01:9001'),
+                        ('chief', 0, 'node02:9000'), ('worker', 0, 'node03:9000')], layout)
+
+  def test_slurm_ps_tasks_spread_over_the_first_nodes(self):
+    roles = [self.slurm_task(node, local, 0, num_ps=2) for node, local in self.TASKS]
+    self.assertEqual(roles[0].cluster['ps'], ('node01:9000', 'node02:9000'))
+    self.assertEqual(roles[3].task_type, 'chief')
+
+  def test_slurm_a_ps_count_that_cannot_be_honoured_is_named(self):
+    with self.assertRaisesRegex(ClusterError, r'--slurm_num_ps=4 cannot be honoured: the step '
+                                r'has 4 task\(s\) and needs 4 ps task\(s\) plus a chief'):
+      self.slurm_task('node01', 0, 0, num_ps=4)
+
+  def test_slurm_a_task_outside_the_step_nodes_is_named(self):
+    with self.assertRaisesRegex(ClusterError, 'SLURMD_NODENAME=node09 is not in'):
+      self.slurm_task('node09', 0, 0)
+    with self.assertRaisesRegex(ClusterError, 'SLURM_LOCALID=1 is out of range: node node02'):
+      self.slurm_task('node02', 1, 0)
 
   def test_slurm_outside_a_job_step(self):
-    with self.assertRaisesRegex(ClusterError, 'SLURM_PROCID: not set'):
+    with self.assertRaisesRegex(ClusterError, 'SLURM_LOCALID: not set'):
       cluster.resolve_cluster(make_params(), {'SLURM_JOB_ID': '7'})
 
 

@@ -3,8 +3,6 @@ worker's towers run on that worker's own devices, and a worker pulls each parame
 and pushes ONE averaged gradient per variable per step, however many towers it has."""
 
 import json
-import os
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -25,8 +23,7 @@ PARAMS = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, bat
 
 def build_training_graph(tf_config, params):
   """The chief's training graph, placed exactly as the Estimator places it."""
-  with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
-    config = run_config(params)
+  config = run_config(params, cluster.from_tf_config(json.dumps(tf_config)))
   clips = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
   labels = (np.arange(8) % 3).astype(np.int64)
   with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
@@ -82,8 +79,7 @@ class ClusterGraphTest(tf.test.TestCase):
   def test_chief_and_workers_filter_devices_to_ps_and_themselves(self):
     tf_config = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],
                              'ps': ['localhost:3']}, 'task': {'type': 'worker', 'index': 0}}
-    with mock.patch.dict(os.environ, {'TF_CONFIG': json.dumps(tf_config)}):
-      config = run_config(make_params(PARAMS))
+    config = run_config(make_params(PARAMS), cluster.from_tf_config(json.dumps(tf_config)))
     self.assertEqual(list(config.session_config.device_filters), ['/job:ps', '/job:worker/task:0'])
     self.assertEqual(config.session_config.device_count['CPU'], 2)
 

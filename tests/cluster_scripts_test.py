@@ -32,7 +32,8 @@ class SlurmScriptTest(tf.test.TestCase):
     _write_executable(os.path.join(bin_dir, 'scontrol'),
                       '#!/bin/sh\nprintf "%s\\n" ' + ' '.join(NODES) + '\n')
     _write_executable(os.path.join(bin_dir, 'srun'),
-                      '#!/bin/bash\nshift\nfor i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
+                      '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n'
+                      'for i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
     # The trainer (foreground) lingers a moment, so that the script's ps and evaluator
     # (background, killed or awaited once the trainer returns) have recorded themselves.
     _write_executable(os.path.join(bin_dir, 'fake_python'),

@@ -42,10 +42,6 @@ class PipelineTest(tf.test.TestCase):
     with open(os.path.join(cls.tfr, 'test.manifest.json')) as f:
       cls.num_test = json.load(f)['num_records']
 
-  def setUp(self):
-    super().setUp()
-    os.environ.pop('TF_CONFIG', None)
-
   # --- Sampling -----------------------------------------------------------------------------
 
   def test_train_clip_is_consecutive_from_a_random_start_and_wraps_when_short(self):
@@ -119,15 +115,8 @@ class PipelineTest(tf.test.TestCase):
 
   # --- Sharding -----------------------------------------------------------------------------
 
-  def test_tf_config_gives_each_trainer_its_pipeline(self):
-    cluster = {'chief': ['a:1'], 'worker': ['b:1', 'c:1'], 'ps': ['d:1']}
-    expect = {('chief', 0): (3, 0), ('worker', 0): (3, 1), ('worker', 1): (3, 2),
-              ('ps', 0): (1, 0), ('evaluator', 0): (1, 0)}
-    for (kind, index), want in expect.items():
-      os.environ['TF_CONFIG'] = json.dumps({'cluster': cluster,
-                                            'task': {'type': kind, 'index': index}})
-      self.assertEqual(pipeline.worker_shard(), want)
-    del os.environ['TF_CONFIG']
+  def test_the_input_context_names_the_pipeline_and_none_reads_everything(self):
+    # Which trainer reads which pipeline is the cluster's (tests/cluster_config_test.py).
     self.assertEqual(pipeline.worker_shard(), (1, 0))
     context = tf.distribute.InputContext(num_input_pipelines=4, input_pipeline_id=2)
     self.assertEqual(pipeline.worker_shard(context), (4, 2))

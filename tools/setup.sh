@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh Debian machine: Bazel (Debian's bazel-bootstrap 4.2.3),
-# the local Bazel repositories it needs offline, and the pinned Python environment in .venv/.
+# Slurm and munge (for the real-Slurm test), the local Bazel repositories Bazel needs
+# offline, and the pinned Python environment in .venv/.
 # Safe to run again: every step checks first and does nothing when already done.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,12 +9,20 @@ cd "$repo"
 
 say() { printf '[setup] %s\n' "$*"; }
 
-if ! command -v bazel >/dev/null 2>&1; then
-  say "installing Debian's bazel-bootstrap (needs root and apt)"
+# Debian packages: Bazel, and Slurm + munge for tests/slurm_test.py (the test starts its own
+# private daemons; nothing is started here).
+apt_packages=()
+command -v bazel >/dev/null 2>&1 || apt_packages+=(bazel-bootstrap)
+for program in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do
+  command -v "${program%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${program%%:*}" ] \
+    || apt_packages+=("${program##*:}")
+done
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+  say "installing Debian packages: ${apt_packages[*]} (needs root and apt)"
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq bazel-bootstrap >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${apt_packages[@]}" >/dev/null
 fi
 say "bazel: $(bazel --version 2>/dev/null | head -n1)"
 

@@ -77,8 +77,13 @@ def user_path(path: str) -> str:
   return path if os.path.isabs(path) else os.path.normpath(os.path.join(user_working_dir(), path))
 
 
-def run(main: Callable[[list[str]], int | None]) -> None:
+def run(main: Callable[[list[str]], int | None],
+        flags_parser: Callable[[list[str]], list[str]] | None = None) -> None:
   """`absl.app.run(main)` from the user's working directory (`bazel run` starts binaries
-  inside the runfiles tree; --flagfile and relative paths are the user's)."""
+  inside the runfiles tree; --flagfile and relative paths are the user's). `flags_parser`
+  as in absl: a launcher that passes unknown flags on uses `FLAGS(argv, known_only=True)`."""
   os.chdir(user_working_dir())
-  app.run(main)
+  if flags_parser is None:
+    app.run(main)
+  else:
+    app.run(main, flags_parser=flags_parser)

@@ -9,6 +9,7 @@ import tensorflow as tf
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import Network, input_channels
+from towers.cluster.spec import ClusterTask
 from towers.params import ParamsError, TrainParams, make_params
 
 tf1 = tf.compat.v1
@@ -31,10 +32,11 @@ def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
   return config
 
 
-def run_config(params: TrainParams) -> tf.estimator.RunConfig:
+def run_config(params: TrainParams, cluster: ClusterTask | None = None
+               ) -> tf.estimator.RunConfig:
   """model_dir, checkpoint cadence, seed, session config, and MirroredStrategy if asked.
-  In a cluster (TF_CONFIG) the RunConfig carries the cluster, and chief and workers
-  filter devices to the ps tasks and themselves."""
+  With `cluster` (this task's place, `towers.cluster.spec`) the RunConfig carries it, and
+  chief and workers filter devices to the ps tasks and themselves."""
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   distribute = None
   if params.strategy == 'mirrored':
@@ -50,6 +52,9 @@ def run_config(params: TrainParams) -> tf.estimator.RunConfig:
       log_step_count_steps=params.log_every_steps,
       session_config=session_config(devices, devices.num_towers),
       train_distribute=distribute)
+  if cluster is not None:
+    # RunConfig reads its cluster only from the TF_CONFIG variable; hand it ours directly.
+    config._init_distributed_setting_from_environment_var(cluster.tf_config)  # pylint: disable=protected-access
   if config.cluster_spec and config.task_type in ('chief', 'worker'):
     # Talk only to the ps tasks and ourselves: a lost worker must not stall the others.
     filtered = tf1.ConfigProto()
@@ -60,8 +65,10 @@ def run_config(params: TrainParams) -> tf.estimator.RunConfig:
 
 
 def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
-                    network: Network | None = None) -> tf.estimator.Estimator:
-  """An Estimator that trains a network over towers (or MirroredStrategy).
+                    network: Network | None = None, cluster: ClusterTask | None = None
+                    ) -> tf.estimator.Estimator:
+  """An Estimator that trains a network over towers (or MirroredStrategy); in a cluster,
+  as the task `cluster` (see `run_config`).
 
   `network(clips, ctx) -> logits` is the user's own network (see `model_fn.networks`):
   clips float32 [batch, frames, height, width, channels], `ctx` the tower's
@@ -82,7 +89,7 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
                         'not one passed as build_estimator(network=...)')
   return tf.estimator.Estimator(
       model_fn=tower_model_fn.make_model_fn(network, params.strategy),
-      config=run_config(params), params=params)
+      config=run_config(params, cluster), params=params)
 
 
 def serving_input_receiver_fn(params: TrainParams):

@@ -134,8 +134,11 @@ class TrainParams:
       choices=('', 'chief', 'worker', 'ps', 'evaluator'))
   task_index: int = option(0, 'Cluster from flags: index of this task in its host list.')
   slurm_num_ps: int = option(
-      1, 'Cluster from SLURM: how many of the job\'s tasks (the first ones) are ps tasks.')
-  slurm_port: int = option(8888, 'Cluster from SLURM: port every task listens on.')
+      1, 'Cluster from SLURM: how many of the step\'s tasks are ps tasks (spread over the '
+      'nodes first; see docs/cluster.md).')
+  slurm_port: int = option(
+      8888, 'Cluster from SLURM: port of the first task on each node; its k-th task listens '
+      'on slurm_port + k.')
   sync_replicas: bool = option(
       False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
   backup_workers: int = option(
@@ -144,6 +147,9 @@ class TrainParams:
   ps_unreachable_secs: int = option(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')
+  worker_lost_secs: int = option(
+      120, 'At max_steps the chief waits for every worker\'s last step before its final '
+      'checkpoint; a worker unreachable this long meanwhile is counted as failed.')
 
   # --- Data --------------------------------------------------------------------------------
   data_source: str = option(
@@ -263,7 +269,7 @@ def validate(p: TrainParams) -> None:
   if p.backup_workers and not p.sync_replicas:
     raise ParamsError('backup_workers needs sync_replicas')
   for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',
-               'backup_workers', 'task_index'):
+               'backup_workers', 'task_index', 'worker_lost_secs'):
     if getattr(p, name) < 0:
       raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
   _check_mirrored(p)

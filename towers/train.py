@@ -18,6 +18,7 @@ from model_fn.eval_coverage import EvalCoverageError
 from towers import preflight
 from towers import cli, flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
+from towers.cluster.shutdown import TrainingIncomplete
 from towers.params import ParamsError
 from towers.training import format_metrics, train_and_evaluate
 
@@ -41,7 +42,7 @@ def main(argv: list[str]) -> int:
   except (ParamsError, cluster.ClusterError, preflight.PreflightError, ManifestError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
-  except EvalCoverageError as e:
+  except (EvalCoverageError, TrainingIncomplete) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
   if metrics:

@@ -11,6 +11,7 @@ from absl import logging
 from model_fn.networks import Network
 from model_fn.tower_model_fn import TOP_1
 from towers import inputs
+from towers.cluster.spec import ClusterTask
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
 
@@ -28,18 +29,19 @@ def finished_step(params: TrainParams) -> int | None:
   return step if step >= params.max_steps else None
 
 
-def train_and_evaluate(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
+def train_and_evaluate(params: TrainParams, network: Network | None = None,
+                       cluster: ClusterTask | None = None) -> dict[str, Any]:
   """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
   `model_dir/export/best`; returns the final evaluation metrics. `network` is the user's
-  own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`. A model_dir already
-  trained to max_steps returns {} at once (in a cluster, the evaluator still evaluates
-  the final checkpoint)."""
+  own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
+  A model_dir already trained to max_steps returns {} at once. With `cluster` (the
+  evaluator's task) it only evaluates, each new checkpoint until the final one."""
   finished = finished_step(params)
-  if finished is not None and not os.environ.get('TF_CONFIG'):
+  if finished is not None and cluster is None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                  params.model_dir, finished, params.max_steps)
     return {}
-  estimator = build_estimator(params, network)
+  estimator = build_estimator(params, network, cluster=cluster)
   exporters = []
   if params.export_savedmodel:
     exporters.append(tf.estimator.BestExporter(

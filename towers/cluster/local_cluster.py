@@ -3,12 +3,15 @@
     bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
 
 Starts `--ps` ps tasks, `--workers` training workers (the first is the chief) and an
-evaluator, each a `towers.train` process with its own TF_CONFIG and free loopback ports.
-Streams every task's output prefixed with its name ([ps0], [chief], [worker1], [evaluator]),
-and also appends it to `runs/local_cluster_logs/<task>.log`. When the chief ends, the evaluator may
-finish its final evaluation and export, then every task is stopped; Ctrl-C stops all at
-once. Exits non-zero when any task failed. Arguments it does not know are passed to every
-task (so any train flag works). Real clusters set TF_CONFIG per node instead: see
+evaluator, each a `towers.train` process told its role by flags (`--ps_hosts`,
+`--worker_hosts`, `--task_type`, `--task_index`) on free loopback ports. Streams every
+task's output prefixed with its name ([ps0], [chief], [worker1], [evaluator]), and also
+appends it to `runs/local_cluster_logs/<task>.log`. Every task ends by itself when training
+is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
+When a task fails, one line names it and its exit code, the others are stopped, and the
+launcher exits 1; Ctrl-C stops all at once (exit 130). Flags it does not know are passed
+to every task (so any train flag works; their help: `bazel run //towers:train -- --help`).
+The launcher's own: --ps, --workers, --no_evaluator, --network. Real clusters: see
 docs/cluster.md.
 
 Network: TensorFlow's gRPC servers listen on every interface (0.0.0.0:port, hard-coded
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import json
 import os
 import shutil
 import signal
@@ -36,11 +38,14 @@ import threading
 import time
 from typing import IO, Sequence
 
+from absl import flags
+
+from towers import cli
 from towers.cluster.spec import pick_free_ports
+from towers.options import option
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 CHIEF_READY = 'Done running local_init_op'  # logged once the chief's session is ready
-HELP_FLAGS = ('--help', '--helpshort', '--helpfull', '--helpxml', '-?')  # absl's help flags
 
 
 @dataclasses.dataclass
@@ -88,9 +93,15 @@ class LocalCluster:
     self._echo = echo
     self._lock = threading.Lock()
 
-  def tf_config(self, task: Task) -> str:
-    return json.dumps({'cluster': self.cluster,
-                       'task': {'type': task.task_type, 'index': task.task_index}})
+  def role_args(self, task: Task) -> list[str]:
+    """The train flags that give `task` its place in the cluster (worker 0 is the chief)."""
+    trainers = self.cluster['chief'] + self.cluster.get('worker', [])
+    if task.task_type in ('chief', 'worker'):
+      role = ['--task_type=worker', f'--task_index={task.task_index + (task.task_type == "worker")}']
+    else:
+      role = [f'--task_type={task.task_type}', f'--task_index={task.task_index}']
+    return [f'--ps_hosts={",".join(self.cluster.get("ps", []))}',
+            f'--worker_hosts={",".join(trainers)}', *role]
 
   def start_all(self, chief_ready_timeout: float = 120.0) -> None:
     """Starts ps tasks, chief and evaluator, then the workers once the chief has
@@ -119,9 +130,11 @@ class LocalCluster:
   def start(self, name: str) -> None:
     """Starts one task (again, if it ended)."""
     task = self.tasks[name]
-    env = dict(os.environ, TF_CONFIG=self.tf_config(task), PYTHONUNBUFFERED='1')
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
     task.process = subprocess.Popen(
-        [sys.executable, '-m', 'towers.train', *self._train_args], env=env,
+        [sys.executable, '-m', 'towers.train', *self._train_args, *self.role_args(task)],
+        env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         preexec_fn=_die_with_parent)
     task.stopped_by_us = False
@@ -180,23 +193,24 @@ class LocalCluster:
     return [t.name for t in self.tasks.values()
             if t.process and t.process.poll() not in (None, 0) and not t.stopped_by_us]
 
-  def run(self, evaluator_grace_secs: float = 600.0) -> int:
-    """Starts everything, waits for the chief, lets the evaluator finish, stops the rest.
-    Returns 0 when no task failed, else 1."""
+  def run(self, timeout_secs: float | None = None, poll_secs: float = 0.5) -> int:
+    """Starts everything and waits until every task has ended by itself (training over,
+    the evaluator's final evaluation done). The first task that fails is named on one line
+    with its exit code and the others are stopped. Returns 0 when every task exited 0,
+    1 when one failed or `timeout_secs` passed, 130 on Ctrl-C."""
+    deadline = None if timeout_secs is None else time.time() + timeout_secs
     try:
       self.start_all()
-      chief_code = self.wait('chief')
-      if chief_code == 0 and 'evaluator' in self.tasks:
-        try:
-          self.wait('evaluator', timeout=evaluator_grace_secs)
-        except subprocess.TimeoutExpired:
-          pass
-      for name, task in self.tasks.items():
-        if task.task_type == 'worker' and chief_code == 0:
-          try:
-            self.wait(name, timeout=30)
-          except subprocess.TimeoutExpired:
-            pass
+      while any(t.process.poll() is None for t in self.tasks.values()):
+        failed = self.failed_tasks()
+        if failed:
+          break
+        if deadline is not None and time.time() > deadline:
+          running = [t.name for t in self.tasks.values() if t.process.poll() is None]
+          print(f'local_cluster: still running after {timeout_secs:.0f} s: '
+                f'{", ".join(running)}; stopping them', file=sys.stderr)
+          return 1
+        time.sleep(poll_secs)
     except KeyboardInterrupt:
       print('local_cluster: interrupted, stopping every task', file=sys.stderr)
       self.stop_all()
@@ -205,10 +219,18 @@ class LocalCluster:
       self.stop_all()
     failed = self.failed_tasks()
     if failed:
-      print(f'local_cluster: failed tasks: {", ".join(failed)}', file=sys.stderr)
+      first = self.tasks[failed[0]]
+      print(f'local_cluster: {first.name} failed with exit code {first.process.returncode}'
+            f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
+            f'its log: {self._log_hint(first)}', file=sys.stderr)
       return 1
     print('local_cluster: every task ended cleanly')
     return 0
+
+  def _log_hint(self, task: Task) -> str:
+    if self._log_dir:
+      return os.path.join(self._log_dir, f'{task.name}.log')
+    return f'the [{task.name}] lines above'
 
 
 def _raise_keyboard_interrupt(signum, frame) -> None:
@@ -251,33 +273,37 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
   os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(script), *argv], env)
 
 
-def main(argv: Sequence[str]) -> int:
-  import argparse  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--ps', type=int, default=1, help='number of ps tasks')
-  parser.add_argument('--workers', type=int, default=2,
-                      help='training workers, the chief included')
-  parser.add_argument('--no_evaluator', action='store_true', help='start no evaluator')
-  parser.add_argument('--network', choices=('isolated', 'host'), default='isolated',
-                      help='isolated: a private loopback-only network namespace (default)')
-  args, train_args = parser.parse_known_args(argv)
-  asked_help = [a for a in train_args if a.split('=')[0] in HELP_FLAGS]
-  if asked_help:  # a help flag of the train flags: show help, start nothing
-    parser.print_help()
-    print(f'\nEvery other flag goes to each task\'s //towers:train; for those: '
-          f'bazel run //towers:train -- {asked_help[0]}')
-    return 0
-  if args.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
-    reexec_in_private_network(__file__, argv)
+@dataclasses.dataclass(frozen=True)
+class LocalClusterOptions:
+  """The launcher's own flags; every other flag goes to each task's `towers.train`."""
+  ps: int = option(1, 'Number of ps tasks.')
+  workers: int = option(2, 'Training workers, the chief included.')
+  no_evaluator: bool = option(False, 'Start no evaluator.')
+  network: str = option('isolated', 'isolated: a private loopback-only network namespace; '
+                        'host: the host network.', choices=('isolated', 'host'))
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+  """Parses the launcher's flags; returns [program, *train flags] (the unknown ones)."""
+  return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
+
+
+def main(argv: list[str]) -> int:
+  options = cli.options_from_flags(LocalClusterOptions)
+  train_args = argv[1:]
+  if options.ps < 0 or options.workers < 1:
+    print(f'local_cluster: --ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
+          'and --workers >= 1 (the first worker is the chief)', file=sys.stderr)
+    return 2
+  if options.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
+    reexec_in_private_network(__file__, sys.argv[1:])
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
           'not permitted); using the host network: the tasks\' ports are open on every '
           'interface while they run', file=sys.stderr)
   elif os.environ.get(ISOLATED_ENV):
     print('local_cluster: network isolated: a new namespace with loopback only')
-  working_dir = os.environ.get('BUILD_WORKING_DIRECTORY')
-  if working_dir:
-    os.chdir(working_dir)
-  cluster = LocalCluster(args.ps, args.workers, train_args, evaluator=not args.no_evaluator,
+  cluster = LocalCluster(options.ps, options.workers, train_args,
+                         evaluator=not options.no_evaluator,
                          log_dir=os.path.join('runs', 'local_cluster_logs'))
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
   started = time.time()
@@ -287,4 +313,5 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main(sys.argv[1:]))
+  cli.define_flags(LocalClusterOptions)
+  cli.run(main, flags_parser=parse_flags)

@@ -12,15 +12,13 @@ Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
 `MonitoredTrainingSession` recovers from a lost ps or worker by re-creating its session
 (the chief restores the latest checkpoint). A ps that never comes back would make
 TensorFlow retry forever, so a watchdog ends chief and workers after
-`--ps_unreachable_secs`.
+`--ps_unreachable_secs`. How the tasks end together: `towers/cluster/shutdown.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 import threading
 import time
 
@@ -29,6 +27,7 @@ from absl import logging
 
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
+from towers.cluster import shutdown
 from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
@@ -37,34 +36,71 @@ EVALUATOR_CHECK_SECS = 5  # the evaluator looks for a new checkpoint at most thi
 
 
 def run_task(params, task: ClusterTask) -> dict:
-  """Runs this process's role until training ends (ps: until killed). Returns the final
-  evaluation metrics for the evaluator, {} for the others."""
-  os.environ['TF_CONFIG'] = json.dumps(task.tf_config)
-  logging.info('cluster from %s: this is %s %d of %s', task.source, task.task_type,
-               task.task_index, json.dumps(task.tf_config['cluster']))
+  """Runs this process's role until training is over (`towers/cluster/shutdown.py`): a ps
+  until the chief says so, chief and workers until max_steps, the evaluator until it has
+  evaluated the final checkpoint. Returns the evaluator's final metrics, {} for the
+  others. Raises `shutdown.TrainingIncomplete` on the chief when a worker failed."""
+  logging.info('cluster from %s: this is %s of %s', task.source, task.name,
+               json.dumps(task.tf_config['cluster']))
   if task.task_type == 'evaluator':
     # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
     # logging a warning each pass (hundreds per second); wait between checks instead.
     return training.train_and_evaluate(dataclasses.replace(
-        params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)))
-  finished = training.finished_step(params)
-  if finished is not None and task.task_type != 'ps':
-    logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
-                 params.model_dir, finished, params.max_steps)
-    return {}
+        params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)), cluster=task)
   check_port_free(task)
   server = start_server(params, task)
   if task.task_type == 'ps':
-    logging.info('ps %d serving variables at %s', task.task_index, task.address)
-    server.join()
+    logging.info('ps %d serving variables at %s until training is over', task.task_index,
+                 task.address)
+    message = shutdown.serve_until_training_done(server, task)
+    logging.info('ps %d: the chief says training is over (%s); exiting', task.task_index,
+                 message)
+    return {}
+  finished = training.finished_step(params)
+  if finished is not None:
+    logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
+                 params.model_dir, finished, params.max_steps)
+    _finish(params, task, server.target, f'{params.model_dir} was already trained')
     return {}
   PsWatchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
-  estimator = build_estimator(params)
-  estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
-                  max_steps=params.max_steps)
-  logging.info('%s %d finished training at max_steps=%d', task.task_type, task.task_index,
-               params.max_steps)
+  estimator = build_estimator(params, cluster=task)
+  input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN, task.input_context())
+  hooks = []
+  if task.task_type == 'chief':
+    waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs)
+    config = estimator.config
+    # Ours replaces the Estimator's own saver hook, so its final save comes after the wait.
+    hooks = [waiter, tf.compat.v1.train.CheckpointSaverHook(
+        params.model_dir, save_secs=config.save_checkpoints_secs,
+        save_steps=config.save_checkpoints_steps,
+        save_graph_def=config.checkpoint_save_graph_def)]
+  try:
+    estimator.train(input_fn, max_steps=params.max_steps, hooks=hooks)
+  except Exception as e:
+    if task.task_type == 'worker':
+      shutdown.report_worker_done(server.target, task, shutdown.FAILED,
+                                  f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}',
+                                  params.ps_unreachable_secs)
+    raise
+  logging.info('%s finished training at max_steps=%d', task.name, params.max_steps)
+  if task.task_type == 'worker':
+    _finish(params, task, server.target, 'done')
+    return {}
+  failures = '; '.join(f'{name}: {what}' for name, what in waiter.failures.items())
+  _finish(params, task, server.target, f'failed: {failures}' if failures else 'every worker done')
+  if failures:
+    raise shutdown.TrainingIncomplete(f'training reached max_steps={params.max_steps} without '
+                                      f'{failures}')
   return {}
+
+
+def _finish(params, task: ClusterTask, target: str, message: str) -> None:
+  """Tells the cluster that this trainer is done: a worker tells the chief, the chief
+  tells every ps."""
+  if task.task_type == 'worker':
+    shutdown.report_worker_done(target, task, shutdown.OK, message, params.ps_unreachable_secs)
+  else:
+    shutdown.announce_training_done(target, task, message, params.ps_unreachable_secs)
 
 
 def start_server(params, task: ClusterTask) -> tf.distribute.Server:
@@ -94,7 +130,7 @@ class PsWatchdog(threading.Thread):
     while True:
       now = time.time()
       for address in self._addresses:
-        if _reachable(address):
+        if shutdown.reachable(address):
           down_since.pop(address, None)
           continue
         since = down_since.setdefault(address, now)
@@ -106,12 +142,3 @@ class PsWatchdog(threading.Thread):
           logging.flush()
           os._exit(PS_UNREACHABLE_EXIT_CODE)  # pylint: disable=protected-access
       time.sleep(self._period)
-
-
-def _reachable(address: str) -> bool:
-  host, _, port = address.rpartition(':')
-  try:
-    with socket.create_connection((host, int(port)), timeout=2.0):
-      return True
-  except OSError:
-    return False

@@ -4,8 +4,7 @@ The result is always expressed as a TF_CONFIG (what Kubeflow's TFJob sets), whic
 `tf.estimator.RunConfig` reads. Sources, first found wins:
   1. flags `--ps_hosts`, `--worker_hosts`, `--task_type`, `--task_index` (worker 0 is the chief);
   2. the `TF_CONFIG` environment variable;
-  3. SLURM's environment (`SLURM_JOB_ID` set): the first `--slurm_num_ps` tasks are ps tasks,
-     the next one is the chief, the rest are workers.
+  3. SLURM's environment (`SLURM_JOB_ID` set, under `srun`): see `from_slurm`.
 A malformed or inconsistent cluster raises `ClusterError` naming the field.
 """
 
@@ -16,6 +15,8 @@ import json
 import os
 import socket
 from typing import Any, Mapping
+
+import tensorflow as tf
 
 TRAINING_JOBS = ('chief', 'worker', 'ps')
 TASK_TYPES = TRAINING_JOBS + ('evaluator',)
@@ -54,6 +55,22 @@ class ClusterTask:
   def num_workers(self) -> int:
     """Training workers, the chief included."""
     return len(self.cluster.get('chief', ())) + len(self.cluster.get('worker', ()))
+
+  @property
+  def name(self) -> str:
+    """How logs and errors name this task, e.g. 'worker 1 (node03:2223)'."""
+    where = f' ({self.address})' if self.address else ''
+    return f'{self.task_type} {self.task_index}{where}'
+
+  def input_context(self) -> tf.distribute.InputContext | None:
+    """Which share of the training data this task reads: the chief is pipeline 0 and
+    worker i pipeline i + 1, of `num_workers`. None (read everything) for the evaluator
+    and the ps tasks."""
+    if self.task_type == 'chief':
+      return tf.distribute.InputContext(self.num_workers, 0)
+    if self.task_type == 'worker':
+      return tf.distribute.InputContext(self.num_workers, self.task_index + 1)
+    return None
 
 
 def resolve_cluster(params, environ: Mapping[str, str] = os.environ) -> ClusterTask | None:
@@ -113,34 +130,53 @@ def from_tf_config(text: str) -> ClusterTask:
 
 
 def from_slurm(environ: Mapping[str, str], num_ps: int, port: int) -> ClusterTask:
-  """The cluster of a SLURM job step: one task per line of the step's node list (several
-  tasks on one node get consecutive ports). Tasks 0..num_ps-1 are ps, the next is the
-  chief, the rest are workers. Uses TensorFlow's SlurmClusterResolver for host lists."""
+  """The cluster of a SLURM job step, the same in every task whatever the distribution
+  (block, cyclic, plane, arbitrary).
+
+  Every task is a slot (node, local id): the node is this task's entry of
+  `SLURM_STEP_NODELIST` (found by `SLURMD_NODENAME`), the local id `SLURM_LOCALID`, and
+  `SLURM_STEP_TASKS_PER_NODE` says how many slots each node has. Slots are ordered local id
+  first, node second (n0/0, n1/0, ..., n0/1, n1/1, ...): the first `num_ps` are ps tasks
+  (so they spread over the first nodes), the next one is the chief, the rest workers. A
+  task listens on `port + local id`. `SLURM_PROCID` plays no part: Slurm numbers ranks by
+  its distribution, which the other tasks cannot see.
+  """
   from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver as slurm  # pylint: disable=g-import-not-at-top
-  for name in ('SLURM_PROCID', 'SLURM_STEP_NUM_TASKS', 'SLURM_STEP_NODELIST',
-               'SLURM_STEP_TASKS_PER_NODE'):
+  for name in ('SLURM_LOCALID', 'SLURMD_NODENAME', 'SLURM_STEP_NUM_TASKS',
+               'SLURM_STEP_NODELIST', 'SLURM_STEP_TASKS_PER_NODE'):
     if name not in environ:
       raise ClusterError(f'{name}: not set; run under `srun` (SLURM_JOB_ID is set but this '
                          'is not a job step)')
   num_tasks = int(environ['SLURM_STEP_NUM_TASKS'])
-  if num_tasks < num_ps + 1:
-    raise ClusterError(f'--slurm_num_ps={num_ps} leaves no chief: the step has {num_tasks} tasks')
+  if num_ps < 0 or num_tasks < num_ps + 1:
+    raise ClusterError(f'--slurm_num_ps={num_ps} cannot be honoured: the step has {num_tasks} '
+                       f'task(s) and needs {num_ps} ps task(s) plus a chief; run srun with '
+                       f'--ntasks >= {num_ps + 1} or lower --slurm_num_ps')
   hosts = slurm.expand_hostlist(environ['SLURM_STEP_NODELIST'])
   per_node = slurm.expand_tasks_per_node(environ['SLURM_STEP_TASKS_PER_NODE'])
-  addresses = [f'{host}:{port + k}' for host, count in zip(hosts, per_node) for k in range(count)]
-  if len(addresses) != num_tasks:
-    raise ClusterError(f'SLURM_STEP_TASKS_PER_NODE gives {len(addresses)} tasks but '
+  if len(per_node) != len(hosts) or sum(per_node) != num_tasks:
+    raise ClusterError(f'SLURM_STEP_TASKS_PER_NODE={environ["SLURM_STEP_TASKS_PER_NODE"]} does '
+                       f'not match SLURM_STEP_NODELIST ({len(hosts)} nodes) and '
                        f'SLURM_STEP_NUM_TASKS={num_tasks}')
+  node = environ['SLURMD_NODENAME']
+  if node not in hosts:
+    raise ClusterError(f'SLURMD_NODENAME={node} is not in SLURM_STEP_NODELIST={hosts}')
+  local_id = int(environ['SLURM_LOCALID'])
+  if not 0 <= local_id < per_node[hosts.index(node)]:
+    raise ClusterError(f'SLURM_LOCALID={local_id} is out of range: node {node} runs '
+                       f'{per_node[hosts.index(node)]} task(s) of this step')
+  slots = sorted(((k, n) for n, count in enumerate(per_node) for k in range(count)))
+  addresses = [f'{hosts[n]}:{port + k}' for k, n in slots]
+  mine = slots.index((local_id, hosts.index(node)))
   cluster = {'ps': tuple(addresses[:num_ps]), 'chief': (addresses[num_ps],),
              'worker': tuple(addresses[num_ps + 1:])}
   cluster = {job: h for job, h in cluster.items() if h}
-  rank = int(environ['SLURM_PROCID'])
-  if rank < num_ps:
-    role = ('ps', rank)
-  elif rank == num_ps:
+  if mine < num_ps:
+    role = ('ps', mine)
+  elif mine == num_ps:
     role = ('chief', 0)
   else:
-    role = ('worker', rank - num_ps - 1)
+    role = ('worker', mine - num_ps - 1)
   return validate(cluster, role[0], role[1], 'SLURM')
 
 

@@ -1,0 +1,54 @@
+"""Specification: a cluster ends by itself when training is done (real processes on
+loopback). The chief waits for the workers before its final checkpoint, so a worker that
+finishes late still has its last update in it; then every ps exits 0. A worker that never
+finishes is named by the chief, which exits non-zero; the ps tasks still exit 0.
+"""
+
+import os
+
+import tensorflow as tf
+
+from tests.cluster_testing import checkpoint_step, make_cluster, wait_until
+
+LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
+MAX_STEPS = 20
+WAITING = 'chief: training reached max_steps; waiting for 1 worker(s)'
+
+
+class ClusterShutdownTest(tf.test.TestCase):
+
+  def run_cluster(self, **kwargs):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
+    cluster = make_cluster(model_dir, num_ps=1, num_workers=2, max_steps=MAX_STEPS, **kwargs)
+    self.addCleanup(cluster.stop_all)
+    for name in ('ps0', 'chief'):
+      cluster.start(name)
+    return cluster, model_dir
+
+  def test_a_late_worker_s_last_update_is_in_the_final_checkpoint_and_every_task_exits_0(self):
+    cluster, model_dir = self.run_cluster()
+    self.assertTrue(cluster.wait_for_output('chief', WAITING, LIMIT), cluster.output('chief'))
+    cluster.start('worker1')  # starts only now: it runs one step past max_steps
+    for name in ('worker1', 'chief', 'ps0'):
+      self.assertEqual(cluster.wait(name, timeout=LIMIT), 0, cluster.output(name)[-20:])
+    self.assertGreater(checkpoint_step(model_dir), MAX_STEPS)
+    self.assertTrue(any('the chief says training is over (every worker done)' in line
+                        for line in cluster.output('ps0')))
+    self.assertEqual(cluster.failed_tasks(), [])
+
+  def test_a_worker_that_never_finishes_is_named_and_the_ps_still_exits_0(self):
+    cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=4',))
+    # worker1 is never started: its port refuses connections.
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1)
+    errors = [l for l in cluster.output('chief') if l.startswith('error: ')]
+    address = cluster.cluster["worker"][0]
+    self.assertEqual(errors, [f'error: training reached max_steps={MAX_STEPS} without worker 0 '
+                              f'({address}): stopped answering for 4 s before it finished '
+                              '(--worker_lost_secs); its updates since the last one the ps '
+                              'received are lost'])
+    self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
+    self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
+
+
+if __name__ == '__main__':
+  tf.test.main()

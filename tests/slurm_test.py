@@ -1,0 +1,150 @@
+"""Specification: on a real Slurm (a private munged, slurmctld and slurmd started by this
+test), a training job ends by itself when training ends: COMPLETED with exit code 0, the
+checkpoint at max_steps, and no process of it left behind. Both launch paths: the batch
+script of docs/cluster/ and SLURM-environment mode (`srun` of 4 tasks, roles from Slurm's
+variables). A failing task makes the job FAILED with one line naming it.
+
+Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
+installs it) or this is not root.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import tensorflow as tf
+
+from tests.cluster_testing import TRAIN_ARGS, checkpoint_step
+from tests.slurm_testing import PrivateSlurm, missing_reason
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
+MAX_STEPS = 30
+LIMIT = 480  # seconds one job may take on a loaded 2-core machine
+
+
+def consecutive_free_ports(count: int, attempts: int = 50) -> int:
+  """A port P such that P .. P+count-1 are all free on this machine now."""
+  for _ in range(attempts):
+    with socket.socket() as probe:
+      probe.bind(('127.0.0.1', 0))
+      first = probe.getsockname()[1]
+    if first + count >= 65536:
+      continue
+    sockets = []
+    try:
+      for port in range(first, first + count):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sockets.append(s)
+        s.bind(('', port))
+      return first
+    except OSError:
+      continue
+    finally:
+      for s in sockets:
+        s.close()
+  raise RuntimeError(f'no {count} consecutive free ports found')
+
+
+def leftover_processes(marker: str) -> str:
+  """Command lines of processes that mention `marker` (pgrep itself excluded)."""
+  out = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True, check=False)
+  return '\n'.join(l for l in out.stdout.splitlines() if 'pgrep' not in l)
+
+
+class RealSlurmTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    reason = missing_reason()
+    if reason:
+      raise unittest.SkipTest(reason)
+    # Short: munged's socket path must fit a unix socket name (108 bytes); TEST_TMPDIR
+    # under Bazel does not.
+    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
+    cls.slurm = PrivateSlurm(cls.slurm_dir)
+    try:
+      cls.slurm.start()
+    except Exception:
+      cls.slurm.stop()
+      raise
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.slurm.stop()
+    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    self.work = self.create_tempdir().full_path
+    self.model_dir = os.path.join(self.work, 'model')
+    self.flagfile = os.path.join(self.work, 'train.flags')
+    with open(self.flagfile, 'w') as f:
+      f.write('\n'.join([*TRAIN_ARGS, f'--max_steps={MAX_STEPS}', '--export_savedmodel=false',
+                         '--worker_lost_secs=60', '--ps_unreachable_secs=60']) + '\n')
+    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1'}
+
+  def submit(self, args):
+    output = os.path.join(self.work, 'job.out')
+    job, code = self.slurm.sbatch([f'--output={output}', *args], cwd=ROOT, env=self.env,
+                                  timeout_secs=LIMIT)
+    with open(output) as f:
+      log = f.read()
+    return job, code, log
+
+  def assert_ended_cleanly(self, job, code, log):
+    self.assertEqual(self.slurm.job_state(job), ('COMPLETED', '0:0'), log[-4000:])
+    self.assertEqual(code, 0)
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), MAX_STEPS)
+    time.sleep(1)
+    self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
+
+  def test_the_batch_script_on_one_node_completes(self):
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assert_ended_cleanly(job, code, log)
+    self.assertIn('the chief says training is over', log)
+    self.assertIn('Exiting evaluation', log)
+
+  def test_slurm_environment_mode_with_four_tasks_completes(self):
+    port = consecutive_free_ports(4)
+    command = (f'srun --kill-on-bad-exit=1 -m cyclic {sys.executable} -m towers.train '
+               f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
+               f'--slurm_port={port}')
+    job, code, log = self.submit(['--ntasks=4', f'--wrap={command}'])
+    self.assert_ended_cleanly(job, code, log)
+    self.assertIn('cluster from SLURM: this is ps 0', log)
+    self.assertIn('cluster from SLURM: this is worker 1', log)
+    self.assertIn('chief: every worker finished; writing the final checkpoint', log)
+
+  def test_a_failing_task_fails_the_job_and_is_named(self):
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1),
+                    PYTHON=os.path.join(self.work, 'python'))
+    # A PYTHON whose trainer fails at once (as a bad flag would); ps and evaluator are real.
+    with open(self.env['PYTHON'], 'w') as f:
+      f.write(f'#!/bin/sh\ncase "$*" in *task_type=worker*) exit 7;; esac\n'
+              f'exec {sys.executable} "$@"\n')
+    os.chmod(self.env['PYTHON'], 0o755)
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assertEqual(self.slurm.job_state(job)[0], 'FAILED', log[-3000:])
+    self.assertNotEqual(code, 0)
+    self.assertIn('error: trainer 0 on', log)
+    self.assertIn('exited with code 7', log)
+    time.sleep(1)
+    self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
+
+
+if __name__ == '__main__':
+  tf.test.main()
