@@ -9,6 +9,7 @@ TRAIN `({'clips': float32 [b, T, S, S, C]}, int64 [b])` (C = 3 rgb, 2 flow); EVA
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Callable
 
