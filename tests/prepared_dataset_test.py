@@ -23,6 +23,7 @@ from input_fn import make_synthetic_ucf101, manifest, pipeline, prepare, records
 from towers import params as params_lib
 
 LIMIT = 240  # seconds for one process
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
 
 
 def prepare_quietly(data: str, out: str, **kwargs) -> dict:
@@ -50,7 +51,7 @@ def flip_byte(path: str, fraction: float) -> None:
 
 def run(module: str, *args: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, '-m', module, *args], capture_output=True, text=True,
-                        timeout=LIMIT, check=False)
+                        timeout=LIMIT, check=False, env=dict(os.environ, PYTHONPATH=ROOT))
 
 
 class PreparedDatasetTest(tf.test.TestCase):
@@ -86,9 +87,9 @@ class PreparedDatasetTest(tf.test.TestCase):
     prepare_quietly(self.clean, out)
     with self.assertRaisesRegex(prepare.PrepareError, 'videos_per_shard: 4 here, 3 asked'):
       prepare_quietly(self.clean, out, videos_per_shard=3)
-    with self.assertRaisesRegex(prepare.PrepareError, 'source data_dir: .* here, .* asked'):
+    with self.assertRaisesRegex(prepare.PrepareError, r'\(data_dir: .* here, .* asked'):
       prepare_quietly(self.copy(), out)
-    with self.assertRaisesRegex(prepare.PrepareError, 'source kind: videos here, frames'):
+    with self.assertRaisesRegex(prepare.PrepareError, r'\(source: videos here, frames asked'):
       prepare_quietly(self.clean, out, source='frames')
     self.assertLen(videos_in_files(out, 'train'), 8)
 

@@ -24,6 +24,8 @@ from towers.cluster.spec import ClusterTask
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
+ENV = dict(os.environ, PYTHONPATH=ROOT)  # `python -m` from any working directory
 TINY = dict(model='c3d_small', clip_frames=4, crop_size=16, batch_size=2, max_steps=1,
             save_checkpoints_steps=1, lr_schedule='constant', lr_values=[0.01],
             lr_boundaries=[], export_savedmodel=False)
@@ -65,7 +67,7 @@ class RunChecksTest(tf.test.TestCase):
     done = subprocess.run(
         [sys.executable, '-m', 'towers.train', '--data_source=tfrecord',
          f'--data_dir={self.data}', '--num_classes=2', f'--model_dir={model_dir}',
-         '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False)
+         '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])
     errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
     self.assertLen(errors, 1)
@@ -132,7 +134,7 @@ class RunChecksTest(tf.test.TestCase):
     log_dir = os.path.join(self.create_tempdir().full_path)
     done = subprocess.run([sys.executable, '-m', 'towers.cluster.local_cluster', '--helpshort'],
                           capture_output=True, text=True, timeout=LIMIT, check=False,
-                          cwd=log_dir)
+                          cwd=log_dir, env=ENV)
     self.assertEqual(done.returncode, 0, done.stderr[-2000:])
     self.assertIn('--workers', done.stdout)
     self.assertIn('//towers:train -- --helpshort', done.stdout)
