@@ -41,7 +41,9 @@ class SlurmScriptTest(tf.test.TestCase):
                       'case "$*" in *task_type=worker*) sleep 0.3;; esac\n')
     env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', SLURM_JOB_NODELIST='x',
                PYTHON=os.path.join(bin_dir, 'fake_python'))
-    subprocess.run(['bash', SCRIPT], env=env, check=True, timeout=60, cwd=ROOT)
+    result = subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True,
+                            timeout=120, cwd=ROOT, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr)
     with open(record) as f:
       return [line.split()[2:] for line in f.read().splitlines()]  # drop "-m towers.train"
 
