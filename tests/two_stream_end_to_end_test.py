@@ -48,8 +48,8 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
       streams[stream] = (params, records, metrics)
 
     predictions = {
-        stream: two_stream.predict_stream(params.model_dir, records, CLIPS_PER_VIDEO,
-                                          expect=stream, log=lambda s: None)
+        stream: two_stream.predict_stream(two_stream.load_model(params.model_dir, stream),
+                                          records, CLIPS_PER_VIDEO, log=lambda s: None)
         for stream, (params, records, _) in streams.items()}
     result = two_stream.report(predictions['rgb'], predictions['flow'])
     self.assertEqual(result['videos'], 14)
@@ -63,8 +63,10 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
         self.assertBetween(value, 0.0, 1.0)
     self.assertIn('| Fusion |', two_stream.format_table(result))
     with self.assertRaisesRegex(two_stream.TwoStreamError, 'swap the arguments'):
-      two_stream.predict_stream(streams['flow'][0].model_dir, streams['rgb'][1],
-                                CLIPS_PER_VIDEO, expect='rgb', log=lambda s: None)
+      two_stream.load_model(streams['flow'][0].model_dir, 'rgb')
+    with self.assertRaisesRegex(two_stream.TwoStreamError, 'holds rgb records but .* flow'):
+      two_stream.predict_stream(two_stream.load_model(streams['flow'][0].model_dir),
+                                streams['rgb'][1], CLIPS_PER_VIDEO, log=lambda s: None)
 
 
 if __name__ == '__main__':

@@ -53,11 +53,11 @@ def main(argv: list[str]) -> int:
           file=sys.stderr)
     return 2
   try:
-    rgb = two_stream.predict_stream(options.rgb_model, options.rgb_data, options.eval_clips,
-                                    options.eval_batch_size, expect='rgb')
-    flow = two_stream.predict_stream(options.flow_model, options.flow_data,
-                                     options.eval_clips, options.eval_batch_size,
-                                     expect='flow')
+    models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
+              for stream in ('rgb', 'flow')}
+    rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
+                                           options.eval_clips, options.eval_batch_size)
+                 for stream in ('rgb', 'flow'))
     result = two_stream.report(rgb, flow, options.flow_weight)
   except (two_stream.TwoStreamError, FileNotFoundError) as e:
     print(f'evaluate_two_stream: {e}', file=sys.stderr)

@@ -178,23 +178,44 @@ def _manifest(data_dir: str) -> dict[str, Any]:
     return json.load(f)
 
 
-def predict_stream(model: str, data_dir: str, clips_per_video: int,
-                   clips_per_batch: int = 16, expect: str | None = None,
-                   log: Callable[[str], None] = print) -> StreamPredictions:
-  """Runs the SavedModel of `model` (see `saved_model_dir`) over every video of the eval
-  records in `data_dir`. `expect` ('rgb' or 'flow') checks the model's stream and the data's.
-  """
+@dataclasses.dataclass(frozen=True)
+class StreamModel:
+  """A loaded SavedModel and the clips it takes: [None, frames, size, size, channels]."""
+  export: str
+  serving: Any
+  frames: int
+  size: int
+  channels: int
+
+  @property
+  def stream(self) -> str:
+    return STREAM_OF_CHANNELS[self.channels]
+
+
+def load_model(model: str, expect: str | None = None) -> StreamModel:
+  """The SavedModel of `model` (see `saved_model_dir`); `expect` ('rgb' or 'flow') checks
+  its stream from its input channels. Raises `TwoStreamError`."""
   export = saved_model_dir(model)
   serving = tf.saved_model.load(export).signatures['serving_default']
   spec = serving.structured_input_signature[1]['clips']
   _, frames, height, width, channels = spec.shape.as_list()
-  stream = STREAM_OF_CHANNELS.get(channels)
-  if stream is None or height != width:
+  if channels not in STREAM_OF_CHANNELS or height != width:
     raise TwoStreamError(f'{export} takes clips of shape {spec.shape}: not a video model of '
                          'this project')
-  if expect and stream != expect:
+  loaded = StreamModel(export, serving, frames, height, channels)
+  if expect and loaded.stream != expect:
     raise TwoStreamError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
-                         f'it is a {stream} model: swap the arguments')
+                         f'it is a {loaded.stream} model: swap the arguments')
+  return loaded
+
+
+def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
+                   clips_per_batch: int = 16,
+                   log: Callable[[str], None] = print) -> StreamPredictions:
+  """Runs `model` over every video of the eval records in `data_dir` (checked to be of the
+  model's stream)."""
+  export, serving, stream = model.export, model.serving, model.stream
+  frames, height, width, channels = model.frames, model.size, model.size, model.channels
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != stream:
