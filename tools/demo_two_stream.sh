@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 start=$SECONDS
 data=runs/synthetic_ucf101
 runs=runs/demo_two_stream
-if [ ! -f "$data/videos/ucfTrainTestlist/classInd.txt" ]; then
+if [ ! -f "$data/videos/.make_synthetic_ucf101.json" ]; then
   bazel run //input_fn:make_synthetic_ucf101 -- --out="$data/videos" --write_flow
 fi
 # Idempotent: computes only the videos without flow (e.g. a dataset made by tools/demo.sh).
