@@ -51,6 +51,7 @@ from input_fn import manifest as manifest_lib
 from input_fn import ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from towers.options import option
+from towers.progress import progress_line
 
 FORMAT_VERSION = 2
 SHARD_STATE_DIR = manifest_lib.STATE_DIR
@@ -296,9 +297,6 @@ def _file_identity(path: str) -> list[int]:
 # --- Whole preparation ---------------------------------------------------------------------
 
 
-def _format_seconds(seconds: float) -> str:
-  seconds = int(max(seconds, 0))
-  return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
 
 
 class _Progress:
@@ -317,10 +315,8 @@ class _Progress:
     if now - self.last >= (1 if self.tty else 10) or self.done >= self.total:
       self.last = now
       rate = (self.done - 1) / max(now - self.start, 1e-6)
-      eta = (self.total - self.done) / rate if rate > 0 else 0
-      pct = 100.0 * self.done / max(self.total, 1)
-      line = (f'prepare: {self.label}: {self.done}/{self.total} videos ({pct:.0f}%), '
-              f'{rate:.1f} videos/s, ETA {_format_seconds(eta)}')
+      line = progress_line(f'prepare: {self.label}:', self.done, self.total, rate,
+                           [f'{rate:.1f} videos/s'], unit='videos')
       self.stream.write(('\r' + line + ('\n' if self.done >= self.total else ''))
                         if self.tty else line + '\n')
       self.stream.flush()
@@ -566,6 +562,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli
+  from towers import cli, console
+  console.quiet_native_logs()  # TensorFlow, imported later here and in workers: no C++ INFO
   cli.define_flags(PrepareConfig)
   cli.run(main)

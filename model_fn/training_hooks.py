@@ -8,11 +8,13 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from towers.progress import SESSION_READY, progress_line
+
 tf1 = tf.compat.v1
 
-# What ProgressHook logs; `progress_step` reads the global step back (launchers, tests).
-PROGRESS_FORMAT = 'step %d/%d  loss %.4f  %.1f examples/s  %.2f steps/s  ETA %s'
-_PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+  loss ')
+# ProgressHook's lines (`towers.progress` format); `progress_step` reads the global step
+# back (launchers, tests).
+_PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+ \(\d+%\)  loss ')
 
 
 def progress_step(line: str) -> int | None:
@@ -40,6 +42,11 @@ class ProgressHook(tf1.train.SessionRunHook):
   def begin(self) -> None:
     self._global_step = tf1.train.get_global_step()
 
+  def after_create_session(self, session, coord) -> None:
+    """Logs 'training from step N to M' once the model is initialised or restored."""
+    del coord
+    logging.info('%s %d to %d', SESSION_READY, session.run(self._global_step), self._max_steps)
+
   def before_run(self, run_context):
     return tf1.train.SessionRunArgs({'step': self._global_step, 'loss': self._loss})
 
@@ -54,23 +61,12 @@ class ProgressHook(tf1.train.SessionRunHook):
       return
     steps_per_sec = (step - last_step) / max(now - last_time, 1e-9)
     examples_per_sec = steps_per_sec * self._global_batch
-    eta = (self._max_steps - step) / max(steps_per_sec, 1e-9)
-    logging.info(PROGRESS_FORMAT, step, self._max_steps, loss, examples_per_sec,
-                 steps_per_sec, format_duration(eta))
+    fields = [f'loss {loss:.4f}', f'{examples_per_sec:.1f} examples/s',
+              f'{steps_per_sec:.2f} steps/s']
+    logging.info('%s', progress_line('step', step, self._max_steps, steps_per_sec, fields))
     if self._summary_dir:
       writer = tf1.summary.FileWriterCache.get(self._summary_dir)
       writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(
           tag='examples_per_second', simple_value=examples_per_sec)]), step)
     self._last = (step, now)
 
-
-def format_duration(seconds: float) -> str:
-  """'1h02m03s', '4m05s' or '6s'."""
-  seconds = int(round(seconds))
-  hours, rest = divmod(seconds, 3600)
-  minutes, secs = divmod(rest, 60)
-  if hours:
-    return f'{hours}h{minutes:02d}m{secs:02d}s'
-  if minutes:
-    return f'{minutes}m{secs:02d}s'
-  return f'{secs}s'

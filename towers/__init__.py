@@ -8,16 +8,26 @@ Importing `towers` before TensorFlow turns on TensorFlow's oneDNN CPU kernels (a
 faster 3-D convolutions on AVX2 CPUs, where TF 2.15 leaves them off) unless
 TF_ENABLE_ONEDNN_OPTS is already set; set it to 0 to keep them off. TensorFlow reads that
 switch once, when it is imported: imported earlier, it keeps its own choice.
+
+The package itself does not import TensorFlow: `build_estimator` and the params names load
+on first use, so a binary can import `towers.console` (and set TensorFlow's log level)
+before TensorFlow starts.
 """
 
+import importlib as _importlib
 import os as _os
 import sys as _sys
 
 if 'tensorflow' not in _sys.modules:
   _os.environ.setdefault('TF_ENABLE_ONEDNN_OPTS', '1')
 
-# pylint: disable=wrong-import-position
-from towers.estimator import build_estimator
-from towers.params import ParamsError, TrainParams, make_params
+_EXPORTS = {'build_estimator': 'towers.estimator', 'ParamsError': 'towers.params',
+            'TrainParams': 'towers.params', 'make_params': 'towers.params'}
 
-__all__ = ['build_estimator', 'ParamsError', 'TrainParams', 'make_params']
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+  if name in _EXPORTS:
+    return getattr(_importlib.import_module(_EXPORTS[name]), name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

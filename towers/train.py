@@ -15,19 +15,26 @@ from absl import app, flags, logging
 
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
-from towers import preflight
-from towers import cli, flags as towers_flags
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
+from towers import cli, preflight
+from towers import flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.params import ParamsError
-from towers.training import format_metrics, train_and_evaluate
+from towers.training import metrics_table, train_and_evaluate
 
 towers_flags.define_flags()
+cli.define_flags(console.ConsoleOptions)
 
 
 def main(argv: list[str]) -> int:
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
+  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
   try:
     params = towers_flags.params_from_flags(flags.FLAGS)
     task = cluster.resolve_cluster(params)
@@ -46,7 +53,8 @@ def main(argv: list[str]) -> int:
     print(f'error: {e}', file=sys.stderr)
     return 1
   if metrics:
-    print(f'final metrics: {format_metrics(metrics)}')
+    print(f'final metrics at step {int(metrics.get("global_step", -1))}:\n'
+          f'{metrics_table(metrics)}')
   return 0
 
 

@@ -20,6 +20,29 @@ def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
   return current_eval_result[TOP_1] > best_eval_result[TOP_1]
 
 
+class EvaluationLine(tf.estimator.Exporter):
+  """Logs one line per evaluation (`evaluation_line`); exports nothing."""
+
+  @property
+  def name(self) -> str:
+    return 'evaluation_line'
+
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
+             is_the_final_export) -> None:
+    del estimator, export_path, checkpoint_path, is_the_final_export
+    logging.info('%s', evaluation_line(eval_result))
+
+
+def evaluation_line(metrics: dict[str, Any]) -> str:
+  """'evaluation at step N: top-1 0.8500  top-5 1.0000  ...  loss 0.4123' (the metrics
+  present, in that order)."""
+  names = [('accuracy/top_1', 'top-1'), ('accuracy/top_5', 'top-5'),
+           ('accuracy/mean_per_class', 'mean per class'), ('accuracy/video', 'video'),
+           ('loss', 'loss')]
+  parts = [f'{label} {float(metrics[key]):.4f}' for key, label in names if key in metrics]
+  return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
+
+
 def finished_step(params: TrainParams) -> int | None:
   """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
   checkpoint = tf.train.latest_checkpoint(params.model_dir) if params.model_dir else None
@@ -42,7 +65,7 @@ def train_and_evaluate(params: TrainParams, network: Network | None = None,
                  params.model_dir, finished, params.max_steps)
     return {}
   estimator = build_estimator(params, network, cluster=cluster)
-  exporters = []
+  exporters = [EvaluationLine()]
   if params.export_savedmodel:
     exporters.append(tf.estimator.BestExporter(
         name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
@@ -54,13 +77,14 @@ def train_and_evaluate(params: TrainParams, network: Network | None = None,
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   metrics = result[0] if result and result[0] else {}
-  if metrics:
-    logging.info('final evaluation at step %d: %s', metrics.get('global_step', -1),
-                 format_metrics(metrics))
+  if metrics and params.export_savedmodel:
     logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
   return metrics
 
 
-def format_metrics(metrics: dict[str, Any]) -> str:
-  return '  '.join(f'{k}={v:.4f}' if isinstance(v, float) or hasattr(v, 'dtype') and
-                   v.dtype.kind == 'f' else f'{k}={v}' for k, v in sorted(metrics.items()))
+def metrics_table(metrics: dict[str, Any]) -> str:
+  """The final metrics, one 'name  value' row each, names sorted (floats to 4 places)."""
+  rows = {k: f'{float(v):.4f}' if isinstance(v, float) or hasattr(v, 'dtype') and
+          v.dtype.kind == 'f' else str(v) for k, v in metrics.items()}
+  width = max(map(len, rows))
+  return '\n'.join(f'  {name:<{width}}  {rows[name]:>10}' for name in sorted(rows))

@@ -1,0 +1,123 @@
+"""Specification: a training run prints what a person reads (progress lines, one line per
+evaluation, the final table); `--verbose` brings back TensorFlow's own logs. Also the one
+progress-line format shared by training and data preparation."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from unittest import mock
+
+from absl.testing import absltest
+
+from model_fn.training_hooks import progress_step
+from towers import console, progress
+
+TINY_RUN = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
+            '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
+            '--lr_schedule=constant', '--lr_values=0.02', '--max_steps=20',
+            '--save_checkpoints_steps=10', '--log_every_steps=5',
+            '--synthetic_eval_examples=16', '--export_savedmodel=false']
+NATIVE_LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] ', re.MULTILINE)
+TIMEOUT = 300
+
+
+def start_training(model_dir: str, *extra: str) -> subprocess.Popen:
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('TF_CPP_MIN_LOG_LEVEL', 'TF_CONFIG')}
+  return subprocess.Popen([sys.executable, '-m', 'towers.train', *TINY_RUN,
+                           f'--model_dir={model_dir}', *extra],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+class TrainingOutputTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    root = tempfile.mkdtemp()
+    # Both runs at once: one start-up time for the two.
+    quiet = start_training(os.path.join(root, 'quiet'))
+    verbose = start_training(os.path.join(root, 'verbose'), '--verbose')
+    cls.quiet_output = quiet.communicate(timeout=TIMEOUT)[0]
+    cls.verbose_output = verbose.communicate(timeout=TIMEOUT)[0]
+    cls.codes = (quiet.returncode, verbose.returncode)
+
+  def test_both_runs_succeed(self):
+    self.assertEqual(self.codes, (0, 0), self.quiet_output[-3000:] + self.verbose_output[-3000:])
+
+  def test_default_output_is_progress_evaluations_and_the_final_table(self):
+    lines = self.quiet_output.splitlines()
+    self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
+    self.assertLen([line for line in lines if 'evaluation at step' in line], 2, lines)
+    self.assertIn('final metrics at step 20:', lines)
+    self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
+    # 20 steps every 5, 2 evaluations, start lines and an 8-row table: nothing else.
+    self.assertLess(len(lines), 25, self.quiet_output)
+
+  def test_default_output_hides_tensorflow_chatter(self):
+    self.assertIsNone(NATIVE_LINE.search(self.quiet_output), self.quiet_output)
+    for noise in ('deprecated', 'Instructions for updating', 'loss = ', 'INFO:tensorflow',
+                  'global_step/sec', 'Saving checkpoints'):
+      self.assertNotIn(noise, self.quiet_output)
+
+  def test_verbose_brings_everything_back(self):
+    self.assertIsNotNone(NATIVE_LINE.search(self.verbose_output))
+    for noise in ('Instructions for updating', 'loss = ', 'Saving checkpoints'):
+      self.assertIn(noise, self.verbose_output)
+    self.assertTrue(any(progress_step(line) is not None
+                        for line in self.verbose_output.splitlines()))
+    self.assertGreater(len(self.verbose_output.splitlines()),
+                       3 * len(self.quiet_output.splitlines()))
+
+
+class VerboseRequestTest(absltest.TestCase):
+
+  def test_flag_forms(self):
+    self.assertFalse(console.verbose_requested(['train']))
+    self.assertTrue(console.verbose_requested(['train', '--verbose']))
+    self.assertFalse(console.verbose_requested(['train', '--verbose', '--noverbose']))
+    self.assertFalse(console.verbose_requested(['train', '--verbose=false']))
+    self.assertTrue(console.verbose_requested(['train', '--v=1']))
+    self.assertTrue(console.verbose_requested(['train', '-v', '0']))
+    self.assertFalse(console.verbose_requested(['train', '--verbosity=-1']))
+
+  def test_a_flagfile_counts(self):
+    flagfile = self.create_tempfile(content='--max_steps=3\n--verbose\n').full_path
+    self.assertTrue(console.verbose_requested(['train', f'--flagfile={flagfile}']))
+
+  def test_native_level_is_set_unless_the_user_set_it_or_asked_for_verbose(self):
+    with mock.patch.dict(os.environ, clear=False):
+      os.environ.pop(console.NATIVE_LOG_LEVEL, None)
+      console.quiet_native_logs(['train'])
+      self.assertEqual(os.environ[console.NATIVE_LOG_LEVEL], '2')
+    with mock.patch.dict(os.environ, {console.NATIVE_LOG_LEVEL: '0'}):
+      console.quiet_native_logs(['train'])
+      self.assertEqual(os.environ[console.NATIVE_LOG_LEVEL], '0')
+    with mock.patch.dict(os.environ, clear=False):
+      os.environ.pop(console.NATIVE_LOG_LEVEL, None)
+      console.quiet_native_logs(['train', '--verbose'])
+      self.assertNotIn(console.NATIVE_LOG_LEVEL, os.environ)
+
+
+class ProgressLineTest(absltest.TestCase):
+
+  def test_training_line_reads_back(self):
+    line = progress.progress_line('step', 300, 1200, 9.39,
+                                  ['loss 1.2345', '150.2 examples/s', '9.39 steps/s'])
+    self.assertEqual(line, 'step 300/1200 (25%)  loss 1.2345  150.2 examples/s  '
+                           '9.39 steps/s  ETA 1m36s')
+    self.assertEqual(progress_step('12:00:00 ' + line), 300)
+
+  def test_preparation_line_and_unknown_eta(self):
+    self.assertEqual(progress.progress_line('prepare: train:', 1, 150, 0.0, unit='videos'),
+                     'prepare: train: 1/150 videos (1%)  ETA ?')
+
+  def test_durations(self):
+    self.assertEqual([progress.format_duration(s) for s in (-3, 6.4, 245, 3723)],
+                     ['0s', '6s', '4m05s', '1h02m03s'])
+
+
+if __name__ == '__main__':
+  absltest.main()

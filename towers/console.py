@@ -1,0 +1,139 @@
+"""What a program prints: the project's own lines by default, everything with --verbose.
+
+By default a binary shows its progress lines (step, loss, examples/s, ETA), one line per
+evaluation, warnings and errors, and its final result. Hidden unless `--verbose` (or
+absl's `--v`/`--verbosity` at 0 or more): TensorFlow's C++ INFO and WARNING lines
+(TF_CPP_MIN_LOG_LEVEL=2, unless the user set that variable), its deprecation notices, and
+every INFO record of the `tensorflow` Python logger (Estimator chatter, the
+`loss = ..., step = ...` lines of its LoggingTensorHook, `global_step/sec`).
+
+A binary calls `quiet_native_logs()` before anything imports TensorFlow (TensorFlow's C++
+side reads its log level once), defines `ConsoleOptions` flags, and calls
+`configure(verbose)` once flags are parsed:
+
+    from towers import console
+    console.quiet_native_logs()
+    ...  # imports that load TensorFlow
+    cli.define_flags(console.ConsoleOptions)
+
+This module imports neither TensorFlow nor anything that does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import time
+from typing import Sequence
+
+from absl import flags
+from absl import logging as absl_logging
+
+from towers.options import option
+
+NATIVE_LOG_LEVEL = 'TF_CPP_MIN_LOG_LEVEL'
+QUIET_NATIVE_LEVEL = '2'  # C++ ERROR and FATAL only
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsoleOptions:
+  verbose: bool = option(
+      False, 'Show everything TensorFlow logs (C++ INFO/WARNING lines, deprecation notices, '
+      'Estimator INFO) besides the progress, evaluation and warning lines shown by default.')
+
+
+def verbose_requested(argv: Sequence[str]) -> bool:
+  """Whether the command line (`argv[1:]`, --flagfile expanded relative to the user's
+  working directory) asks for everything: the last --verbose/--noverbose wins; an explicit
+  --v/--verbosity >= 0 (absl's INFO or more) counts as --verbose."""
+  args = _expanded(list(argv[1:]))
+  verbose = False
+  for i, arg in enumerate(args):
+    name, _, value = arg.lstrip('-').partition('=')
+    if not arg.startswith('-'):
+      continue
+    if name == 'verbose':
+      verbose = value.lower() not in ('false', '0', 'no') if value else True
+    elif name == 'noverbose':
+      verbose = False
+    elif name in ('v', 'verbosity'):
+      if not value and i + 1 < len(args):
+        value = args[i + 1]
+      try:
+        verbose = verbose or int(value) >= 0
+      except ValueError:
+        pass
+  return verbose
+
+
+def _expanded(args: list[str]) -> list[str]:
+  """`args` with every --flagfile replaced by its flags (absl's own reader)."""
+  from towers.cli import user_working_dir  # pylint: disable=g-import-not-at-top
+  here = os.getcwd()
+  try:
+    os.chdir(user_working_dir())
+    return flags.FlagValues().read_flags_from_files(args, force_gnu=False)
+  except (flags.Error, OSError):
+    return args  # the real flag parsing reports the problem
+  finally:
+    os.chdir(here)
+
+
+def quiet_native_logs(argv: Sequence[str] | None = None) -> None:
+  """Before TensorFlow is imported: hides its C++ INFO and WARNING lines (for this process
+  and the processes it starts) unless `argv` (default sys.argv) asks for --verbose or the
+  user set TF_CPP_MIN_LOG_LEVEL."""
+  if NATIVE_LOG_LEVEL in os.environ:
+    return
+  if not verbose_requested(sys.argv if argv is None else argv):
+    os.environ[NATIVE_LOG_LEVEL] = QUIET_NATIVE_LEVEL
+
+
+class _HideTensorFlowChatter(logging.Filter):
+  """Passes the `tensorflow` logger's warnings and errors, except deprecation notices."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    if record.levelno < logging.WARNING:
+      return False
+    return not _is_deprecation(record)
+
+
+def _is_deprecation(record: logging.LogRecord) -> bool:
+  return (os.path.basename(record.pathname or '') == 'deprecation.py' or
+          'is deprecated and will be removed' in str(record.msg))
+
+
+class _ReadableFormatter(logging.Formatter):
+  """'HH:MM:SS message'; warnings and errors say so: 'HH:MM:SS warning: message'."""
+
+  def format(self, record: logging.LogRecord) -> str:
+    stamp = time.strftime('%H:%M:%S', time.localtime(record.created))
+    level = '' if record.levelno < logging.WARNING else f'{record.levelname.lower()}: '
+    text = f'{stamp} {level}{record.getMessage()}'
+    if record.exc_info:
+      text += '\n' + self.formatException(record.exc_info)
+    return text
+
+
+_HIDE = _HideTensorFlowChatter()
+
+
+def configure(verbose: bool) -> None:
+  """After flag parsing: the console shows what a person reads, or (verbose) everything in
+  absl's full format. Idempotent."""
+  tf_logger = logging.getLogger('tensorflow')
+  absl_logging.use_absl_handler()
+  if verbose:
+    tf_logger.removeFilter(_HIDE)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    absl_logging.get_absl_handler().setFormatter(absl_logging.PythonFormatter())
+    return
+  tf_logger.addFilter(_HIDE)
+  # TensorFlow's own stderr handler would print each kept record a second time.
+  for handler in list(tf_logger.handlers):
+    tf_logger.removeHandler(handler)
+  tf_logger.propagate = True
+  absl_logging.set_verbosity(absl_logging.INFO)
+  absl_logging.get_absl_handler().setFormatter(_ReadableFormatter())
