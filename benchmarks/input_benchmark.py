@@ -1,43 +1,82 @@
-"""Input throughput, side by side: TFRecord pipeline, direct OpenCV route, py_func baseline.
+"""Input throughput, side by side: the TFRecord pipeline against the user's own loader.
 
-  bazel run //benchmarks:input_benchmark [-- --seconds=8 --crop_size=112 --clip_frames=16]
+  bazel run //benchmarks:input_benchmark [-- --seconds=30 --clip_frames=64 --crop_size=224]
 
 Generates its own data in a temporary directory (synthetic UCF101 videos at UCF101's
-320x240, prepared with --short_side=256 like the real data, plus jpegs_256 frame folders),
-then measures training clips per second of:
+320x240, prepared with --short_side=256 like the real data: 341x256 JPEG frames, plus the
+same JPEGs as jpegs_256 frame folders), then measures training clips per second and CPU
+seconds per clip (the process's CPU time over the clips delivered) at the I3D recipe's clip
+size by default (64 frames, 224x224 crop, batch 6) of:
 
-* tfrecord: `input_fn/pipeline.py` (parallel reads, decode_and_crop_jpeg of used frames).
-* direct (frames) / direct (videos): `input_fn/direct.py` (OpenCV in Python generators).
-* py_func baseline: the user's original approach re-implemented: per clip a
-  `tf.compat.v1.py_func` reads the clip's JPEG files from the frame folder and decodes them
-  with OpenCV in Python, crops, flips and scales in numpy (parallel map, AUTOTUNE).
-* decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread,
-  measured in the same interleaved rounds) x cores / frames per clip: what a perfect
-  pipeline that decodes every used frame whole could reach on this machine.
-* tfrecord (flow): the same pipeline with --stream=flow on flow records (`prepare
-  --source=flow`), 2-channel clips, against its own decode limit: two grayscale JPEG planes
-  (u, v) per frame. The planes hold the grayscale of the RGB frames, not TV-L1 output (TV-L1
-  of 341x256 frames takes seconds per frame on this CPU): the same sizes, so the same decode
-  work per plane as real flow of that size, measured in its own interleaved rounds.
+* tfrecord pipeline: `input_fn/pipeline.py` as the Estimator gets it from
+  `input_fn/factory.py` (parallel reads, decode_and_crop_jpeg of the used frames, batches of
+  uint8 clips that the tower model_fn scales to [-1, 1] on each tower's device).
+* user's loader (PIL): I3D_Finetune's `Video_3D.get_frames` approach in a
+  `tf.compat.v1.py_func` per clip (parallel map): PIL opens and decodes every frame of the
+  clip, the short side is resized to 256 when it is not already, one random crop and one
+  random flip for the whole clip, `np.asarray` per frame; batches of uint8 clips, the same
+  output as ours. Needs Pillow, which only this benchmark uses
+  (`.venv/bin/pip install Pillow`).
+* OpenCV py_func: the same, decoding with cv2.imread (the baseline written here before).
+* direct OpenCV (frames): `input_fn/direct.py` (OpenCV in a Python generator; float clips).
+* decode limit: full-frame JPEG decodes per second on one core (cv2.imdecode, one thread)
+  x cores / frames per clip: a pipeline that decodes every used frame whole and does nothing
+  else could reach this on this machine.
+* TFRecord stages (with --profile): the pipeline cut after each stage, so the differences
+  in CPU per clip say where its CPU goes: read + parse, + decode of the crop windows,
+  + flip and label check, + skipped-record count, shuffle and batch (= what the Estimator
+  gets), + float scaling (what the pipeline gives other callers by default).
 
-Prints a table, the ratios, and whether "TFRecord >= 3x py_func" and "TFRecord >= 70% of
-decode limit" hold. Not a test: numbers depend on the machine and its load.
+Each route runs in `rounds` interleaved rounds (a fresh iterator each, so no other route's
+threads run meanwhile); the median round counts. Prints a table and whether the targets
+"TFRecord >= 3x the user's loader" and "TFRecord >= 90% of the decode limit" are met.
+Not a test: numbers depend on the machine and its load.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
-import sys
+import statistics
 import tempfile
 import time
 from typing import Any, Callable
 
-if __package__ in (None, ''):
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cv2
+import numpy as np
 
-import cv2  # noqa: E402
-import numpy as np  # noqa: E402
+from towers import cli, console
+from towers.options import option
+
+SPEED_TARGET = 3.0   # TFRecord clips/s over the user's loader's, same cores
+LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
+ROUTES = ('tfrecord', 'pil', 'opencv', 'direct')
+
+
+@dataclasses.dataclass(frozen=True)
+class InputBenchmarkOptions:
+  seconds: float = option(30.0, 'Measurement time per route, split over --rounds rounds.')
+  rounds: int = option(3, 'Interleaved rounds per route (the median counts).')
+  clip_frames: int = option(64, 'Frames per clip (the I3D recipe: 64).')
+  crop_size: int = option(224, 'Crop side in pixels (the I3D recipe: 224).')
+  batch_size: int = option(6, 'Clips per batch (the I3D recipe: 6).')
+  classes: int = option(4, 'Synthetic classes.')
+  groups: int = option(10, 'Groups per class (> 7: split 1 tests groups 1-7).')
+  frames: int = option(80, 'Frames per synthetic video (at least --clip_frames).')
+  routes: tuple[str, ...] = option(ROUTES, 'Routes to measure besides the decode limit: '
+                                   'tfrecord, pil (the user\'s loader), opencv, direct.')
+  profile: bool = option(True, 'Also measure the TFRecord pipeline stage by stage.')
+  keep_dir: str = option('', 'Write the data here and keep it (default: a temp dir).',
+                         path=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+  """Median over rounds: clips per second (wall) and CPU seconds per clip (this process,
+  all threads)."""
+  clips_per_second: float
+  cpu_seconds_per_clip: float
 
 
 def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, str]:
@@ -76,78 +115,171 @@ def _write_frame_folders(tfrecords: str, data: str) -> None:
     f.write('\r\n'.join(rows) + '\r\n')
 
 
-def py_func_dataset(data: str, params: Any, parallel: bool = True) -> Any:
-  """The user's approach: tf.py_func per clip, OpenCV JPEG decoding in Python; clips are
-  loaded by a parallel map (AUTOTUNE) or, with parallel=False, one at a time."""
-  import tensorflow as tf
+def _clip_entries(data: str, params: Any) -> list[tuple[str, int, int]]:
+  """(frame folder, frame count, label) of every training video of the split."""
   from input_fn import ucf101
   split = ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), params.split)
   infos, _ = ucf101.read_frame_list(os.path.join(data, 'rgb.txt'))
-  entries = [(infos[e.key].path, infos[e.key].num_frames, e.label) for e in split.train
-             if e.key in infos]
+  return [(infos[e.key].path, infos[e.key].num_frames, e.label) for e in split.train
+          if e.key in infos]
+
+
+def _py_func_dataset(data: str, params: Any,
+                     load_clip: Callable[[str, int, int, int], np.ndarray]) -> Any:
+  """Per clip, `load_clip(folder, num_frames, T, S)` -> uint8 [T, S, S, 3] in a
+  `tf.compat.v1.py_func` (parallel map, AUTOTUNE), then batches of uint8 clips: the same
+  output as the TFRecord route gives the Estimator."""
+  import tensorflow as tf
+  entries = _clip_entries(data, params)
   T, S = params.clip_frames, params.crop_size
 
-  def load_clip(folder: bytes, num_frames: np.int64) -> np.ndarray:
-    rng = np.random
-    n = int(num_frames)
-    start = rng.randint(0, max(n - T, 0) + 1)
-    frames = []
-    for i in range(start, start + T):
-      image = cv2.imread(ucf101.frame_path(folder.decode(), i % n))
-      frames.append(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
-    clip = np.stack(frames)
-    y = rng.randint(0, clip.shape[1] - S + 1)
-    x = rng.randint(0, clip.shape[2] - S + 1)
-    clip = clip[:, y:y + S, x:x + S]
-    if rng.rand() < 0.5:
-      clip = clip[:, :, ::-1]
-    return (clip.astype(np.float32) * (2.0 / 255.0) - 1.0)
+  def load(folder: bytes, num_frames: np.int64) -> np.ndarray:
+    return load_clip(folder.decode(), int(num_frames), T, S)
 
   folders, counts, labels = zip(*entries)
   dataset = tf.data.Dataset.from_tensor_slices((list(folders), list(counts), list(labels)))
   dataset = dataset.shuffle(len(entries)).repeat()
 
   def parse(folder, count, label):
-    clip = tf.compat.v1.py_func(load_clip, [folder, count], tf.float32)
+    clip = tf.compat.v1.py_func(load, [folder, count], tf.uint8, stateful=True)
     clip.set_shape([T, S, S, 3])
-    return {'clips': clip}, tf.cast(label, tf.int64)
-  dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE if parallel else None)
-  return dataset.batch(params.batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return clip, tf.cast(label, tf.int64)
+  dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+  dataset = dataset.batch(params.batch_size, drop_remainder=True)
+  return dataset.map(lambda clip, label: ({'clips': clip}, label)).prefetch(tf.data.AUTOTUNE)
 
 
-def measure(factories: dict[str, Callable[[], Any]], batch_size: int, seconds: float,
-            rounds: int = 3, warmup_batches: int = 6) -> dict[str, float]:
-  """Clips per second of each dataset, iterated eagerly after a few warm-up batches.
+def pil_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int,
+             short_side: int = 256) -> np.ndarray:
+  """The user's loader (I3D_Finetune `Video_3D.get_frames` with data augmentation), as
+  uint8 [T, S, S, 3]: T consecutive frames from a random start (wrapping around), each
+  opened and decoded whole by PIL and converted to RGB; if the short side is not
+  `short_side`, every frame is resized so that it is; one random S x S crop and one random
+  left-right flip (probability 1/2) for the whole clip."""
+  from PIL import Image, ImageOps  # pylint: disable=g-import-not-at-top
+  from input_fn import ucf101
+  rng = np.random
+  start = rng.randint(0, max(num_frames - clip_frames, 0) + 1)
+  images = [Image.open(ucf101.frame_path(folder, i % num_frames)).convert('RGB')
+            for i in range(start, start + clip_frames)]
+  width, height = images[0].size
+  if min(width, height) != short_side:
+    scale = short_side / min(width, height)
+    size = (round(width * scale), round(height * scale))
+    images = [image.resize(size) for image in images]
+    width, height = size
+  x = rng.randint(0, width - crop_size + 1)
+  y = rng.randint(0, height - crop_size + 1)
+  images = [image.crop((x, y, x + crop_size, y + crop_size)) for image in images]
+  if rng.randint(0, 2) == 0:
+    images = [ImageOps.mirror(image) for image in images]
+  return np.stack([np.asarray(image) for image in images])
 
-  The routes take turns in `rounds` rounds of seconds/rounds each and the median round
-  counts, so a load change on a shared machine hits all routes alike.
+
+def opencv_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int) -> np.ndarray:
+  """The same clip with OpenCV: cv2.imread of every frame, BGR->RGB, crop, flip."""
+  from input_fn import ucf101
+  rng = np.random
+  start = rng.randint(0, max(num_frames - clip_frames, 0) + 1)
+  clip = np.stack([cv2.cvtColor(cv2.imread(ucf101.frame_path(folder, i % num_frames)),
+                                cv2.COLOR_BGR2RGB)
+                   for i in range(start, start + clip_frames)])
+  y = rng.randint(0, clip.shape[1] - crop_size + 1)
+  x = rng.randint(0, clip.shape[2] - crop_size + 1)
+  clip = clip[:, y:y + crop_size, x:x + crop_size]
+  return clip[:, :, ::-1] if rng.rand() < 0.5 else clip
+
+
+def tfrecord_stages(params: Any) -> dict[str, Callable[[], Any]]:
+  """The TFRecord training pipeline cut after each stage (each yields batches of
+  `batch_size` elements, so rates compare per clip): read + parse; + decode of the crop
+  windows; + flip and label check (one training clip); + skipped-record count, shuffle and
+  batch (uint8: what the Estimator gets); + float scaling (`pipeline.input_fn`'s default)."""
+  import tensorflow as tf
+  from input_fn import pipeline, records
+  T, S, B = params.clip_frames, params.crop_size, params.batch_size
+  files = pipeline.record_files(params.data_dir, 'train')
+
+  def records_dataset() -> Any:
+    dataset = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files)).repeat()
+    return dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 8),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+
+  def decoded(record):
+    parsed = records.parse(record)
+    chosen = tf.gather(parsed['frames'],
+                       pipeline.train_clip_indices(tf.shape(parsed['frames'])[0], T))
+    shape = tf.image.extract_jpeg_shape(chosen[0])
+    window = pipeline.crop_window(shape[0], shape[1], S, training=True)
+    return pipeline.decode_crops(chosen, window, S, T)
+
+  def cut(per_record: Callable[[Any], Any]) -> Callable[[], Any]:
+    def make():
+      dataset = records_dataset().map(per_record, num_parallel_calls=tf.data.AUTOTUNE)
+      return dataset.batch(B, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return make
+
+  train = lambda record: pipeline.train_clip(record, T, S, params.num_classes)
+
+  def uint8_batches():  # input_fn's training branch without its float map
+    dataset = records_dataset().enumerate().map(
+        lambda i, record: (i,) + train(record), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+    dataset = pipeline.skip_and_count(dataset, 'training data')
+    dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
+    return dataset.batch(B, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+  return {
+      'stage 1: read + parse': cut(lambda r: records.parse(r)['label']),
+      'stage 2: + decode crops': cut(decoded),
+      'stage 3: + flip, label check': cut(train),
+      'stage 4: + skip count, shuffle, batch': uint8_batches,
+      'stage 5: + float scaling': lambda: pipeline.input_fn(tf.estimator.ModeKeys.TRAIN,
+                                                            params),
+  }
+
+
+def measure_routes(factories: dict[str, Callable[[], Any]], batch_size: int, seconds: float,
+                   rounds: int = 3, warmup_batches: int = 2) -> dict[str, Measurement]:
+  """Each route's clips per second and CPU seconds per clip, median over `rounds` rounds.
+
+  Rounds interleave the routes, so a load change on a shared machine hits all alike. Each
+  (round, route) makes a fresh iterator, drops `warmup_batches` batches, then counts the
+  batches of `seconds / rounds` seconds; only that route's threads exist meanwhile, so
+  the process CPU time is that route's.
   """
-  iterators = {}
-  for name, make in factories.items():
-    iterators[name] = iter(make())
-    for _ in range(warmup_batches):
-      next(iterators[name])
-  rates: dict[str, list[float]] = {name: [] for name in factories}
+  samples: dict[str, list[Measurement]] = {name: [] for name in factories}
   for _ in range(rounds):
-    for name, iterator in iterators.items():
-      for _ in range(warmup_batches):  # drop what was buffered while other routes ran
+    for name, make in factories.items():
+      iterator = iter(make())
+      for _ in range(warmup_batches):
         next(iterator)
-      batches, start = 0, time.perf_counter()
+      batches, start, cpu_start = 0, time.perf_counter(), time.process_time()
       while time.perf_counter() - start < seconds / rounds:
         next(iterator)
         batches += 1
-      rates[name].append(batches * batch_size / (time.perf_counter() - start))
-  return {name: float(np.median(r)) for name, r in rates.items()}
+      wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+      clips = batches * batch_size
+      samples[name].append(Measurement(clips / wall, cpu / clips))
+      del iterator
+  return {name: Measurement(statistics.median(m.clips_per_second for m in runs),
+                            statistics.median(m.cpu_seconds_per_clip for m in runs))
+          for name, runs in samples.items()}
+
+
+def measure(factories: dict[str, Callable[[], Any]], batch_size: int, seconds: float,
+            rounds: int = 3, warmup_batches: int = 2) -> dict[str, float]:
+  """Clips per second of each route (`measure_routes`)."""
+  return {name: m.clips_per_second for name, m in
+          measure_routes(factories, batch_size, seconds, rounds, warmup_batches).items()}
 
 
 class _DecodeLoop:
   """An iterator whose `next()` decodes `batch_size * clip_frames` full JPEG frames with
   cv2.imdecode in one thread: `measure` then reports single-core clips per second."""
 
-  def __init__(self, jpegs: list[np.ndarray], frames_per_batch: int,
-               imread: int = cv2.IMREAD_COLOR):
+  def __init__(self, jpegs: list[np.ndarray], frames_per_batch: int):
     self.jpegs, self.frames_per_batch, self.position = jpegs, frames_per_batch, 0
-    self.imread = imread
 
   def __iter__(self):
     return self
@@ -157,7 +289,7 @@ class _DecodeLoop:
     cv2.setNumThreads(1)
     try:
       for _ in range(self.frames_per_batch):
-        cv2.imdecode(self.jpegs[self.position % len(self.jpegs)], self.imread)
+        cv2.imdecode(self.jpegs[self.position % len(self.jpegs)], cv2.IMREAD_COLOR)
         self.position += 1
     finally:
       cv2.setNumThreads(threads)
@@ -173,130 +305,111 @@ def decode_loop(tfrecords: str, clip_frames: int, batch_size: int) -> _DecodeLoo
   return _DecodeLoop(jpegs, clip_frames * batch_size)
 
 
-def make_flow_records(root: str, tfrecords: str, data: str) -> str:
-  """Flow records of the benchmark's training videos: u and v planes = the grayscale of the
-  prepared RGB frames (see the module docstring), written as tvl1_flow/ and prepared with
-  --source=flow. Returns the records' directory."""
-  import tensorflow as tf
-  from input_fn import flow, prepare, records, ucf101
-  for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
-    for raw in tf.data.TFRecordDataset(path):
-      parsed = records.parse(raw)
-      gray = np.stack([cv2.imdecode(np.frombuffer(j, np.uint8), cv2.IMREAD_GRAYSCALE)
-                       for j in parsed['frames'].numpy()])
-      flow.write_flow(np.stack([gray, gray], axis=-1),
-                      os.path.join(data, ucf101.FLOW_DIR_NAME), parsed['video'].numpy().decode())
-  out = os.path.join(root, 'flow_tfrecords')
-  prepare.prepare(prepare.PrepareConfig(source='flow', data_dir=data, out=out,
-                                        subsets=('train',), short_side=0, videos_per_shard=8,
-                                        workers=0), log=lambda s: None)
-  return out
-
-
-def measure_flow(root: str, paths: dict[str, str], common: dict[str, Any], seconds: float
-                 ) -> tuple[float, float, float]:
-  """(flow clips/s of the TFRecord pipeline, grayscale JPEG planes/s on one core, the flow
-  decode limit in clips/s = planes/s x cores / (2 x frames per clip))."""
-  import tensorflow as tf
-  from input_fn import pipeline, records
-  from towers import params as params_lib
-  flow_records = make_flow_records(root, paths['tfrecords'], paths['data'])
-  params = params_lib.make_params(data_source='tfrecord', data_dir=flow_records,
-                                  stream='flow', **common)
-  raw = next(iter(tf.data.TFRecordDataset(pipeline.record_files(flow_records, 'train')[0])))
-  planes = [np.frombuffer(j, np.uint8) for j in records.parse(raw)['flow_u'].numpy()]
-  rates = measure({
-      'flow decode, one core': lambda: _DecodeLoop(
-          planes, 2 * common['clip_frames'] * common['batch_size'], cv2.IMREAD_GRAYSCALE),
-      'tfrecord pipeline (flow)': lambda: pipeline.input_fn(
-          tf.estimator.ModeKeys.TRAIN, params),
-  }, common['batch_size'], seconds)
-  per_core = rates['flow decode, one core'] * 2 * common['clip_frames']
-  limit = per_core * (os.cpu_count() or 1) / (2 * common['clip_frames'])
-  return rates['tfrecord pipeline (flow)'], per_core, limit
-
-
-def run(seconds: float, clip_frames: int, crop_size: int, batch_size: int, classes: int,
-        groups: int, frames: int, keep: str = '') -> str:
+def run(options: InputBenchmarkOptions) -> str:
   """Runs every measurement and returns the report text."""
-  root = keep or tempfile.mkdtemp(prefix='input_benchmark_')
+  root = options.keep_dir or tempfile.mkdtemp(prefix='input_benchmark_')
   os.makedirs(root, exist_ok=True)
   try:
-    return _run(root, seconds, clip_frames, crop_size, batch_size, classes, groups, frames)
+    return _run(root, options)
   finally:
-    if not keep:
+    if not options.keep_dir:
       shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(root: str, seconds: float, clip_frames: int, crop_size: int, batch_size: int,
-         classes: int, groups: int, frames: int) -> str:
+ROUTE_NAMES = {'tfrecord': 'tfrecord pipeline', 'pil': "user's loader (PIL py_func)",
+               'opencv': 'OpenCV py_func', 'direct': 'direct OpenCV (frames)'}
+
+
+def _run(root: str, options: InputBenchmarkOptions) -> str:
   import tensorflow as tf
   from towers import params as params_lib
-  from input_fn import direct, pipeline
-  paths = make_data(root, classes, groups, frames)
-  common = dict(clip_frames=clip_frames, crop_size=crop_size, batch_size=batch_size,
-                num_classes=classes, shuffle_buffer=16)
+  from input_fn import direct, factory
+  unknown = sorted(set(options.routes) - set(ROUTES))
+  if unknown or 'tfrecord' not in options.routes:
+    raise SystemExit(f'input_benchmark: --routes must include tfrecord and name only '
+                     f'{", ".join(ROUTES)} (got {", ".join(options.routes)})')
+  if options.frames < options.clip_frames:
+    raise SystemExit(f'input_benchmark: --frames={options.frames} must be at least '
+                     f'--clip_frames={options.clip_frames}')
+  T, B = options.clip_frames, options.batch_size
+  paths = make_data(root, options.classes, options.groups, options.frames)
+  common = dict(clip_frames=T, crop_size=options.crop_size, batch_size=B,
+                num_classes=options.classes, shuffle_buffer=16)
   tfr = params_lib.make_params(data_source='tfrecord', data_dir=paths['tfrecords'], **common)
   frames_p = params_lib.make_params(data_source='frames', data_dir=paths['data'], **common)
-  videos_p = params_lib.make_params(data_source='videos', data_dir=paths['data'], **common)
   train = tf.estimator.ModeKeys.TRAIN
-  cores = float(os.cpu_count() or 1)
-  rates = measure({
-      'decode, one core': lambda: decode_loop(paths['tfrecords'], clip_frames, batch_size),
-      'tfrecord pipeline': lambda: pipeline.input_fn(train, tfr),
-      'direct OpenCV (frames)': lambda: direct.input_fn(train, frames_p),
-      'direct OpenCV (videos)': lambda: direct.input_fn(train, videos_p),
-      'py_func baseline (frames)': lambda: py_func_dataset(paths['data'], frames_p),
-      'py_func, serial map': lambda: py_func_dataset(paths['data'], frames_p, parallel=False),
-  }, batch_size, seconds)
-  per_core = rates.pop('decode, one core') * clip_frames  # JPEG frames per second
-  limit = per_core * cores / clip_frames
-  rows = list(rates.items())
-  baseline = rates['py_func baseline (frames)']
-  serial = rates['py_func, serial map']
-  tfrecord = rates['tfrecord pipeline']
-  lines = [f'input benchmark: {clip_frames} frames per clip, {crop_size}x{crop_size} crop, '
-           f'frames 341x256 JPEG, batch {batch_size}, {int(cores)} cores, '
-           f'{seconds:.0f} s per route (median of 3 interleaved rounds)',
-           '',
-           f'| {"route":<28} | {"clips/s":>8} | {"x py_func":>9} | {"% of limit":>10} |',
-           f'|{"-" * 30}|{"-" * 10}|{"-" * 11}|{"-" * 12}|']
-  for name, rate in rows + [('decode limit', limit)]:
-    lines.append(f'| {name:<28} | {rate:8.1f} | {rate / baseline:9.2f} | '
-                 f'{100 * rate / limit:9.0f}% |')
-  flow_rate, flow_per_core, flow_limit = measure_flow(root, paths, common, seconds)
-  lines.append(f'| {"tfrecord pipeline (flow)":<28} | {flow_rate:8.1f} | {"-":>9} | '
-               f'{100 * flow_rate / flow_limit:9.0f}% |')
-  lines += ['',
-            f'decode limit = {per_core:.0f} JPEG frames/s per core x {int(cores)} cores / '
-            f'{clip_frames} frames per clip = {limit:.1f} clips/s',
-            f'flow row: 2-channel clips (u, v planes of 341x256 grayscale JPEG), % of the flow '
-            f'decode limit = {flow_per_core:.0f} planes/s per core x {int(cores)} cores / '
-            f'(2 x {clip_frames} planes per clip) = {flow_limit:.1f} clips/s',
-            f'TFRecord >= 3x py_func: {"met" if tfrecord >= 3 * baseline else "NOT met"} '
-            f'({tfrecord / baseline:.2f}x the parallel py_func baseline; '
-            f'{tfrecord / serial:.2f}x the serial one)',
-            f'TFRecord >= 70% of decode limit: {"met" if tfrecord >= 0.7 * limit else "NOT met"}'
-            f' ({100 * tfrecord / limit:.0f}%)']
+  makers = {
+      'tfrecord': lambda: factory.make_input_fn(tfr, train)(None),
+      'pil': lambda: _py_func_dataset(paths['data'], frames_p, pil_clip),
+      'opencv': lambda: _py_func_dataset(paths['data'], frames_p, opencv_clip),
+      'direct': lambda: direct.input_fn(train, frames_p),
+  }
+  factories = {'decode, one core': lambda: decode_loop(paths['tfrecords'], T, B)}
+  factories.update({ROUTE_NAMES[r]: makers[r] for r in ROUTES if r in options.routes})
+  if options.profile:
+    factories.update(tfrecord_stages(tfr))
+  results = measure_routes(factories, B, options.seconds, options.rounds)
+  return report(results, options, cores=os.cpu_count() or 1)
+
+
+def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
+           cores: int) -> str:
+  """The table, the decode limit and the targets, from `measure_routes` results (with the
+  one-core decode loop under 'decode, one core')."""
+  T, S = options.clip_frames, options.crop_size
+  decode = results.pop('decode, one core')
+  per_core = decode.clips_per_second * T  # JPEG frames per second, one thread
+  limit = Measurement(per_core * cores / T, decode.cpu_seconds_per_clip)
+  tfrecord = results[ROUTE_NAMES['tfrecord']].clips_per_second
+  user = results.get(ROUTE_NAMES['pil'])
+  reference = user.clips_per_second if user else None
+  header = (f'| {"route":<38} | {"clips/s":>8} | {"CPU ms/clip":>11} | '
+            "x user's loader" f' | {"% of decode limit":>17} |')
+  lines = [f'input benchmark: {T} frames per clip, {S}x{S} crop, 341x256 JPEG frames, '
+           f'batch {options.batch_size}, {cores} cores ({cpu_name()}); '
+           f'{options.seconds:.0f} s per route, median of {options.rounds} interleaved '
+           f'rounds', '', header, f'|{"-" * 40}|{"-" * 10}|{"-" * 13}|{"-" * 17}|{"-" * 19}|']
+  for name, m in list(results.items()) + [('decode limit', limit)]:
+    ratio = f'{m.clips_per_second / reference:15.2f}' if reference else f'{"-":>15}'
+    lines.append(f'| {name:<38} | {m.clips_per_second:8.1f} | '
+                 f'{1000 * m.cpu_seconds_per_clip:11.0f} | {ratio} | '
+                 f'{100 * m.clips_per_second / limit.clips_per_second:16.0f}% |')
+  lines += ['', f'decode limit = {per_core:.0f} full 341x256 JPEG decodes/s on one core '
+                f'(cv2.imdecode) x {cores} cores / {T} frames per clip = '
+                f'{limit.clips_per_second:.1f} clips/s']
+  if reference:
+    met = 'met' if tfrecord >= SPEED_TARGET * reference else 'NOT met'
+    lines.append(f"TFRecord >= {SPEED_TARGET:.0f}x the user's loader (same cores): {met} "
+                 f'({tfrecord / reference:.2f}x)')
+  met = 'met' if tfrecord >= LIMIT_TARGET * limit.clips_per_second else 'NOT met'
+  lines.append(f'TFRecord >= {100 * LIMIT_TARGET:.0f}% of the decode limit: {met} '
+               f'({100 * tfrecord / limit.clips_per_second:.0f}%)')
   return '\n'.join(lines)
+
+
+def cpu_name() -> str:
+  """The CPU model from /proc/cpuinfo and its widest vector unit: 'AMD EPYC, AVX2, no
+  AVX-512' ('CPU unknown' where there is no /proc/cpuinfo)."""
+  try:
+    with open('/proc/cpuinfo', encoding='utf-8') as f:
+      lines = f.read().splitlines()
+  except OSError:
+    return 'CPU unknown'
+  model = next((l.split(':', 1)[1].strip() for l in lines if l.startswith('model name')),
+               'CPU unknown')
+  flags = set(next((l.split(':', 1)[1].split() for l in lines if l.startswith('flags')), []))
+  vector = 'AVX-512' if 'avx512f' in flags else 'AVX2, no AVX-512' if 'avx2' in flags else \
+      'no AVX2'
+  return f'{model}, {vector}'
 
 
 def main(argv: list[str]) -> None:
   del argv
-  from absl import flags
-  f = flags.FLAGS
-  print(run(f.seconds, f.clip_frames, f.crop_size, f.batch_size, f.classes, f.groups,
-            f.frames, f.keep_dir))
+  console.configure(verbose=False)
+  print(run(cli.options_from_flags(InputBenchmarkOptions)))
 
 
 if __name__ == '__main__':
-  from absl import app, flags
-  flags.DEFINE_float('seconds', 9.0, 'Measurement time per route (3 interleaved rounds).')
-  flags.DEFINE_integer('clip_frames', 16, 'Frames per clip.')
-  flags.DEFINE_integer('crop_size', 112, 'Crop side in pixels.')
-  flags.DEFINE_integer('batch_size', 8, 'Clips per batch.')
-  flags.DEFINE_integer('classes', 4, 'Synthetic classes.')
-  flags.DEFINE_integer('groups', 12, 'Groups per class (videos per class, one clip each).')
-  flags.DEFINE_integer('frames', 48, 'Frames per video.')
-  flags.DEFINE_string('keep_dir', '', 'Write the data here and keep it (default: a temp dir).')
-  app.run(main)
+  console.quiet_native_logs()  # before TensorFlow is imported
+  cli.define_flags(InputBenchmarkOptions)
+  cli.run(main)

@@ -170,8 +170,9 @@ def main(argv: list[str]) -> None:
   if options.include_input:
     from benchmarks import input_benchmark
     with contextlib.redirect_stdout(sys.stderr):  # data preparation progress lines
-      report += ['', input_benchmark.run(options.input_seconds, clip_frames=16, crop_size=112,
-                                         batch_size=8, classes=4, groups=12, frames=48)]
+      report += ['', input_benchmark.run(input_benchmark.InputBenchmarkOptions(
+          seconds=options.input_seconds, clip_frames=16, crop_size=112, batch_size=8,
+          groups=12, frames=48, profile=False))]
   print('\n'.join(report))
 
 

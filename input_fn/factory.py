@@ -2,7 +2,8 @@
 
 Sources handled here: 'tfrecord' (`pipeline.py`, the fast route), 'videos' and 'frames'
 (`direct.py`, OpenCV without preparation). 'synthetic' belongs to `input_fn/synthetic.py`.
-All return the same contract (see `pipeline.py`):
+All return the same contract (see `pipeline.py`), except that the 'tfrecord' route leaves
+the clips uint8 [0, 255] for the tower model_fn to scale on its devices:
 TRAIN `({'clips': float32 [b, T, S, S, C]}, int64 [b])` (C = 3 rgb, 2 flow); EVAL
 `({'clips': ..., 'video_index': int64 [b]}, int64 [b])`; PREDICT the EVAL features.
 """
@@ -102,11 +103,13 @@ def make_input_fn(params: Any, mode: str) -> InputFn:
   Checks the data parameters now, so a bad configuration fails before training starts.
   """
   check_data_params(params, mode)
-  route = pipeline.input_fn if params.data_source == 'tfrecord' else direct.input_fn
 
   def input_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
-    if params.data_source == 'tfrecord' and mode == tf.estimator.ModeKeys.TRAIN:
-      # The model_fn turns the count of skipped bad records into a summary.
-      return pipeline.input_fn(mode, params, input_context, with_skipped_count=True)
-    return route(mode, params, input_context)
+    if params.data_source == 'tfrecord':
+      # The model_fn turns the count of skipped bad records into a summary, and scales the
+      # uint8 clips on each tower's device (a quarter of the bytes through the pipeline).
+      return pipeline.input_fn(mode, params, input_context,
+                               with_skipped_count=mode == tf.estimator.ModeKeys.TRAIN,
+                               uint8_clips=True)
+    return direct.input_fn(mode, params, input_context)
   return input_fn

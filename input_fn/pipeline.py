@@ -301,8 +301,13 @@ def replica_batch_size(params: Any, training: bool,
 
 
 def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext | None = None,
-             with_skipped_count: bool = False) -> tf.data.Dataset:
+             with_skipped_count: bool = False, uint8_clips: bool = False) -> tf.data.Dataset:
   """The TFRecord pipeline over `params.data_dir` (see the module docstring for outputs).
+
+  `uint8_clips=True` leaves the clips uint8 in [0, 255] (same values before scaling): the
+  consumer scales them, as the tower model_fn does on each tower's device. At 64x224 clips
+  the float conversion costs about as much CPU as the JPEG decoding
+  (`bazel run //benchmarks:input_benchmark`, stages 4 and 5).
 
   `params` is a `towers.params.TrainParams` (fields used: data_dir, clip_frames, crop_size,
   num_classes, batch_size, eval_batch_size, eval_clips, shuffle_buffer, input_threads,
@@ -341,7 +346,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     dataset = dataset.batch(replica_batch_size(params, True, input_context), drop_remainder=True)
 
     def features_labels(skipped, clip, label):
-      features = {'clips': to_unit_range(clip)}
+      features = {'clips': clip if uint8_clips else to_unit_range(clip)}
       if with_skipped_count:
         features['skipped_records'] = skipped
       return features, label
@@ -365,7 +370,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
       videos_listed = len(range(shard_index, videos_listed, num_shards))
 
     def features_labels(skipped, clip, label, index):
-      features = {'clips': to_unit_range(clip), 'video_index': index}
+      features = {'clips': clip if uint8_clips else to_unit_range(clip), 'video_index': index}
       if mode == ModeKeys.EVAL:
         features['videos_listed'] = tf.fill(tf.shape(index), tf.constant(videos_listed, tf.int64))
       if with_skipped_count:

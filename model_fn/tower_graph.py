@@ -22,6 +22,14 @@ from model_fn.variable_placement import VariablePlacement
 tf1 = tf.compat.v1
 
 
+def float_clips(clips: tf.Tensor) -> tf.Tensor:
+  """uint8 clips [0, 255] -> float32 [-1, 1] (x * 2/255 - 1, as the input pipelines scale);
+  any other dtype is returned unchanged (clips already scaled)."""
+  if clips.dtype != tf.uint8:
+    return clips
+  return tf.cast(clips, tf.float32) * (2.0 / 255.0) - 1.0
+
+
 @dataclasses.dataclass
 class TowerOutputs:
   """What the towers built.
@@ -46,6 +54,10 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
                  devices: Sequence[str], placement: VariablePlacement | None,
                  is_training: bool) -> TowerOutputs:
   """Splits `clips` [B, T, H, W, C] (and `labels` [B]) over `devices` and builds each tower.
+
+  uint8 clips are split as bytes and scaled to float32 [-1, 1] on each tower's device
+  (`float_clips`): the input pipeline's threads and the host-to-device copy handle a
+  quarter of the bytes of float clips.
 
   `placement` None leaves variables wherever the surrounding scope puts them.
   Raises ValueError when a tower other than the first creates variables (the network
@@ -75,7 +87,7 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
     with tf1.variable_scope(outer_scope, reuse=True if i > 0 else None,
                             custom_getter=placing_getter, auxiliary_name_scope=False), \
         tf.name_scope(f'tower_{i}'), _on_device(device):
-      logits = network(clip_parts[i], ctx)
+      logits = network(float_clips(clip_parts[i]), ctx)
       outputs.logits.append(logits)
       outputs.sizes.append(tf.shape(logits)[0])
       outputs.bn_moments.append(ctx.bn_moments)

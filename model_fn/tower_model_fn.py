@@ -3,7 +3,8 @@
     model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec
     make_model_fn(network)   # the same for the user's own network(clips, ctx) -> logits
 
-`features`: float32 clips [B, T, H, W, C] in [-1, 1], or a dict with key 'clips' (and,
+`features`: float32 clips [B, T, H, W, C] in [-1, 1] (or uint8 in [0, 255], scaled on each
+tower's device), or a dict with key 'clips' (and,
 in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
 'videos_listed' int64 [B] for the evaluated-of-listed count (`eval_coverage.py`); in training,
 optionally 'skipped_records' int64 [B], the input's running count of bad records
