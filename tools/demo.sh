@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=$SECONDS
 trap 'status=$?; echo "demo: $([ $status -eq 0 ] && echo finished || echo FAILED) after $((SECONDS - started)) s"' EXIT
-bazel_quiet=(--noshow_progress --ui_event_filters=-info)
+bazel_quiet=(--noshow_progress --ui_event_filters=-info --show_result=0)
 for arg in "$@"; do
   if [ "$arg" = --verbose ]; then bazel_quiet=(); fi
 done
