@@ -331,6 +331,13 @@ def _run(root: str, options: InputBenchmarkOptions) -> str:
   if options.frames < options.clip_frames:
     raise SystemExit(f'input_benchmark: --frames={options.frames} must be at least '
                      f'--clip_frames={options.clip_frames}')
+  if 'pil' in options.routes:
+    try:
+      import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    except ImportError:
+      raise SystemExit("input_benchmark: the user's loader needs Pillow, which only this "
+                       'benchmark uses: .venv/bin/pip install Pillow (or leave pil out of '
+                       '--routes)') from None
   T, B = options.clip_frames, options.batch_size
   paths = make_data(root, options.classes, options.groups, options.frames)
   common = dict(clip_frames=T, crop_size=options.crop_size, batch_size=B,
