@@ -412,11 +412,12 @@ def cpu_name() -> str:
 
 def main(argv: list[str]) -> None:
   del argv
-  console.configure(verbose=False)
+  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
   print(run(cli.options_from_flags(InputBenchmarkOptions)))
 
 
 if __name__ == '__main__':
   console.quiet_native_logs()  # before TensorFlow is imported
   cli.define_flags(InputBenchmarkOptions)
+  cli.define_flags(console.ConsoleOptions)
   cli.run(main)
