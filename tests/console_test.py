@@ -13,6 +13,7 @@ from absl.testing import absltest
 
 from model_fn.training_hooks import progress_step
 from towers import console, progress
+from towers.cluster.local_cluster import CHIEF_READY
 
 TINY_RUN = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
@@ -52,6 +53,8 @@ class TrainingOutputTest(absltest.TestCase):
     self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
     self.assertLen([line for line in lines if 'evaluation at step' in line], 2, lines)
     self.assertIn('final metrics at step 20:', lines)
+    # What local_cluster waits for before it starts the other workers.
+    self.assertTrue(any(CHIEF_READY in line for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
     # 20 steps every 5, 2 evaluations, start lines and an 8-row table: nothing else.
     self.assertLess(len(lines), 25, self.quiet_output)
