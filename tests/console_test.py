@@ -17,8 +17,8 @@ from towers.cluster.local_cluster import CHIEF_READY
 
 TINY_RUN = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
-            '--lr_schedule=constant', '--lr_values=0.02', '--max_steps=20',
-            '--save_checkpoints_steps=10', '--log_every_steps=5',
+            '--lr_schedule=constant', '--lr_values=0.02', '--max_steps=10',
+            '--save_checkpoints_steps=10', '--log_every_steps=3',
             '--synthetic_eval_examples=16', '--export_savedmodel=false']
 NATIVE_LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] ', re.MULTILINE)
 TIMEOUT = 300
@@ -51,13 +51,13 @@ class TrainingOutputTest(absltest.TestCase):
   def test_default_output_is_progress_evaluations_and_the_final_table(self):
     lines = self.quiet_output.splitlines()
     self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
-    self.assertLen([line for line in lines if 'evaluation at step' in line], 2, lines)
-    self.assertIn('final metrics at step 20:', lines)
+    self.assertLen([line for line in lines if 'evaluation at step 10:' in line], 1, lines)
+    self.assertIn('final metrics at step 10:', lines)
     # What local_cluster waits for before it starts the other workers.
     self.assertTrue(any(CHIEF_READY in line for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
-    # 20 steps every 5, 2 evaluations, start lines and an 8-row table: nothing else.
-    self.assertLess(len(lines), 25, self.quiet_output)
+    # 10 steps every 3, 1 evaluation, 2 start lines and a 6-row table: nothing else.
+    self.assertLess(len(lines), 20, self.quiet_output)
 
   def test_default_output_hides_tensorflow_chatter(self):
     self.assertIsNone(NATIVE_LINE.search(self.quiet_output), self.quiet_output)
