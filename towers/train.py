@@ -13,13 +13,13 @@ import sys
 
 from absl import app, flags, logging
 
-from input_fn.manifest import ManifestError
-from model_fn.eval_coverage import EvalCoverageError
 from towers import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
+from input_fn.manifest import ManifestError
+from model_fn.eval_coverage import EvalCoverageError
 from towers import cli, preflight
 from towers import flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
