@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import flags
 
 import i3d_test_lib as lib
+from input_fn import manifest
 from towers import flags as towers_flags
 from towers import preflight
 from towers import params as params_lib
@@ -79,17 +80,25 @@ class Ucf101FlagsTest(tf.test.TestCase):
   def test_preflight_passes_when_everything_is_there(self):
     p = read_flagfile(FLAGFILE, self.base)
     os.makedirs(p.data_dir)
+    classes = [f'Class{i}' for i in range(p.num_classes)]
+    for subset in manifest.SUBSETS:  # a prepared directory's table of contents
+      manifest.write(p.data_dir, {'subset': subset, 'classes': classes, 'shards': [],
+                                  'num_classes': len(classes),
+                                  'counts_per_class': {c: 1 for c in classes}})
     lib.write_checkpoint(p.warm_start_from, [('RGB/inception_i3d/Logits/Conv3d_0c_1x1/conv_3d/b',
                                               [400])])
     self.assertEqual(preflight.problems(p), [])
-    # A resumed run does not need the pretrained checkpoint any more.
+    # A resumed run does not need the pretrained checkpoint any more; the model_dir's own
+    # checkpoint is checked against the graph instead (this one holds only global_step).
     os.remove(p.warm_start_from + '.index')
     self.assertLen(preflight.problems(p), 1)
     os.makedirs(p.model_dir)
     lib.write_checkpoint(os.path.join(p.model_dir, 'model.ckpt-5'),
                          [('global_step', [])])
     tf1.train.update_checkpoint_state(p.model_dir, os.path.join(p.model_dir, 'model.ckpt-5'))
-    self.assertEqual(preflight.problems(p), [])
+    found = preflight.problems(p)
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], 'holds a checkpoint without RGB/inception_i3d/')
 
   def test_other_models_reject_i3d_flags(self):
     p = params_lib.make_params(model='c3d_small', warm_start_from='x', trainable_from='Mixed_4b')
