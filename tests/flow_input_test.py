@@ -75,8 +75,17 @@ class FlowInputTest(tf.test.TestCase):
     return self.params(data_source='frames', data_dir=self.data, frame_short_side=0)
 
   def clips(self, params, mode, batches):
+    """Clips as the network sees them: float32 in [-1, 1] (the TFRecord route hands uint8
+    clips to the model_fn, which scales them x / 127.5 - 1 on its devices)."""
     dataset = factory.make_input_fn(params, mode)()
-    return [(f['clips'].numpy(), labels.numpy()) for f, labels in dataset.take(batches)]
+    out = []
+    for features, labels in dataset.take(batches):
+      clips = features['clips'].numpy()
+      self.assertIn(clips.dtype, (np.uint8, np.float32))
+      if clips.dtype == np.uint8:
+        clips = clips.astype(np.float32) / 127.5 - 1.0
+      out.append((clips, labels.numpy()))
+    return out
 
   # --- prepare --source=flow -------------------------------------------------------------
 
@@ -112,7 +121,6 @@ class FlowInputTest(tf.test.TestCase):
     seen = set()
     for clips, _ in batches:
       self.assertEqual(clips.shape, (4, T, S, S, 2))
-      self.assertEqual(clips.dtype, np.float32)
       self.assertBetween(clips.min(), -1.0, 1.0)
       self.assertBetween(clips.max(), -1.0, 1.0)
       for clip in clips:
