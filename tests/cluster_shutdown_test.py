@@ -8,7 +8,7 @@ import os
 
 import tensorflow as tf
 
-from tests.cluster_testing import checkpoint_step, make_cluster, wait_until
+from tests.cluster_testing import checkpoint_step, make_cluster
 
 LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
 MAX_STEPS = 20
