@@ -19,7 +19,9 @@ parameter-server runtime, the forward and backward passes replaced by a wait of
   against a GPU that never waits, beside the paper model's prediction for the same
   layout (`benchmarks/cluster_model.py`, at `--link_efficiency` of the link);
 * MB per worker step through the busiest node link, sent / received, measured from the
-  bridge's counters (Ethernet, IP, TCP and gRPC framing included) beside the model.
+  bridge's counters (Ethernet, IP, TCP and gRPC framing included) beside the model, and
+  that link's use: its busier direction's bytes over the window / the link rate (a
+  shaped link cannot exceed 100%).
 
 Steps: `--warmup_steps` per worker are not measured, then `--steps` are. Each run is
 bounded by `--timeout_secs`; every namespace, link and process is removed at the end.
@@ -83,6 +85,7 @@ class Measurement:
   step_seconds: list[float]
   sent_per_step: list[float]  # per node, bytes per worker step
   received_per_step: list[float]
+  busiest_link_use: float  # the busiest link direction's bytes / (window x link rate)
 
 
 def task_options(options: EmulatorOptions, sync: bool, nodes: int) -> list[str]:
@@ -141,12 +144,14 @@ def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
   if end is None:
     raise RuntimeError(f'{nodes} nodes: not every worker finished {options.steps} steps '
                        f'after warm-up in --timeout_secs={options.timeout_secs:.0f}')
-  return window_measurement(outputs, start, end, k)
+  return window_measurement(outputs, start, end, k,
+                            options.link_mbit / k * 1e6 / 8)
 
 
 def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
                        start: tuple[float, list[tuple[int, int]]],
-                       end: tuple[float, list[tuple[int, int]]], k: float) -> Measurement:
+                       end: tuple[float, list[tuple[int, int]]], k: float,
+                       link_bytes_per_second: float) -> Measurement:
   """The rates, step times and bytes per worker step of the steps that ended between
   `start` and `end` (each a time and the links' counters then). A worker's rate is
   (its steps in the window - 1) / (time between its first and last step end there), so
@@ -158,8 +163,9 @@ def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
     durations += [s[2] / k for s in inside]
     steps_between += len(inside)
   moved = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(start[1], end[1])]
+  use = max(max(m) for m in moved) / ((end[0] - start[0]) * link_bytes_per_second)
   return Measurement(rate * k, durations, [m[0] / steps_between for m in moved],
-                     [m[1] / steps_between for m in moved])
+                     [m[1] / steps_between for m in moved], use)
 
 
 def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: bool
@@ -208,8 +214,9 @@ def main(argv: list[str]) -> int:
   ideal = options.batch_size / options.emulate_compute
   print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
   print('| mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | model '
-        'eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | model MB |')
-  print('|---|---:|---:|---:|---:|---:|---|---|---:|')
+        'eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | model MB '
+        '| busiest link use |')
+  print('|---|---:|---:|---:|---:|---:|---|---|---:|---:|')
   for mode in options.modes:
     sync = mode == 'sync'
     one_node = None
@@ -229,8 +236,9 @@ def main(argv: list[str]) -> int:
       busiest = max(range(nodes), key=lambda n: m.sent_per_step[n] + m.received_per_step[n])
       print(f'| {mode} | {nodes} | {per_worker:.2f} | {vs_one} | {per_worker / ideal:.0%} | '
             f'{model_efficiency:.0%} | {percentile(m.step_seconds, 0.5):.2f} / '
-            f'{percentile(m.step_seconds, 0.9):.2f} | {m.sent_per_step[busiest] / MB:.1f} / '
-            f'{m.received_per_step[busiest] / MB:.1f} | {model_bytes / MB:.1f} |', flush=True)
+            f'{percentile(m.step_seconds, 0.9):.2f} | {m.sent_per_step[busiest] / MB:.3f} / '
+            f'{m.received_per_step[busiest] / MB:.3f} | {model_bytes / MB:.3f} | '
+            f'{m.busiest_link_use:.0%} |', flush=True)
   return 0
 
 
