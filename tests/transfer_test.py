@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import cluster_model, emulated_task
-from model_fn import transfer
+from model_fn import transfer, tower_model_fn
+from towers.params import make_params
 
 tf1 = tf.compat.v1
 PS, WORKER = '/device:CPU:1', '/device:CPU:0'
@@ -65,6 +66,60 @@ class TransferTest(tf.test.TestCase):
   def test_unknown_dtype_names_the_choices(self):
     with self.assertRaisesRegex(ValueError, 'bfloat16'):
       transfer.transfer_dtype('int8')
+
+
+def tower_step(transfer_dtype: str, round_start_to_bfloat16: bool = False, seed: int = 0):
+  """One SGD step of the 2-tower model_fn from a fixed start (optionally rounded to
+  bfloat16 first): (start, end) values of every trainable variable, and the graph."""
+  rng = np.random.default_rng(seed)
+  clips = rng.uniform(-1, 1, size=(8, 4, 16, 16, 3)).astype(np.float32)
+  labels = rng.integers(0, 5, size=8).astype(np.int64)
+  params = make_params(model='c3d_small', num_classes=5, clip_frames=4, crop_size=16,
+                       batch_norm=False, batch_size=8, num_towers=2, optimizer='sgd',
+                       lr_schedule='constant', lr_values=[0.5], weight_decay=0.01,
+                       model_dir='/tmp/unused', transfer_dtype=transfer_dtype)
+  graph = tf.Graph()
+  with graph.as_default():
+    tf1.set_random_seed(1)
+    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
+                                   tf.estimator.ModeKeys.TRAIN, params)
+    variables = tf1.trainable_variables()
+    with two_device_session(graph) as session:
+      session.run(tf1.global_variables_initializer())
+      if round_start_to_bfloat16:
+        session.run([v.assign(tf.cast(tf.cast(v, tf.bfloat16), tf.float32)) for v in variables])
+      start = session.run(variables)
+      session.run(spec.train_op)
+      end = session.run(variables)
+  names = [v.op.name for v in variables]
+  return dict(zip(names, start)), dict(zip(names, end)), graph
+
+
+class ModelFnTransferTest(tf.test.TestCase):
+  """`--transfer_dtype=bfloat16` in the tower model_fn: one pull and one push cast per
+  trainable variable (shared by both towers), float32 master weights, and a step whose
+  update is the float32 step's from the bfloat16-rounded weights, each gradient value
+  rounded to bfloat16 (relative error <= 2^-8)."""
+
+  def test_bfloat16_step_is_the_float32_step_with_rounded_transfers(self):
+    start32, end32, _ = tower_step('float32', round_start_to_bfloat16=True)
+    start16, end16, graph = tower_step('bfloat16')
+    casts = [op for op in graph.get_operations() if op.type == 'Cast']
+    pulls = [op for op in casts if op.name.split('/')[-1].startswith('pull_cast')]
+    pushes = [op for op in casts if op.name.split('/')[-1].startswith('push_cast')]
+    self.assertLen(pulls, len(start16))
+    self.assertLen(pushes, len(start16))
+    moved_off_bfloat16 = 0
+    for name, value in start16.items():
+      rounded = tf.cast(tf.cast(value, tf.bfloat16), tf.float32).numpy()
+      self.assertAllEqual(start32[name], rounded)  # the same weights, as the towers see them
+      update32, update16 = end32[name] - start32[name], end16[name] - value
+      self.assertGreater(np.abs(update32).max(), 0.0, name)
+      self.assertAllClose(update16, update32, rtol=2**-7, atol=1e-7, msg=name)
+      self.assertEqual(end16[name].dtype, np.float32)
+      as_bfloat16 = tf.cast(tf.cast(end16[name], tf.bfloat16), tf.float32).numpy()
+      moved_off_bfloat16 += int(np.any(as_bfloat16 != end16[name]))
+    self.assertGreater(moved_off_bfloat16, 0, 'the master weights are not float32')
 
 
 class TrafficArithmeticTest(tf.test.TestCase):
