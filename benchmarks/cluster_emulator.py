@@ -197,12 +197,27 @@ def describe(options: EmulatorOptions) -> str:
           f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
 
 
+def options_problem(options: EmulatorOptions) -> str | None:
+  """One line naming the first invalid option and its fix, or None."""
+  if options.steps < 2:
+    return '--steps must be >= 2 (a rate needs two step ends)'
+  if not options.modes or set(options.modes) - {'sync', 'async'}:
+    return f'--modes={",".join(options.modes)}: use sync, async or sync,async'
+  if not options.nodes or min(options.nodes) < 1 or max(options.nodes) > 200:
+    return f'--nodes={",".join(map(str, options.nodes))}: node counts from 1 to 200'
+  if options.time_scale <= 0 or options.link_mbit <= 0 or options.emulate_compute < 0:
+    return '--time_scale and --link_mbit must be > 0, --emulate_compute >= 0'
+  if options.accumulate_steps < 1:
+    return '--accumulate_steps must be >= 1'
+  return None
+
+
 def main(argv: list[str]) -> int:
   del argv
   options = cli.options_from_flags(EmulatorOptions)
-  if options.steps < 2:
-    print('cluster_emulator: --steps must be >= 2 (a rate needs two step ends)',
-          file=sys.stderr)
+  problem = options_problem(options)
+  if problem:
+    print(f'cluster_emulator: {problem}', file=sys.stderr)
     return 2
   if not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(SCRIPT, sys.argv[1:])
