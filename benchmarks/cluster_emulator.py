@@ -155,13 +155,15 @@ def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
   """The rates, step times and bytes per worker step of the steps that ended between
   `start` and `end` (each a time and the links' counters then). A worker's rate is
   (its steps in the window - 1) / (time between its first and last step end there), so
-  the window's edges do not bias it; the workers' rates add up."""
-  rate, durations, steps_between = 0.0, [], 0
+  the window's edges do not bias it; the workers' rates add up. Bytes per worker step are
+  the window's bytes over rate x window length (counting the steps that END in the
+  window would credit the window with steps whose pulls preceded it)."""
+  rate, durations = 0.0, []
   for lines in outputs.values():
     inside = [s for s in lines if start[0] < s[1] <= end[0]]
     rate += (len(inside) - 1) / (inside[-1][1] - inside[0][1])
     durations += [s[2] / k for s in inside]
-    steps_between += len(inside)
+  steps_between = rate * (end[0] - start[0])
   moved = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(start[1], end[1])]
   use = max(max(m) for m in moved) / ((end[0] - start[0]) * link_bytes_per_second)
   return Measurement(rate * k, durations, [m[0] / steps_between for m in moved],
@@ -231,7 +233,7 @@ def main(argv: list[str]) -> int:
   print('| mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | model '
         'eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | model MB '
         '| busiest link use |')
-  print('|---|---:|---:|---:|---:|---:|---|---|---:|---:|')
+  print('|---|---:|---:|---:|---:|---:|---|---|---:|---:|', flush=True)
   for mode in options.modes:
     sync = mode == 'sync'
     one_node = None
