@@ -56,6 +56,15 @@ def sync_step_seconds(compute: float, ps_bytes: Sequence[float], workers: int, n
   return compute + 2.0 * max(phase_bytes(ps_bytes, workers, nodes)) / link
 
 
+def node_bytes_per_worker_step(ps_bytes: Sequence[float], workers: int, node: int) -> float:
+  """Bytes node `node` sends (= receives) per worker step, averaged over the steps of
+  all workers: its ps share to every remote worker, and its own worker's pulls of the
+  remote shares."""
+  total = sum(ps_bytes)
+  share, has_worker = _share(ps_bytes, node), int(node < workers)
+  return (share * (workers - has_worker) + has_worker * (total - share)) / workers
+
+
 def async_steps_per_second(compute: float, ps_bytes: Sequence[float], workers: int,
                            nodes: int, link: float) -> float:
   """Asynchronous throughput in worker steps per second (see the module docstring)."""
@@ -64,8 +73,7 @@ def async_steps_per_second(compute: float, ps_bytes: Sequence[float], workers: i
                  for w in range(workers))
   capacity = float('inf')
   for n in range(nodes):
-    share, has_worker = _share(ps_bytes, n), int(n < workers)
-    per_worker_step = (share * (workers - has_worker) + has_worker * (total - share)) / workers
+    per_worker_step = node_bytes_per_worker_step(ps_bytes, workers, n)
     if per_worker_step > 0:
       capacity = min(capacity, link / per_worker_step)
   return min(unloaded, capacity)

@@ -18,7 +18,7 @@ norm comes after the sum.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import tensorflow as tf
 
@@ -36,10 +36,13 @@ def is_decayed(variable: tf.Variable) -> bool:
   return variable_name(variable).split('/')[-1] in DECAYED_VARIABLE_NAMES
 
 
-def weight_loss(variables: Sequence[tf.Variable], weight_decay: float) -> tf.Tensor:
+def weight_loss(variables: Sequence[tf.Variable], weight_decay: float,
+                values: Mapping[str, tf.Tensor] | None = None) -> tf.Tensor:
   """weight_decay * sum(l2_loss(v)) over decayed variables, on the caller's device: the
-  main tower's, where each kernel's value is already present for the forward pass."""
-  terms = [tf.nn.l2_loss(v) for v in variables if is_decayed(v)]
+  main tower's, where each kernel's value is already present for the forward pass
+  (`values[v.op.name]`, the pulled tensor, when the towers read one instead of v)."""
+  values = values or {}
+  terms = [tf.nn.l2_loss(values.get(v.op.name, v)) for v in variables if is_decayed(v)]
   if not terms or weight_decay == 0.0:
     return tf.constant(0.0)
   return weight_decay * tf.add_n(terms)

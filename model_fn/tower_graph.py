@@ -36,13 +36,16 @@ class TowerOutputs:
 
   logits[i]: float32 [b_i, num_classes]; loss_sums[i]: float32 scalar S_i, the sum of
   tower i's per-example cross-entropies (None without labels);
-  sizes[i]: int32 scalar b_i; bn_moments[i]: tower i's batch-norm moments (training only).
+  sizes[i]: int32 scalar b_i; bn_moments[i]: tower i's batch-norm moments (training only);
+  pulled: trainable variable name -> the one float32 tensor all towers read for it, when
+  `build_towers` got a `pull` (16-bit transfers); empty otherwise.
   """
   logits: list[tf.Tensor]
   loss_sums: list[tf.Tensor] | None
   sizes: list[tf.Tensor]
   bn_moments: list[list[BatchNormMoments]]
   devices: tuple[str, ...]
+  pulled: dict[str, tf.Tensor] = dataclasses.field(default_factory=dict)
 
 
 def _on_device(device: str):
@@ -52,7 +55,8 @@ def _on_device(device: str):
 
 def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
                  devices: Sequence[str], placement: VariablePlacement | None,
-                 is_training: bool) -> TowerOutputs:
+                 is_training: bool,
+                 pull: Callable[[tf.Variable], tf.Tensor] | None = None) -> TowerOutputs:
   """Splits `clips` [B, T, H, W, C] (and `labels` [B]) over `devices` and builds each tower.
 
   uint8 clips are split as bytes and scaled to float32 [-1, 1] on each tower's device
@@ -62,7 +66,9 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   `placement` None leaves variables wherever the surrounding scope puts them.
   Raises ValueError when a tower other than the first creates variables (the network
   does not use `tf.compat.v1.get_variable`, e.g. Keras layers) or when the network adds
-  UPDATE_OPS (which no tower runs).
+  UPDATE_OPS (which no tower runs). `pull`, if given, turns each trainable variable into
+  the tensor the towers read instead (once per variable, shared by all towers;
+  `outputs.pulled`): `model_fn/transfer.pull`.
   """
   num_towers = len(devices)
   clip_parts = batch_split.split_batch(clips, num_towers)
@@ -70,11 +76,19 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   outputs = TowerOutputs([], [] if labels is not None else None, [], [], tuple(devices))
 
   def placing_getter(getter, name, *args, **kwargs):
+    variable = _placed(getter, name, *args, **kwargs)
+    if pull is None or not kwargs.get('trainable', True):
+      return variable
+    if name not in outputs.pulled:
+      outputs.pulled[name] = pull(variable)
+    return outputs.pulled[name]
+
+  def _placed(getter, name, *args, **kwargs):
     if placement is None:
       return getter(name, *args, **kwargs)
     shape = kwargs.get('shape') or (args[0] if args else [])
     dtype = kwargs.get('dtype') or tf.float32
-    if placement.caching_device is not None:
+    if placement.caching_device is not None and pull is None:
       kwargs['caching_device'] = placement.caching_device
     with tf.device(placement.device_for(name, shape, dtype)):
       return getter(name, *args, **kwargs)
@@ -126,12 +140,15 @@ def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],
   """d(S_i / B)/dv for every tower i and variable v (B the float32 global batch), each
   computed on tower i's device; the main tower also differentiates
   `main_tower_extra_loss` (the weight loss), so that term enters once. The 1/B enters
-  backprop as a scalar, so the gradients come out scaled at no extra pass over them."""
+  backprop as a scalar, so the gradients come out scaled at no extra pass over them.
+  With pulled tensors (`outputs.pulled`), the gradient of a variable is taken w.r.t. the
+  tensor the towers read, on the towers' side of the transfer."""
+  xs = [outputs.pulled.get(v.op.name, v) for v in variables]
   grads = []
   for i, device in enumerate(outputs.devices):
     with tf.name_scope(f'tower_{i}/gradients'), _on_device(device):
       loss = outputs.loss_sums[i] / global_batch
       if i == 0:
         loss += main_tower_extra_loss
-      grads.append(tf1.gradients(loss, list(variables), colocate_gradients_with_ops=True))
+      grads.append(tf1.gradients(loss, xs, colocate_gradients_with_ops=True))
   return grads

@@ -29,7 +29,8 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from model_fn import batch_norm_updates, gradients, optimization, tower_graph
-from model_fn import eval_coverage, freezing, training_hooks, video_metrics, warm_start
+from model_fn import eval_coverage, freezing, training_hooks, transfer, video_metrics
+from model_fn import warm_start
 from model_fn.devices import resolve_tower_devices
 from model_fn.networks import Network, build_network
 from model_fn.variable_placement import VariablePlacement, make_placement
@@ -81,9 +82,14 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
   clips, video_index = split_features(features)
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
   placement = _placement(params, devices, config)
+  transfer_dtype = transfer.transfer_dtype(params.transfer_dtype)
+  pull = None
+  if transfer_dtype != tf.float32 and mode == ModeKeys.TRAIN:  # evaluation pulls nothing
+    host = placement.caching_device or HOST_DEVICE
+    pull = lambda v: transfer.pull(v, host, transfer_dtype)  # noqa: E731
   outputs = tower_graph.build_towers(network or build_network(params), clips,
                                      labels if mode != ModeKeys.PREDICT else None,
-                                     devices, placement, mode == ModeKeys.TRAIN)
+                                     devices, placement, mode == ModeKeys.TRAIN, pull)
   check_logits(outputs.logits[0], params.num_classes)
   if len(outputs.logits) == 1:
     logits = tf.identity(outputs.logits[0], name='logits')
@@ -95,7 +101,8 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
 
   global_batch = tf.cast(tf.add_n(outputs.sizes), tf.float32)
   with tf.device(devices[0]), tf.name_scope('weight_loss'):
-    weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay)
+    weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay,
+                                        outputs.pulled)
   loss = tf.identity(mean_loss(outputs.loss_sums, global_batch, weight_loss), name='total_loss')
   if mode == ModeKeys.EVAL:
     return _eval_spec(loss, logits, labels, features, params)
@@ -104,6 +111,7 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
   tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch, weight_loss)
   pairs = gradients.sum_tower_gradients(tower_grads, variables, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
+  pairs = [(transfer.push(g, v, transfer_dtype), v) for g, v in pairs]
   updates = batch_norm_updates.moving_average_updates(outputs.bn_moments, params.bn_update,
                                                       placement.reduce_device)
   num_workers = config.num_worker_replicas if config is not None else 1

@@ -144,6 +144,11 @@ class TrainParams:
   backup_workers: int = option(
       0, 'With sync_replicas: a step aggregates the first (workers - backup_workers) '
       'gradients and drops the stragglers.')
+  transfer_dtype: str = option(
+      'float32', 'Type in which the towers\' host receives parameters from the variables\' '
+      'device (the ps in a cluster) and sends gradients back; bfloat16 or float16 halve the '
+      'bytes per step, the variables and their updates stay float32 (model_fn/transfer.py).',
+      choices=('float32', 'bfloat16', 'float16'))
   ps_unreachable_secs: int = option(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')

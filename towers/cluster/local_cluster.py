@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Sequence
+from typing import IO, Callable, Sequence
 
 from absl import flags
 
@@ -66,17 +66,25 @@ class LocalCluster:
   """ps tasks, a chief, workers and (optionally) an evaluator on loopback.
 
   `train_args` are passed to every task's `towers.train` (e.g. --flagfile, --model_dir).
+  Other programs (the cluster emulator's tasks) can be run instead: `program` is what
+  follows the interpreter, `hosts` gives each ps then each worker its own host (default
+  all on loopback), and `launcher(task)` a command prefix (e.g. entering a node's
+  network namespace).
   """
 
   def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
                evaluator: bool = True, log_dir: str | None = None,
-               echo: IO[str] | None = sys.stdout) -> None:
+               echo: IO[str] | None = sys.stdout,
+               program: Sequence[str] = ('-m', 'towers.train'),
+               hosts: Sequence[str] | None = None,
+               launcher: Callable[[Task], list[str]] | None = None) -> None:
     if num_workers < 1:
       raise ValueError('--workers must be >= 1 (the first worker is the chief)')
     if num_ps < 0:
       raise ValueError('--ps must be >= 0')
     ports = pick_free_ports(num_ps + num_workers)
-    addresses = [f'{HOST}:{p}' for p in ports]
+    hosts = hosts or [HOST] * (num_ps + num_workers)
+    addresses = [f'{host}:{p}' for host, p in zip(hosts, ports)]
     self.cluster = {'chief': addresses[num_ps:num_ps + 1]}
     if num_workers > 1:
       self.cluster['worker'] = addresses[num_ps + 1:]
@@ -91,6 +99,8 @@ class LocalCluster:
     if evaluator:
       self.tasks['evaluator'] = Task('evaluator', 'evaluator', 0)
     self._train_args = list(train_args)
+    self._program = list(program)
+    self._launcher = launcher or (lambda task: [])
     self._log_dir = log_dir
     self._echo = echo
     self._lock = threading.Lock()
@@ -135,7 +145,8 @@ class LocalCluster:
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
     task.process = subprocess.Popen(
-        [sys.executable, '-m', 'towers.train', *self._train_args, *self.role_args(task)],
+        [*self._launcher(task), sys.executable, *self._program, *self._train_args,
+         *self.role_args(task)],
         env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         preexec_fn=_die_with_parent)

@@ -1,0 +1,264 @@
+"""The user's cluster on this machine: `bazel run //benchmarks:cluster_emulator [-- flags]`.
+
+    bazel run //benchmarks:cluster_emulator -- --nodes=1,2,4,10 --link_mbit=1000 --time_scale=10
+
+For each node count and mode (sync, async) it builds `nodes` network namespaces on
+shaped full-duplex links (`benchmarks/emulated_network.py`: `--link_mbit` /
+`--time_scale` per direction per node, `--link_latency_ms`), puts one ps task and one
+worker on every node (they share the node's link, as on the real cluster), runs them as
+separate processes with `LocalCluster` (`benchmarks/emulated_task.py`: the real
+network's variables on the ps tasks, real pulls and pushes through TensorFlow's gRPC
+parameter-server runtime, the forward and backward passes replaced by a wait of
+`--emulate_compute x --time_scale` seconds), and prints one Markdown row per run:
+
+* examples/s per worker and step-time percentiles, in the USER's seconds (measured
+  seconds / time_scale): stretching the compute wait and slowing the links by the same k
+  keeps their ratio and leaves this machine's CPU time per step (gRPC copies) k times
+  smaller in comparison;
+* scaling efficiency against one node (the 1-node run of the same invocation) and
+  against a GPU that never waits, beside the paper model's prediction for the same
+  layout (`benchmarks/cluster_model.py`, at `--link_efficiency` of the link);
+* MB per worker step through the busiest node link, sent / received, measured from the
+  bridge's counters (Ethernet, IP, TCP and gRPC framing included) beside the model, and
+  that link's use: its busier direction's bytes over the window / the link rate (a
+  shaped link cannot exceed 100%).
+
+Steps: `--warmup_steps` per worker are not measured, then `--steps` are. Each run is
+bounded by `--timeout_secs`; every namespace, link and process is removed at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import sys
+import time
+
+from benchmarks import cluster_model
+from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
+from benchmarks.emulated_task import STEP_LINE, TaskOptions, ps_shares, variable_shapes
+from model_fn import transfer
+from towers import cli
+from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
+from towers.options import option
+
+SCRIPT = os.path.abspath(__file__)
+ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
+CPU_NAME = 'AMD EPYC (Zen 3, AVX2, no AVX-512), 2 cores'
+MB = 1e6
+
+
+@dataclasses.dataclass(frozen=True)
+class EmulatorOptions:
+  nodes: tuple[int, ...] = option((1, 2, 4, 10), 'Node counts to emulate (one ps and one '
+                                  'worker per node).')
+  modes: tuple[str, ...] = option(('sync', 'async'), 'sync and/or async.')
+  link_mbit: float = option(1000.0, 'Each node\'s link, Mbit/s per direction (full duplex).')
+  link_latency_ms: float = option(0.0, 'One-way delay added per link direction (needs netem).')
+  emulate_compute: float = option(2.099, 'GPU seconds of one step (GTX1060, 6 I3D clips of '
+                                  '64x224x224: docs/scaling.md).')
+  time_scale: float = option(10.0, 'k: the compute wait is multiplied by k and the link '
+                             'rate divided by k.')
+  batch_size: int = option(6, 'Clips per worker micro-batch (for examples/s).')
+  model: str = option('i3d', 'Network whose variables are transferred.',
+                      choices=('i3d', 'c3d_small'))
+  num_classes: int = option(101, 'Classes of the network head.')
+  transfer_dtype: str = option('float32', 'Pulled parameters and pushed gradients travel '
+                               'in this type (the ps keeps float32).',
+                               choices=tuple(transfer.TRANSFER_DTYPES))
+  accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
+  ps_placement: str = option('greedy', 'Variable placement over the ps tasks.',
+                             choices=('greedy', 'largest_first'))
+  warmup_steps: int = option(1, 'Steps per worker before measuring.')
+  steps: int = option(3, 'Measured steps per worker (at least 2).')
+  link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.')
+  timeout_secs: float = option(1800.0, 'Each run gives up after this long.')
+  task_logs: str = option('', 'If set, each task\'s output is appended to <task_logs>/<task>.log.',
+                        path=True)
+
+
+@dataclasses.dataclass
+class Measurement:
+  """One run. Rates and durations in the user's seconds."""
+  worker_steps_per_second: float
+  step_seconds: list[float]
+  sent_per_step: list[float]  # per node, bytes per worker step
+  received_per_step: list[float]
+  busiest_link_use: float  # the busiest link direction's bytes / (window x link rate)
+
+
+def task_options(options: EmulatorOptions, sync: bool, nodes: int) -> list[str]:
+  """The flags every emulated task gets."""
+  task = TaskOptions(model=options.model, num_classes=options.num_classes,
+                     emulate_compute=options.emulate_compute, time_scale=options.time_scale,
+                     accumulate_steps=options.accumulate_steps,
+                     transfer_dtype=options.transfer_dtype, ps_placement=options.ps_placement,
+                     sync_replicas=sync, steps=1000000,
+                     max_seconds=options.timeout_secs)
+  del nodes
+  return [f'--{f.name}={getattr(task, f.name)}' for f in dataclasses.fields(task)
+          if f.name not in ROLE_FLAGS]
+
+
+def step_lines(lines: list[str]) -> list[tuple[int, float, float]]:
+  """(index, end time, duration) of every `emulated_step` line."""
+  result = []
+  for line in lines:
+    parts = line.split()
+    if len(parts) == 4 and parts[0] == STEP_LINE:
+      result.append((int(parts[1]), float(parts[2]), float(parts[3])))
+  return result
+
+
+def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
+  """Runs one emulated cluster and measures it (see the module docstring)."""
+  k = options.time_scale
+  total_steps = options.warmup_steps + options.steps
+  with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
+    hosts = [node_address(n) for n in range(nodes)] * 2  # ps n and worker n on node n
+    cluster = LocalCluster(nodes, nodes, task_options(options, sync, nodes), evaluator=False,
+                           echo=None, log_dir=options.task_logs or None, program=('-m', 'benchmarks.emulated_task'), hosts=hosts,
+                           launcher=lambda task: network.enter(
+                               task.task_index if task.task_type != 'worker'
+                               else task.task_index + 1))
+    workers = [name for name, t in cluster.tasks.items() if t.task_type in ('chief', 'worker')]
+    start = end = None
+    try:
+      cluster.start_all(chief_ready_timeout=300)
+      deadline = time.time() + options.timeout_secs
+      while time.time() < deadline and end is None:
+        outputs = {w: step_lines(cluster.output(w)) for w in workers}
+        if start is None and all(len(s) >= options.warmup_steps for s in outputs.values()):
+          start = (time.time(), network.link_bytes())
+        elif start is not None and all(
+            sum(1 for s in lines if s[1] > start[0]) >= options.steps
+            for lines in outputs.values()):
+          end = (time.time(), network.link_bytes())
+        if cluster.failed_tasks():
+          raise RuntimeError(f'emulated tasks failed: {cluster.failed_tasks()}: '
+                             + ' | '.join(cluster.output(cluster.failed_tasks()[0])[-5:]))
+        time.sleep(0.05)
+    finally:
+      cluster.stop_all()
+  if end is None:
+    raise RuntimeError(f'{nodes} nodes: not every worker finished {options.steps} steps '
+                       f'after warm-up in --timeout_secs={options.timeout_secs:.0f}')
+  return window_measurement(outputs, start, end, k,
+                            options.link_mbit / k * 1e6 / 8)
+
+
+def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
+                       start: tuple[float, list[tuple[int, int]]],
+                       end: tuple[float, list[tuple[int, int]]], k: float,
+                       link_bytes_per_second: float) -> Measurement:
+  """The rates, step times and bytes per worker step of the steps that ended between
+  `start` and `end` (each a time and the links' counters then). A worker's rate is
+  (its steps in the window - 1) / (time between its first and last step end there), so
+  the window's edges do not bias it; the workers' rates add up. Bytes per worker step are
+  the window's bytes over rate x window length (counting the steps that END in the
+  window would credit the window with steps whose pulls preceded it)."""
+  rate, durations = 0.0, []
+  for lines in outputs.values():
+    inside = [s for s in lines if start[0] < s[1] <= end[0]]
+    rate += (len(inside) - 1) / (inside[-1][1] - inside[0][1])
+    durations += [s[2] / k for s in inside]
+  steps_between = rate * (end[0] - start[0])
+  moved = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(start[1], end[1])]
+  use = max(max(m) for m in moved) / ((end[0] - start[0]) * link_bytes_per_second)
+  return Measurement(rate * k, durations, [m[0] / steps_between for m in moved],
+                     [m[1] / steps_between for m in moved], use)
+
+
+def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: bool
+              ) -> tuple[float, float]:
+  """(efficiency against a GPU that never waits, bytes per worker step through the
+  busiest link in one direction) of the paper model for this layout."""
+  compute = options.emulate_compute * options.accumulate_steps
+  link = options.link_mbit * 1e6 / 8 * options.link_efficiency
+  if sync:
+    step = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link)
+    efficiency = cluster_model.efficiency(nodes / step, nodes, compute)
+  else:
+    rate = cluster_model.async_steps_per_second(compute, shares, nodes, nodes, link)
+    efficiency = cluster_model.efficiency(rate, nodes, compute)
+  per_step = max(cluster_model.node_bytes_per_worker_step(shares, nodes, n)
+                 for n in range(nodes))
+  return efficiency, per_step
+
+
+def percentile(values: list[float], fraction: float) -> float:
+  ordered = sorted(values)
+  return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def describe(options: EmulatorOptions) -> str:
+  return (f'{options.model}, {options.transfer_dtype} transfers, accumulate_steps='
+          f'{options.accumulate_steps}, ps_placement={options.ps_placement}, '
+          f'{options.link_mbit:g} Mbit/s links, compute {options.emulate_compute} s per '
+          f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
+
+
+def options_problem(options: EmulatorOptions) -> str | None:
+  """One line naming the first invalid option and its fix, or None."""
+  if options.steps < 2:
+    return '--steps must be >= 2 (a rate needs two step ends)'
+  if not options.modes or set(options.modes) - {'sync', 'async'}:
+    return f'--modes={",".join(options.modes)}: use sync, async or sync,async'
+  if not options.nodes or min(options.nodes) < 1 or max(options.nodes) > 200:
+    return f'--nodes={",".join(map(str, options.nodes))}: node counts from 1 to 200'
+  if options.time_scale <= 0 or options.link_mbit <= 0 or options.emulate_compute < 0:
+    return '--time_scale and --link_mbit must be > 0, --emulate_compute >= 0'
+  if options.accumulate_steps < 1:
+    return '--accumulate_steps must be >= 1'
+  return None
+
+
+def main(argv: list[str]) -> int:
+  del argv
+  options = cli.options_from_flags(EmulatorOptions)
+  problem = options_problem(options)
+  if problem:
+    print(f'cluster_emulator: {problem}', file=sys.stderr)
+    return 2
+  if not os.environ.get(ISOLATED_ENV):
+    reexec_in_private_network(SCRIPT, sys.argv[1:])
+    print('cluster_emulator: needs network namespaces (unshare --net --map-root-user); '
+          'this machine does not allow them', file=sys.stderr)
+    return 2
+  shapes = variable_shapes(options.model, options.num_classes)
+  value_bytes = transfer.bytes_per_value(options.transfer_dtype)
+  ideal = options.batch_size / options.emulate_compute
+  print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
+  print('| mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | model '
+        'eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | model MB '
+        '| busiest link use |')
+  print('|---|---:|---:|---:|---:|---:|---|---|---:|---:|', flush=True)
+  for mode in options.modes:
+    sync = mode == 'sync'
+    one_node = None
+    for nodes in options.nodes:
+      shares = ps_shares(shapes, nodes, options.ps_placement, value_bytes)
+      try:
+        m = measure(options, nodes, sync)
+      except NetworkSetupError as e:
+        print(f'cluster_emulator: {e}', file=sys.stderr)
+        return 2
+      per_worker = m.worker_steps_per_second / nodes * options.batch_size * \
+          options.accumulate_steps
+      if nodes == 1:
+        one_node = per_worker
+      vs_one = f'{per_worker / one_node:.0%}' if one_node else 'n/a'
+      model_efficiency, model_bytes = predicted(options, shares, nodes, sync)
+      busiest = max(range(nodes), key=lambda n: m.sent_per_step[n] + m.received_per_step[n])
+      print(f'| {mode} | {nodes} | {per_worker:.2f} | {vs_one} | {per_worker / ideal:.0%} | '
+            f'{model_efficiency:.0%} | {percentile(m.step_seconds, 0.5):.2f} / '
+            f'{percentile(m.step_seconds, 0.9):.2f} | {m.sent_per_step[busiest] / MB:.3f} / '
+            f'{m.received_per_step[busiest] / MB:.3f} | {model_bytes / MB:.3f} | '
+            f'{m.busiest_link_use:.0%} |', flush=True)
+  return 0
+
+
+if __name__ == '__main__':
+  cli.define_flags(EmulatorOptions)
+  cli.run(main)

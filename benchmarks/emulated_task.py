@@ -1,0 +1,185 @@
+"""One task of the emulated cluster (`//benchmarks:cluster_emulator` starts these).
+
+    python -m benchmarks.emulated_task --model=i3d --emulate_compute=2.1 --time_scale=10 ...
+
+Its role comes from `--ps_hosts`, `--worker_hosts`, `--task_type` and `--task_index`
+(set per task by `LocalCluster`, as for `towers.train`; worker 0 is the chief). A ps task serves. A
+worker builds the real network's trainable variables (names, shapes, float32; created on
+the ps tasks by the project's `ParameterServerPlacement`, or largest first with
+`--ps_placement=largest_first`), and runs steps through TensorFlow's parameter-server
+runtime: pull every variable once (`model_fn/transfer.pull`), wait
+`emulate_compute x accumulate_steps x time_scale` seconds instead of the forward and
+backward passes, push one float32 [shape] gradient per variable (`transfer.push`), and
+apply them with momentum on the ps (`SyncReplicasOptimizer` across all workers with
+`--sync_replicas`). Each finished step prints one line:
+
+    emulated_step <index> <end time, s since the epoch> <duration s>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import tensorflow as tf
+from absl import flags
+
+from benchmarks import flop_count
+from model_fn import transfer
+from model_fn.networks import build_network, input_channels
+from model_fn.variable_placement import make_placement
+from towers import cli
+from towers.options import option
+from towers.params import make_params
+
+tf1 = tf.compat.v1
+
+STEP_LINE = 'emulated_step'
+READY_LINE = 'Done running local_init_op'  # what LocalCluster waits for from the chief
+PS_PLACEMENTS = ('greedy', 'largest_first')
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskOptions:
+  """What every emulated task is told (the emulator passes the same to all)."""
+  model: str = option('i3d', 'Network whose trainable variables are transferred.',
+                      choices=('i3d', 'c3d_small'))
+  num_classes: int = option(101, 'Classes of the network head.')
+  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.')
+  time_scale: float = option(1.0, 'The compute wait is multiplied by this.')
+  accumulate_steps: int = option(1, 'Micro-batches computed per pull and push.')
+  transfer_dtype: str = option('float32', 'Type of pulled parameters and pushed gradients.',
+                               choices=tuple(transfer.TRANSFER_DTYPES))
+  ps_placement: str = option('greedy', 'greedy: the project\'s placement in creation order; '
+                             'largest_first: biggest variables first, each on the least '
+                             'loaded ps.', choices=PS_PLACEMENTS)
+  sync_replicas: bool = option(False, 'Synchronous steps over all workers.')
+  steps: int = option(1000000, 'Steps each worker runs, then exits (the emulator stops '
+                      'the workers itself once it has measured).')
+  max_seconds: float = option(900.0, 'A worker gives up after this long.')
+  ps_hosts: tuple[str, ...] = option((), 'host:port of every ps task.')
+  worker_hosts: tuple[str, ...] = option((), 'host:port of every worker (the first is the '
+                                         'chief).')
+  task_type: str = option('worker', 'This task\'s job.', choices=('ps', 'worker'))
+  task_index: int = option(0, 'This task\'s index in its job.')
+
+
+def variable_shapes(model: str, num_classes: int) -> list[tuple[str, tuple[int, ...]]]:
+  """(name, shape) of the network's trainable variables in creation order. Parameter
+  shapes do not depend on the clip size, so a small clip is built."""
+  params = make_params(model=model, num_classes=num_classes, clip_frames=8, crop_size=64,
+                       warm_start_from='')
+  clip = (8, 64, 64, input_channels(params))
+  return [(v.name, v.shape) for v in flop_count.network_variables(build_network(params), clip)
+          if v.trainable]
+
+
+def placement_order(shapes: list[tuple[str, tuple[int, ...]]], ps_placement: str
+                    ) -> list[tuple[str, tuple[int, ...]]]:
+  """The order in which variables meet the greedy placement."""
+  if ps_placement == 'largest_first':
+    return sorted(shapes, key=lambda s: -_elements(s[1]))
+  return list(shapes)
+
+
+def ps_shares(shapes: list[tuple[str, tuple[int, ...]]], num_ps: int, ps_placement: str,
+              bytes_per_value: int) -> list[float]:
+  """Bytes on the wire per pull (or push) held by each of `num_ps` ps tasks, as
+  `build_step` places the variables."""
+  devices = [f'/job:ps/task:{i}' for i in range(num_ps)]
+  placement = make_placement('ps', ['/device:CPU:0'], ps_devices=devices)
+  load = dict.fromkeys(devices, 0.0)
+  for name, shape in placement_order(shapes, ps_placement):
+    load[placement.device_for(name, shape, tf.float32)] += _elements(shape) * bytes_per_value
+  return [load[d] for d in devices]
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+  count = 1
+  for d in shape:
+    count *= d
+  return count
+
+
+def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: int):
+  """(train op, sync hook or None) of one emulated worker step."""
+  worker = f'/job:{task_type}/task:{task_index}/device:CPU:0'
+  num_ps = len(cluster['ps'])
+  num_workers = len(cluster['worker'])
+  placement = make_placement('ps', [worker], host_device=worker,
+                             ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)])
+  dtype = transfer.transfer_dtype(options.transfer_dtype)
+  shapes = placement_order(variable_shapes(options.model, options.num_classes),
+                           options.ps_placement)
+  variables = []
+  for name, shape in shapes:
+    with tf.device(placement.device_for(name, shape, tf.float32)):
+      variables.append(tf1.get_variable(name, shape, tf.float32, tf1.zeros_initializer()))
+  with tf.device('/job:ps/task:0'):
+    global_step = tf1.train.get_or_create_global_step()
+  pulled = [transfer.pull(v, worker, dtype) for v in variables]
+  wait_seconds = options.emulate_compute * options.accumulate_steps * options.time_scale
+
+  def wait() -> float:
+    time.sleep(wait_seconds)
+    return 0.0
+
+  with tf.device(worker):
+    with tf.control_dependencies(pulled):  # compute starts once every parameter is here
+      done = tf.py_function(wait, [], tf.float32, name='emulated_compute')
+    grads = [tf.fill(tf.shape(p), 1e-6 + done) for p in pulled]
+  pairs = [(transfer.push(g, v, dtype), v) for g, v in zip(grads, variables)]
+  optimizer = tf1.train.MomentumOptimizer(1e-6, 0.9)
+  hook = None
+  if options.sync_replicas and num_workers > 1:
+    optimizer = tf1.train.SyncReplicasOptimizer(
+        optimizer, replicas_to_aggregate=num_workers, total_num_replicas=num_workers)
+    hook = optimizer.make_session_run_hook(task_index == 0)
+  return optimizer.apply_gradients(pairs, global_step=global_step), hook
+
+
+def run_worker(options: TaskOptions, server: tf.distribute.Server, cluster: dict,
+               task_type: str, task_index: int) -> None:
+  train_op, hook = build_step(options, cluster, task_type, task_index)
+  is_chief = task_index == 0
+  deadline = time.time() + options.max_seconds
+  with tf1.train.MonitoredTrainingSession(
+      master=server.target, is_chief=is_chief, hooks=[hook] if hook else [],
+      save_checkpoint_secs=None, save_summaries_steps=None, save_summaries_secs=None,
+      log_step_count_steps=None, config=_session_config(task_type, task_index)) as session:
+    if is_chief:
+      print(READY_LINE, flush=True)
+    for index in range(options.steps):
+      if time.time() > deadline:
+        print(f'emulated_task: {task_type} {task_index} stopped at --max_seconds', flush=True)
+        return
+      start = time.time()
+      session.run(train_op)
+      end = time.time()
+      print(f'{STEP_LINE} {index} {end:.4f} {end - start:.4f}', flush=True)
+
+
+def _session_config(task_type: str, task_index: int) -> tf1.ConfigProto:
+  """Sees only the ps tasks and itself (no waiting on the other workers)."""
+  return tf1.ConfigProto(device_filters=['/job:ps', f'/job:{task_type}/task:{task_index}'])
+
+
+def main(argv: list[str]) -> int:
+  del argv
+  tf1.disable_eager_execution()
+  options = cli.options_from_flags(TaskOptions)
+  cluster = {'ps': list(options.ps_hosts), 'worker': list(options.worker_hosts)}
+  server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=options.task_type,
+                                task_index=options.task_index,
+                                config=tf1.ConfigProto(device_count={'CPU': 1}), start=True)
+  if options.task_type == 'ps':
+    print(f'emulated_task: ps {options.task_index} serving', flush=True)
+    server.join()
+    return 0
+  run_worker(options, server, cluster, options.task_type, options.task_index)
+  return 0
+
+
+if __name__ == '__main__':
+  cli.define_flags(TaskOptions)
+  cli.run(main)
