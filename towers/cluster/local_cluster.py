@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -65,12 +66,13 @@ class Task:
 class LocalCluster:
   """ps tasks, a chief, workers and (optionally) an evaluator on loopback.
 
-  `train_args` are passed to every task's `towers.train` (e.g. --flagfile, --model_dir).
+  `train_args` are passed to every task's `towers.train` (e.g. --flagfile, --model_dir);
+  `module` names another program to run as every task (a benchmark's peer).
   """
 
   def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
                evaluator: bool = True, log_dir: str | None = None,
-               echo: IO[str] | None = sys.stdout) -> None:
+               echo: IO[str] | None = sys.stdout, module: str = 'towers.train') -> None:
     if num_workers < 1:
       raise ValueError('--workers must be >= 1 (the first worker is the chief)')
     if num_ps < 0:
@@ -91,6 +93,7 @@ class LocalCluster:
     if evaluator:
       self.tasks['evaluator'] = Task('evaluator', 'evaluator', 0)
     self._train_args = list(train_args)
+    self._module = module
     self._log_dir = log_dir
     self._echo = echo
     self._lock = threading.Lock()
@@ -134,9 +137,13 @@ class LocalCluster:
     task = self.tasks[name]
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
+    role = self.role_args(task)
+    if self._module != 'towers.train':  # another program (a benchmark's peer) reads TF_CONFIG
+      env['TF_CONFIG'] = json.dumps({'cluster': self.cluster,
+                                     'task': {'type': task.task_type, 'index': task.task_index}})
+      role = []
     task.process = subprocess.Popen(
-        [sys.executable, '-m', 'towers.train', *self._train_args, *self.role_args(task)],
-        env=env,
+        [sys.executable, '-m', self._module, *self._train_args, *role], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         preexec_fn=_die_with_parent)
     task.stopped_by_us = False
