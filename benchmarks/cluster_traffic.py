@@ -25,17 +25,11 @@ import tempfile
 import time
 from typing import Sequence
 
-import tensorflow as tf
-
-from model_fn.layers import TowerContext
-from model_fn.networks import build_network, input_channels
+from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from towers import cli
 from towers.options import option
-from towers.params import make_params
-
-tf1 = tf.compat.v1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,32 +63,6 @@ MODELS = {
 COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps=100000',
           '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
           '--max_steps=100000', '--weight_decay=1e-4')
-
-
-def model_bytes(train_args: Sequence[str]) -> tuple[int, int]:
-  """(trainable parameter bytes, batch-norm moving-statistic bytes) of the network."""
-  values = {}
-  for arg in train_args:
-    name, _, value = arg[2:].partition('=')
-    if name in ('model', 'num_classes', 'clip_frames', 'crop_size', 'warm_start_from'):
-      values[name] = int(value) if value.isdigit() else value
-  params = make_params(values)
-  with tf.Graph().as_default():
-    clips = tf.zeros([1, params.clip_frames, params.crop_size, params.crop_size,
-                      input_channels(params)])
-    build_network(params)(clips, TowerContext(is_training=False))
-    nbytes = lambda v: v.shape.num_elements() * v.dtype.size
-    trainable = sum(nbytes(v) for v in tf1.trainable_variables())
-    moving = sum(nbytes(v) for v in tf1.global_variables() if 'moving_' in v.op.name)
-  return trainable, moving
-
-
-def loopback_received_bytes() -> int:
-  with open('/proc/net/dev') as f:
-    for line in f:
-      if line.strip().startswith('lo:'):
-        return int(line.split(':', 1)[1].split()[0])
-  raise RuntimeError('no loopback interface in /proc/net/dev')
 
 
 def measure(setup: Setup, timeout: float) -> tuple[int, int]:

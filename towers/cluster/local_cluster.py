@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -66,10 +67,11 @@ class LocalCluster:
   """ps tasks, a chief, workers and (optionally) an evaluator on loopback.
 
   `train_args` are passed to every task's `towers.train` (e.g. --flagfile, --model_dir).
-  Other programs (the cluster emulator's tasks) can be run instead: `program` is what
-  follows the interpreter, `hosts` gives each ps then each worker its own host (default
-  all on loopback), and `launcher(task)` a command prefix (e.g. entering a node's
-  network namespace).
+  Other programs (the cluster emulator's tasks, a benchmark's peers) can be run instead:
+  `program` is what follows the interpreter, `hosts` gives each ps then each worker its
+  own host (default all on loopback), `launcher(task)` a command prefix (e.g. entering a
+  node's network namespace), and `tf_config_role` gives each task its role in TF_CONFIG
+  instead of flags (programs built on tf.distribute strategies read it there).
   """
 
   def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
@@ -77,7 +79,8 @@ class LocalCluster:
                echo: IO[str] | None = sys.stdout,
                program: Sequence[str] = ('-m', 'towers.train'),
                hosts: Sequence[str] | None = None,
-               launcher: Callable[[Task], list[str]] | None = None) -> None:
+               launcher: Callable[[Task], list[str]] | None = None,
+               tf_config_role: bool = False) -> None:
     if num_workers < 1:
       raise ValueError('--workers must be >= 1 (the first worker is the chief)')
     if num_ps < 0:
@@ -101,6 +104,7 @@ class LocalCluster:
     self._train_args = list(train_args)
     self._program = list(program)
     self._launcher = launcher or (lambda task: [])
+    self._tf_config_role = tf_config_role
     self._log_dir = log_dir
     self._echo = echo
     self._lock = threading.Lock()
@@ -144,9 +148,13 @@ class LocalCluster:
     task = self.tasks[name]
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
+    role = self.role_args(task)
+    if self._tf_config_role:
+      env['TF_CONFIG'] = json.dumps({'cluster': self.cluster,
+                                     'task': {'type': task.task_type, 'index': task.task_index}})
+      role = []
     task.process = subprocess.Popen(
-        [*self._launcher(task), sys.executable, *self._program, *self._train_args,
-         *self.role_args(task)],
+        [*self._launcher(task), sys.executable, *self._program, *self._train_args, *role],
         env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
         preexec_fn=_die_with_parent)

@@ -29,6 +29,7 @@ from absl import logging
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
 from towers.cluster import shutdown
+from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
@@ -66,7 +67,7 @@ def run_task(params, task: ClusterTask) -> dict:
   PsWatchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
   estimator = build_estimator(params, cluster=task)
   input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN, task.input_context())
-  hooks = []
+  hooks = worker_hooks(estimator)
   if task.task_type == 'chief':
     waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs)
     config = estimator.config
@@ -102,6 +103,14 @@ def _finish(params, task: ClusterTask, target: str, message: str) -> None:
     shutdown.report_worker_done(target, task, shutdown.OK, message, params.ps_unreachable_secs)
   else:
     shutdown.announce_training_done(target, task, message, params.ps_unreachable_secs)
+
+
+def worker_hooks(estimator: tf.estimator.Estimator) -> list[tf.compat.v1.train.SessionRunHook]:
+  """A non-chief worker waits for the chief's initialisation checking every 0.5 s,
+  not TensorFlow's 30 s (see model_ready.py); the chief initialises, so needs no hook."""
+  if estimator.config.is_chief:
+    return []
+  return [ModelReadyHook(estimator.config.master, estimator.config.session_config)]
 
 
 def start_server(params, task: ClusterTask) -> tf.distribute.Server:

@@ -1,0 +1,422 @@
+"""This library's cluster training beside TensorFlow's own multi-node tools, in one run.
+
+    bazel run //benchmarks:cluster_peers -- --repeats=2
+
+Systems, each on a local cluster of 1 ps, a chief and a worker (MultiWorkerMirroredStrategy:
+chief and worker, no ps), one replica per worker, processes on this machine with
+TF_CONFIG, inside a private loopback-only network namespace (as `local_cluster`):
+
+  ours_async             //towers:train, asynchronous (the default)
+  ours_sync              //towers:train --sync_replicas
+  ps_strategy            tf.compat.v1.distribute.experimental.ParameterServerStrategy
+  multi_worker_mirrored  tf.distribute.experimental.MultiWorkerMirroredStrategy
+  replica_device_setter  a plain Estimator (between-graph replication over the ps)
+
+Same network (c3d_small), synthetic input, optimizer and replica batch (`--replica_batch`
+clips per worker step; the global batch is twice that). The peers run
+`benchmarks/cluster_peer_task.py`. All tasks of a cluster start at the same moment, as
+Slurm or Kubeflow start them. Repeats are interleaved (repeat r of every system, then r+1).
+
+Measured per run:
+  examples/s     global steps x examples per global step (one worker's batch when
+                 asynchronous, both workers' when synchronous), over the chief's progress
+                 lines from `--settle_secs` after both chief and worker made their
+                 first step, for `--window_secs` (or until max_steps);
+  bytes/step     loopback bytes over the same window per replica step (= per worker
+                 batch), against the model: 2 x parameters + batch-norm statistics;
+  worker start   the worker's session ready (the progress hook's 'training from step') and first step
+                 ('loss = .., step = ..'), each minus the chief's; and how long the worker
+                 waited for the chief: its session ready minus the later of the chief's
+                 session ready and its own graph built ('Done calling model_fn.'), i.e.
+                 the time TensorFlow's 30 s poll (or our 0.5 s one) adds;
+  lost updates   after chief and worker have ended, every variable still on the ps is
+                 compared with the chief's final checkpoint: global steps (and variables)
+                 on the ps that the checkpoint does not hold. MultiWorkerMirrored has no
+                 ps: n/a.
+Targets (issue 11): ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
+the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
+from model_fn.training_hooks import progress_step
+from towers import cli
+from towers.cluster.local_cluster import (CHIEF_READY, ISOLATED_ENV, LocalCluster,
+                                          reexec_in_private_network)
+from towers.options import option
+
+tf1 = tf.compat.v1
+
+SYSTEMS = ('ours_async', 'ours_sync', 'ps_strategy', 'multi_worker_mirrored',
+           'replica_device_setter')
+OURS = ('ours_async', 'ours_sync')
+CPU = 'AMD EPYC (Zen 3, AVX2, no AVX-512), 2 cores'
+NETWORK = ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_size=32')
+COMMON = ('--data_source=synthetic', '--num_towers=1', '--save_checkpoints_steps=100000',
+          '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
+          '--weight_decay=1e-4')
+GRAPH_BUILT = 'Done calling model_fn.'  # the Estimator, on every task, before any session
+FIRST_STEP = re.compile(r'\bloss = \S+, step = \d+')  # TF's LoggingTensorHook, every worker
+REPLICA_BATCH = re.compile(r'peer replica batch (\d+)')  # cluster_peer_task
+WAIT_TARGET_SECS = 5.0
+BYTES_TARGET = 1.05
+
+
+@dataclasses.dataclass(frozen=True)
+class PeersOptions:
+  systems: tuple[str, ...] = option(SYSTEMS, f'Systems to run, from {",".join(SYSTEMS)}.')
+  repeats: int = option(2, 'Runs per system, interleaved.')
+  replica_batch: int = option(8, 'Clips per worker step (one replica per worker); the '
+                              'global batch is twice this.')
+  max_steps: int = option(500, 'Global steps each run trains to (enough for a throughput '
+                          'window after a worker that waited 30 s).')
+  settle_secs: float = option(5.0, 'Seconds after both chief and worker made their first '
+                              'step before the throughput window starts.')
+  window_secs: float = option(20.0, 'Length of the throughput window (shorter when the '
+                              'chief reaches max_steps first).')
+  timeout_secs: float = option(600.0, 'A run that has not ended after this is an error.')
+  task_logs: str = option('', 'If set, every task\'s output goes to TASK_LOGS/<system>_<repeat>/'
+                        '<task>.log.', path=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class System:
+  """How one system is started: program, its flags, ps count, examples per global step
+  (in replica batches)."""
+  name: str
+  module: str
+  args: tuple[str, ...]
+  num_ps: int
+  replicas_per_step: int
+
+
+def make_system(name: str, replica_batch: int) -> System:
+  if name in OURS:
+    sync = ('--sync_replicas',) if name == 'ours_sync' else ()
+    # --verbose: TensorFlow's own lines (model_fn built, first step) are read as the peers'.
+    return System(name, 'towers.train', (f'--batch_size={replica_batch}', '--verbose', *sync),
+                  1, 2 if sync else 1)
+  if name == 'multi_worker_mirrored':  # the input_fn's batch is global under this strategy
+    return System(name, 'benchmarks.cluster_peer_task',
+                  (f'--peer={name}', f'--batch_size={2 * replica_batch}'), 0, 2)
+  return System(name, 'benchmarks.cluster_peer_task',
+                (f'--peer={name}', f'--batch_size={replica_batch}'), 1, 1)
+
+
+@dataclasses.dataclass
+class Run:
+  """What one run measured. Times are seconds since the tasks started."""
+  examples_per_sec: float | None  # None: both workers never trained together long enough
+  bytes_per_replica_step: float | None
+  session_after_chief: float  # worker's session ready - chief's session ready
+  worker_wait: float  # worker's session ready - max(chief's session ready, worker's graph built)
+  step_after_chief: float  # worker's first step - chief's first step
+  lost_steps: int | None  # None: no ps, or the ps could not be read (see note)
+  changed_variables: int | None
+  note: str = ''
+
+
+class Watcher:
+  """Follows a running cluster's output: when each of chief and worker had its session
+  ready and made its first step (seconds since start, as first seen), and (time, step,
+  loopback bytes) at each chief progress line."""
+
+  def __init__(self, cluster: LocalCluster, started: float) -> None:
+    self.cluster = cluster
+    self.started = started
+    self.graph_built: dict[str, float] = {}
+    self.session_ready: dict[str, float] = {}
+    self.first_step: dict[str, float] = {}
+    self.samples: list[tuple[float, int, int]] = []
+    self.replica_batches: set[int] = set()
+    self._seen = {'chief': 0, 'worker1': 0}
+
+  def poll(self) -> None:
+    now = time.time() - self.started
+    for name in self._seen:
+      lines = self.cluster.output(name)
+      for line in lines[self._seen[name]:]:
+        match = REPLICA_BATCH.search(line)
+        if match:
+          self.replica_batches.add(int(match.group(1)))
+        if GRAPH_BUILT in line:
+          self.graph_built.setdefault(name, now)
+        if CHIEF_READY in line:  # logged by chief and workers alike
+          self.session_ready.setdefault(name, now)
+        if FIRST_STEP.search(line):
+          self.first_step.setdefault(name, now)
+        step = progress_step(line) if name == 'chief' else None
+        if step is not None:
+          self.samples.append((now, step, loopback_received_bytes()))
+      self._seen[name] = len(lines)
+
+
+def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
+  """Starts every task of `system` at once, watches it train to max_steps, checks the
+  ps against the final checkpoint, stops everything and removes the model_dir."""
+  model_dir = tempfile.mkdtemp(prefix=f'cluster_peers_{system.name}_')
+  args = [*NETWORK, *COMMON, *system.args, f'--max_steps={options.max_steps}',
+          f'--model_dir={model_dir}']
+  log_dir = (os.path.join(options.task_logs, f'{system.name}_{repeat}') if options.task_logs
+             else None)
+  cluster = LocalCluster(system.num_ps, 2, args, evaluator=False, log_dir=log_dir, echo=None,
+                         program=('-m', system.module),
+                         tf_config_role=system.module != 'towers.train')
+  started = time.time()
+  watcher = Watcher(cluster, started)
+  note = ''
+  try:
+    for name in cluster.tasks:
+      cluster.start(name)
+    deadline = started + options.timeout_secs
+    chief = cluster.tasks['chief'].process
+    while chief.poll() is None and time.time() < deadline:
+      watcher.poll()
+      if cluster.failed_tasks():
+        raise RuntimeError(f'{system.name}: tasks failed: {cluster.failed_tasks()}; '
+                           f'chief said: {cluster.output("chief")[-3:]}')
+      time.sleep(0.05)
+    if chief.poll() is None:
+      raise RuntimeError(f'{system.name}: the chief did not end in {options.timeout_secs} s')
+    try:
+      cluster.wait('worker1', timeout=30)
+    except subprocess.TimeoutExpired:
+      note = 'worker still running 30 s after the chief ended'
+    watcher.poll()
+    lost = changed = None
+    if system.num_ps and cluster.tasks['ps0'].process.poll() is None:
+      try:
+        lost, changed = compare_ps_with_checkpoint(cluster.cluster['ps'][0], model_dir)
+      except tf.errors.OpError as e:
+        note = (note + '; ' if note else '') + f'ps not readable: {e.message.splitlines()[0]}'
+    elif system.num_ps:
+      note = (note + '; ' if note else '') + 'the ps had ended'
+  finally:
+    cluster.stop_all()
+    shutil.rmtree(model_dir, ignore_errors=True)
+  if cluster.failed_tasks():
+    raise RuntimeError(f'{system.name}: tasks failed: {cluster.failed_tasks()}')
+  if system.module != 'towers.train' and watcher.replica_batches != {options.replica_batch}:
+    raise RuntimeError(f'{system.name}: replicas got batches {watcher.replica_batches}, '
+                       f'not {options.replica_batch}')
+  if len(watcher.session_ready) < 2 or len(watcher.first_step) < 2 or (
+      'worker1' not in watcher.graph_built):
+    raise RuntimeError(f'{system.name}: chief or worker never logged a ready session '
+                       f'({watcher.session_ready}) or a first step ({watcher.first_step})')
+  worker_first_step = watcher.first_step['worker1']
+  both_stepping = max(watcher.first_step.values())
+  rate = per_step = None
+  span = window(watcher.samples, both_stepping, options)
+  if span is None:
+    note = (note + '; ' if note else '') + ('no throughput: the worker joined when the chief '
+                                            'had nearly finished')
+  else:
+    (t0, s0, b0), (t1, s1, b1) = span
+    replica_steps = (s1 - s0) * system.replicas_per_step
+    rate = replica_steps * options.replica_batch / (t1 - t0)
+    per_step = (b1 - b0) / replica_steps
+  return Run(examples_per_sec=rate, bytes_per_replica_step=per_step,
+             session_after_chief=watcher.session_ready['worker1'] - watcher.session_ready['chief'],
+             worker_wait=watcher.session_ready['worker1'] - max(
+                 watcher.session_ready['chief'], watcher.graph_built['worker1']),
+             step_after_chief=worker_first_step - watcher.first_step['chief'],
+             lost_steps=lost, changed_variables=changed, note=note)
+
+
+def window(samples: list[tuple[float, int, int]], both_stepping: float,
+           options: PeersOptions
+           ) -> tuple[tuple[float, int, int], tuple[float, int, int]] | None:
+  """The first progress sample `settle_secs` after both chief and worker made their first
+  step, and the first one `window_secs` after that (else the last); None when there are
+  fewer than two such samples."""
+  begin = both_stepping + options.settle_secs
+  after = [s for s in samples if s[0] >= begin]
+  if len(after) < 2:
+    return None
+  first = after[0]
+  last = next((s for s in after if s[0] >= first[0] + options.window_secs), after[-1])
+  return first, last
+
+
+def compare_ps_with_checkpoint(ps_address: str, model_dir: str) -> tuple[int, int]:
+  """(global steps on the ps beyond the final checkpoint's, variables whose ps value
+  differs from the checkpoint's), reading every checkpointed variable from the live ps."""
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  if checkpoint is None:
+    raise RuntimeError(f'no checkpoint in {model_dir}')
+  reader = tf.train.load_checkpoint(checkpoint)
+  dtypes = reader.get_variable_to_dtype_map()
+  shapes = reader.get_variable_to_shape_map()
+  names = sorted(dtypes)
+  try:
+    live = read_ps_variables(ps_address, names, dtypes, shapes, resource=True)
+  except tf.errors.OpError:
+    live = read_ps_variables(ps_address, names, dtypes, shapes, resource=False)
+  changed = sum(not np.array_equal(live[n], reader.get_tensor(n)) for n in names)
+  return int(live['global_step']) - int(reader.get_tensor('global_step')), changed
+
+
+def read_ps_variables(ps_address: str, names: list[str], dtypes: dict, shapes: dict,
+                      resource: bool) -> dict[str, np.ndarray]:
+  """The current values of variables `names` living on ps task 0 (resource or ref
+  variables, found by name)."""
+  graph = tf.Graph()
+  with graph.as_default(), tf.device('/job:ps/task:0'):
+    reads = {}
+    for name in names:
+      dtype, shape = dtypes[name], shapes[name]
+      if resource:
+        handle = tf.raw_ops.VarHandleOp(dtype=dtype, shape=shape, shared_name=name)
+        reads[name] = tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype)
+      else:
+        ref = tf.raw_ops.VariableV2(shape=shape, dtype=dtype, shared_name=name)
+        reads[name] = tf.identity(ref)
+  # Only the ps: chief and worker have ended, and a session that looked for them would wait.
+  config = tf1.ConfigProto(operation_timeout_in_ms=20000, device_filters=['/job:ps/task:0'])
+  with tf1.Session(f'grpc://{ps_address}', graph=graph, config=config) as session:
+    return session.run(reads)
+
+
+def measured(runs: list[Run], field: str) -> list[float]:
+  """`field` of the runs that measured it."""
+  return [getattr(r, field) for r in runs if getattr(r, field) is not None]
+
+
+def median_of(runs: list[Run], field: str) -> float | None:
+  values = measured(runs, field)
+  return statistics.median(values) if values else None
+
+
+def verdict(ok: bool) -> str:
+  return 'met' if ok else 'NOT met'
+
+
+def lost_cell(name: str, rs: list[Run]) -> str:
+  if make_system(name, 1).num_ps == 0:
+    return 'n/a (no ps)'
+  if any(r.lost_steps is None for r in rs):
+    return 'not compared'
+  return (f'{max(r.lost_steps for r in rs)} steps, '
+          f'{max(r.changed_variables for r in rs)} variables')
+
+
+def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> None:
+  """Prints the per-system table, ours/peer throughput ratios and this library's targets."""
+  print(f'\n{CPU}; c3d_small 8x32x32, replica batch {options.replica_batch}, global batch '
+        f'{2 * options.replica_batch}, {options.repeats} interleaved repeat(s); model '
+        f'{model / 1e6:.3f} MB per replica step (2 x parameters + batch-norm statistics)')
+  print('| system | examples/s median (min-max) | bytes per replica step / model | '
+        'worker session ready after chief\'s | worker first step after chief\'s | '
+        'worker waited for the chief | lost final updates |')
+  print('|---|---|---|---|---|---|---|')
+  for name, rs in runs.items():
+    rates = measured(rs, 'examples_per_sec')
+    per_step = median_of(rs, 'bytes_per_replica_step')
+    notes = '; '.join(sorted({r.note for r in rs if r.note}))
+    rate_cell = (f'{statistics.median(rates):.1f} ({min(rates):.1f}-{max(rates):.1f}, '
+                 f'{len(rates)} runs)' if rates else 'n/a')
+    bytes_cell = f'{per_step / model:.3f}x' if per_step else 'n/a'
+    print(f'| {name} | {rate_cell} | {bytes_cell} | {max(r.session_after_chief for r in rs):.1f} s | '
+          f'{max(r.step_after_chief for r in rs):.1f} s | '
+          f'{max(r.worker_wait for r in rs):.1f} s | {lost_cell(name, rs)}'
+          f'{" (" + notes + ")" if notes else ""} |')
+  ours = [n for n in OURS if n in runs]
+  peers = [n for n in runs if n not in OURS]
+  if ours and peers:
+    print('\nthroughput, ours / peer at equal replica and global batch (target >= 1.0x):')
+    print('| ours \\ peer | ' + ' | '.join(peers) + ' |')
+    print('|---|' + '---|' * len(peers))
+    for mine in ours:
+      cells = []
+      for peer in peers:
+        ours_rate = median_of(runs[mine], 'examples_per_sec')
+        peer_rate = median_of(runs[peer], 'examples_per_sec')
+        if ours_rate is None or peer_rate is None:
+          cells.append('n/a')
+          continue
+        r = ours_rate / peer_rate
+        cells.append(f'{r:.2f}x {verdict(r >= 1.0)}')
+      print(f'| {mine} | ' + ' | '.join(cells) + ' |')
+  print('\ntargets for this library:')
+  for mine in ours:
+    rs = runs[mine]
+    per_step = median_of(rs, 'bytes_per_replica_step')
+    ratio = per_step / model if per_step else None
+    worst = max(r.worker_wait for r in rs)
+    lost = lost_cell(mine, rs)
+    lost_ok = all(r.lost_steps == 0 and r.changed_variables == 0 for r in rs)
+    bytes_text = f'{ratio:.3f}x' if ratio else 'n/a'
+    print(f'  {mine}: bytes per replica step {bytes_text} the model (<= {BYTES_TARGET}x): '
+          f'{verdict(ratio is not None and ratio <= BYTES_TARGET)}; worker waited {worst:.1f} s for the chief '
+          f'(<= {WAIT_TARGET_SECS:.0f} s): {verdict(worst <= WAIT_TARGET_SECS)}; '
+          f'lost final updates {lost}: {verdict(lost_ok)}')
+
+
+cli.define_flags(PeersOptions)
+
+
+def main(argv: list[str]) -> int:
+  reexec_in_private_network(__file__, sys.argv[1:])
+  del argv
+  if not os.environ.get(ISOLATED_ENV):
+    print('cluster_peers: needs a private network namespace (unshare) so that the '
+          'loopback counter sees only the cluster', file=sys.stderr)
+    return 2
+  options = cli.options_from_flags(PeersOptions)
+  unknown = sorted(set(options.systems) - set(SYSTEMS))
+  if unknown:
+    print(f'cluster_peers: unknown --systems {",".join(unknown)} (known: {",".join(SYSTEMS)})',
+          file=sys.stderr)
+    return 2
+  parameters, statistics_bytes = model_bytes(NETWORK)
+  model = 2 * parameters + statistics_bytes
+  systems = [make_system(n, options.replica_batch) for n in options.systems]
+  runs: dict[str, list[Run]] = {s.name: [] for s in systems}
+  total = len(systems) * options.repeats
+  began = time.time()
+  print(f'cluster_peers {time.strftime("%Y-%m-%d")}: {total} runs ({CPU})', flush=True)
+  failures: dict[str, list[str]] = {s.name: [] for s in systems}
+  for repeat in range(options.repeats):
+    for system in systems:
+      try:
+        run = run_once(system, options, repeat + 1)
+      except RuntimeError as e:  # one system's failure must not hide the others' figures
+        failures[system.name].append(str(e))
+        print(f'{system.name} repeat {repeat + 1} FAILED: {e}', flush=True)
+        continue
+      runs[system.name].append(run)
+      done = repeat * len(systems) + systems.index(system) + 1
+      elapsed = time.time() - began
+      rate = f'{run.examples_per_sec:.1f}' if run.examples_per_sec else 'n/a'
+      per_step = (f'{run.bytes_per_replica_step / model:.3f}x' if run.bytes_per_replica_step
+                  else 'n/a')
+      print(f'[{done}/{total}] {system.name} repeat {repeat + 1}: {rate} examples/s, '
+            f'{per_step} model bytes per replica step, worker '
+            f'session {run.session_after_chief:.1f} s and first step '
+            f'{run.step_after_chief:.1f} s after the chief\'s, waited {run.worker_wait:.1f} s '
+            f'for it, lost steps {run.lost_steps}; '
+            f'ETA {elapsed / done * (total - done):.0f} s', flush=True)
+  for name, errors in failures.items():
+    if errors:
+      print(f'{name}: {len(errors)} of {options.repeats} runs failed; first: {errors[0]}')
+  runs = {name: rs for name, rs in runs.items() if rs}
+  report(runs, model, options)
+  return 1 if any(failures.values()) else 0
+
+
+if __name__ == '__main__':
+  cli.run(main)
