@@ -73,7 +73,9 @@ class LocalClusterTest(tf.test.TestCase):
     self.assertEqual(process.returncode, 0, output[-3000:])
     self.assertIn('local_cluster: network isolated: a new namespace with loopback only', output)
     self.assertIn('[chief]', output)
-    self.assertEqual(checkpoint_step(model_dir), 30)
+    # Asynchronous: the final checkpoint waits for the worker's last update, so it holds
+    # max_steps plus at most one step in flight per worker besides the one that hit it.
+    self.assertBetween(checkpoint_step(model_dir), 30, 31)
 
   def test_ctrl_c_stops_every_task(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
