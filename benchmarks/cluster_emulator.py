@@ -23,7 +23,7 @@ parameter-server runtime, the forward and backward passes replaced by a wait of
   that link's use: its busier direction's bytes over the window / the link rate (a
   shaped link cannot exceed 100%).
 
-Steps: `--warmup_steps` per worker are not measured, then `--steps` are. Each run is
+Steps: `--untimed_steps` per worker are not measured, then `--steps` are. Each run is
 bounded by `--timeout_secs`; every namespace, link and process is removed at the end.
 """
 
@@ -70,7 +70,7 @@ class EmulatorOptions:
   accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
   ps_placement: str = option('greedy', 'Variable placement over the ps tasks.',
                              choices=('greedy', 'largest_first'))
-  warmup_steps: int = option(1, 'Steps per worker before measuring.')
+  untimed_steps: int = option(1, 'Steps per worker before measuring (not the training warm-up).')
   steps: int = option(3, 'Measured steps per worker (at least 2).')
   link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.')
   timeout_secs: float = option(1800.0, 'Each run gives up after this long.')
@@ -114,7 +114,7 @@ def step_lines(lines: list[str]) -> list[tuple[int, float, float]]:
 def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
   """Runs one emulated cluster and measures it (see the module docstring)."""
   k = options.time_scale
-  total_steps = options.warmup_steps + options.steps
+  total_steps = options.untimed_steps + options.steps
   with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
     hosts = [node_address(n) for n in range(nodes)] * 2  # ps n and worker n on node n
     cluster = LocalCluster(nodes, nodes, task_options(options, sync, nodes), evaluator=False,
@@ -129,7 +129,7 @@ def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
       deadline = time.time() + options.timeout_secs
       while time.time() < deadline and end is None:
         outputs = {w: step_lines(cluster.output(w)) for w in workers}
-        if start is None and all(len(s) >= options.warmup_steps for s in outputs.values()):
+        if start is None and all(len(s) >= options.untimed_steps for s in outputs.values()):
           start = (time.time(), network.link_bytes())
         elif start is not None and all(
             sum(1 for s in lines if s[1] > start[0]) >= options.steps

@@ -26,6 +26,7 @@ from absl import flags
 
 from benchmarks import flop_count
 from model_fn import transfer
+from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.variable_placement import make_placement
 from towers import cli
@@ -43,7 +44,7 @@ PS_PLACEMENTS = ('greedy', 'largest_first')
 class TaskOptions:
   """What every emulated task is told (the emulator passes the same to all)."""
   model: str = option('i3d', 'Network whose trainable variables are transferred.',
-                      choices=('i3d', 'c3d_small'))
+                      choices=networks.names())
   num_classes: int = option(101, 'Classes of the network head.')
   emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.')
   time_scale: float = option(1.0, 'The compute wait is multiplied by this.')

@@ -36,7 +36,7 @@ class ClusterEmulatorTest(unittest.TestCase):
     result = subprocess.run(
         [sys.executable, EMULATOR, '--model=c3d_small', '--num_classes=4', '--nodes=2',
          '--modes=async', '--link_mbit=8', '--emulate_compute=0.05', '--time_scale=1',
-         '--warmup_steps=1', '--steps=6', '--timeout_secs=400'],
+         '--untimed_steps=1', '--steps=6', '--timeout_secs=400'],
         capture_output=True, text=True, timeout=600, check=False)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     cells = table_row(result.stdout)
