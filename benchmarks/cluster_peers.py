@@ -31,8 +31,10 @@ Measured per run:
                  the time TensorFlow's 30 s poll (or our 0.5 s one) adds;
   lost updates   after chief and worker have ended, every variable still on the ps is
                  compared with the chief's final checkpoint: global steps (and variables)
-                 on the ps that the checkpoint does not hold. MultiWorkerMirrored has no
-                 ps: n/a.
+                 on the ps that the checkpoint does not hold. This library's ps exits by
+                 itself once the chief's final checkpoint is written, logging the global
+                 step it held (`towers/cluster/runner.py`): global steps only, set beside
+                 the checkpoint's. MultiWorkerMirrored has no ps: n/a.
 Targets (issue 11): ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
 the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
 """
@@ -55,6 +57,7 @@ import tensorflow as tf
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers import cli
+from towers.cluster import shutdown
 from towers.cluster.local_cluster import (CHIEF_READY, ISOLATED_ENV, LocalCluster,
                                           reexec_in_private_network)
 from towers.options import option
@@ -71,6 +74,7 @@ COMMON = ('--data_source=synthetic', '--num_towers=1', '--save_checkpoints_steps
           '--weight_decay=1e-4')
 GRAPH_BUILT = 'Done calling model_fn.'  # the Estimator, on every task, before any session
 FIRST_STEP = re.compile(r'\bloss = \S+, step = \d+')  # TF's LoggingTensorHook, every worker
+PS_FINAL_STEP = re.compile(re.escape(shutdown.PS_FINAL_STEP) + r' (\d+)')
 REPLICA_BATCH = re.compile(r'peer replica batch (\d+)')  # cluster_peer_task
 WAIT_TARGET_SECS = 5.0
 BYTES_TARGET = 1.05
@@ -126,7 +130,7 @@ class Run:
   worker_wait: float  # worker's session ready - max(chief's session ready, worker's graph built)
   step_after_chief: float  # worker's first step - chief's first step
   lost_steps: int | None  # None: no ps, or the ps could not be read (see note)
-  changed_variables: int | None
+  changed_variables: int | None  # None: not compared (the ps had exited)
   note: str = ''
 
 
@@ -203,8 +207,12 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
         lost, changed = compare_ps_with_checkpoint(cluster.cluster['ps'][0], model_dir)
       except tf.errors.OpError as e:
         note = (note + '; ' if note else '') + f'ps not readable: {e.message.splitlines()[0]}'
-    elif system.num_ps:
-      note = (note + '; ' if note else '') + 'the ps had ended'
+    elif system.num_ps:  # this library's ps exits once told; it logs its final global step
+      final_step = ps_final_step(cluster.output('ps0'))
+      if final_step is None:
+        note = (note + '; ' if note else '') + 'the ps had ended without its final step line'
+      else:
+        lost = final_step - checkpoint_step(model_dir)
   finally:
     cluster.stop_all()
     shutil.rmtree(model_dir, ignore_errors=True)
@@ -250,6 +258,22 @@ def window(samples: list[tuple[float, int, int]], both_stepping: float,
   first = after[0]
   last = next((s for s in after if s[0] >= first[0] + options.window_secs), after[-1])
   return first, last
+
+
+def ps_final_step(lines: list[str]) -> int | None:
+  """The global step ps 0 held when it exited (`towers/cluster/runner.py`'s last line)."""
+  for line in reversed(lines):
+    match = PS_FINAL_STEP.search(line)
+    if match:
+      return int(match.group(1))
+  return None
+
+
+def checkpoint_step(model_dir: str) -> int:
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  if checkpoint is None:
+    raise RuntimeError(f'no checkpoint in {model_dir}')
+  return int(tf.train.load_checkpoint(checkpoint).get_tensor('global_step'))
 
 
 def compare_ps_with_checkpoint(ps_address: str, model_dir: str) -> tuple[int, int]:
@@ -310,6 +334,8 @@ def lost_cell(name: str, rs: list[Run]) -> str:
     return 'n/a (no ps)'
   if any(r.lost_steps is None for r in rs):
     return 'not compared'
+  if any(r.changed_variables is None for r in rs):  # a ps that exits by itself: steps only
+    return f'{max(r.lost_steps for r in rs)} steps (the ps\'s final global step)'
   return (f'{max(r.lost_steps for r in rs)} steps, '
           f'{max(r.changed_variables for r in rs)} variables')
 
@@ -358,7 +384,8 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
     ratio = per_step / model if per_step else None
     worst = max(r.worker_wait for r in rs)
     lost = lost_cell(mine, rs)
-    lost_ok = all(r.lost_steps == 0 and r.changed_variables == 0 for r in rs)
+    lost_ok = all(r.lost_steps is not None and r.lost_steps <= 0 and not r.changed_variables
+                  for r in rs)
     bytes_text = f'{ratio:.3f}x' if ratio else 'n/a'
     print(f'  {mine}: bytes per replica step {bytes_text} the model (<= {BYTES_TARGET}x): '
           f'{verdict(ratio is not None and ratio <= BYTES_TARGET)}; worker waited {worst:.1f} s for the chief '

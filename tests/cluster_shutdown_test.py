@@ -1,6 +1,7 @@
 """Specification: a cluster ends by itself when training is done (real processes on
 loopback). The chief waits for the workers before its final checkpoint, so a worker that
-finishes late still has its last update in it; then every ps exits 0. A worker that never
+finishes late still has its last update in it (the ps, told to exit, holds no later step);
+then every ps exits 0. A worker that never
 finishes is named by the chief, which exits non-zero; the ps tasks still exit 0.
 """
 
@@ -32,8 +33,12 @@ class ClusterShutdownTest(tf.test.TestCase):
     for name in ('worker1', 'chief', 'ps0'):
       self.assertEqual(cluster.wait(name, timeout=LIMIT), 0, cluster.output(name)[-20:])
     self.assertGreater(checkpoint_step(model_dir), MAX_STEPS)
-    self.assertTrue(any('the chief says training is over (every worker done)' in line
-                        for line in cluster.output('ps0')))
+    # The ps logs the global step it held when told to exit: no update after the checkpoint.
+    last_words = [line for line in cluster.output('ps0')
+                  if 'the chief says training is over (every worker done)' in line]
+    self.assertLen(last_words, 1, cluster.output('ps0')[-5:])
+    self.assertTrue(last_words[0].endswith(f'exiting with global_step {checkpoint_step(model_dir)}'),
+                    last_words[0])
     self.assertEqual(cluster.failed_tasks(), [])
 
   def test_a_worker_that_never_finishes_is_named_and_the_ps_still_exits_0(self):

@@ -55,8 +55,9 @@ def run_task(params, task: ClusterTask) -> dict:
     logging.info('ps %d serving variables at %s until training is over', task.task_index,
                  task.address)
     message = shutdown.serve_until_training_done(server, task)
-    logging.info('ps %d: the chief says training is over (%s); exiting', task.task_index,
-                 message)
+    step = shutdown.held_global_step(server, task)
+    logging.info('ps %d: the chief says training is over (%s); exiting%s', task.task_index,
+                 message, '' if step is None else f' {shutdown.PS_FINAL_STEP} {step}')
     return {}
   finished = training.finished_step(params)
   if finished is not None:

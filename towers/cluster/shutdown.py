@@ -41,6 +41,7 @@ WORKERS_DONE = 'towers_workers_done'
 TRAINING_DONE = 'towers_training_done_ps{index}'
 QUEUE_CAPACITY = 1024  # tokens; a cluster sends one per worker run and one per ps
 POLL_SECS = 2.0
+PS_FINAL_STEP = "with global_step"  # the ps log line's words before its final value
 
 
 class TrainingIncomplete(RuntimeError):
@@ -130,6 +131,31 @@ def serve_until_training_done(server: tf.distribute.Server, task: ClusterTask) -
     stop.set()  # one token is all a ps waits for
     _, _, message = _next(_take_in_background(session, dequeue, stop))
     return message.decode()
+
+
+def held_global_step(server: tf.distribute.Server, task: ClusterTask) -> int | None:
+  """The value of the `global_step` variable if this ps task holds it, else None. Read
+  when the chief has said training is over: every update that reached this ps is in it,
+  so it can be set beside the final checkpoint's step (a larger value means updates the
+  checkpoint lost)."""
+  device = f'/job:ps/task:{task.task_index}'
+  config = tf1.ConfigProto(device_filters=[device], operation_timeout_in_ms=10000)
+  for resource in (True, False):
+    graph = tf1.Graph()
+    with graph.as_default(), tf.device(device):
+      if resource:
+        handle = tf.raw_ops.VarHandleOp(dtype=tf.int64, shape=[], shared_name='global_step')
+        value = tf.raw_ops.ReadVariableOp(resource=handle, dtype=tf.int64)
+      else:
+        value = tf.identity(tf.raw_ops.VariableV2(shape=[], dtype=tf.int64,
+                                                  shared_name='global_step'))
+    try:
+      with tf1.Session(server.target, graph=graph, config=config) as session:
+        return int(session.run(value))
+    except (tf.errors.NotFoundError, tf.errors.FailedPreconditionError,
+            tf.errors.InvalidArgumentError):
+      continue
+  return None
 
 
 def _take_in_background(session: tf1.Session, dequeue: tf.Tensor,
