@@ -22,6 +22,10 @@ Measured per run:
                  asynchronous, both workers' when synchronous), over the chief's progress
                  lines from `--settle_secs` after both chief and worker made their
                  first step, for `--window_secs` (or until max_steps);
+  CPU/example    user + system CPU seconds of every task process over the same window
+                 per example: the work each system spends, which sets examples/s when
+                 all tasks share this machine's cores (and is less disturbed by other
+                 load than examples/s);
   bytes/step     loopback bytes over the same window per replica step (= per worker
                  batch), against the model: 2 x parameters + batch-norm statistics;
   worker start   the worker's session ready (the progress hook's 'training from step') and first step
@@ -77,6 +81,7 @@ FIRST_STEP = re.compile(r'\bloss = \S+, step = \d+')  # TF's LoggingTensorHook, 
 PS_FINAL_STEP = re.compile(re.escape(shutdown.PS_FINAL_STEP) + r' (\d+)')
 REPLICA_BATCH = re.compile(r'peer replica batch (\d+)')  # cluster_peer_task
 WAIT_TARGET_SECS = 5.0
+CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 BYTES_TARGET = 1.05
 
 
@@ -126,6 +131,7 @@ class Run:
   """What one run measured. Times are seconds since the tasks started."""
   examples_per_sec: float | None  # None: both workers never trained together long enough
   bytes_per_replica_step: float | None
+  cpu_ms_per_example: float | None  # CPU time of every task of the cluster, same window
   session_after_chief: float  # worker's session ready - chief's session ready
   worker_wait: float  # worker's session ready - max(chief's session ready, worker's graph built)
   step_after_chief: float  # worker's first step - chief's first step
@@ -145,7 +151,7 @@ class Watcher:
     self.graph_built: dict[str, float] = {}
     self.session_ready: dict[str, float] = {}
     self.first_step: dict[str, float] = {}
-    self.samples: list[tuple[float, int, int]] = []
+    self.samples: list[tuple[float, int, int, float]] = []  # time, step, bytes, CPU s
     self.replica_batches: set[int] = set()
     self._seen = {'chief': 0, 'worker1': 0}
 
@@ -165,7 +171,8 @@ class Watcher:
           self.first_step.setdefault(name, now)
         step = progress_step(line) if name == 'chief' else None
         if step is not None:
-          self.samples.append((now, step, loopback_received_bytes()))
+          self.samples.append((now, step, loopback_received_bytes(),
+                               cluster_cpu_seconds(self.cluster)))
       self._seen[name] = len(lines)
 
 
@@ -227,17 +234,18 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
                        f'({watcher.session_ready}) or a first step ({watcher.first_step})')
   worker_first_step = watcher.first_step['worker1']
   both_stepping = max(watcher.first_step.values())
-  rate = per_step = None
+  rate = per_step = cpu_ms = None
   span = window(watcher.samples, both_stepping, options)
   if span is None:
     note = (note + '; ' if note else '') + ('no throughput: the worker joined when the chief '
                                             'had nearly finished')
   else:
-    (t0, s0, b0), (t1, s1, b1) = span
+    (t0, s0, b0, c0), (t1, s1, b1, c1) = span
     replica_steps = (s1 - s0) * system.replicas_per_step
     rate = replica_steps * options.replica_batch / (t1 - t0)
     per_step = (b1 - b0) / replica_steps
-  return Run(examples_per_sec=rate, bytes_per_replica_step=per_step,
+    cpu_ms = 1000.0 * (c1 - c0) / (replica_steps * options.replica_batch)
+  return Run(examples_per_sec=rate, bytes_per_replica_step=per_step, cpu_ms_per_example=cpu_ms,
              session_after_chief=watcher.session_ready['worker1'] - watcher.session_ready['chief'],
              worker_wait=watcher.session_ready['worker1'] - max(
                  watcher.session_ready['chief'], watcher.graph_built['worker1']),
@@ -245,9 +253,9 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
              lost_steps=lost, changed_variables=changed, note=note)
 
 
-def window(samples: list[tuple[float, int, int]], both_stepping: float,
+def window(samples: list[tuple[float, int, int, float]], both_stepping: float,
            options: PeersOptions
-           ) -> tuple[tuple[float, int, int], tuple[float, int, int]] | None:
+           ) -> tuple[tuple[float, int, int, float], tuple[float, int, int, float]] | None:
   """The first progress sample `settle_secs` after both chief and worker made their first
   step, and the first one `window_secs` after that (else the last); None when there are
   fewer than two such samples."""
@@ -258,6 +266,23 @@ def window(samples: list[tuple[float, int, int]], both_stepping: float,
   first = after[0]
   last = next((s for s in after if s[0] >= first[0] + options.window_secs), after[-1])
   return first, last
+
+
+def cluster_cpu_seconds(cluster: LocalCluster) -> float:
+  """User + system CPU seconds used so far by every running task process of `cluster`
+  (/proc/<pid>/stat; a task that has ended counts 0 from then on, so windows end while
+  all tasks run)."""
+  total = 0.0
+  for task in cluster.tasks.values():
+    if task.process is None or task.process.poll() is not None:
+      continue
+    try:
+      with open(f'/proc/{task.process.pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    except FileNotFoundError:
+      continue
+    total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+  return total
 
 
 def ps_final_step(lines: list[str]) -> int | None:
@@ -345,18 +370,22 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
   print(f'\n{CPU}; c3d_small 8x32x32, replica batch {options.replica_batch}, global batch '
         f'{2 * options.replica_batch}, {options.repeats} interleaved repeat(s); model '
         f'{model / 1e6:.3f} MB per replica step (2 x parameters + batch-norm statistics)')
-  print('| system | examples/s median (min-max) | bytes per replica step / model | '
+  print('| system | examples/s median (min-max) | CPU ms per example, all tasks (min-max) | '
+        'bytes per replica step / model | '
         'worker session ready after chief\'s | worker first step after chief\'s | '
         'worker waited for the chief | lost final updates |')
-  print('|---|---|---|---|---|---|---|')
+  print('|---|---|---|---|---|---|---|---|')
   for name, rs in runs.items():
     rates = measured(rs, 'examples_per_sec')
     per_step = median_of(rs, 'bytes_per_replica_step')
     notes = '; '.join(sorted({r.note for r in rs if r.note}))
     rate_cell = (f'{statistics.median(rates):.1f} ({min(rates):.1f}-{max(rates):.1f}, '
                  f'{len(rates)} runs)' if rates else 'n/a')
+    cpu = measured(rs, 'cpu_ms_per_example')
+    cpu_cell = (f'{statistics.median(cpu):.1f} ({min(cpu):.1f}-{max(cpu):.1f})' if cpu
+                else 'n/a')
     bytes_cell = f'{per_step / model:.3f}x' if per_step else 'n/a'
-    print(f'| {name} | {rate_cell} | {bytes_cell} | {max(r.session_after_chief for r in rs):.1f} s | '
+    print(f'| {name} | {rate_cell} | {cpu_cell} | {bytes_cell} | {max(r.session_after_chief for r in rs):.1f} s | '
           f'{max(r.step_after_chief for r in rs):.1f} s | '
           f'{max(r.worker_wait for r in rs):.1f} s | {lost_cell(name, rs)}'
           f'{" (" + notes + ")" if notes else ""} |')
@@ -376,6 +405,18 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
           continue
         r = ours_rate / peer_rate
         cells.append(f'{r:.2f}x {verdict(r >= 1.0)}')
+      print(f'| {mine} | ' + ' | '.join(cells) + ' |')
+    print('\nCPU time per example, peer / ours (above 1.0x: ours needs less CPU per example; on '
+          'a machine whose cores all tasks share, examples/s follow it):')
+    print('| ours \\ peer | ' + ' | '.join(peers) + ' |')
+    print('|---|' + '---|' * len(peers))
+    for mine in ours:
+      cells = []
+      for peer in peers:
+        ours_cpu = median_of(runs[mine], 'cpu_ms_per_example')
+        peer_cpu = median_of(runs[peer], 'cpu_ms_per_example')
+        cells.append('n/a' if ours_cpu is None or peer_cpu is None
+                     else f'{peer_cpu / ours_cpu:.2f}x')
       print(f'| {mine} | ' + ' | '.join(cells) + ' |')
   print('\ntargets for this library:')
   for mine in ours:
@@ -431,7 +472,9 @@ def main(argv: list[str]) -> int:
       rate = f'{run.examples_per_sec:.1f}' if run.examples_per_sec else 'n/a'
       per_step = (f'{run.bytes_per_replica_step / model:.3f}x' if run.bytes_per_replica_step
                   else 'n/a')
+      cpu = f'{run.cpu_ms_per_example:.1f}' if run.cpu_ms_per_example else 'n/a'
       print(f'[{done}/{total}] {system.name} repeat {repeat + 1}: {rate} examples/s, '
+            f'{cpu} CPU ms per example, '
             f'{per_step} model bytes per replica step, worker '
             f'session {run.session_after_chief:.1f} s and first step '
             f'{run.step_after_chief:.1f} s after the chief\'s, waited {run.worker_wait:.1f} s '
