@@ -205,7 +205,8 @@ def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: b
   of its overlapped step."""
   compute = options.emulate_compute * options.accumulate_steps
   link = options.link_mbit * 1e6 / 8 * options.link_efficiency
-  step = functools.partial(_overlapped_step, compute, layers) if layers else None
+  step = (functools.partial(_overlapped_step, compute, options.accumulate_steps, layers)
+          if layers else None)
   if sync:
     seconds = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link, step)
     efficiency = cluster_model.efficiency(nodes / seconds, nodes, compute)
@@ -217,10 +218,15 @@ def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: b
   return efficiency, per_step
 
 
-def _overlapped_step(compute: float, layers: Layers, transfer_seconds: float) -> float:
+def _overlapped_step(compute: float, micro_batches: int, layers: Layers,
+                     transfer_seconds: float) -> float:
+  """The overlapped step as `emulated_task.compute_waits` emulates it: the first
+  micro-batch's forward and the last one's backward overlap the transfers."""
+  per_micro_batch = compute / micro_batches
   return cluster_model.overlapped_step_seconds(
-      [compute * f for f in layers.forward], [compute * b for b in layers.backward],
-      layers.bytes, transfer_seconds)
+      [per_micro_batch * f for f in layers.forward],
+      [per_micro_batch * b for b in layers.backward], layers.bytes, transfer_seconds,
+      compute - per_micro_batch)
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -71,7 +71,8 @@ def sync_step_seconds(compute: float, ps_bytes: Sequence[float], workers: int, n
 
 
 def overlapped_step_seconds(forward: Sequence[float], backward: Sequence[float],
-                            byte_shares: Sequence[float], phase_seconds: float) -> float:
+                            byte_shares: Sequence[float], phase_seconds: float,
+                            between: float = 0.0) -> float:
   """One step with transfers overlapping compute, layer by layer (module docstring).
 
   Args:
@@ -80,6 +81,10 @@ def overlapped_step_seconds(forward: Sequence[float], backward: Sequence[float],
     byte_shares: each layer's fraction of the pulled (= pushed) bytes; they sum to 1.
     phase_seconds: the whole pull phase (= the whole push phase) at the bottleneck, e.g.
       max(phase_bytes(...)) / link.
+    between: compute after the last forward and before the first backward, overlapping
+      no transfer (with gradient accumulation over k micro-batches: the first one's
+      backward, the k - 2 in between and the last one's forward; then `forward` is the
+      first micro-batch's, `backward` the last one's).
   Returns:
     seconds from the first pull to the end of the last push.
   """
@@ -87,7 +92,7 @@ def overlapped_step_seconds(forward: Sequence[float], backward: Sequence[float],
   for f, share in zip(forward, byte_shares):
     pulled += share * phase_seconds
     forward_end = max(pulled, forward_end) + f
-  backward_end = pushed = forward_end
+  backward_end = pushed = forward_end + between
   for b, share in zip(reversed(backward), reversed(byte_shares)):
     backward_end += b
     pushed = max(backward_end, pushed) + share * phase_seconds

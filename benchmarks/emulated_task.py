@@ -20,8 +20,10 @@ forward chunks in the network's creation order, each starting once its variable 
 pulled and the previous chunk ended; then backward chunks in reverse order, each
 variable's gradient pushed as soon as its backward chunk ends, so the pushes of late
 layers overlap the backward chunks of earlier ones. With `--overlap=false` it is one
-wait after every pull and before every push (the worst case). Each finished step
-prints one line:
+wait after every pull and before every push (the worst case). With
+`--accumulate_steps` k only the first micro-batch's forward and the last one's backward
+are chunked; the other k - 1 micro-batches' worth is one wait between them. Each
+finished step prints one line:
 
     emulated_step <index> <end time, s since the epoch> <duration s>
 """
@@ -141,12 +143,15 @@ def compute_shares(model: str, num_classes: int) -> list[ComputeShare]:
 
 
 def compute_waits(pulled: dict[str, tf.Tensor], shares: list[ComputeShare] | None,
-                  seconds: float) -> dict[str, tf.Tensor]:
+                  seconds: float, micro_batches: int = 1) -> dict[str, tf.Tensor]:
   """Variable name -> a float32 scalar (0.0) that exists once that variable's gradient
   would: after one wait of `seconds` that follows every pull (`shares` None), or (shares
-  in creation order) after the forward chunks of all variables and the backward chunks
-  of this variable and every later one, each chunk `seconds` x its share (see the module
-  docstring). Runs on the caller's device."""
+  in creation order) after the forward chunks of all variables, and the backward chunks
+  of this variable and every later one (see the module docstring). With `micro_batches`
+  k (gradient accumulation) only the first micro-batch's forward and the last one's
+  backward can overlap transfers: the chunks last `seconds` / k x their share, and one
+  wait for the rest of the `seconds` runs between the forward and backward chunks.
+  Runs on the caller's device."""
 
   def chunk(duration: float, name: str, after: list[tf.Tensor]) -> tf.Tensor:
     def wait() -> float:
@@ -158,13 +163,16 @@ def compute_waits(pulled: dict[str, tf.Tensor], shares: list[ComputeShare] | Non
   if shares is None:  # compute starts once every parameter is here
     done = chunk(seconds, 'emulated_compute', list(pulled.values()))
     return dict.fromkeys(pulled, done)
+  per_chunk = seconds / micro_batches
   previous = []
   for share in shares:
-    previous = [chunk(seconds * share.forward, 'emulated_forward', [pulled[share.name]]
+    previous = [chunk(per_chunk * share.forward, 'emulated_forward', [pulled[share.name]]
                       + previous)]
+  if micro_batches > 1:
+    previous = [chunk(seconds - per_chunk, 'emulated_other_micro_batches', previous)]
   done = {}
   for share in reversed(shares):
-    previous = [chunk(seconds * share.backward, 'emulated_backward', previous)]
+    previous = [chunk(per_chunk * share.backward, 'emulated_backward', previous)]
     done[share.name] = previous[0]
   return done
 
@@ -189,7 +197,7 @@ def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: 
   shares = compute_shares(options.model, options.num_classes) if options.overlap else None
   with tf.device(worker):
     done = compute_waits(pulled, shares, options.emulate_compute * options.accumulate_steps
-                         * options.time_scale)
+                         * options.time_scale, options.accumulate_steps)
     grads = [tf.fill(tf.shape(pulled[v.op.name]), 1e-6 + done[v.op.name]) for v in variables]
   pairs = [(transfer.push(g, v, dtype), v) for g, v in zip(grads, variables)]
   optimizer = tf1.train.MomentumOptimizer(1e-6, 0.9)

@@ -147,6 +147,15 @@ class EmulatedComputeTest(tf.test.TestCase):
   def graph_op(self, done, name):
     return done['a'].graph.get_operation_by_name(name)
 
+  def test_accumulation_chunks_one_micro_batch_each_side(self):
+    graph = tf.Graph()
+    with graph.as_default():
+      pulled = {name: tf.identity(tf.zeros([2]), name=f'pulled_{name}') for name in 'ab'}
+      done = emulated_task.compute_waits(pulled, self.SHARES, 4.0, micro_batches=4)
+    self.assertEqual(self.chunks(depends_on(done['b'].op)),
+                     ['emulated_forward', 'emulated_forward_1',
+                      'emulated_other_micro_batches'])
+
   def test_one_block_without_shares(self):
     _, done = self.build(None)
     self.assertIs(done['a'], done['b'])

@@ -55,6 +55,10 @@ class ClusterModelTest(tf.test.TestCase):
     # backward 0; push 0 (1 s) 11-12.
     self.assertAlmostEqual(
         cluster_model.overlapped_step_seconds([1, 1], [2, 1], [0.2, 0.8], 5.0), 12.0)
+    # 3 s of other micro-batches between forward and backward delay the pushes by 3 s:
+    # push 1 runs 10-14, push 0 14-15.
+    self.assertAlmostEqual(
+        cluster_model.overlapped_step_seconds([1, 1], [2, 1], [0.2, 0.8], 5.0, 3.0), 15.0)
     # The same work as one layer cannot overlap: 5 + 2 + 3 + 5.
     self.assertAlmostEqual(cluster_model.overlapped_step_seconds([2], [3], [1.0], 5.0), 15.0)
 
