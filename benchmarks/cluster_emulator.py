@@ -9,7 +9,9 @@ worker on every node (they share the node's link, as on the real cluster), runs 
 separate processes with `LocalCluster` (`benchmarks/emulated_task.py`: the real
 network's variables on the ps tasks, real pulls and pushes through TensorFlow's gRPC
 parameter-server runtime, the forward and backward passes replaced by a wait of
-`--emulate_compute x --time_scale` seconds), and prints one Markdown row per run:
+`--emulate_compute x --time_scale` seconds, split per layer by FLOPs with `--overlap` so
+that pulls overlap the forward pass and pushes the backward pass, as in training
+without gradient clipping), and prints one Markdown row per run:
 
 * examples/s per worker and step-time percentiles, in the USER's seconds (measured
   seconds / time_scale): stretching the compute wait and slowing the links by the same k
@@ -30,6 +32,8 @@ bounded by `--timeout_secs`; every namespace, link and process is removed at the
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import statistics
 import sys
@@ -37,7 +41,8 @@ import time
 
 from benchmarks import cluster_model
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
-from benchmarks.emulated_task import STEP_LINE, TaskOptions, ps_shares, variable_shapes
+from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
+                                      ps_shares, variable_shapes)
 from model_fn import transfer
 from towers import cli
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
@@ -70,6 +75,10 @@ class EmulatorOptions:
   accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
   ps_placement: str = option('greedy', 'Variable placement over the ps tasks.',
                              choices=('greedy', 'largest_first'))
+  overlap: bool = option(True, 'Compute split per layer by FLOPs, each layer\'s forward '
+                         'after its pull and its push right after its backward, as training '
+                         'without --clip_gradient_norm runs; false: one wait between all '
+                         'pulls and all pushes (no overlap, as with clipping).')
   untimed_steps: int = option(1, 'Steps per worker before measuring (not the training warm-up).')
   steps: int = option(3, 'Measured steps per worker (at least 2).')
   link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.')
@@ -94,7 +103,7 @@ def task_options(options: EmulatorOptions, sync: bool, nodes: int) -> list[str]:
                      emulate_compute=options.emulate_compute, time_scale=options.time_scale,
                      accumulate_steps=options.accumulate_steps,
                      transfer_dtype=options.transfer_dtype, ps_placement=options.ps_placement,
-                     sync_replicas=sync, steps=1000000,
+                     sync_replicas=sync, overlap=options.overlap, steps=1000000,
                      max_seconds=options.timeout_secs)
   del nodes
   return [f'--{f.name}={getattr(task, f.name)}' for f in dataclasses.fields(task)
@@ -170,21 +179,54 @@ def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
                      [m[1] / steps_between for m in moved], use)
 
 
-def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: bool
-              ) -> tuple[float, float]:
+@dataclasses.dataclass(frozen=True)
+class Layers:
+  """Per trainable variable in creation order, the model's overlap inputs: its share of
+  the step's compute (forward, backward) and of the transferred bytes."""
+  forward: tuple[float, ...]
+  backward: tuple[float, ...]
+  bytes: tuple[float, ...]
+
+
+def model_layers(shares: list[ComputeShare], shapes: list[tuple[str, tuple[int, ...]]]
+                 ) -> Layers:
+  """`Layers` from `emulated_task.compute_shares` and `variable_shapes` (same order)."""
+  if [s.name for s in shares] != [name for name, _ in shapes]:
+    raise ValueError('compute shares and variable shapes name different variables')
+  sizes = [math.prod(shape) for _, shape in shapes]
+  return Layers(tuple(s.forward for s in shares), tuple(s.backward for s in shares),
+                tuple(size / sum(sizes) for size in sizes))
+
+
+def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: bool,
+              layers: Layers | None = None) -> tuple[float, float]:
   """(efficiency against a GPU that never waits, bytes per worker step through the
-  busiest link in one direction) of the paper model for this layout."""
+  busiest link in one direction) of the paper model for this layout; with `layers`,
+  of its overlapped step."""
   compute = options.emulate_compute * options.accumulate_steps
   link = options.link_mbit * 1e6 / 8 * options.link_efficiency
+  step = (functools.partial(_overlapped_step, compute, options.accumulate_steps, layers)
+          if layers else None)
   if sync:
-    step = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link)
-    efficiency = cluster_model.efficiency(nodes / step, nodes, compute)
+    seconds = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link, step)
+    efficiency = cluster_model.efficiency(nodes / seconds, nodes, compute)
   else:
-    rate = cluster_model.async_steps_per_second(compute, shares, nodes, nodes, link)
+    rate = cluster_model.async_steps_per_second(compute, shares, nodes, nodes, link, step)
     efficiency = cluster_model.efficiency(rate, nodes, compute)
   per_step = max(cluster_model.node_bytes_per_worker_step(shares, nodes, n)
                  for n in range(nodes))
   return efficiency, per_step
+
+
+def _overlapped_step(compute: float, micro_batches: int, layers: Layers,
+                     transfer_seconds: float) -> float:
+  """The overlapped step as `emulated_task.compute_waits` emulates it: the first
+  micro-batch's forward and the last one's backward overlap the transfers."""
+  per_micro_batch = compute / micro_batches
+  return cluster_model.overlapped_step_seconds(
+      [per_micro_batch * f for f in layers.forward],
+      [per_micro_batch * b for b in layers.backward], layers.bytes, transfer_seconds,
+      compute - per_micro_batch)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -195,6 +237,7 @@ def percentile(values: list[float], fraction: float) -> float:
 def describe(options: EmulatorOptions) -> str:
   return (f'{options.model}, {options.transfer_dtype} transfers, accumulate_steps='
           f'{options.accumulate_steps}, ps_placement={options.ps_placement}, '
+          f'{"overlapped per layer" if options.overlap else "no overlap (one compute wait)"}, '
           f'{options.link_mbit:g} Mbit/s links, compute {options.emulate_compute} s per '
           f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
 
@@ -227,6 +270,8 @@ def main(argv: list[str]) -> int:
           'this machine does not allow them', file=sys.stderr)
     return 2
   shapes = variable_shapes(options.model, options.num_classes)
+  layers = (model_layers(compute_shares(options.model, options.num_classes), shapes)
+            if options.overlap else None)
   value_bytes = transfer.bytes_per_value(options.transfer_dtype)
   ideal = options.batch_size / options.emulate_compute
   print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
@@ -249,7 +294,7 @@ def main(argv: list[str]) -> int:
       if nodes == 1:
         one_node = per_worker
       vs_one = f'{per_worker / one_node:.0%}' if one_node else 'n/a'
-      model_efficiency, model_bytes = predicted(options, shares, nodes, sync)
+      model_efficiency, model_bytes = predicted(options, shares, nodes, sync, layers)
       busiest = max(range(nodes), key=lambda n: m.sent_per_step[n] + m.received_per_step[n])
       print(f'| {mode} | {nodes} | {per_worker:.2f} | {vs_one} | {per_worker / ideal:.0%} | '
             f'{model_efficiency:.0%} | {percentile(m.step_seconds, 0.5):.2f} / '

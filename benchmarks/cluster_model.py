@@ -11,20 +11,30 @@ variable once (P bytes out; the towers' gradients are summed on the worker host 
 the part held by a ps on the worker's own node does not cross the NIC.
 
 * Synchronous: all workers pull at once, compute, then push at once; the phases do not
-  overlap with compute (pessimistic: TensorFlow can start the forward pass while later
-  layers' variables still arrive). In the pull phase node n sends s_n (W - w_n) bytes
+  overlap with compute (pessimistic, and what gradient clipping by global norm
+  forces on the pushes; the overlapped step is next). In the pull phase node n sends s_n (W - w_n) bytes
   (its ps share to every remote worker) and receives w_n (P - s_n); the push phase mirrors
   it. Step time = compute + 2 x max_n max(sent_n, received_n) / link.
+* Synchronous, overlapped (`overlapped_step_seconds`): per layer, as TensorFlow's
+  dataflow runs a step without gradient clipping. The layers' pulls arrive in creation
+  order, each taking its share of the pull phase (by bytes); layer i's forward starts
+  once its pull arrived and layer i - 1's forward ended; backward runs in reverse order;
+  layer i's push (its share of the push phase) starts once its backward ended and the
+  push of layer i + 1 ended. The step ends with the last push. One layer gives the
+  non-overlapped step; the per-layer shares assume every ps share and the busiest NIC
+  split like the total bytes.
 * Asynchronous: workers run independently. Throughput (worker steps per second) is the
   lesser of the workers' unloaded rate, sum_w 1 / (compute + 2 (P - s_w) / link), and the
   busiest NIC's capacity, link / (bytes through it per worker step, per direction).
+  Overlapped, a worker's unloaded step is `overlapped_step_seconds` with its own
+  transfers.
 
 Scaling efficiency = throughput / (workers x the rate of one GPU with no network).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 
 def compute_seconds(flops_per_clip: float, clips: int, gpu_flops: float,
@@ -51,9 +61,42 @@ def phase_bytes(ps_bytes: Sequence[float], workers: int, nodes: int) -> list[flo
 
 
 def sync_step_seconds(compute: float, ps_bytes: Sequence[float], workers: int, nodes: int,
-                      link: float) -> float:
-  """Synchronous step time: compute plus a pull and a push phase at the busiest NIC."""
-  return compute + 2.0 * max(phase_bytes(ps_bytes, workers, nodes)) / link
+                      link: float, worker_step: Callable[[float], float] | None = None
+                      ) -> float:
+  """Synchronous step time: compute plus a pull and a push phase at the busiest NIC;
+  with `worker_step(phase_seconds)` (e.g. `overlapped_step_seconds`), that step for
+  the busiest NIC's phase."""
+  phase = max(phase_bytes(ps_bytes, workers, nodes)) / link
+  return worker_step(phase) if worker_step else compute + 2.0 * phase
+
+
+def overlapped_step_seconds(forward: Sequence[float], backward: Sequence[float],
+                            byte_shares: Sequence[float], phase_seconds: float,
+                            between: float = 0.0) -> float:
+  """One step with transfers overlapping compute, layer by layer (module docstring).
+
+  Args:
+    forward, backward: seconds of each layer's forward and backward pass, in forward
+      (creation) order.
+    byte_shares: each layer's fraction of the pulled (= pushed) bytes; they sum to 1.
+    phase_seconds: the whole pull phase (= the whole push phase) at the bottleneck, e.g.
+      max(phase_bytes(...)) / link.
+    between: compute after the last forward and before the first backward, overlapping
+      no transfer (with gradient accumulation over k micro-batches: the first one's
+      backward, the k - 2 in between and the last one's forward; then `forward` is the
+      first micro-batch's, `backward` the last one's).
+  Returns:
+    seconds from the first pull to the end of the last push.
+  """
+  pulled = forward_end = 0.0
+  for f, share in zip(forward, byte_shares):
+    pulled += share * phase_seconds
+    forward_end = max(pulled, forward_end) + f
+  backward_end = pushed = forward_end + between
+  for b, share in zip(reversed(backward), reversed(byte_shares)):
+    backward_end += b
+    pushed = max(backward_end, pushed) + share * phase_seconds
+  return pushed
 
 
 def node_bytes_per_worker_step(ps_bytes: Sequence[float], workers: int, node: int) -> float:
@@ -66,11 +109,15 @@ def node_bytes_per_worker_step(ps_bytes: Sequence[float], workers: int, node: in
 
 
 def async_steps_per_second(compute: float, ps_bytes: Sequence[float], workers: int,
-                           nodes: int, link: float) -> float:
-  """Asynchronous throughput in worker steps per second (see the module docstring)."""
+                           nodes: int, link: float,
+                           worker_step: Callable[[float], float] | None = None) -> float:
+  """Asynchronous throughput in worker steps per second (see the module docstring).
+  `worker_step(transfer_seconds)`, if given, is a worker's unloaded step for a pull
+  phase (= push phase) of that many seconds (e.g. `overlapped_step_seconds`); None:
+  compute + 2 x transfer_seconds."""
   total = sum(ps_bytes)
-  unloaded = sum(1.0 / (compute + 2.0 * (total - _share(ps_bytes, w)) / link)
-                 for w in range(workers))
+  step = worker_step or (lambda transfer: compute + 2.0 * transfer)
+  unloaded = sum(1.0 / step((total - _share(ps_bytes, w)) / link) for w in range(workers))
   capacity = float('inf')
   for n in range(nodes):
     per_worker_step = node_bytes_per_worker_step(ps_bytes, workers, n)

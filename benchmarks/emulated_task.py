@@ -11,7 +11,19 @@ runtime: pull every variable once (`model_fn/transfer.pull`), wait
 `emulate_compute x accumulate_steps x time_scale` seconds instead of the forward and
 backward passes, push one float32 [shape] gradient per variable (`transfer.push`), and
 apply them with momentum on the ps (`SyncReplicasOptimizer` across all workers with
-`--sync_replicas`). Each finished step prints one line:
+`--sync_replicas`).
+
+The wait (`compute_waits`): with `--overlap` (the default, as training without
+`--clip_gradient_norm` runs) it is split per trainable variable in proportion to the
+FLOPs of that variable's layer at the recipe clip `FLOP_CLIP` (`compute_shares`):
+forward chunks in the network's creation order, each starting once its variable is
+pulled and the previous chunk ended; then backward chunks in reverse order, each
+variable's gradient pushed as soon as its backward chunk ends, so the pushes of late
+layers overlap the backward chunks of earlier ones. With `--overlap=false` it is one
+wait after every pull and before every push (the worst case). With
+`--accumulate_steps` k only the first micro-batch's forward and the last one's backward
+are chunked; the other k - 1 micro-batches' worth is one wait between them. Each
+finished step prints one line:
 
     emulated_step <index> <end time, s since the epoch> <duration s>
 """
@@ -38,6 +50,7 @@ tf1 = tf.compat.v1
 STEP_LINE = 'emulated_step'
 READY_LINE = 'Done running local_init_op'  # what LocalCluster waits for from the chief
 PS_PLACEMENTS = ('greedy', 'largest_first')
+FLOP_CLIP = (64, 224, 224)  # frames, height, width of the recipe's training clip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +68,11 @@ class TaskOptions:
                              'largest_first: biggest variables first, each on the least '
                              'loaded ps.', choices=PS_PLACEMENTS)
   sync_replicas: bool = option(False, 'Synchronous steps over all workers.')
+  overlap: bool = option(True, 'Split the compute wait per layer (by FLOPs): a layer\'s '
+                         'forward starts once its variables are pulled, its gradient is '
+                         'pushed as soon as its backward ends (as training without '
+                         '--clip_gradient_norm does). false: one wait between all pulls '
+                         'and all pushes.')
   steps: int = option(1000000, 'Steps each worker runs, then exits (the emulator stops '
                       'the workers itself once it has measured).')
   max_seconds: float = option(900.0, 'A worker gives up after this long.')
@@ -102,6 +120,63 @@ def _elements(shape: tuple[int, ...]) -> int:
   return count
 
 
+@dataclasses.dataclass(frozen=True)
+class ComputeShare:
+  """A trainable variable's share of one training step's FLOPs: its layer's forward and
+  backward ops (`flop_count.variable_flops`), as fractions of the sum over all
+  variables (so that all shares add up to 1)."""
+  name: str
+  forward: float
+  backward: float
+
+
+def compute_shares(model: str, num_classes: int) -> list[ComputeShare]:
+  """Per trainable variable, in creation order, its share of the step's FLOPs on one
+  `FLOP_CLIP` clip. The FLOPs of ops in no variable's scope (pooling, concat, loss:
+  0.2% for I3D) are spread over all by the normalisation."""
+  params = make_params(model=model, num_classes=num_classes, clip_frames=FLOP_CLIP[0],
+                       crop_size=FLOP_CLIP[1], warm_start_from='')
+  clip = (*FLOP_CLIP, input_channels(params))
+  per_variable, _ = flop_count.variable_flops(build_network(params), clip)
+  total = sum(v.forward + v.backward for v in per_variable)
+  return [ComputeShare(v.name, v.forward / total, v.backward / total) for v in per_variable]
+
+
+def compute_waits(pulled: dict[str, tf.Tensor], shares: list[ComputeShare] | None,
+                  seconds: float, micro_batches: int = 1) -> dict[str, tf.Tensor]:
+  """Variable name -> a float32 scalar (0.0) that exists once that variable's gradient
+  would: after one wait of `seconds` that follows every pull (`shares` None), or (shares
+  in creation order) after the forward chunks of all variables, and the backward chunks
+  of this variable and every later one (see the module docstring). With `micro_batches`
+  k (gradient accumulation) only the first micro-batch's forward and the last one's
+  backward can overlap transfers: the chunks last `seconds` / k x their share, and one
+  wait for the rest of the `seconds` runs between the forward and backward chunks.
+  Runs on the caller's device."""
+
+  def chunk(duration: float, name: str, after: list[tf.Tensor]) -> tf.Tensor:
+    def wait() -> float:
+      time.sleep(duration)
+      return 0.0
+    with tf.control_dependencies(after):
+      return tf.py_function(wait, [], tf.float32, name=name)
+
+  if shares is None:  # compute starts once every parameter is here
+    done = chunk(seconds, 'emulated_compute', list(pulled.values()))
+    return dict.fromkeys(pulled, done)
+  per_chunk = seconds / micro_batches
+  previous = []
+  for share in shares:
+    previous = [chunk(per_chunk * share.forward, 'emulated_forward', [pulled[share.name]]
+                      + previous)]
+  if micro_batches > 1:
+    previous = [chunk(seconds - per_chunk, 'emulated_other_micro_batches', previous)]
+  done = {}
+  for share in reversed(shares):
+    previous = [chunk(per_chunk * share.backward, 'emulated_backward', previous)]
+    done[share.name] = previous[0]
+  return done
+
+
 def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: int):
   """(train op, sync hook or None) of one emulated worker step."""
   worker = f'/job:{task_type}/task:{task_index}/device:CPU:0'
@@ -118,17 +193,12 @@ def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: 
       variables.append(tf1.get_variable(name, shape, tf.float32, tf1.zeros_initializer()))
   with tf.device('/job:ps/task:0'):
     global_step = tf1.train.get_or_create_global_step()
-  pulled = [transfer.pull(v, worker, dtype) for v in variables]
-  wait_seconds = options.emulate_compute * options.accumulate_steps * options.time_scale
-
-  def wait() -> float:
-    time.sleep(wait_seconds)
-    return 0.0
-
+  pulled = {v.op.name: transfer.pull(v, worker, dtype) for v in variables}
+  shares = compute_shares(options.model, options.num_classes) if options.overlap else None
   with tf.device(worker):
-    with tf.control_dependencies(pulled):  # compute starts once every parameter is here
-      done = tf.py_function(wait, [], tf.float32, name='emulated_compute')
-    grads = [tf.fill(tf.shape(p), 1e-6 + done) for p in pulled]
+    done = compute_waits(pulled, shares, options.emulate_compute * options.accumulate_steps
+                         * options.time_scale, options.accumulate_steps)
+    grads = [tf.fill(tf.shape(pulled[v.op.name]), 1e-6 + done[v.op.name]) for v in variables]
   pairs = [(transfer.push(g, v, dtype), v) for g, v in zip(grads, variables)]
   optimizer = tf1.train.MomentumOptimizer(1e-6, 0.9)
   hook = None

@@ -120,6 +120,64 @@ def training_flops(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
 
 
 @dataclasses.dataclass(frozen=True)
+class VariableFlops:
+  """Float operations of one example attributed to one trainable variable: `forward`,
+  the forward ops in the variable's own scope (e.g. `.../conv_3d/Conv3D` for
+  `.../conv_3d/w`); `backward`, those ops' gradient ops (`gradients/.../conv_3d/...`:
+  the input and filter gradients of a convolution)."""
+  name: str
+  forward: int
+  backward: int
+
+
+def variable_flops(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
+                   clip_shape: Sequence[int]) -> tuple[list[VariableFlops], FlopCount]:
+  """Per trainable variable, in creation order, the FLOPs of its layer's forward and
+  backward ops on one clip of `clip_shape`, and the whole graph's `training_flops` count.
+
+  An op belongs to the variable whose scope (its name without the last component) is
+  the longest prefix of the op's name, with the `gradients/` prefix removed for backward
+  ops; ops in no variable's scope (pooling, concat, the loss) belong to none, so the
+  per-variable sums can fall short of the totals by their FLOPs. Only ops the loss
+  (forward) or the gradients (backward) need are counted, as in `training_flops`."""
+  graph = tf.Graph()
+  with graph.as_default():
+    clips = tf1.placeholder(tf.float32, [1, *clip_shape], name='clip')
+    logits = network(clips, TowerContext(index=0, is_training=True))
+    loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.zeros([1], tf.int64), logits=logits))
+    variables = tf1.trainable_variables()
+    grads = [g for g in tf1.gradients(loss, variables) if g is not None]
+    totals = FlopCount(graph_flops(graph, [loss]), graph_flops(graph, grads),
+                       _uncounted_types(_fan_in(graph, grads)))
+    forward_ops = {op.name for op in _fan_in(graph, [loss]).get_operations()}
+    needed = _fan_in(graph, grads)
+  scopes = {v.op.name: v.op.name.rsplit('/', 1)[0] + '/' for v in variables}
+  by_length = sorted(scopes.items(), key=lambda item: -len(item[1]))
+  forward = dict.fromkeys(scopes, 0)
+  backward = dict.fromkeys(scopes, 0)
+  for op in needed.get_operations():
+    flops = _op_flops(needed, op)
+    if not flops:
+      continue
+    is_forward = op.name in forward_ops
+    name = op.name if is_forward else op.name.split('gradients/', 1)[-1]
+    owner = next((v for v, scope in by_length if name.startswith(scope)), None)
+    if owner is not None:
+      (forward if is_forward else backward)[owner] += flops
+  return [VariableFlops(v, forward[v], backward[v]) for v in scopes], totals
+
+
+def _op_flops(graph: tf.Graph, op: tf.Operation) -> int:
+  """The op's registered FLOP statistic, 0 without one (as the profiler counts it)."""
+  try:
+    stats = ops.get_stats_for_node_def(graph, op.node_def, 'flops')
+  except ValueError:
+    return 0
+  return int(stats.value or 0)
+
+
+@dataclasses.dataclass(frozen=True)
 class VariableInfo:
   name: str
   shape: tuple[int, ...]

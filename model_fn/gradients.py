@@ -14,6 +14,11 @@ an `add_n` on the placement's reduce device for v: v's own device on one machine
 worker's host in a cluster, so that each worker pushes one averaged gradient per
 variable per step to the ps, however many towers it has. Optional clipping by global
 norm comes after the sum.
+
+Nothing here groups the gradients: each variable's sum, and so its push to the ps and
+its apply there, can run as soon as that variable's tower gradients exist, while
+backprop continues through earlier layers (`tests/overlap_test.py`). Clipping by global
+norm is the exception: every clipped gradient needs the norm of all of them.
 """
 
 from __future__ import annotations

@@ -76,7 +76,10 @@ class TrainParams:
   ema_decay: float = option(
       0.0, 'Exponential moving average of the weights (e.g. 0.9999); 0 disables. When on, '
       'EVAL, PREDICT and export use the averaged weights.')
-  clip_gradient_norm: float = option(0.0, 'Clip the averaged gradients to this global norm; 0 disables.')
+  clip_gradient_norm: float = option(0.0, 'Clip the averaged gradients to this global norm; 0 '
+                                     'disables. In a cluster, clipping needs every gradient '
+                                     'before any is pushed, so pushes no longer overlap '
+                                     'backprop (docs/scaling.md).')
 
   # --- I3D and fine-tuning -----------------------------------------------------------------
   stream: str = option(
