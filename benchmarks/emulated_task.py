@@ -42,13 +42,14 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.variable_placement import make_placement
 from towers import cli
+from towers.progress import SESSION_READY
 from towers.options import option
 from towers.params import make_params
 
 tf1 = tf.compat.v1
 
 STEP_LINE = 'emulated_step'
-READY_LINE = 'Done running local_init_op'  # what LocalCluster waits for from the chief
+READY_LINE = SESSION_READY  # what LocalCluster.start_all waits for before starting the workers
 PS_PLACEMENTS = ('greedy', 'largest_first')
 FLOP_CLIP = (64, 224, 224)  # frames, height, width of the recipe's training clip
 
