@@ -15,6 +15,9 @@ Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.p
 the reported and optimised loss is the mean cross-entropy over the whole global batch,
 plus `weight_decay * sum(l2_loss(w))` over conv/dense kernels, counted once. Uneven
 towers are weighted by their size, so 1, 2, 3 or 4 towers give the same gradient.
+In training with `accumulate_steps` k the batch [k x batch_size, ...] is k micro-batches,
+run one after another on each tower device and summed into one gradient per variable
+(`accumulation.py`): the same rule over all k x batch_size clips, one update per step.
 
 Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
 per `tf.distribute` replica (see `mirrored_spec`); both share `mean_loss` and
@@ -321,8 +324,14 @@ def mirrored_spec(features, labels, mode, params, network: Network | None = None
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
   as the towers' rule. Batch-norm moving statistics follow each replica's batch and are
   MEAN-aggregated over replicas. `params.validate` rejects the options this path does
-  not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas).
+  not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas,
+  accumulate_steps); accumulate_steps is refused here too, for callers (the tf.distribute
+  peers of benchmarks/) whose params say strategy=towers.
   """
+  if params.accumulate_steps != 1:
+    raise ValueError(f'accumulate_steps={params.accumulate_steps} is built only in the '
+                     'towers\' model_fn, not under a tf.distribute strategy: set '
+                     'accumulate_steps=1')
   clips, video_index = split_features(features)
   replicas = tf.distribute.get_replica_context().num_replicas_in_sync
   outputs = tower_graph.build_towers(network or build_network(params), clips,

@@ -159,6 +159,18 @@ class SixteenBitTransferTest(tf.test.TestCase):
     self.assertEqual(sum(n.startswith('push_cast') for n in names), trainable)
 
 
+class MirroredRefusesAccumulationTest(tf.test.TestCase):
+
+  def test_the_tf_distribute_model_fn_stops_instead_of_ignoring_it(self):
+    params = _params(batch_size=4, accumulate_steps=2)  # strategy=towers, as the peers pass
+    clips, labels = _data(8)
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 is built only in the '
+                                  'towers.*set accumulate_steps=1'):
+        tower_model_fn.mirrored_model_fn(tf.constant(clips), tf.constant(labels),
+                                         tf.estimator.ModeKeys.TRAIN, params)
+
+
 class AccumulationInputTest(tf.test.TestCase):
 
   def test_a_step_reads_k_micro_batches(self):
