@@ -37,8 +37,17 @@ from model_fn.variable_placement import VariablePlacement
 Gradients = list[list[tf.Tensor | None]]  # [device][variable], as tower_gradients returns
 
 
-def micro_batches(tensor: tf.Tensor, accumulate_steps: int) -> list[tf.Tensor]:
-  """`tensor` [k*b, ...] as k micro-batches [b, ...] (sizes as `batch_split.tower_sizes`)."""
+def micro_batches(tensor: tf.Tensor, accumulate_steps: int, batch_size: int
+                  ) -> list[tf.Tensor]:
+  """`tensor` [k*b, ...] as k micro-batches [b, ...] (k = `accumulate_steps`, b =
+  `batch_size`). With k > 1 a static batch other than k*b is a ValueError: an input
+  batched by batch_size alone would silently train on micro-batches of b/k clips."""
+  static = tensor.shape[0]
+  if accumulate_steps > 1 and static is not None and static != accumulate_steps * batch_size:
+    raise ValueError(f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
+                     f'batch_size={batch_size} = {accumulate_steps * batch_size} clips per '
+                     f'training batch, the input gives {static}: batch the input by '
+                     'params.examples_per_step (as towers.inputs.make_input_fn does)')
   return batch_split.split_batch(tensor, accumulate_steps)
 
 

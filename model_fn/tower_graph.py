@@ -160,8 +160,9 @@ def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],
                     ) -> list[list[tf.Tensor | None]]:
   """d(S_i / B)/dv for every tower i and variable v (B the float32 global batch), each
   computed on tower i's device; the main tower also differentiates
-  `main_tower_extra_loss` (the weight loss; None for none), so that term enters once. The 1/B enters
-  backprop as a scalar, so the gradients come out scaled at no extra pass over them.
+  `main_tower_extra_loss` (the weight loss; None: nothing more, as for micro-batches after
+  the first), so that term enters once. The 1/B enters backprop as a scalar, so the
+  gradients come out scaled at no extra pass over them.
   With pulled tensors (`outputs.pulled`), the gradient of a variable is taken w.r.t. the
   tensor the towers read, on the towers' side of the transfer."""
   xs = [outputs.pulled.get(v.op.name, v) for v in variables]

@@ -94,9 +94,9 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
     host = placement.caching_device or HOST_DEVICE
     pull = lambda v: transfer.pull(v, host, transfer_dtype)  # noqa: E731
   micro = params.accumulate_steps if mode == ModeKeys.TRAIN else 1
-  clip_parts = accumulation.micro_batches(clips, micro)
+  clip_parts = accumulation.micro_batches(clips, micro, params.batch_size)
   label_parts = ([None] if mode == ModeKeys.PREDICT or labels is None
-                 else accumulation.micro_batches(labels, micro))
+                 else accumulation.micro_batches(labels, micro, params.batch_size))
   outputs = tower_graph.build_towers(network, clip_parts[0], label_parts[0], devices,
                                      placement, mode == ModeKeys.TRAIN, pull)
   check_logits(outputs.logits[0], params.num_classes)

@@ -173,6 +173,15 @@ class MirroredRefusesAccumulationTest(tf.test.TestCase):
 
 class AccumulationInputTest(tf.test.TestCase):
 
+  def test_a_batch_of_batch_size_alone_is_refused(self):
+    clips, labels = _data(4)
+    with tf.Graph().as_default():
+      with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 needs 2 x batch_size=4 = 8 '
+                                  'clips per training batch, the input gives 4'):
+        tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
+                                tf.estimator.ModeKeys.TRAIN,
+                                _params(batch_size=4, accumulate_steps=2))
+
   def test_a_step_reads_k_micro_batches(self):
     params = _params(batch_size=4, accumulate_steps=3, synthetic_train_examples=32)
     dataset = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)()
