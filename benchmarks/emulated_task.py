@@ -36,11 +36,11 @@ import time
 import tensorflow as tf
 from absl import flags
 
-from benchmarks import flop_count
 from model_fn import transfer
 from model_fn import networks
 from model_fn.networks import build_network, input_channels
-from model_fn.variable_placement import make_placement
+from model_fn.network_variables import network_variables
+from model_fn.variable_placement import largest_first, make_placement
 from towers import cli
 from towers.progress import SESSION_READY
 from towers.options import option
@@ -90,26 +90,33 @@ def variable_shapes(model: str, num_classes: int) -> list[tuple[str, tuple[int, 
   params = make_params(model=model, num_classes=num_classes, clip_frames=8, crop_size=64,
                        warm_start_from='')
   clip = (8, 64, 64, input_channels(params))
-  return [(v.name, v.shape) for v in flop_count.network_variables(build_network(params), clip)
+  return [(v.name, v.shape) for v in network_variables(build_network(params), clip)
           if v.trainable]
 
 
 def placement_order(shapes: list[tuple[str, tuple[int, ...]]], ps_placement: str
                     ) -> list[tuple[str, tuple[int, ...]]]:
-  """The order in which variables meet the greedy placement."""
+  """The order in which variables meet the greedy placement: creation order, or for
+  largest_first the library's order (`variable_placement.largest_first`), in which the
+  greedy rule assigns exactly what training's `LargestFirstPlacement` does."""
   if ps_placement == 'largest_first':
-    return sorted(shapes, key=lambda s: -_elements(s[1]))
+    by_name = dict(shapes)
+    order = largest_first([(name, _elements(shape) * 4) for name, shape in shapes])
+    return [(name, by_name[name]) for name, _ in order]
   return list(shapes)
 
 
 def ps_shares(shapes: list[tuple[str, tuple[int, ...]]], num_ps: int, ps_placement: str,
               bytes_per_value: int) -> list[float]:
-  """Bytes on the wire per pull (or push) held by each of `num_ps` ps tasks, as
-  `build_step` places the variables."""
+  """Bytes on the wire per pull (or push) held by each of `num_ps` ps tasks, as training
+  places the variables (`make_placement('ps', ...)`, with the variables planned up front
+  for largest_first) and so as `build_step` does."""
   devices = [f'/job:ps/task:{i}' for i in range(num_ps)]
-  placement = make_placement('ps', ['/device:CPU:0'], ps_devices=devices)
+  planned = ([(name, _elements(shape) * 4) for name, shape in shapes]
+             if ps_placement == 'largest_first' else ())
+  placement = make_placement('ps', ['/device:CPU:0'], ps_devices=devices, planned=planned)
   load = dict.fromkeys(devices, 0.0)
-  for name, shape in placement_order(shapes, ps_placement):
+  for name, shape in shapes:
     load[placement.device_for(name, shape, tf.float32)] += _elements(shape) * bytes_per_value
   return [load[d] for d in devices]
 

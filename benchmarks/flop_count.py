@@ -175,26 +175,3 @@ def _op_flops(graph: tf.Graph, op: tf.Operation) -> int:
   except ValueError:
     return 0
   return int(stats.value or 0)
-
-
-@dataclasses.dataclass(frozen=True)
-class VariableInfo:
-  name: str
-  shape: tuple[int, ...]
-  num_bytes: int
-  trainable: bool
-
-
-def network_variables(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
-                      clip_shape: Sequence[int]) -> list[VariableInfo]:
-  """Every variable the network creates, in creation order (the order in which a
-  placement sees them), with its byte size and whether it is trainable (trainable ones
-  are pulled and have gradients pushed every step)."""
-  graph = tf.Graph()
-  with graph.as_default():
-    clips = tf1.placeholder(tf.float32, [1, *clip_shape])
-    network(clips, TowerContext(index=0, is_training=True))
-    trainable = {v.op.name for v in tf1.trainable_variables()}
-    return [VariableInfo(v.op.name, tuple(v.shape.as_list()),
-                         v.shape.num_elements() * v.dtype.size, v.op.name in trainable)
-            for v in tf1.global_variables()]

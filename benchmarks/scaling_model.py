@@ -78,14 +78,15 @@ def ps_bytes_by_count(variables, max_ps: int) -> dict[int, list[float]]:
 
 
 def report(options: ScalingOptions) -> str:
-  from model_fn.networks import build_network
   from benchmarks import cluster_model, flop_count
+  from model_fn.network_variables import network_variables
+  from model_fn.networks import build_network
   from towers.params import make_params
   params = make_params(model='i3d', num_classes=options.num_classes,
                        clip_frames=options.clip_frames, crop_size=options.crop_size)
   clip = (options.clip_frames, options.crop_size, options.crop_size, 3)
   flops = flop_count.training_flops(build_network(params), clip)
-  variables = flop_count.network_variables(build_network(params), clip)
+  variables = network_variables(build_network(params), clip)
   total_bytes = sum(v.num_bytes for v in variables if v.trainable)
   trainable = [v for v in variables if v.trainable]
   gpu = options.gpu_tflops * 1e12

@@ -291,10 +291,11 @@ def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.D
 
 def replica_batch_size(params: Any, training: bool,
                        input_context: tf.distribute.InputContext | None) -> int:
-  """Examples per batch of this input pipeline: the global `batch_size` (training) or
+  """Examples per batch of this input pipeline: `examples_per_step` (training:
+  accumulate_steps micro-batches of batch_size, one step's clips) or
   `effective_eval_batch_size`, divided among tf.distribute replicas when `input_context`
   says there are several (their sum is the global batch)."""
-  size = params.batch_size if training else params.effective_eval_batch_size
+  size = params.examples_per_step if training else params.effective_eval_batch_size
   if input_context is not None:
     size = input_context.get_per_replica_batch_size(size)
   return size

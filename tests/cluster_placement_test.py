@@ -1,6 +1,7 @@
-"""Specification: in a cluster, variables live on the ps tasks (greedy by bytes), each
-worker's towers run on that worker's own devices, and a worker pulls each parameter ONCE
-and pushes ONE averaged gradient per variable per step, however many towers it has."""
+"""Specification: in a cluster, variables live on the ps tasks, each worker's towers run
+on that worker's own devices, and a worker pulls each parameter ONCE and pushes ONE
+averaged gradient per variable per step, however many towers it has and however many
+micro-batches it accumulates (`accumulate_steps`)."""
 
 import json
 
@@ -39,16 +40,25 @@ def job_of(device):
 class ClusterGraphTest(tf.test.TestCase):
 
   def test_one_gradient_per_variable_crosses_to_the_ps(self):
+    self._check_one_pull_and_one_push_per_variable(make_params(PARAMS, num_towers=4,
+                                                               weight_decay=1e-4))
+
+  def test_micro_batches_pull_and_push_once_per_step(self):
+    # 2 micro-batches of 4 clips over 4 towers: 8 towers' gradients, still one push each.
+    names = self._check_one_pull_and_one_push_per_variable(make_params(
+        PARAMS, num_towers=4, weight_decay=1e-4, batch_size=4, accumulate_steps=2))
+    self.assertTrue(any(n.startswith('micro_batch_1/tower_3/') for n in names))
+
+  def _check_one_pull_and_one_push_per_variable(self, params):
     tf_config = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],
                              'ps': ['localhost:3', 'localhost:4']},
                  'task': {'type': 'chief', 'index': 0}}
-    params = make_params(PARAMS, num_towers=4, weight_decay=1e-4)
     with tf.Graph().as_default() as graph:
       build_training_graph(tf_config, params)
       trainable = tf1.trainable_variables()
       ps_tasks = {tf.DeviceSpec.from_string(v.device).task for v in trainable}
       self.assertEqual({job_of(v.device) for v in trainable}, {'ps'})
-      self.assertEqual(ps_tasks, {0, 1}, 'greedy placement uses both ps tasks')
+      self.assertEqual(ps_tasks, {0, 1}, 'the placement uses both ps tasks')
       pushed = {}  # tensors produced on the worker and consumed on a ps
       for op in graph.get_operations():
         if job_of(op.device) != 'ps':
@@ -56,8 +66,8 @@ class ClusterGraphTest(tf.test.TestCase):
         for tensor in op.inputs:
           if job_of(tensor.op.device) == 'chief':
             pushed[tensor.name] = tensor
-      per_tower = [n for n in pushed if n.startswith('tower_')]
-      self.assertEqual(per_tower, [], 'no per-tower gradient is sent to a ps')
+      per_tower = [n for n in pushed if n.startswith(('tower_', 'micro_batch_', 'accumulate'))]
+      self.assertEqual(per_tower, [], 'no per-tower or per-micro-batch gradient is sent to a ps')
       gradients = [t for n, t in pushed.items() if n.startswith(SYNC_SCOPE)]
       self.assertLen(gradients, len(trainable))
       bn_steps = [n for n in pushed if n.startswith('batch_norm_updates')]
@@ -75,6 +85,7 @@ class ClusterGraphTest(tf.test.TestCase):
       gradient_bytes = sum(t.shape.num_elements() * 4 for t in gradients)
       variable_bytes = sum(v.shape.num_elements() * 4 for v in trainable)
       self.assertEqual(gradient_bytes, variable_bytes)  # not 4x: one push, not one per tower
+      return {op.name for op in graph.get_operations()}
 
   def test_chief_and_workers_filter_devices_to_ps_and_themselves(self):
     tf_config = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],

@@ -40,6 +40,17 @@ class LearningRateTest(tf.test.TestCase):
                          lr_reference_batch=16)
     self.assertAllClose(rates(params, [0]), [0.4])
 
+  def test_linear_scaling_counts_every_micro_batch_of_an_update(self):
+    # 4 micro-batches of 16 clips: one update on 64 clips, scaled as batch_size=64.
+    accumulated = make_params(lr_schedule='constant', lr_values=[0.1], batch_size=16,
+                              accumulate_steps=4, lr_reference_batch=16)
+    one_batch = make_params(lr_schedule='constant', lr_values=[0.1], batch_size=64,
+                            lr_reference_batch=16)
+    self.assertAllClose(rates(accumulated, [0, 5]), rates(one_batch, [0, 5]))
+    self.assertAllClose(rates(accumulated, [0]), [0.4])
+    self.assertAllClose(rates(make_params(lr_schedule='constant', lr_values=[0.1],
+                                          batch_size=16, accumulate_steps=4), [0]), [0.1])
+
   def test_each_optimizer_is_built(self):
     for name, cls in [('momentum', tf1.train.MomentumOptimizer),
                       ('sgd', tf1.train.GradientDescentOptimizer),

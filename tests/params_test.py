@@ -31,6 +31,15 @@ class ParamsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ParamsError, 'batch_size=3 is smaller than the 4 towers'):
       make_params(num_towers=4, batch_size=3)
 
+  def test_accumulate_steps_must_be_positive(self):
+    with self.assertRaisesRegex(ParamsError, 'accumulate_steps must be positive, got 0'):
+      make_params(accumulate_steps=0)
+
+  def test_accumulation_is_not_built_for_mirrored(self):
+    with self.assertRaisesRegex(ParamsError, 'strategy=mirrored does not apply '
+                                'accumulate_steps=2.*strategy=towers'):
+      make_params(strategy='mirrored', accumulate_steps=2)
+
   def test_unknown_optimizer(self):
     with self.assertRaisesRegex(ParamsError, "optimizer='adagrad' is not one of"):
       make_params(optimizer='adagrad')

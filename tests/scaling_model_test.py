@@ -7,8 +7,9 @@ input gradient, each as many FLOPs as its forward conv.
 
 import tensorflow as tf
 
-from model_fn import layers
 from benchmarks import cluster_model, flop_count
+from model_fn import layers
+from model_fn.network_variables import network_variables
 
 tf1 = tf.compat.v1
 
@@ -106,7 +107,7 @@ class FlopCountTest(tf.test.TestCase):
     self.assertEqual(totals, flop_count.training_flops(tiny_network, (4, 8, 8, 3)))
 
   def test_network_variables_in_creation_order_with_bytes(self):
-    variables = flop_count.network_variables(tiny_network, (4, 8, 8, 3))
+    variables = network_variables(tiny_network, (4, 8, 8, 3))
     self.assertEqual([(v.name, v.num_bytes, v.trainable) for v in variables],
                      [('tiny/conv1/w', 27 * 3 * 4 * 4, True), ('tiny/conv2/w', 4 * 5 * 4, True)])
 

@@ -111,7 +111,18 @@ class TrainParams:
       f'{", ".join(networks.spec("i3d").endpoints)}.')
 
   # --- Run ---------------------------------------------------------------------------------
-  batch_size: int = option(24, 'Global batch size per worker step, split across the towers.')
+  batch_size: int = option(
+      24, 'Clips per micro-batch per worker, split across the towers (a worker step reads '
+      'accumulate_steps x batch_size clips).')
+  accumulate_steps: int = option(
+      1, 'Micro-batches per training step (k): each step reads k x batch_size clips, each '
+      'tower device runs k micro-batches of its share of batch_size one after another '
+      '(micro-batch j+1\'s forward waits for micro-batch j\'s backward: peak activation '
+      'memory of one micro-batch), sums their gradients (the gradient of the mean loss over '
+      'all k x batch_size clips, weight decay once), and applies ONE update: each variable '
+      'is pulled once and one gradient per variable pushed per step, so network traffic '
+      'per example falls k-fold. lr_reference_batch scaling counts k x batch_size. '
+      'Evaluation is unchanged (eval_batch_size).')
   eval_batch_size: int = option(0, 'Global evaluation batch size; 0 means batch_size.')
   max_steps: int = option(1000, 'Stop training at this global step.')
   eval_steps: int = option(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
@@ -152,6 +163,14 @@ class TrainParams:
       'device (the ps in a cluster) and sends gradients back; bfloat16 or float16 halve the '
       'bytes per step, the variables and their updates stay float32 (model_fn/transfer.py).',
       choices=('float32', 'bfloat16', 'float16'))
+  ps_placement: str = option(
+      'largest_first', 'How variable_device=ps (a cluster) spreads the trainable variables '
+      'over the ps tasks. largest_first: the network is first built once in a throw-away '
+      'graph to list its variables, then the largest goes first, each to the ps holding the '
+      'fewest bytes (I3D over 10 ps: 8.0 MB on the busiest, the largest variable, against '
+      '10.3 MB). greedy: each variable as it is created, to the ps holding the fewest bytes. '
+      'Only devices differ, not names: checkpoints interchange; all tasks of a cluster must '
+      'use the same value.', choices=('largest_first', 'greedy'))
   ps_unreachable_secs: int = option(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')
@@ -196,6 +215,11 @@ class TrainParams:
   def effective_eval_batch_size(self) -> int:
     return self.eval_batch_size or self.batch_size
 
+  @property
+  def examples_per_step(self) -> int:
+    """Training clips per worker step: accumulate_steps micro-batches of batch_size."""
+    return self.batch_size * self.accumulate_steps
+
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
@@ -237,7 +261,8 @@ def validate(p: TrainParams) -> None:
   if p.trainable_from and p.trainable_from not in endpoints:
     raise ParamsError(f'trainable_from={p.trainable_from!r} is not a network endpoint '
                       f'({", ".join(endpoints)})')
-  positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'max_steps',
+  positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'accumulate_steps',
+              'max_steps',
               'save_checkpoints_steps', 'log_every_steps', 'keep_checkpoint_max')
   for name in positive:
     if getattr(p, name) <= 0:
@@ -285,10 +310,13 @@ def validate(p: TrainParams) -> None:
 
 def mirrored_ignored(p: TrainParams) -> list[str]:
   """The options set in `p` that `strategy=mirrored` does not apply: clipping and EMA
-  would act per replica, batch-norm statistics come from each replica (MEAN-aggregated),
-  tf.distribute places the variables, and there is no SyncReplicasOptimizer."""
+  would act per replica, accumulation is built only in the towers' graph, batch-norm
+  statistics come from each replica (MEAN-aggregated), tf.distribute places the
+  variables, and there is no SyncReplicasOptimizer."""
   ignored = [name for name in ('ema_decay', 'clip_gradient_norm', 'sync_replicas')
              if getattr(p, name)]
+  if p.accumulate_steps != 1:
+    ignored.append(f'accumulate_steps={p.accumulate_steps}')
   if p.bn_update != 'main':
     ignored.append(f'bn_update={p.bn_update}')
   if p.variable_device != 'cpu':

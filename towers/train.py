@@ -40,8 +40,9 @@ def main(argv: list[str]) -> int:
     task = cluster.resolve_cluster(params)
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
       preflight.check(params)
-    logging.info('training %s for %d steps, global batch %d, model_dir %s', params.model,
-                 params.max_steps, params.batch_size, params.model_dir)
+    logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
+                 'model_dir %s', params.model, params.max_steps, params.examples_per_step,
+                 params.accumulate_steps, params.batch_size, params.model_dir)
     if task is None:
       metrics = train_and_evaluate(params)
     else:
