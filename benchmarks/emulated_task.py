@@ -36,6 +36,7 @@ import time
 import tensorflow as tf
 from absl import flags
 
+from benchmarks import flop_count
 from model_fn import transfer
 from model_fn import networks
 from model_fn.networks import build_network, input_channels
