@@ -113,6 +113,15 @@ class PipelineTest(tf.test.TestCase):
       seen.add(flipped)
     self.assertEqual(seen, {True, False})
 
+  def test_mirror_reverses_the_width_of_clips_and_batches(self):
+    rng = np.random.default_rng(0)
+    for shape, dtype in [((2, 3, 4, 3), np.uint8), ((2, 2, 3, 5, 3), np.uint8),
+                         ((2, 3, 4, 3), np.float32)]:
+      clip = rng.integers(0, 255, shape).astype(dtype)
+      mirrored = pipeline.mirror(tf.constant(clip))
+      self.assertEqual(mirrored.shape, shape)
+      np.testing.assert_array_equal(mirrored.numpy(), clip[..., ::-1, :])
+
   # --- Sharding -----------------------------------------------------------------------------
 
   def test_the_input_context_names_the_pipeline_and_none_reads_everything(self):
