@@ -19,7 +19,7 @@ from towers.cluster.local_cluster import isolation_command
 
 EMULATOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         'benchmarks', 'cluster_emulator.py')
-ROW = re.compile(r'^\| async \| 2 \|')
+ROW = re.compile(r'^\| ours \| async \| 2 \|')
 
 
 def table_row(output: str) -> list[str]:
@@ -40,9 +40,9 @@ class ClusterEmulatorTest(unittest.TestCase):
         capture_output=True, text=True, timeout=600, check=False)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     cells = table_row(result.stdout)
-    out_mb, in_mb = (float(v) for v in cells[7].split('/'))
-    model_mb = float(cells[8])
-    link_use = float(cells[9].rstrip('%')) / 100
+    out_mb, in_mb = (float(v) for v in cells[8].split('/'))
+    model_mb = float(cells[9])
+    link_use = float(cells[10].rstrip('%')) / 100
     for measured in (out_mb, in_mb):
       self.assertGreaterEqual(measured / model_mb, 0.8, cells)
       self.assertLessEqual(measured / model_mb, 1.6, cells)
