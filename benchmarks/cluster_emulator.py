@@ -261,7 +261,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def describe(options: EmulatorOptions) -> str:
   return (f'{options.model}, {options.transfer_dtype} transfers, accumulate_steps='
-          f'{options.accumulate_steps}, ps_placement={options.ps_placement}, '
+          f'{options.accumulate_steps}, ps_placement={options.ps_placement} (ours), '
           f'{options.link_mbit:g} Mbit/s links, compute {options.emulate_compute} s per '
           f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
 

@@ -30,13 +30,13 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.variable_placement import make_placement
 from towers import cli
+from towers.cluster.local_cluster import CHIEF_READY
 from towers.options import option
 from towers.params import make_params
 
 tf1 = tf.compat.v1
 
 STEP_LINE = 'emulated_step'
-READY_LINE = 'Done running local_init_op'  # what LocalCluster waits for from the chief
 PS_PLACEMENTS = ('greedy', 'largest_first')
 
 
@@ -149,7 +149,7 @@ def run_worker(options: TaskOptions, server: tf.distribute.Server, cluster: dict
       save_checkpoint_secs=None, save_summaries_steps=None, save_summaries_secs=None,
       log_step_count_steps=None, config=_session_config(task_type, task_index)) as session:
     if is_chief:
-      print(READY_LINE, flush=True)
+      print(CHIEF_READY, flush=True)  # what LocalCluster.start_all waits for
     for index in range(options.steps):
       if time.time() > deadline:
         print(f'emulated_task: {task_type} {task_index} stopped at --max_seconds', flush=True)
