@@ -2,8 +2,8 @@
 
     bazel run //benchmarks:cluster_emulator -- --nodes=1,2,4,10 --link_mbit=1000 --time_scale=10
 
-For each node count and mode (sync, async) it builds `nodes` network namespaces on
-shaped full-duplex links (`benchmarks/emulated_network.py`: `--link_mbit` /
+For each system, mode (sync, async) and node count it builds `nodes` network namespaces
+on shaped full-duplex links (`benchmarks/emulated_network.py`: `--link_mbit` /
 `--time_scale` per direction per node, `--link_latency_ms`), puts one ps task and one
 worker on every node (they share the node's link, as on the real cluster), runs them as
 separate processes with `LocalCluster` (`benchmarks/emulated_task.py`: the real
@@ -11,7 +11,15 @@ network's variables on the ps tasks, real pulls and pushes through TensorFlow's 
 parameter-server runtime, the forward and backward passes replaced by a wait of
 `--emulate_compute x --time_scale` seconds, split per layer by FLOPs with `--overlap` so
 that pulls overlap the forward pass and pushes the backward pass, as in training
-without gradient clipping), and prints one Markdown row per run:
+without gradient clipping), and prints one Markdown row per run.
+
+`--systems` chooses what runs those steps: `ours` (the above), or a TensorFlow peer
+through its own strategy object (`benchmarks/emulated_peer_task.py`, same variables, same
+wait, roles from TF_CONFIG): `ps_strategy` (tf.compat.v1 ParameterServerStrategy, one ps
+and one worker per node, asynchronous only) and `multi_worker_mirrored`
+(MultiWorkerMirroredStrategy, one worker per node and no ps, synchronous only; its model
+is a ring all-reduce). A mode a system does not have is skipped with one line.
+Columns:
 
 * examples/s per worker and step-time percentiles, in the USER's seconds (measured
   seconds / time_scale): stretching the compute wait and slowing the links by the same k
@@ -35,12 +43,14 @@ import dataclasses
 import functools
 import math
 import os
-import statistics
+import shutil
 import sys
+import tempfile
 import time
 
 from benchmarks import cluster_model
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
+from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes)
 from model_fn import transfer
@@ -52,12 +62,21 @@ SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
 CPU_NAME = 'AMD EPYC (Zen 3, AVX2, no AVX-512), 2 cores'
 MB = 1e6
+SYSTEMS = ('ours', 'ps_strategy', 'multi_worker_mirrored')
+# Modes each system has: TensorFlow's v1 ParameterServerStrategy is asynchronous by
+# definition ("An asynchronous multi-worker parameter server tf.distribute strategy"),
+# MultiWorkerMirroredStrategy synchronous (every step all-reduces every gradient).
+SYSTEM_MODES = {'ours': ('sync', 'async'), 'ps_strategy': ('async',),
+                'multi_worker_mirrored': ('sync',)}
 
 
 @dataclasses.dataclass(frozen=True)
 class EmulatorOptions:
   nodes: tuple[int, ...] = option((1, 2, 4, 10), 'Node counts to emulate (one ps and one '
-                                  'worker per node).')
+                                  'worker per node; multi_worker_mirrored: one worker).')
+  systems: tuple[str, ...] = option(('ours',), 'Systems to run, from ours (this library\'s '
+                                    'ps runtime), ps_strategy (async only), '
+                                    'multi_worker_mirrored (sync only).')
   modes: tuple[str, ...] = option(('sync', 'async'), 'sync and/or async.')
   link_mbit: float = option(1000.0, 'Each node\'s link, Mbit/s per direction (full duplex).')
   link_latency_ms: float = option(0.0, 'One-way delay added per link direction (needs netem).')
@@ -73,12 +92,14 @@ class EmulatorOptions:
                                'in this type (the ps keeps float32).',
                                choices=tuple(transfer.TRANSFER_DTYPES))
   accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
-  ps_placement: str = option('greedy', 'Variable placement over the ps tasks.',
+  ps_placement: str = option('largest_first', 'Variable placement over the ps tasks '
+                             '(ours; training\'s default is largest_first).',
                              choices=('greedy', 'largest_first'))
   overlap: bool = option(True, 'Compute split per layer by FLOPs, each layer\'s forward '
                          'after its pull and its push right after its backward, as training '
                          'without --clip_gradient_norm runs; false: one wait between all '
-                         'pulls and all pushes (no overlap, as with clipping).')
+                         'pulls and all pushes (no overlap, as with clipping). Ours only: '
+                         'the peers always wait in one block.')
   untimed_steps: int = option(1, 'Steps per worker before measuring (not the training warm-up).')
   steps: int = option(3, 'Measured steps per worker (at least 2).')
   link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.')
@@ -120,21 +141,49 @@ def step_lines(lines: list[str]) -> list[tuple[int, float, float]]:
   return result
 
 
-def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
+def peer_task_options(options: EmulatorOptions, peer: str, model_dir: str) -> list[str]:
+  """The flags every task of TensorFlow peer `peer` gets (its role comes from TF_CONFIG)."""
+  task = PeerTaskOptions(peer=peer, model=options.model, num_classes=options.num_classes,
+                         emulate_compute=options.emulate_compute,
+                         time_scale=options.time_scale, model_dir=model_dir,
+                         max_seconds=options.timeout_secs)
+  return [f'--{f.name}={getattr(task, f.name)}' for f in dataclasses.fields(task)]
+
+
+def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
+                 network: EmulatedNetwork, model_dir: str) -> LocalCluster:
+  """The tasks of `system` on `nodes` emulated nodes: ps n (if any) and worker n on node n
+  (worker 0 is the chief)."""
+  def node_of(task) -> int:
+    return task.task_index + 1 if task.task_type == 'worker' else task.task_index
+
+  common = dict(evaluator=False, echo=None, log_dir=options.task_logs or None,
+                launcher=lambda task: network.enter(node_of(task)))
+  addresses = [node_address(n) for n in range(nodes)]
+  if system == 'ours':
+    return LocalCluster(nodes, nodes, task_options(options, sync, nodes),
+                        program=('-m', 'benchmarks.emulated_task'), hosts=addresses * 2,
+                        **common)
+  num_ps = nodes if system == 'ps_strategy' else 0
+  return LocalCluster(num_ps, nodes, peer_task_options(options, system, model_dir),
+                      program=('-m', 'benchmarks.emulated_peer_task'),
+                      hosts=addresses * (2 if num_ps else 1), tf_config_role=True, **common)
+
+
+def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool) -> Measurement:
   """Runs one emulated cluster and measures it (see the module docstring)."""
   k = options.time_scale
-  total_steps = options.untimed_steps + options.steps
+  model_dir = tempfile.mkdtemp(prefix=f'cluster_emulator_{system}_')
   with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
-    hosts = [node_address(n) for n in range(nodes)] * 2  # ps n and worker n on node n
-    cluster = LocalCluster(nodes, nodes, task_options(options, sync, nodes), evaluator=False,
-                           echo=None, log_dir=options.task_logs or None, program=('-m', 'benchmarks.emulated_task'), hosts=hosts,
-                           launcher=lambda task: network.enter(
-                               task.task_index if task.task_type != 'worker'
-                               else task.task_index + 1))
+    cluster = make_cluster(options, system, nodes, sync, network, model_dir)
     workers = [name for name, t in cluster.tasks.items() if t.task_type in ('chief', 'worker')]
     start = end = None
     try:
-      cluster.start_all(chief_ready_timeout=300)
+      if system == 'multi_worker_mirrored':
+        for name in cluster.tasks:  # collective initialisation needs every worker at once
+          cluster.start(name)
+      else:
+        cluster.start_all(chief_ready_timeout=300)
       deadline = time.time() + options.timeout_secs
       while time.time() < deadline and end is None:
         outputs = {w: step_lines(cluster.output(w)) for w in workers}
@@ -150,9 +199,10 @@ def measure(options: EmulatorOptions, nodes: int, sync: bool) -> Measurement:
         time.sleep(0.05)
     finally:
       cluster.stop_all()
+      shutil.rmtree(model_dir, ignore_errors=True)
   if end is None:
-    raise RuntimeError(f'{nodes} nodes: not every worker finished {options.steps} steps '
-                       f'after warm-up in --timeout_secs={options.timeout_secs:.0f}')
+    raise RuntimeError(f'{system}, {nodes} nodes: not every worker finished {options.steps} '
+                       f'steps after warm-up in --timeout_secs={options.timeout_secs:.0f}')
   return window_measurement(outputs, start, end, k,
                             options.link_mbit / k * 1e6 / 8)
 
@@ -179,6 +229,19 @@ def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
                      [m[1] / steps_between for m in moved], use)
 
 
+def model_shares(options: EmulatorOptions, system: str,
+                 shapes: list[tuple[str, tuple[int, ...]]], nodes: int) -> list[float]:
+  """Bytes on the wire per pull held by each ps task as `system` places the variables of
+  `shapes` (multi_worker_mirrored, which has no ps: [all parameter bytes])."""
+  value_bytes = transfer.bytes_per_value(options.transfer_dtype)
+  if system == 'ours':
+    return ps_shares(shapes, nodes, options.ps_placement, value_bytes)
+  sizes = [value_bytes * math.prod(shape) for _, shape in shapes]
+  if system == 'ps_strategy':  # the Estimator's global step takes ps 0 first
+    return cluster_model.round_robin_shares(sizes, nodes, first_task=1)
+  return [float(sum(sizes))]
+
+
 @dataclasses.dataclass(frozen=True)
 class Layers:
   """Per trainable variable in creation order, the model's overlap inputs: its share of
@@ -198,15 +261,20 @@ def model_layers(shares: list[ComputeShare], shapes: list[tuple[str, tuple[int, 
                 tuple(size / sum(sizes) for size in sizes))
 
 
-def predicted(options: EmulatorOptions, shares: list[float], nodes: int, sync: bool,
-              layers: Layers | None = None) -> tuple[float, float]:
+def predicted(options: EmulatorOptions, system: str, shares: list[float], nodes: int,
+              sync: bool, layers: Layers | None = None) -> tuple[float, float]:
   """(efficiency against a GPU that never waits, bytes per worker step through the
-  busiest link in one direction) of the paper model for this layout; with `layers`,
-  of its overlapped step."""
+  busiest link in one direction) of the paper model for this layout; with `layers`
+  (ours with --overlap), of its overlapped step. For multi_worker_mirrored `shares` is
+  [parameter bytes] and the traffic a ring all-reduce."""
   compute = options.emulate_compute * options.accumulate_steps
   link = options.link_mbit * 1e6 / 8 * options.link_efficiency
   step = (functools.partial(_overlapped_step, compute, options.accumulate_steps, layers)
-          if layers else None)
+          if layers and system == 'ours' else None)
+  if system == 'multi_worker_mirrored':
+    step = cluster_model.allreduce_sync_step_seconds(compute, shares[0], nodes, link)
+    return (cluster_model.efficiency(nodes / step, nodes, compute),
+            cluster_model.allreduce_node_bytes_per_worker_step(shares[0], nodes))
   if sync:
     seconds = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link, step)
     efficiency = cluster_model.efficiency(nodes / seconds, nodes, compute)
@@ -236,8 +304,9 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def describe(options: EmulatorOptions) -> str:
   return (f'{options.model}, {options.transfer_dtype} transfers, accumulate_steps='
-          f'{options.accumulate_steps}, ps_placement={options.ps_placement}, '
-          f'{"overlapped per layer" if options.overlap else "no overlap (one compute wait)"}, '
+          f'{options.accumulate_steps}, ps_placement={options.ps_placement} (ours), '
+          f'{"overlapped per layer" if options.overlap else "no overlap (one compute wait)"} '
+          '(ours), '
           f'{options.link_mbit:g} Mbit/s links, compute {options.emulate_compute} s per '
           f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
 
@@ -248,13 +317,33 @@ def options_problem(options: EmulatorOptions) -> str | None:
     return '--steps must be >= 2 (a rate needs two step ends)'
   if not options.modes or set(options.modes) - {'sync', 'async'}:
     return f'--modes={",".join(options.modes)}: use sync, async or sync,async'
+  if not options.systems or set(options.systems) - set(SYSTEMS):
+    return f'--systems={",".join(options.systems)}: choose from {",".join(SYSTEMS)}'
   if not options.nodes or min(options.nodes) < 1 or max(options.nodes) > 200:
     return f'--nodes={",".join(map(str, options.nodes))}: node counts from 1 to 200'
   if options.time_scale <= 0 or options.link_mbit <= 0 or options.emulate_compute < 0:
     return '--time_scale and --link_mbit must be > 0, --emulate_compute >= 0'
   if options.accumulate_steps < 1:
     return '--accumulate_steps must be >= 1'
+  peers = [s for s in options.systems if s != 'ours']
+  if peers and (options.accumulate_steps != 1 or options.transfer_dtype != 'float32'):
+    return (f'--systems={",".join(peers)} transfer float32 once per micro-batch: run them '
+            'with --accumulate_steps=1 --transfer_dtype=float32 (ours separately)')
   return None
+
+
+def runs(options: EmulatorOptions) -> tuple[list[tuple[str, str]], list[str]]:
+  """(system, mode) pairs to run in order, and one line per pair skipped because the
+  system does not have that mode."""
+  pairs, skipped = [], []
+  for system in options.systems:
+    for mode in options.modes:
+      if mode in SYSTEM_MODES[system]:
+        pairs.append((system, mode))
+      else:
+        only = 'synchronous' if SYSTEM_MODES[system] == ('sync',) else 'asynchronous'
+        skipped.append(f'{system} is {only} only: no {mode} rows for it')
+  return pairs, skipped
 
 
 def main(argv: list[str]) -> int:
@@ -269,23 +358,25 @@ def main(argv: list[str]) -> int:
     print('cluster_emulator: needs network namespaces (unshare --net --map-root-user); '
           'this machine does not allow them', file=sys.stderr)
     return 2
+  pairs, skipped = runs(options)
   shapes = variable_shapes(options.model, options.num_classes)
   layers = (model_layers(compute_shares(options.model, options.num_classes), shapes)
-            if options.overlap else None)
-  value_bytes = transfer.bytes_per_value(options.transfer_dtype)
+            if options.overlap and any(system == 'ours' for system, _ in pairs) else None)
   ideal = options.batch_size / options.emulate_compute
   print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
-  print('| mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | model '
-        'eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | model MB '
-        '| busiest link use |')
-  print('|---|---:|---:|---:|---:|---:|---|---|---:|---:|', flush=True)
-  for mode in options.modes:
+  for line in skipped:
+    print(f'cluster_emulator: {line}')
+  print('| system | mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | '
+        'model eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | '
+        'model MB | busiest link use |')
+  print('|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|', flush=True)
+  for system, mode in pairs:
     sync = mode == 'sync'
     one_node = None
     for nodes in options.nodes:
-      shares = ps_shares(shapes, nodes, options.ps_placement, value_bytes)
+      shares = model_shares(options, system, shapes, nodes)
       try:
-        m = measure(options, nodes, sync)
+        m = measure(options, system, nodes, sync)
       except NetworkSetupError as e:
         print(f'cluster_emulator: {e}', file=sys.stderr)
         return 2
@@ -294,13 +385,13 @@ def main(argv: list[str]) -> int:
       if nodes == 1:
         one_node = per_worker
       vs_one = f'{per_worker / one_node:.0%}' if one_node else 'n/a'
-      model_efficiency, model_bytes = predicted(options, shares, nodes, sync, layers)
+      model_efficiency, model_bytes = predicted(options, system, shares, nodes, sync, layers)
       busiest = max(range(nodes), key=lambda n: m.sent_per_step[n] + m.received_per_step[n])
-      print(f'| {mode} | {nodes} | {per_worker:.2f} | {vs_one} | {per_worker / ideal:.0%} | '
-            f'{model_efficiency:.0%} | {percentile(m.step_seconds, 0.5):.2f} / '
-            f'{percentile(m.step_seconds, 0.9):.2f} | {m.sent_per_step[busiest] / MB:.3f} / '
-            f'{m.received_per_step[busiest] / MB:.3f} | {model_bytes / MB:.3f} | '
-            f'{m.busiest_link_use:.0%} |', flush=True)
+      print(f'| {system} | {mode} | {nodes} | {per_worker:.2f} | {vs_one} | '
+            f'{per_worker / ideal:.0%} | {model_efficiency:.0%} | '
+            f'{percentile(m.step_seconds, 0.5):.2f} / {percentile(m.step_seconds, 0.9):.2f} | '
+            f'{m.sent_per_step[busiest] / MB:.3f} / {m.received_per_step[busiest] / MB:.3f} | '
+            f'{model_bytes / MB:.3f} | {m.busiest_link_use:.0%} |', flush=True)
   return 0
 
 

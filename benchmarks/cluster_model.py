@@ -151,3 +151,36 @@ def best_ps_count(compute: float, ps_bytes_by_count: dict[int, Sequence[float]],
   """The ps count with the shortest synchronous step (ties: fewer ps tasks)."""
   return min(ps_bytes_by_count, key=lambda k: (
       round(sync_step_seconds(compute, ps_bytes_by_count[k], workers, nodes, link), 6), k))
+
+
+def round_robin_shares(sizes: Sequence[float], num_ps: int, first_task: int = 0) -> list[float]:
+  """Bytes per ps when variables of `sizes` (in creation order) are placed round robin,
+  the first on ps `first_task`: TensorFlow's `replica_device_setter` default, which
+  `tf.compat.v1.distribute.experimental.ParameterServerStrategy` uses. Under an Estimator
+  the global step is created first in the strategy's scope and takes ps 0, so the model's
+  variables start at `first_task=1`."""
+  load = [0.0] * num_ps
+  for i, size in enumerate(sizes):
+    load[(first_task + i) % num_ps] += size
+  return load
+
+
+def ring_allreduce_bytes(parameter_bytes: float, workers: int) -> float:
+  """Bytes each worker sends (= receives) per step in a ring all-reduce of
+  `parameter_bytes` over `workers`: (N - 1) / N x P in the reduce-scatter phase and as
+  much in the all-gather phase, 2 (N - 1) / N x P in all (0 for one worker)."""
+  return 2.0 * (workers - 1) / workers * parameter_bytes
+
+
+def allreduce_node_bytes_per_worker_step(parameter_bytes: float, workers: int) -> float:
+  """Bytes one node (one worker) sends (= receives) per worker step, counting the steps of
+  all workers as `node_bytes_per_worker_step` does: one all-reduce per global step of
+  `workers` worker steps, so the ring's bytes / `workers`."""
+  return ring_allreduce_bytes(parameter_bytes, workers) / workers
+
+
+def allreduce_sync_step_seconds(compute: float, parameter_bytes: float, workers: int,
+                                link: float) -> float:
+  """Synchronous all-reduce step (one worker per node): compute, then the ring all-reduce
+  at `link` bytes per second per direction (no overlap, as `sync_step_seconds`)."""
+  return compute + ring_allreduce_bytes(parameter_bytes, workers) / link

@@ -1,0 +1,160 @@
+"""One task of an emulated TensorFlow peer (`//benchmarks:cluster_emulator --systems=...`).
+
+    python -m benchmarks.emulated_peer_task --peer=multi_worker_mirrored --model=i3d ...
+
+The peers' counterpart of `benchmarks/emulated_task.py`, through TensorFlow's own
+multi-node machinery instead of this library's:
+
+  ps_strategy            tf.compat.v1.distribute.experimental.ParameterServerStrategy
+                         (asynchronous; variables round robin over the ps tasks)
+  multi_worker_mirrored  tf.distribute.experimental.MultiWorkerMirroredStrategy
+                         (synchronous; gradients summed by collective all-reduce)
+
+Its role comes from TF_CONFIG (`LocalCluster(tf_config_role=True)` sets it per task), as
+for any tf.distribute program, and `tf.estimator.train_and_evaluate` runs it: a ps task
+serves, the chief and workers train with the strategy as `train_distribute`, so the
+strategy's own variable placement, reads, updates and all-reduces move the bytes. The
+model_fn creates the network's trainable variables (names and shapes of
+`emulated_task.variable_shapes`, float32, zeros), reads each once, waits
+`emulate_compute x time_scale` seconds once every value has arrived (instead of the
+forward and backward passes), and returns a loss whose gradient is one float32 [shape]
+tensor per variable, computed after the wait; momentum applies them (the same optimizer
+as `emulated_task`). No checkpoints, summaries or evaluation. Each finished step prints
+
+    emulated_step <index> <end time, s since the epoch> <duration s>
+
+and each training task prints `CHIEF_READY` once its session exists, and, once its graph
+is built, the variables' bytes on each device where the strategy placed them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import tensorflow as tf
+
+from benchmarks.emulated_task import STEP_LINE, variable_shapes
+from model_fn import networks
+from towers import cli
+from towers.cluster.local_cluster import CHIEF_READY
+from towers.options import option
+
+tf1 = tf.compat.v1
+
+PEERS = ('ps_strategy', 'multi_worker_mirrored')
+PLACEMENT_LINE = 'emulated_peer_task: variable bytes by device'
+GRADIENT_SCALE = 1e-6  # what the wait returns: every gradient value (momentum updates are tiny)
+
+
+@dataclasses.dataclass(frozen=True)
+class PeerTaskOptions:
+  """What every task of an emulated peer is told (the emulator passes the same to all)."""
+  peer: str = option('ps_strategy', 'Which TensorFlow strategy trains.', choices=PEERS)
+  model: str = option('i3d', 'Network whose trainable variables are transferred.',
+                      choices=networks.names())
+  num_classes: int = option(101, 'Classes of the network head.')
+  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.')
+  time_scale: float = option(1.0, 'The compute wait is multiplied by this.')
+  model_dir: str = option('', 'The Estimator\'s model_dir (nothing is saved there but '
+                          'its graph).', path=True)
+  max_seconds: float = option(900.0, 'A worker stops training after this long.')
+
+
+def make_strategy(peer: str) -> tf.distribute.Strategy:
+  """The strategy of `peer`; both read the cluster and this task's role from TF_CONFIG."""
+  if peer == 'ps_strategy':
+    return tf1.distribute.experimental.ParameterServerStrategy()
+  return tf.distribute.experimental.MultiWorkerMirroredStrategy()
+
+
+class StepLines(tf1.train.SessionRunHook):
+  """Prints the emulator's step lines and the session-ready line; asks the session to
+  stop after `max_seconds` of training."""
+
+  def __init__(self, max_seconds: float) -> None:
+    self._max_seconds = max_seconds
+    self._index = 0
+    self._start = 0.0
+    self._deadline = 0.0
+
+  def after_create_session(self, session, coord) -> None:
+    del session, coord
+    self._deadline = time.time() + self._max_seconds
+    print(CHIEF_READY, flush=True)
+
+  def before_run(self, run_context):
+    self._start = time.time()
+
+  def after_run(self, run_context, run_values) -> None:
+    end = time.time()
+    print(f'{STEP_LINE} {self._index} {end:.4f} {end - self._start:.4f}', flush=True)
+    self._index += 1
+    if end > self._deadline:
+      print('emulated_peer_task: stopped at --max_seconds', flush=True)
+      run_context.request_stop()
+
+
+def make_model_fn(options: PeerTaskOptions):
+  """The emulated step as an Estimator model_fn (one replica per worker)."""
+  shapes = variable_shapes(options.model, options.num_classes)
+  wait_seconds = options.emulate_compute * options.time_scale
+
+  def wait() -> float:
+    time.sleep(wait_seconds)
+    return GRADIENT_SCALE
+
+  def model_fn(features, labels, mode):
+    del features, labels
+    variables = [tf1.get_variable(name, shape, tf.float32, tf1.zeros_initializer())
+                 for name, shape in shapes]
+    print_placement(variables)
+    values = [tf.identity(v) for v in variables]  # one read (pull) per variable
+    with tf.control_dependencies(values):  # compute starts once every parameter is here
+      done = tf.py_function(wait, [], tf.float32, name='emulated_compute')
+    done = tf.stop_gradient(tf.reshape(done, []))
+    # d loss / d v = done broadcast to v's shape: one [shape] gradient per variable, after the wait.
+    loss = tf.add_n([tf.reduce_sum(value * done) for value in values])
+    optimizer = tf1.train.MomentumOptimizer(1e-6, 0.9)
+    train_op = optimizer.minimize(loss, global_step=tf1.train.get_global_step(),
+                                  var_list=variables)
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                      training_hooks=[StepLines(options.max_seconds)])
+
+  return model_fn
+
+
+def print_placement(variables: list[tf.Variable]) -> None:
+  """Prints the bytes of `variables` on each device, as the strategy placed them."""
+  load: dict[str, int] = {}
+  for v in variables:
+    load[v.device] = load.get(v.device, 0) + v.shape.num_elements() * v.dtype.size
+  print(f'{PLACEMENT_LINE} {sorted(load.items())}', flush=True)
+
+
+def input_fn() -> tf.data.Dataset:
+  """One tiny constant example per step: the emulated step reads no data."""
+  return tf.data.Dataset.from_tensors(({'x': tf.zeros([1])}, tf.zeros([1]))).repeat()
+
+
+def main(argv: list[str]) -> int:
+  del argv
+  options = cli.options_from_flags(PeerTaskOptions)
+  # One CPU device per task; collective ops block inter-op threads while they wait for
+  # the other workers, so give them more than this machine's 2 cores.
+  session_config = tf1.ConfigProto(device_count={'CPU': 1}, inter_op_parallelism_threads=8)
+  config = tf.estimator.RunConfig(
+      model_dir=options.model_dir, save_checkpoints_steps=None, save_checkpoints_secs=None,
+      save_summary_steps=None, log_step_count_steps=None, session_config=session_config,
+      train_distribute=make_strategy(options.peer))
+  estimator = tf.estimator.Estimator(make_model_fn(options), config=config)
+  # train_and_evaluate: a ps task serves, chief and workers train; no evaluator is started.
+  tf.estimator.train_and_evaluate(estimator,
+                                  tf.estimator.TrainSpec(input_fn, max_steps=10 ** 9),
+                                  tf.estimator.EvalSpec(input_fn, steps=1))
+  return 0
+
+
+if __name__ == '__main__':
+  cli.define_flags(PeerTaskOptions)
+  cli.run(main)
