@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -365,6 +366,16 @@ def lost_cell(name: str, rs: list[Run]) -> str:
           f'{max(r.changed_variables for r in rs)} variables')
 
 
+def print_ratios(title: str, ours: list[str], peers: list[str],
+                 cell: Callable[[str, str], str]) -> None:
+  """One Markdown table: a row per system of ours, a column per peer, `cell(ours, peer)`."""
+  print(f'\n{title}')
+  print('| ours \\ peer | ' + ' | '.join(peers) + ' |')
+  print('|---|' + '---|' * len(peers))
+  for mine in ours:
+    print(f'| {mine} | ' + ' | '.join(cell(mine, peer) for peer in peers) + ' |')
+
+
 def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> None:
   """Prints the per-system table, ours/peer throughput ratios and this library's targets."""
   print(f'\n{CPU}; c3d_small 8x32x32, replica batch {options.replica_batch}, global batch '
@@ -392,32 +403,23 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
   ours = [n for n in OURS if n in runs]
   peers = [n for n in runs if n not in OURS]
   if ours and peers:
-    print('\nthroughput, ours / peer at equal replica and global batch (target >= 1.0x):')
-    print('| ours \\ peer | ' + ' | '.join(peers) + ' |')
-    print('|---|' + '---|' * len(peers))
-    for mine in ours:
-      cells = []
-      for peer in peers:
-        ours_rate = median_of(runs[mine], 'examples_per_sec')
-        peer_rate = median_of(runs[peer], 'examples_per_sec')
-        if ours_rate is None or peer_rate is None:
-          cells.append('n/a')
-          continue
-        r = ours_rate / peer_rate
-        cells.append(f'{r:.2f}x {verdict(r >= 1.0)}')
-      print(f'| {mine} | ' + ' | '.join(cells) + ' |')
-    print('\nCPU time per example, peer / ours (above 1.0x: ours needs less CPU per example; on '
-          'a machine whose cores all tasks share, examples/s follow it):')
-    print('| ours \\ peer | ' + ' | '.join(peers) + ' |')
-    print('|---|' + '---|' * len(peers))
-    for mine in ours:
-      cells = []
-      for peer in peers:
-        ours_cpu = median_of(runs[mine], 'cpu_ms_per_example')
-        peer_cpu = median_of(runs[peer], 'cpu_ms_per_example')
-        cells.append('n/a' if ours_cpu is None or peer_cpu is None
-                     else f'{peer_cpu / ours_cpu:.2f}x')
-      print(f'| {mine} | ' + ' | '.join(cells) + ' |')
+    def rate_ratio(mine: str, peer: str) -> str:
+      ours_rate = median_of(runs[mine], 'examples_per_sec')
+      peer_rate = median_of(runs[peer], 'examples_per_sec')
+      if ours_rate is None or peer_rate is None:
+        return 'n/a'
+      return f'{ours_rate / peer_rate:.2f}x {verdict(ours_rate >= peer_rate)}'
+
+    def cpu_ratio(mine: str, peer: str) -> str:
+      ours_cpu = median_of(runs[mine], 'cpu_ms_per_example')
+      peer_cpu = median_of(runs[peer], 'cpu_ms_per_example')
+      return 'n/a' if ours_cpu is None or peer_cpu is None else f'{peer_cpu / ours_cpu:.2f}x'
+
+    print_ratios('throughput, ours / peer at equal replica and global batch (target >= 1.0x):',
+                 ours, peers, rate_ratio)
+    print_ratios('CPU time per example, peer / ours (above 1.0x: ours needs less CPU per '
+                 'example; on a machine whose cores all tasks share, examples/s follow it):',
+                 ours, peers, cpu_ratio)
   print('\ntargets for this library:')
   for mine in ours:
     rs = runs[mine]

@@ -103,18 +103,6 @@ class AccumulationEquivalenceTest(tf.test.TestCase):
     self._check(expected, actual, init)
 
 
-def ancestors(op: tf.Operation) -> set[str]:
-  """Names of every op `op` depends on, through data inputs and control inputs."""
-  seen, stack = set(), [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + list(current.control_inputs):
-      if parent.name not in seen:
-        seen.add(parent.name)
-        stack.append(parent)
-  return seen
-
-
 class MicroBatchOrderTest(tf.test.TestCase):
 
   def test_each_micro_batch_starts_after_the_previous_ones_backward_on_its_device(self):
@@ -139,7 +127,7 @@ class MicroBatchOrderTest(tf.test.TestCase):
         backward = {op.name for op in of(j, d, 'Conv3DBackpropFilterV2')}
         other_device = {op.name for op in of(j, 1 - d, 'Conv3DBackpropFilterV2')}
         for conv in of(j + 1, d, 'Conv3D'):
-          before = ancestors(conv)
+          before = tower_testing.ancestors(conv)
           self.assertTrue(backward <= before, f'{conv.name} may run before micro-batch {j}'
                           f'\'s backward on device {d}: {sorted(backward - before)[:2]}')
           self.assertFalse(other_device & before, f'{conv.name} waits for another device')

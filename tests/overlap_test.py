@@ -21,6 +21,7 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from benchmarks import emulated_task
 from model_fn import tower_model_fn
+from tests.tower_testing import ancestors
 from towers.cluster import spec as cluster
 from towers.estimator import run_config
 from towers.params import make_params
@@ -66,18 +67,6 @@ def gradient_consumer(graph: tf.Graph, variable_name: str) -> tf.Operation:
   return found[0]
 
 
-def depends_on(op: tf.Operation) -> set[str]:
-  """Names of every op `op` waits for, through data and control inputs."""
-  seen, stack = set(), [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + list(current.control_inputs):
-      if parent.name not in seen:
-        seen.add(parent.name)
-        stack.append(parent)
-  return seen
-
-
 def first_conv_gradient_ops(graph: tf.Graph) -> set[str]:
   """Every tower's op computing the first convolution's kernel gradient."""
   scope = FIRST_CONV.rsplit('/', 1)[0] + '/'
@@ -94,8 +83,8 @@ class PushOverlapTest(tf.test.TestCase):
     first_conv_grads = first_conv_gradient_ops(graph)
     # The test can fail: the first conv's own gradient consumer needs them.
     self.assertContainsSubset(first_conv_grads,
-                              depends_on(gradient_consumer(graph, FIRST_CONV)))
-    late = depends_on(gradient_consumer(graph, LAST_KERNEL)) & first_conv_grads
+                              ancestors(gradient_consumer(graph, FIRST_CONV)))
+    late = ancestors(gradient_consumer(graph, LAST_KERNEL)) & first_conv_grads
     if overlaps:
       self.assertEmpty(late, f'{LAST_KERNEL}\'s push waits for the first conv\'s backprop')
     else:
@@ -132,16 +121,16 @@ class EmulatedComputeTest(tf.test.TestCase):
 
   def test_last_variable_is_ready_after_one_backward_chunk(self):
     _, done = self.build(self.SHARES)
-    self.assertEqual(self.chunks(depends_on(done['b'].op)),
+    self.assertEqual(self.chunks(ancestors(done['b'].op)),
                      ['emulated_forward', 'emulated_forward_1'])  # + done['b'] itself
     self.assertEqual(done['b'].op.name, 'emulated_backward')
-    self.assertEqual(self.chunks(depends_on(done['a'].op)),
+    self.assertEqual(self.chunks(ancestors(done['a'].op)),
                      ['emulated_backward', 'emulated_forward', 'emulated_forward_1'])
     # The first forward chunk waits for its own pull only, the second for both.
     first, second = (self.graph_op(done, n) for n in ('emulated_forward', 'emulated_forward_1'))
-    self.assertEqual(sorted(n for n in depends_on(first) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in ancestors(first) if n.startswith('pulled')),
                      ['pulled_a'])
-    self.assertEqual(sorted(n for n in depends_on(second) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in ancestors(second) if n.startswith('pulled')),
                      ['pulled_a', 'pulled_b'])
 
   def graph_op(self, done, name):
@@ -152,14 +141,14 @@ class EmulatedComputeTest(tf.test.TestCase):
     with graph.as_default():
       pulled = {name: tf.identity(tf.zeros([2]), name=f'pulled_{name}') for name in 'ab'}
       done = emulated_task.compute_waits(pulled, self.SHARES, 4.0, micro_batches=4)
-    self.assertEqual(self.chunks(depends_on(done['b'].op)),
+    self.assertEqual(self.chunks(ancestors(done['b'].op)),
                      ['emulated_forward', 'emulated_forward_1',
                       'emulated_other_micro_batches'])
 
   def test_one_block_without_shares(self):
     _, done = self.build(None)
     self.assertIs(done['a'], done['b'])
-    self.assertEqual(sorted(n for n in depends_on(done['a'].op) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in ancestors(done['a'].op) if n.startswith('pulled')),
                      ['pulled_a', 'pulled_b'])
 
   def test_chunks_of_i3d_add_up_to_the_step(self):

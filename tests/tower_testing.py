@@ -61,3 +61,15 @@ def reference_sgd_step(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
       load_values(sess, init)
       sess.run(step)
       return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
+
+
+def ancestors(op: tf.Operation) -> set[str]:
+  """Names of every op `op` waits for, through data inputs and control inputs."""
+  seen, stack = set(), [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+      if parent.name not in seen:
+        seen.add(parent.name)
+        stack.append(parent)
+  return seen
