@@ -48,6 +48,11 @@ import sys
 import tempfile
 import time
 
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 from benchmarks import cluster_model
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
 from benchmarks.emulated_peer_task import PeerTaskOptions

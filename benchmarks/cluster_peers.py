@@ -56,6 +56,11 @@ import tempfile
 import time
 from typing import Callable
 
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 import numpy as np
 import tensorflow as tf
 

@@ -25,6 +25,11 @@ import tempfile
 import time
 from typing import Sequence
 
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network

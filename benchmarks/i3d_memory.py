@@ -26,6 +26,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 import numpy as np
 import tensorflow as tf
 

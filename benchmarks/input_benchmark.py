@@ -511,7 +511,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == '__main__':
-  console.quiet_native_logs()  # before TensorFlow is imported
   cli.define_flags(InputBenchmarkOptions)
   cli.define_flags(console.ConsoleOptions)
   cli.run(main)

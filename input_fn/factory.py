@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from input_fn import direct, manifest, pipeline, records, ucf101
+from input_fn import direct, manifest, pipeline, ucf101
 
 InputFn = Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
 SOURCES = ('tfrecord', 'videos', 'frames')
@@ -26,7 +26,7 @@ def _manifest_source(data_dir: str) -> str | None:
   """The `source` (videos, frames or flow) the records of `data_dir` were prepared from,
   from its manifests; None when there is none."""
   for subset in ('train', 'test'):
-    path = os.path.join(data_dir, records.MANIFEST.format(subset=subset))
+    path = manifest.manifest_path(data_dir, subset)
     if os.path.exists(path):
       with open(path) as f:
         return json.load(f).get('source')

@@ -32,7 +32,9 @@ import os
 import shutil
 from typing import Any, Sequence
 
-from input_fn.records import MANIFEST, SHARD_GLOB
+# File names in a prepared directory (`input_fn/records.py` writes the shards).
+SHARD_GLOB = '{subset}-*-of-*.tfrecord'
+MANIFEST = '{subset}.manifest.json'
 
 FORMAT_VERSION = 2
 STATE_DIR = '.shards'

@@ -562,7 +562,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli, console
-  console.quiet_native_logs()  # TensorFlow, imported later here and in workers: no C++ INFO
+  from towers import cli
   cli.define_flags(PrepareConfig)
   cli.run(main)

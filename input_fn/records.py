@@ -26,8 +26,6 @@ from typing import Sequence
 import tensorflow as tf
 
 SHARD_PATTERN = '{subset}-{shard:05d}-of-{num_shards:05d}.tfrecord'
-SHARD_GLOB = '{subset}-*-of-*.tfrecord'
-MANIFEST = '{subset}.manifest.json'
 
 FEATURES = {
     'frames': tf.io.VarLenFeature(tf.string),

@@ -75,6 +75,47 @@ class TrainingOutputTest(absltest.TestCase):
                        3 * len(self.quiet_output.splitlines()))
 
 
+# Every program a user starts (its py_binary's main module).
+BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.cluster.local_cluster',
+            'input_fn.prepare', 'input_fn.make_synthetic_ucf101', 'input_fn.extract_flow',
+            'benchmarks.towers_benchmark', 'benchmarks.input_benchmark',
+            'benchmarks.time_to_accuracy', 'benchmarks.scaling_model',
+            'benchmarks.cluster_traffic', 'benchmarks.i3d_memory',
+            'benchmarks.cluster_emulator', 'benchmarks.cluster_peers')
+
+
+def run_quietly_unless_asked(*args: str) -> subprocess.Popen:
+  env = {k: v for k, v in os.environ.items() if k != console.NATIVE_LOG_LEVEL}
+  return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env)
+
+
+class EveryBinaryStartsQuietlyTest(absltest.TestCase):
+  """TensorFlow prints C++ INFO lines when it loads (cpu_feature_guard, oneDNN); a binary
+  whose imports load TensorFlow before it set the log level shows them on every start."""
+
+  def test_no_tensorflow_line_while_a_binary_starts(self):
+    started = {module: run_quietly_unless_asked('-m', module, '--helpshort')
+               for module in BINARIES}
+    for module, process in started.items():
+      output = process.communicate(timeout=TIMEOUT)[0]
+      self.assertIn('--helpfull', output, module)  # absl's usage: the binary started
+      self.assertIsNone(NATIVE_LINE.search(output), f'{module}:\n{output}')
+
+  def test_cli_run_hides_them_for_tensorflow_loaded_by_main(self):
+    program = ('from towers import cli\n'
+               'def main(argv):\n'
+               '  import tensorflow\n'
+               'cli.run(main)\n')
+    quiet = run_quietly_unless_asked('-c', program)
+    verbose = run_quietly_unless_asked('-c', program, '--v=0')  # absl's INFO: everything
+    quiet_output, verbose_output = quiet.communicate(timeout=TIMEOUT)[0], verbose.communicate(
+        timeout=TIMEOUT)[0]
+    self.assertEqual((quiet.returncode, verbose.returncode), (0, 0), quiet_output + verbose_output)
+    self.assertIsNone(NATIVE_LINE.search(quiet_output), quiet_output)
+    self.assertIsNotNone(NATIVE_LINE.search(verbose_output), verbose_output)
+
+
 class VerboseRequestTest(absltest.TestCase):
 
   def test_flag_forms(self):

@@ -24,6 +24,7 @@ from typing import Any, Callable, TypeVar
 
 from absl import app, flags
 
+from towers import console
 from towers.options import CHOICES, HELP, PATH, build
 
 T = TypeVar('T')
@@ -81,7 +82,11 @@ def run(main: Callable[[list[str]], int | None],
         flags_parser: Callable[[list[str]], list[str]] | None = None) -> None:
   """`absl.app.run(main)` from the user's working directory (`bazel run` starts binaries
   inside the runfiles tree; --flagfile and relative paths are the user's). `flags_parser`
-  as in absl: a launcher that passes unknown flags on uses `FLAGS(argv, known_only=True)`."""
+  as in absl: a launcher that passes unknown flags on uses `FLAGS(argv, known_only=True)`.
+  TensorFlow's C++ INFO and WARNING lines are hidden unless the command line asks for
+  --verbose (`console.quiet_native_logs`): this covers TensorFlow imported from here on; a
+  binary whose own imports load TensorFlow calls `console.quiet_native_logs()` before them."""
+  console.quiet_native_logs()
   os.chdir(user_working_dir())
   if flags_parser is None:
     app.run(main)

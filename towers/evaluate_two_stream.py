@@ -15,6 +15,11 @@ import json
 import os
 import sys
 
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 from towers import cli, two_stream
 from towers.options import option
 

@@ -28,7 +28,8 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from input_fn import pipeline, records
+from input_fn import manifest as manifest_lib
+from input_fn import pipeline
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 
@@ -170,7 +171,7 @@ def saved_model_dir(path: str) -> str:
 
 
 def _manifest(data_dir: str) -> dict[str, Any]:
-  path = os.path.join(data_dir, records.MANIFEST.format(subset='test'))
+  path = manifest_lib.manifest_path(data_dir, 'test')
   if not tf.io.gfile.exists(path):
     raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
                          'of //input_fn:prepare (its test shards)')

@@ -14,9 +14,10 @@ import dataclasses
 import json
 import os
 import socket
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import tensorflow as tf
+if TYPE_CHECKING:
+  import tensorflow as tf
 
 TRAINING_JOBS = ('chief', 'worker', 'ps')
 TASK_TYPES = TRAINING_JOBS + ('evaluator',)
@@ -66,6 +67,7 @@ class ClusterTask:
     """Which share of the training data this task reads: the chief is pipeline 0 and
     worker i pipeline i + 1, of `num_workers`. None (read everything) for the evaluator
     and the ps tasks."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top,redefined-outer-name
     if self.task_type == 'chief':
       return tf.distribute.InputContext(self.num_workers, 0)
     if self.task_type == 'worker':
