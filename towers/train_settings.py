@@ -61,6 +61,7 @@ import tensorflow as tf
 from absl import logging
 
 from input_fn import manifest, ucf101
+from towers.checkpoints import checkpoint_step
 
 RECORD_FILE = 'train_settings.json'
 FORMAT_VERSION = 1
@@ -225,7 +226,7 @@ def record(params, num_workers: int = 1) -> None:
   if stored:
     changed = differences(stored['settings'], new)
     if changed:
-      step = int(tf.train.load_variable(checkpoint, 'global_step'))
+      step = checkpoint_step(params.model_dir)
       history.append({'step': step, 'changed': {
           name: [stored['settings'].get(name), new.get(name)] for name in changed}})
       logging.warning('%s: continuing from step %d with changed learning settings (%s), as '
