@@ -67,7 +67,9 @@ import tensorflow as tf
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers import cli
+from towers.checkpoints import checkpoint_step
 from towers.cluster import shutdown
+from towers.cluster.ps_variables import read_ps_variables
 from towers.cluster.local_cluster import (CHIEF_READY, ISOLATED_ENV, LocalCluster,
                                           reexec_in_private_network)
 from towers.options import option
@@ -222,10 +224,13 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
         note = (note + '; ' if note else '') + f'ps not readable: {e.message.splitlines()[0]}'
     elif system.num_ps:  # this library's ps exits once told; it logs its final global step
       final_step = ps_final_step(cluster.output('ps0'))
-      if final_step is None:
-        note = (note + '; ' if note else '') + 'the ps had ended without its final step line'
+      saved_step = checkpoint_step(model_dir)
+      if final_step is None or saved_step is None:
+        note = (note + '; ' if note else '') + (
+            'the ps had ended without its final step line' if final_step is None
+            else f'no checkpoint in {model_dir}')
       else:
-        lost = final_step - checkpoint_step(model_dir)
+        lost = final_step - saved_step
   finally:
     cluster.stop_all()
     shutil.rmtree(model_dir, ignore_errors=True)
@@ -300,13 +305,6 @@ def ps_final_step(lines: list[str]) -> int | None:
   return None
 
 
-def checkpoint_step(model_dir: str) -> int:
-  checkpoint = tf.train.latest_checkpoint(model_dir)
-  if checkpoint is None:
-    raise RuntimeError(f'no checkpoint in {model_dir}')
-  return int(tf.train.load_checkpoint(checkpoint).get_tensor('global_step'))
-
-
 def compare_ps_with_checkpoint(ps_address: str, model_dir: str) -> tuple[int, int]:
   """(global steps on the ps beyond the final checkpoint's, variables whose ps value
   differs from the checkpoint's), reading every checkpointed variable from the live ps."""
@@ -317,33 +315,10 @@ def compare_ps_with_checkpoint(ps_address: str, model_dir: str) -> tuple[int, in
   dtypes = reader.get_variable_to_dtype_map()
   shapes = reader.get_variable_to_shape_map()
   names = sorted(dtypes)
-  try:
-    live = read_ps_variables(ps_address, names, dtypes, shapes, resource=True)
-  except tf.errors.OpError:
-    live = read_ps_variables(ps_address, names, dtypes, shapes, resource=False)
+  live = read_ps_variables(f'grpc://{ps_address}', 0,
+                           {n: (dtypes[n], shapes[n]) for n in names}, timeout_ms=20000)
   changed = sum(not np.array_equal(live[n], reader.get_tensor(n)) for n in names)
   return int(live['global_step']) - int(reader.get_tensor('global_step')), changed
-
-
-def read_ps_variables(ps_address: str, names: list[str], dtypes: dict, shapes: dict,
-                      resource: bool) -> dict[str, np.ndarray]:
-  """The current values of variables `names` living on ps task 0 (resource or ref
-  variables, found by name)."""
-  graph = tf.Graph()
-  with graph.as_default(), tf.device('/job:ps/task:0'):
-    reads = {}
-    for name in names:
-      dtype, shape = dtypes[name], shapes[name]
-      if resource:
-        handle = tf.raw_ops.VarHandleOp(dtype=dtype, shape=shape, shared_name=name)
-        reads[name] = tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype)
-      else:
-        ref = tf.raw_ops.VariableV2(shape=shape, dtype=dtype, shared_name=name)
-        reads[name] = tf.identity(ref)
-  # Only the ps: chief and worker have ended, and a session that looked for them would wait.
-  config = tf1.ConfigProto(operation_timeout_in_ms=20000, device_filters=['/job:ps/task:0'])
-  with tf1.Session(f'grpc://{ps_address}', graph=graph, config=config) as session:
-    return session.run(reads)
 
 
 def measured(runs: list[Run], field: str) -> list[float]:

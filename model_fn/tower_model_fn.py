@@ -59,7 +59,8 @@ def make_model_fn(network: Network | None = None, strategy: str = 'towers'
   registered network `params.model`) over towers (`strategy` 'towers') or under
   MirroredStrategy ('mirrored')."""
   if strategy == 'mirrored':
-    def estimator_model_fn(features, labels, mode, params):
+    def estimator_model_fn(features, labels, mode, params, config=None):
+      del config  # tf.distribute places the variables
       return mirrored_spec(features, labels, mode, params, network)
   else:
     def estimator_model_fn(features, labels, mode, params, config=None):

@@ -10,8 +10,8 @@ import time
 
 import tensorflow as tf
 
-from tests.cluster_testing import (TRAIN_ARGS, checkpoint_step, make_cluster, progress_steps,
-                                   wait_until)
+from tests.cluster_testing import TRAIN_ARGS, make_cluster, progress_steps, wait_until
+from towers.checkpoints import checkpoint_step
 
 LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
 
@@ -44,7 +44,7 @@ class ClusterFaultsTest(tf.test.TestCase):
   def test_restarted_chief_resumes_from_the_latest_checkpoint(self):
     cluster, model_dir = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
     cluster.start_all()
-    wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
+    wait_until(lambda: (checkpoint_step(model_dir) or 0) >= 80, LIMIT, 'a checkpoint at step >= 80')
     cluster.kill('chief')
     saved = checkpoint_step(model_dir)
     before = len(cluster.output('chief'))
@@ -65,7 +65,7 @@ class ClusterFaultsTest(tf.test.TestCase):
   def test_restarted_ps_resumes_training_from_the_latest_checkpoint(self):
     cluster, model_dir = self.run_cluster(num_ps=1, num_workers=1, max_steps=300)
     cluster.start_all()
-    wait_until(lambda: checkpoint_step(model_dir) >= 80, LIMIT, 'a checkpoint at step >= 80')
+    wait_until(lambda: (checkpoint_step(model_dir) or 0) >= 80, LIMIT, 'a checkpoint at step >= 80')
     saved_before_kill = checkpoint_step(model_dir)
     cluster.kill('ps0')
     before = len(cluster.output('chief'))

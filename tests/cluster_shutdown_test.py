@@ -9,7 +9,8 @@ import os
 
 import tensorflow as tf
 
-from tests.cluster_testing import checkpoint_step, make_cluster
+from tests.cluster_testing import make_cluster
+from towers.checkpoints import checkpoint_step
 
 LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
 MAX_STEPS = 20

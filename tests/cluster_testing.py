@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import time
 
-import tensorflow as tf
-
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import LocalCluster
 
@@ -30,9 +28,6 @@ def progress_steps(lines: list[str]) -> list[int]:
   return [s for s in map(progress_step, lines) if s is not None]
 
 
-def checkpoint_step(model_dir: str) -> int:
-  checkpoint = tf.train.latest_checkpoint(model_dir)
-  return int(tf.train.load_variable(checkpoint, 'global_step')) if checkpoint else -1
 
 
 def wait_until(condition, timeout: float, what: str, period: float = 0.5) -> None:

@@ -9,8 +9,8 @@ import time
 
 import tensorflow as tf
 
-from tests.cluster_testing import (TRAIN_ARGS, checkpoint_step, make_cluster, progress_steps,
-                                   wait_until)
+from tests.cluster_testing import TRAIN_ARGS, make_cluster, progress_steps, wait_until
+from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
 
 

@@ -19,8 +19,9 @@ import unittest
 
 import tensorflow as tf
 
-from tests.cluster_testing import TRAIN_ARGS, checkpoint_step
+from tests.cluster_testing import TRAIN_ARGS
 from tests.slurm_testing import PrivateSlurm, missing_reason
+from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')

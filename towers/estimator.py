@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import Network, input_channels
+from towers import train_settings
 from towers.cluster.spec import ClusterTask
 from towers.params import ParamsError, TrainParams, make_params
 
@@ -78,6 +79,8 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
   `params.model` is trained; with it, `params.model` is not used.
   It trains on any input_fn yielding (clips, labels): float32
   [batch, frames, height, width, channels] in [-1, 1] and int64 [batch].
+  Training records the run's learning settings in model_dir and refuses to resume a
+  model_dir trained with others (`towers/train_settings.py`).
   """
   params = as_params(params)
   if network is not None:
@@ -88,8 +91,20 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
                         'declares its endpoints or checkpoint (model_fn.networks.register), '
                         'not one passed as build_estimator(network=...)')
   return tf.estimator.Estimator(
-      model_fn=tower_model_fn.make_model_fn(network, params.strategy),
+      model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy)),
       config=run_config(params, cluster), params=params)
+
+
+def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
+                       ) -> Callable[..., tf.estimator.EstimatorSpec]:
+  """`model_fn` that, in TRAIN mode on the chief, first checks and records the run's
+  learning settings in model_dir (`train_settings.record`: raises `ResumeSettingsError`
+  before anything is restored when a resume would mix settings)."""
+  def model_fn_recording_settings(features, labels, mode, params, config):
+    if mode == tf.estimator.ModeKeys.TRAIN and config.is_chief:
+      train_settings.record(params, config.num_worker_replicas or 1)
+    return model_fn(features, labels, mode, params, config)
+  return model_fn_recording_settings
 
 
 def serving_input_receiver_fn(params: TrainParams):

@@ -135,6 +135,12 @@ class TrainParams:
   throttle_secs: int = option(0, 'Minimum seconds between evaluations during training.')
   random_seed: int = option(0, 'Graph-level random seed.')
   model_dir: str = option('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
+  resume_changes: tuple[str, ...] = option(
+      (), 'Learning settings (towers/train_settings.py: e.g. lr_values, batch_size) allowed '
+      'to differ from those model_dir was trained with, when it holds a checkpoint; the '
+      'change and its step are kept in model_dir/train_settings.json. Empty: resuming with '
+      'any other learning setting stops before training (max_steps, cadences, evaluation '
+      'and device flags may always change).')
   export_savedmodel: bool = option(True, 'Export a SavedModel after the final evaluation.')
 
   # --- Cluster -----------------------------------------------------------------------------

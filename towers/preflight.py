@@ -9,8 +9,9 @@ registry), I3D-only flags must not be set for other models; a file data
 source needs a `--data_dir` holding that source, and prepared data must fit the model
 (labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
 under a file; a model_dir with a checkpoint must fit the graph (`towers/resume_check.py`:
-the one check that builds the graph, without weights). Whether a warm-start checkpoint's
-names and shapes fit the graph is checked when the graph exists
+the one check that builds the graph, without weights) and, when all else is right, must
+have been trained with the same learning settings (`towers/train_settings.py`). Whether a
+warm-start checkpoint's names and shapes fit the graph is checked when the graph exists
 (`warm_start.make_warm_start_init_fn`).
 """
 
@@ -22,7 +23,7 @@ import tensorflow as tf
 
 from input_fn import factory, manifest, ucf101
 from model_fn import networks, warm_start
-from towers import resume_check
+from towers import resume_check, train_settings
 
 
 _DATA_DIR_CONTENTS = {
@@ -38,8 +39,9 @@ class PreflightError(ValueError):
   """One or more things needed by the run are missing or inconsistent."""
 
 
-def problems(params) -> list[str]:
-  """Every problem found, as messages; empty when the run can start."""
+def problems(params, num_workers: int = 1) -> list[str]:
+  """Every problem found, as messages; empty when the run can start. `num_workers`: the
+  cluster's training workers, chief included (sync_replicas aggregates them)."""
   found = []
   network = networks.spec(params.model)
   if params.warm_start_from:
@@ -68,6 +70,8 @@ def problems(params) -> list[str]:
   found += _model_dir_problems(params.model_dir)
   if not found and _has_checkpoint(params.model_dir):
     found += resume_check.problems(params)
+  if not found:
+    found += train_settings.problems(params, num_workers)
   return found
 
 
@@ -107,9 +111,9 @@ def _model_dir_problems(model_dir: str) -> list[str]:
   return []
 
 
-def check(params) -> None:
+def check(params, num_workers: int = 1) -> None:
   """Raises `PreflightError` listing every problem, one per paragraph."""
-  found = problems(params)
+  found = problems(params, num_workers)
   if found:
     raise PreflightError('cannot start:\n- ' + '\n- '.join(found))
 

@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     params = towers_flags.params_from_flags(flags.FLAGS)
     task = cluster.resolve_cluster(params)
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
-      preflight.check(params)
+      preflight.check(params, task.num_workers if task else 1)
     logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
                  'model_dir %s', params.model, params.max_steps, params.examples_per_step,
                  params.accumulate_steps, params.batch_size, params.model_dir)

@@ -11,6 +11,7 @@ from absl import logging
 from model_fn.networks import Network
 from model_fn.tower_model_fn import TOP_1
 from towers import inputs
+from towers.checkpoints import checkpoint_step
 from towers.cluster.spec import ClusterTask
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
@@ -45,11 +46,8 @@ def evaluation_line(metrics: dict[str, Any]) -> str:
 
 def finished_step(params: TrainParams) -> int | None:
   """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
-  checkpoint = tf.train.latest_checkpoint(params.model_dir) if params.model_dir else None
-  if not checkpoint:
-    return None
-  step = int(tf.train.load_variable(checkpoint, 'global_step'))
-  return step if step >= params.max_steps else None
+  step = checkpoint_step(params.model_dir)
+  return step if step is not None and step >= params.max_steps else None
 
 
 def train_and_evaluate(params: TrainParams, network: Network | None = None,

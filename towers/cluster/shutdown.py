@@ -32,6 +32,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from towers.cluster.ps_variables import NOT_HELD, read_ps_variables
 from towers.cluster.spec import ClusterTask
 
 tf1 = tf.compat.v1
@@ -138,24 +139,11 @@ def held_global_step(server: tf.distribute.Server, task: ClusterTask) -> int | N
   when the chief has said training is over: every update that reached this ps is in it,
   so it can be set beside the final checkpoint's step (a larger value means updates the
   checkpoint lost)."""
-  device = f'/job:ps/task:{task.task_index}'
-  config = tf1.ConfigProto(device_filters=[device], operation_timeout_in_ms=10000)
-  for resource in (True, False):
-    graph = tf1.Graph()
-    with graph.as_default(), tf.device(device):
-      if resource:
-        handle = tf.raw_ops.VarHandleOp(dtype=tf.int64, shape=[], shared_name='global_step')
-        value = tf.raw_ops.ReadVariableOp(resource=handle, dtype=tf.int64)
-      else:
-        value = tf.identity(tf.raw_ops.VariableV2(shape=[], dtype=tf.int64,
-                                                  shared_name='global_step'))
-    try:
-      with tf1.Session(server.target, graph=graph, config=config) as session:
-        return int(session.run(value))
-    except (tf.errors.NotFoundError, tf.errors.FailedPreconditionError,
-            tf.errors.InvalidArgumentError):
-      continue
-  return None
+  try:
+    held = read_ps_variables(server.target, task.task_index, {'global_step': (tf.int64, [])})
+  except NOT_HELD:
+    return None
+  return int(held['global_step'])
 
 
 def _take_in_background(session: tf1.Session, dequeue: tf.Tensor,

@@ -1,0 +1,174 @@
+"""Specification: a model_dir is trained with one set of learning settings, never a mix.
+
+Training records its learning settings in model_dir/train_settings.json
+(towers/train_settings.py); a resume with other ones (--batch_size, --accumulate_steps,
+--lr_values, ...) stops before the first step with one line naming the flag, both values
+and the fix, through the library (`build_estimator(...).train`) and `//towers:train`
+alike. Continuing for more --max_steps, or on another tower count, is a resume; a change
+made on purpose with --resume_changes is kept in the record's history; a model_dir
+trained before records existed resumes with a warning and gets one.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, prepare
+from towers import build_estimator, inputs, preflight, train_settings
+from towers.params import make_params
+
+LIMIT = 240  # seconds for one process
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
+ENV = dict(os.environ, PYTHONPATH=ROOT)  # `python -m` from any working directory
+TINY = dict(model='c3d_small', num_classes=4, clip_frames=4, crop_size=16, batch_size=2,
+            num_towers=1, save_checkpoints_steps=1, lr_schedule='piecewise',
+            lr_boundaries=[5], lr_values=[0.01, 0.001], export_savedmodel=False,
+            synthetic_train_examples=8)
+
+
+def train(max_steps: int, **changes) -> None:
+  """Trains TINY (with `changes`) to --max_steps=`max_steps` through the library."""
+  params = make_params(TINY, max_steps=max_steps, **changes)
+  build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+                                max_steps=max_steps)
+
+
+def step_of(model_dir: str) -> int:
+  return int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step'))
+
+
+class TrainSettingsTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.trained = os.path.join(tempfile.mkdtemp(), 'trained')
+    train(1, model_dir=cls.trained)
+
+  def setUp(self):
+    super().setUp()
+    # Each test resumes its own copy of one 1-step model_dir (the `checkpoint` file names
+    # the checkpoint by its absolute path).
+    self.model_dir = shutil.copytree(self.trained, os.path.join(self.create_tempdir(), 'run'))
+    state = os.path.join(self.model_dir, 'checkpoint')
+    with open(state) as f:
+      text = f.read()
+    with open(state, 'w') as f:
+      f.write(text.replace(self.trained, self.model_dir))
+
+  def test_training_records_its_settings_and_resumes_with_the_same_for_more_steps(self):
+    stored = train_settings.read_record(self.model_dir)
+    self.assertEqual(stored['settings']['batch_size'], 2)
+    self.assertEqual(stored['settings']['lr_values'], [0.01, 0.001])
+    self.assertEqual(stored['history'], [])
+    train(3, model_dir=self.model_dir)
+    self.assertEqual(step_of(self.model_dir), 3)
+
+  def test_max_steps_cadences_evaluation_and_towers_may_change(self):
+    self.assertEqual(preflight.problems(make_params(
+        TINY, model_dir=self.model_dir, max_steps=50, log_every_steps=7,
+        save_checkpoints_steps=9, eval_batch_size=4, eval_clips=2, num_towers=2,
+        random_seed=3, input_threads=2)), [])
+
+  def test_another_batch_size_stops_the_library_before_the_first_step(self):
+    with self.assertRaisesRegex(
+        train_settings.ResumeSettingsError,
+        r'^\S+ was trained with --batch_size=2, now --batch_size=4: resuming would mix two '
+        r'learning settings in one model_dir \(\S+/train_settings.json\)\. Rerun with '
+        r'--batch_size=2, or use a new --model_dir, or add --resume_changes=batch_size '):
+      train(3, model_dir=self.model_dir, batch_size=4)
+    self.assertEqual(step_of(self.model_dir), 1)
+    self.assertEqual(train_settings.read_record(self.model_dir)['settings']['batch_size'], 2)
+
+  def test_another_network_offers_no_override_since_its_variables_differ(self):
+    with self.assertRaisesRegex(train_settings.ResumeSettingsError,
+                                r'was trained with --num_classes=4, now --num_classes=3: .*'
+                                r'use a new --model_dir$'):
+      train(3, model_dir=self.model_dir, num_classes=3)
+    self.assertEqual(train_settings.problems(make_params(
+        TINY, model_dir=self.model_dir, batch_norm=False, resume_changes=['batch_norm'])),
+        ["--resume_changes cannot allow batch_norm: it decides the network's variables, "
+         'which a checkpoint cannot change; train with a new --model_dir'])
+
+  def test_accumulate_steps_and_lr_values_are_named_with_old_and_new_values(self):
+    found = preflight.problems(make_params(TINY, model_dir=self.model_dir, accumulate_steps=2,
+                                           lr_values=[0.02, 0.001]))
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], r'was trained with --accumulate_steps=1 --lr_values=0.01,0.001, '
+                               r'now --accumulate_steps=2 --lr_values=0.02,0.001: .*'
+                               r'--resume_changes=accumulate_steps,lr_values ')
+
+  def test_the_train_binary_stops_with_one_error_line_naming_the_flag(self):
+    flags = [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'
+             for name, value in TINY.items()]
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', *flags, '--batch_size=4', '--max_steps=3',
+         f'--model_dir={self.model_dir}'],
+        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 2, done.stderr[-2000:])
+    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    self.assertLen(errors, 1)
+    self.assertIn('was trained with --batch_size=2, now --batch_size=4', done.stderr)
+    self.assertEqual(step_of(self.model_dir), 1)
+
+  def test_resume_changes_continues_and_keeps_the_change_in_the_history(self):
+    train(2, model_dir=self.model_dir, lr_values=[0.02, 0.002], resume_changes=['lr_values'])
+    self.assertEqual(step_of(self.model_dir), 2)
+    stored = train_settings.read_record(self.model_dir)
+    self.assertEqual(stored['settings']['lr_values'], [0.02, 0.002])
+    self.assertEqual(stored['history'], [
+        {'step': 1, 'changed': {'lr_values': [[0.01, 0.001], [0.02, 0.002]]}}])
+    self.assertRegex(preflight.problems(make_params(
+        TINY, model_dir=self.model_dir, resume_changes=['learning_rate']))[0],
+        r'--resume_changes names learning_rate, which is not a learning setting')
+
+  def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
+    os.remove(train_settings.record_path(self.model_dir))
+    with self.assertLogs('absl', 'WARNING') as logged:
+      train(2, model_dir=self.model_dir)
+    warnings = [r for r in logged.output if train_settings.RECORD_FILE in r]
+    self.assertLen(warnings, 1)
+    self.assertIn('holds a checkpoint but no train_settings.json', warnings[0])
+    self.assertEqual(step_of(self.model_dir), 2)
+    self.assertEqual(train_settings.read_record(self.model_dir)['settings'],
+                     train_settings.settings(make_params(TINY, model_dir=self.model_dir)))
+
+
+class SettingsTest(tf.test.TestCase):
+
+  def test_synchronous_training_counts_the_workers_of_one_step_asynchronous_does_not(self):
+    sync = make_params(TINY, sync_replicas=True, backup_workers=1)
+    self.assertEqual(train_settings.differences(train_settings.settings(sync, 4),
+                                                train_settings.settings(sync, 3)),
+                     ['workers_per_step'])
+    async_ = make_params(TINY)
+    self.assertEqual(train_settings.settings(async_, 4), train_settings.settings(async_, 3))
+
+  def test_prepared_data_is_known_by_its_training_videos_not_its_path(self):
+    root = tempfile.mkdtemp()
+    ucf = os.path.join(root, 'ucf')
+    make_synthetic_ucf101.make_dataset(ucf, classes=4, groups=9, min_frames=4, max_frames=5)
+    videos = {}
+    for split in (1, 2):
+      out = os.path.join(root, f'tfr{split}')
+      prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, split=split, short_side=0,
+                                            workers=1), log=lambda s: None)
+      videos[split] = train_settings.train_videos(
+          make_params(TINY, data_source='tfrecord', data_dir=out))
+    moved = shutil.copytree(os.path.join(root, 'tfr1'), os.path.join(root, 'moved'))
+    self.assertEqual(train_settings.train_videos(
+        make_params(TINY, data_source='tfrecord', data_dir=moved)), videos[1])
+    self.assertNotEqual(videos[1], videos[2])
+    self.assertRegex(videos[1], r'^\d+ videos, sha256 [0-9a-f]{12}$')
+    split_1 = train_settings.train_videos(make_params(TINY, data_source='videos', data_dir=ucf))
+    split_2 = train_settings.train_videos(make_params(TINY, data_source='videos', data_dir=ucf,
+                                                      split=2))
+    self.assertNotEqual(split_1, split_2)
+
+
+if __name__ == '__main__':
+  tf.test.main()
