@@ -110,6 +110,17 @@ class RunChecksTest(tf.test.TestCase):
     self.assertEqual(preflight.problems(make_params(num_classes=3, model_dir=model_dir,
                                                     **TINY)), three)
 
+  def test_resume_adding_batch_norm_names_that_flag(self):
+    model_dir = self.create_tempdir().full_path
+    trained = make_params(num_classes=4, model_dir=model_dir, batch_norm=False, **TINY)
+    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+                                   max_steps=1)
+    found = resume_check.problems(make_params(num_classes=4, model_dir=model_dir,
+                                              batch_norm=True, **TINY))
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], r'without c3d_small/block1/batch_norm/.*'
+                               r'--batch_norm=false, now --batch_norm=true')
+
   # --- Paths --------------------------------------------------------------------------------
 
   def test_model_dir_under_a_file_and_an_empty_data_dir_are_named(self):

@@ -78,6 +78,8 @@ def _likely_scope_flag(params, missing: list[str], stored: dict) -> str:
         return f'it was trained with --stream={stream}, now --stream={params.stream}'
     if any('stacked_head' in n for n in missing):
       return f'it was trained without --head=stack (now --head={params.head})'
+  if all('batch_norm' in n for n in missing) and params.batch_norm:
+    return 'it was trained with --batch_norm=false, now --batch_norm=true'
   scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})
   return (f'it was trained with another --model (its variables are under '
           f'{", ".join(scopes[:3]) or "nothing"}; now --model={params.model})')
