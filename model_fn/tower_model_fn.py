@@ -32,7 +32,8 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from model_fn import accumulation, batch_norm_updates, gradients, optimization, tower_graph
-from model_fn import eval_coverage, freezing, training_hooks, transfer, video_metrics
+from model_fn import eval_coverage, freezing, sync_replicas, training_hooks, transfer
+from model_fn import video_metrics
 from model_fn import warm_start
 from model_fn.devices import resolve_tower_devices
 from model_fn.network_variables import network_variables
@@ -208,7 +209,7 @@ def build_train_op(params, pairs: list[tuple[tf.Tensor, tf.Variable]],
     optimizer = tf1.train.SyncReplicasOptimizer(
         optimizer, replicas_to_aggregate=num_workers - params.backup_workers,
         total_num_replicas=num_workers)
-    hooks = (optimizer.make_session_run_hook(is_chief),)
+    hooks = (sync_replicas.session_hook(optimizer, is_chief),)
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
   train_op, ema = _with_ema(apply_op, updates, params)
   scaffold = tf1.train.Scaffold(

@@ -2,6 +2,7 @@
 evaluation, the final table); `--verbose` brings back TensorFlow's own logs. Also the one
 progress-line format shared by training and data preparation."""
 
+import logging
 import os
 import re
 import subprocess
@@ -143,6 +144,33 @@ class VerboseRequestTest(absltest.TestCase):
       os.environ.pop(console.NATIVE_LOG_LEVEL, None)
       console.quiet_native_logs(['train', '--verbose'])
       self.assertNotIn(console.NATIVE_LOG_LEVEL, os.environ)
+
+
+class TensorFlowWarningsTest(absltest.TestCase):
+
+  def test_warnings_pass_except_deprecations_and_the_sync_step_counter_notice(self):
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    tf_logger = logging.getLogger('tensorflow')
+    try:
+      console.configure(verbose=False)  # drops the logger's handlers: add ours after it
+      tf_logger.addHandler(handler)
+      tf_logger.warning('It seems that global step (tf.train.get_global_step) has not been '
+                        'increased. Current value (could be stable): %s vs previous value: %s.',
+                        3, 3)
+      tf_logger.warning('From x.py: foo is deprecated and will be removed in a future version.')
+      tf_logger.warning('No new checkpoint ready for evaluation.')
+      tf_logger.info('loss = 0.5, step = 3')
+      console.configure(verbose=True)
+      tf_logger.warning('It seems that global step (tf.train.get_global_step) has not been '
+                        'increased. Current value (could be stable): %s vs previous value: %s.',
+                        4, 4)
+    finally:
+      tf_logger.removeHandler(handler)
+    self.assertEqual(seen, ['No new checkpoint ready for evaluation.',
+                            'It seems that global step (tf.train.get_global_step) has not been '
+                            'increased. Current value (could be stable): 4 vs previous value: 4.'])
 
 
 class ProgressLineTest(absltest.TestCase):

@@ -91,13 +91,20 @@ def quiet_native_logs(argv: Sequence[str] | None = None) -> None:
     os.environ[NATIVE_LOG_LEVEL] = QUIET_NATIVE_LEVEL
 
 
+# TensorFlow warnings about what this library does by design: the step counter's "global
+# step has not been increased" while synchronous workers wait for each other (TensorFlow's
+# own comment there: SyncReplicasOptimizer does not increase it in a worker's step).
+_BY_DESIGN = ('It seems that global step (tf.train.get_global_step) has not been increased',)
+
+
 class _HideTensorFlowChatter(logging.Filter):
-  """Passes the `tensorflow` logger's warnings and errors, except deprecation notices."""
+  """Passes the `tensorflow` logger's warnings and errors, except deprecation notices and
+  the warnings in `_BY_DESIGN`."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     if record.levelno < logging.WARNING:
       return False
-    return not _is_deprecation(record)
+    return not (_is_deprecation(record) or str(record.msg).startswith(_BY_DESIGN))
 
 
 def _is_deprecation(record: logging.LogRecord) -> bool:
