@@ -214,6 +214,70 @@ class PipelineTest(tf.test.TestCase):
     seen = [int(f['skipped_records'][0]) for f, labels in train.take(6)]
     self.assertGreaterEqual(max(seen), 4)  # training repeats the file and keeps counting
 
+  def test_batch_decoding_gives_each_clips_own_decoding_exactly(self):
+    # The training batch is decoded frame by frame into one tensor; each clip must equal the
+    # decoding of that clip alone (decode_crops, then mirror when flipped), pixel for pixel.
+    raw = list(tf.data.TFRecordDataset(
+        sorted(tf.io.gfile.glob(os.path.join(self.tfr, 'train-*')))).take(3))
+    flips = tf.constant([True, False, True])
+    for crop in (S, 100):  # 100 > the 64x48 frames: the clips are resized up
+      encoded = [pipeline.train_record(r, T, crop, 3) for r in raw]
+      jpegs = tf.stack([e[0] for e in encoded])
+      windows = tf.stack([e[1] for e in encoded])
+      batch = pipeline.decode_train_batch(jpegs, windows, flips, crop).numpy()
+      self.assertEqual(batch.shape, (3, T, crop, crop, 3))
+      for b in range(3):
+        alone = pipeline.decode_crops(jpegs[b, 0], windows[b], crop, T)
+        if flips[b]:
+          alone = pipeline.mirror(alone)
+        np.testing.assert_array_equal(batch[b], alone.numpy())
+      self.assertFalse(np.array_equal(batch[0], batch[0][:, :, ::-1]))  # flips are visible
+    # Flow: u and v planes decoded in the same window, mirrored with u negated.
+    rng = np.random.default_rng(1)
+    planes = [[tf.io.encode_jpeg(rng.integers(0, 255, (48, 64, 1), np.uint8)).numpy()
+               for _ in range(T)] for _ in range(2)]
+    window = tf.constant([3, 7, S, S])
+    for flip in (True, False):
+      batch = pipeline.decode_train_batch(tf.constant([planes]), window[None],
+                                          tf.constant([flip]), S, 'flow').numpy()
+      alone = tf.concat([pipeline.decode_crops(tf.constant(p), window, S, T, channels=1)
+                         for p in planes], axis=-1)
+      expected = pipeline.mirror(alone, 'flow') if flip else alone
+      np.testing.assert_array_equal(batch[0], expected.numpy())
+
+  def test_a_jpeg_failing_only_at_decoding_costs_its_record_alone(self):
+    # The first frame's JPEG is sound, so the record passes parsing; its second frame is
+    # truncated, so decoding the batch holding it fails. Only that record may be lost (and
+    # counted); its batch-mate's clip is kept and completes a later batch.
+    rng = np.random.default_rng(2)
+    def jpeg():
+      return video_io.encode_jpeg(rng.integers(0, 255, (48, 64, 3), np.uint8))
+    whole = jpeg()
+    truncated = whole[:len(whole) // 2]
+    self.assertEqual(tf.image.extract_jpeg_shape(truncated).numpy().tolist(), [48, 64, 3])
+    good = [records.make_example(f'v_good{k}_g01_c01', k, [jpeg() for _ in range(4)], k, 'X',
+                                 48, 64) for k in range(4)]
+    bad = records.make_example('v_bad_g01_c01', 4, [jpeg(), truncated, jpeg(), jpeg()], 9, 'X',
+                               48, 64)
+    data_dir = self.create_tempdir().full_path
+    file = 'train-00000-of-00001.tfrecord'
+    with tf.io.TFRecordWriter(os.path.join(data_dir, file)) as w:
+      for record in [good[0], bad] + good[1:]:
+        w.write(record)
+    manifest.write(data_dir, {'subset': 'train', 'shards': [{'file': file, 'records': 5}]})
+    params = params_lib.make_params(self.params.__dict__, data_dir=data_dir, num_classes=5,
+                                    clip_frames=4, batch_size=2, shuffle_buffer=1,
+                                    input_threads=1)  # one thread: batches in record order
+    batches = list(pipeline.input_fn(TRAIN, params, with_skipped_count=True).take(4))
+    # Records in order: g0 bad | g1 g2 | g3 g0 | bad g1 | g2 g3. g0 of the first batch waits
+    # for g1 of the fourth; the skipped count grows by one at each pass of the bad record.
+    self.assertEqual([labels.numpy().tolist() for _, labels in batches],
+                     [[1, 2], [3, 0], [0, 1], [2, 3]])
+    self.assertEqual([f['skipped_records'].numpy().tolist() for f, _ in batches],
+                     [[1, 1], [1, 1], [1, 2], [2, 2]])
+    for features, _ in batches:
+      self.assertEqual(features['clips'].shape, (2, 4, S, S, 3))
+
   def test_factory_dispatches_and_checks_data_params(self):
     fn = factory.make_input_fn(self.params, TRAIN)
     self.assertEqual(fn(None).element_spec[0]['clips'].shape.as_list(), [4, T, S, S, 3])
