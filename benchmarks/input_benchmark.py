@@ -28,10 +28,9 @@ size by default (64 frames, 224x224 crop, batch 6) of:
   x cores / frames per clip: a pipeline that decodes every used frame whole and does nothing
   else could reach this on this machine.
 * TFRecord stages (with --profile): the pipeline cut after each stage, so the differences
-  in CPU per clip say where its CPU goes: read + parse, + clip choice, skipped-record
-  count, shuffle and batch of the JPEG strings, + decoding into the batch, + salvage and
-  refill (= what the Estimator gets), + float scaling (what the pipeline gives other
-  callers by default).
+  in CPU per clip say where its CPU goes: read + parse, + decode of the crop windows,
+  + flip and label check, + skipped-record count, shuffle and batch (= what the Estimator
+  gets), + float scaling (what the pipeline gives other callers by default).
 
 Each route runs in `rounds` interleaved rounds (a fresh iterator each, so no other route's
 threads run meanwhile); the median round counts. Prints a table and whether the targets
@@ -201,46 +200,48 @@ def opencv_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int) 
 
 def tfrecord_stages(params: Any) -> dict[str, Callable[[], Any]]:
   """The TFRecord training pipeline cut after each stage (each yields batches of
-  `batch_size` clips, so rates compare per clip): read + parse; + clip choice (frames,
-  crop window, flip, label check), skipped-record count, shuffle and batch of the JPEG
-  strings; + decoding into the batch (`pipeline.decode_train_batch`); + the salvage of
-  batches holding an undecodable JPEG and the refill (uint8: what the Estimator gets);
-  + float scaling (`pipeline.input_fn`'s default)."""
+  `batch_size` elements, so rates compare per clip): read + parse; + decode of the crop
+  windows; + flip and label check (one training clip); + skipped-record count, shuffle and
+  batch (uint8: what the Estimator gets); + float scaling (`pipeline.input_fn`'s default)."""
   import tensorflow as tf
   from input_fn import pipeline, records
   T, S, B = params.clip_frames, params.crop_size, params.batch_size
   files = pipeline.record_files(params.data_dir, 'train')
-  threads = tf.data.AUTOTUNE
 
   def records_dataset() -> Any:
     dataset = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files)).repeat()
     return dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 8),
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
 
-  def parsed():
-    dataset = records_dataset().map(lambda r: records.parse(r)['label'],
-                                    num_parallel_calls=threads)
+  def decoded(record):
+    parsed = records.parse(record)
+    chosen = tf.gather(parsed['frames'],
+                       pipeline.train_clip_indices(tf.shape(parsed['frames'])[0], T))
+    shape = tf.image.extract_jpeg_shape(chosen[0])
+    window = pipeline.crop_window(shape[0], shape[1], S, training=True)
+    return pipeline.decode_crops(chosen, window, S, T)
+
+  def cut(per_record: Callable[[Any], Any]) -> Callable[[], Any]:
+    def make():
+      dataset = records_dataset().map(per_record, num_parallel_calls=tf.data.AUTOTUNE)
+      return dataset.batch(B, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return make
+
+  train = lambda record: pipeline.train_clip(record, T, S, params.num_classes)
+
+  def uint8_batches():  # input_fn's training branch without its float map
+    dataset = records_dataset().enumerate().map(
+        lambda i, record: (i,) + train(record), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+    dataset = pipeline.skip_and_count(dataset, 'training data')
+    dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
     return dataset.batch(B, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
-  def encoded():
-    return pipeline.encoded_train_batches(records_dataset().enumerate(), B, T, S,
-                                          params.num_classes, 'rgb', params.shuffle_buffer,
-                                          threads)
-
-  def decoded():
-    return encoded().map(
-        lambda skipped, jpegs, windows, flips, labels: pipeline.decode_train_batch(
-            jpegs, windows, flips, S), num_parallel_calls=threads).prefetch(tf.data.AUTOTUNE)
-
-  def estimator_batches():  # input_fn's training branch without its float map
-    return pipeline.decoded_train_batches(encoded(), S, 'rgb', threads).prefetch(
-        tf.data.AUTOTUNE)
-
   return {
-      'stage 1: read + parse': parsed,
-      'stage 2: + clip choice, shuffle, batch': lambda: encoded().prefetch(tf.data.AUTOTUNE),
-      'stage 3: + decode into the batch': decoded,
-      'stage 4: + salvage, refill': estimator_batches,
+      'stage 1: read + parse': cut(lambda r: records.parse(r)['label']),
+      'stage 2: + decode crops': cut(decoded),
+      'stage 3: + flip, label check': cut(train),
+      'stage 4: + skip count, shuffle, batch': uint8_batches,
       'stage 5: + float scaling': lambda: pipeline.input_fn(tf.estimator.ModeKeys.TRAIN,
                                                             params),
   }

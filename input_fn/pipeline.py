@@ -192,14 +192,9 @@ def stream_channels(stream: str) -> int:
 def _stream_jpegs(parsed: dict[str, tf.Tensor], stream: str) -> list[tuple[tf.Tensor, int]]:
   """(JPEG string vector, channels) per image plane of the record's `stream`: the RGB
   frames, or the u and v planes of a flow record."""
-  planes = [parsed['flow_u'], parsed['flow_v']] if stream == 'flow' else [parsed['frames']]
-  return list(zip(planes, _plane_channels(stream)))
-
-
-def _plane_channels(stream: str) -> list[int]:
-  """Channels of each image plane of a record of `stream`: [3] for rgb, [1, 1] (u, v) for
-  flow."""
-  return [1, 1] if stream == 'flow' else [3]
+  if stream == 'flow':
+    return [(parsed['flow_u'], 1), (parsed['flow_v'], 1)]
+  return [(parsed['frames'], 3)]
 
 
 def _decode_clip_frames(parsed: dict[str, tf.Tensor], stream: str, indices: tf.Tensor,
@@ -226,67 +221,13 @@ def _checked_label(parsed: dict[str, tf.Tensor], num_classes: int) -> tf.Tensor:
     return tf.identity(label)
 
 
-def train_record(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_classes: int,
-                 stream: str = 'rgb') -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-  """Everything of one training clip but its decoding: (string [P, T] the JPEGs of the clip's
-  T frames, one row per image plane P of `stream` (1 for rgb, u and v for flow); int32 [4]
-  the crop window (y, x, h, w) inside the first frame; bool [] whether the clip is mirrored;
-  int64 [] label). Fails, so that the record is skipped, on a corrupt proto, no frames, a
-  label out of range or an unreadable JPEG header of the first chosen frame; a JPEG that
-  fails later, in `decode_train_batch`, is skipped there (`decoded_train_batches`)."""
+def train_clip(serialized: tf.Tensor, clip_frames: int, crop_size: int,
+               num_classes: int, stream: str = 'rgb') -> tuple[tf.Tensor, tf.Tensor]:
+  """One serialized record -> (uint8 clip [T, S, S, C] randomly placed and flipped, label)."""
   parsed = records.parse(serialized)
-  planes = _stream_jpegs(parsed, stream)
-  indices = train_clip_indices(tf.shape(planes[0][0])[0], clip_frames)
-  jpegs = tf.stack([tf.gather(plane, indices) for plane, _ in planes])
-  shape = tf.image.extract_jpeg_shape(jpegs[0, 0])
-  window = crop_window(shape[0], shape[1], crop_size, training=True)
-  flip = tf.random.uniform([]) < 0.5
-  return jpegs, window, flip, _checked_label(parsed, num_classes)
-
-
-def _record_frames(jpegs: tf.Tensor, window: tf.Tensor, flip: tf.Tensor, crop_size: int,
-                   stream: str) -> list[tf.Tensor]:
-  """The T frames (uint8 [S, S, C] each) of one training clip from its JPEGs (string
-  [P, T], static T): every plane decoded inside `window`, fitted to the crop when smaller
-  (`fit_to_crop`) and `mirror`ed if `flip`. Frames stay separate tensors (no stacking)."""
-  clip_frames = jpegs.shape[1]
-  channels = _plane_channels(stream)
-  frames = []
-  for t in range(clip_frames):
-    planes = [tf.image.decode_and_crop_jpeg(jpegs[p, t], window, channels=c)
-              for p, c in enumerate(channels)]
-    frames.append(planes[0] if len(planes) == 1 else tf.concat(planes, axis=-1))
-  fits = tf.reduce_all(tf.equal(window[2:], crop_size))
-  frames = tf.cond(fits, lambda: frames,
-                   lambda: tf.unstack(fit_to_crop(tf.stack(frames), crop_size)))
-  return tf.cond(flip, lambda: [mirror(f, stream) for f in frames], lambda: frames)
-
-
-def decode_train_batch(jpegs: tf.Tensor, windows: tf.Tensor, flips: tf.Tensor, crop_size: int,
-                       stream: str = 'rgb') -> tf.Tensor:
-  """uint8 [b, T, S, S, C] training clips from `train_record`s batched: jpegs string
-  [b, P, T], windows int32 [b, 4], flips bool [b] (b and T static).
-
-  Every decoded (and, if flipped, mirrored) frame is written straight into its place in
-  the batch's one buffer: one copy of the pixels, where decoding clips one by one and
-  batching them costs two (and two fresh buffers to page in). The same values as decoding
-  each clip alone (`decode_crops`, then `mirror` if flipped). Records are decoded one after
-  the other (a loop), the T frames of a record in parallel."""
-  batch, _, clip_frames = jpegs.shape.as_list()
-  shape = [batch * clip_frames, crop_size, crop_size, stream_channels(stream)]
-  # Uninitialized: every row is written below. InplaceUpdate writes into its input's
-  # buffer (the chain of updates is the only user of it), so nothing is copied twice.
-  pixels = tf.raw_ops.Empty(shape=shape, dtype=tf.uint8)
-
-  def write_record(b, pixels):
-    frames = _record_frames(jpegs[b], windows[b], flips[b], crop_size, stream)
-    for t, frame in enumerate(frames):
-      pixels = tf.raw_ops.InplaceUpdate(x=pixels, i=tf.reshape(b * clip_frames + t, [1]),
-                                        v=frame[None])
-    return b + 1, pixels
-
-  _, pixels = tf.while_loop(lambda b, _: b < batch, write_record, (tf.constant(0), pixels))
-  return tf.reshape(pixels, [batch, clip_frames] + shape[1:])
+  indices = train_clip_indices(tf.shape(_stream_jpegs(parsed, stream)[0][0])[0], clip_frames)
+  clip = _decode_clip_frames(parsed, stream, indices, crop_size, training=True)
+  return random_flip(clip, stream), _checked_label(parsed, num_classes)
 
 
 def eval_video(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
@@ -335,105 +276,6 @@ def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
 
   zero = tf.constant(0, tf.int64)
   return dataset.scan((zero, zero), step)
-
-
-def encoded_train_batches(indexed_records: tf.data.Dataset, batch_size: int, clip_frames: int,
-                          crop_size: int, num_classes: int, stream: str, shuffle_buffer: int,
-                          threads: int) -> tf.data.Dataset:
-  """Training batches still encoded, from (i, serialized record) with i = 0, 1, 2, ... in
-  order: (skipped records so far int64 [b], JPEGs string [b, P, T], crop windows int32
-  [b, 4], flips bool [b], labels int64 [b]), b = `batch_size` (static).
-
-  Each record's clip is chosen (`train_record`); records that fail there are skipped and
-  counted (`skip_and_count`); the rest are shuffled and batched while still JPEG strings."""
-  dataset = indexed_records.map(
-      lambda i, record: (i,) + train_record(record, clip_frames, crop_size, num_classes,
-                                            stream),
-      num_parallel_calls=threads, deterministic=True)
-  dataset = skip_and_count(dataset, 'training data')
-  dataset = dataset.shuffle(max(shuffle_buffer, 1))
-  return dataset.batch(batch_size, drop_remainder=True)
-
-
-def decoded_train_batches(encoded: tf.data.Dataset, crop_size: int, stream: str,
-                          threads: int) -> tf.data.Dataset:
-  """(skipped int64 [b], uint8 clips [b, T, S, S, C], labels int64 [b]) from
-  `encoded_train_batches`: each batch decoded in one go (`decode_train_batch`). Should that
-  fail, the batch is decoded again record by record: only the records that fail are
-  dropped, and the clips of the others are kept to make up a later batch (`_refill`). So a
-  bad JPEG costs its record only, and is counted in `skipped`: the count of
-  `skip_and_count` at the clip's record plus the records dropped at decoding up to its
-  batch."""
-  B, _, T = encoded.element_spec[1].shape.as_list()
-  C = stream_channels(stream)
-
-  def decode_whole(skipped, jpegs, windows, flips, labels):
-    return skipped, decode_train_batch(jpegs, windows, flips, crop_size, stream), labels
-
-  def decode_record(skipped, jpegs, window, flip, label):
-    clip = decode_train_batch(jpegs[None], window[None], flip[None], crop_size, stream)[0]
-    return skipped, clip, label
-
-  nothing = tf.data.Dataset.from_tensors((tf.zeros([0], tf.int64),
-                                          tf.zeros([0, T, crop_size, crop_size, C], tf.uint8),
-                                          tf.zeros([0], tf.int64)))
-
-  def decode_or_salvage(*batch):
-    """One element: the decoded batch, or (only if that fails) its decodable clips."""
-    encoded_batch = tf.data.Dataset.from_tensors(batch)
-    whole = encoded_batch.map(decode_whole).ignore_errors()
-    salvaged = encoded_batch.unbatch().map(decode_record).ignore_errors().batch(B)
-    return whole.concatenate(salvaged).concatenate(nothing).take(1)
-
-  dataset = encoded.interleave(decode_or_salvage, cycle_length=threads, block_length=1,
-                               num_parallel_calls=threads, deterministic=False)
-  return _refill(dataset, B, T, crop_size, C, 'training data')
-
-
-def _refill(dataset: tf.data.Dataset, batch_size: int, clip_frames: int, crop_size: int,
-            channels: int, what: str) -> tf.data.Dataset:
-  """Full batches from `dataset`'s (skipped [n], clips [n, T, S, S, C], labels [n]) with
-  n <= batch_size: a full batch passes untouched; the clips of a short one (records dropped
-  at decoding: batch_size - n of them, counted into `skipped` and logged) are kept until
-  more short ones fill a batch."""
-  B = batch_size
-
-  def step(state, element):
-    kept_skipped, kept_clips, kept_labels, dropped, reported = state
-    skipped, clips, labels = element
-    n = tf.shape(clips, out_type=tf.int64)[0]
-    dropped += B - n
-    skipped += dropped
-
-    def report():
-      log = tf.print('input_fn: skipped', dropped, 'bad record(s) of', what,
-                     'whose JPEG data failed to decode',
-                     output_stream=tf.compat.v1.logging.warning)
-      with tf.control_dependencies([log]):
-        return tf.identity(dropped)
-    reported = tf.cond(dropped > reported, report, lambda: reported)
-
-    def pass_through():
-      return (kept_skipped, kept_clips, kept_labels), (skipped, clips, labels, True)
-
-    def top_up():
-      pooled = [tf.concat([kept, new], 0) for kept, new in
-                ((kept_skipped, skipped), (kept_clips, clips), (kept_labels, labels))]
-      ready = tf.shape(pooled[1], out_type=tf.int64)[0] >= B
-      out = tf.where(ready, tf.constant(B, tf.int64), 0)
-      return tuple(p[out:] for p in pooled), tuple(p[:out] for p in pooled) + (ready,)
-
-    kept, output = tf.cond(tf.equal(n, B), pass_through, top_up)
-    return kept + (dropped, reported), output
-
-  zero = tf.constant(0, tf.int64)
-  empty = (tf.zeros([0], tf.int64), tf.zeros([0, clip_frames, crop_size, crop_size, channels],
-                                              tf.uint8), tf.zeros([0], tf.int64))
-  dataset = dataset.scan(empty + (zero, zero), step)
-  dataset = dataset.filter(lambda skipped, clips, labels, full: full)
-  shape = [B, clip_frames, crop_size, crop_size, channels]
-  return dataset.map(lambda skipped, clips, labels, full: (
-      tf.ensure_shape(skipped, [B]), tf.ensure_shape(clips, shape), tf.ensure_shape(labels, [B])))
 
 
 # --- The input_fn --------------------------------------------------------------------------
@@ -504,10 +346,13 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   dataset = dataset.enumerate()
 
   if training:
-    dataset = encoded_train_batches(dataset, replica_batch_size(params, True, input_context),
-                                    T, S, params.num_classes, stream, params.shuffle_buffer,
-                                    threads)
-    dataset = decoded_train_batches(dataset, S, stream, threads)
+    dataset = dataset.map(
+        lambda i, record: (i,) + train_clip(record, T, S, params.num_classes, stream),
+        num_parallel_calls=threads, deterministic=True)
+    dataset = skip_and_count(dataset, 'training data')
+    dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
+    # Batch the uint8 clips, then scale whole batches: 4x less copying than float clips.
+    dataset = dataset.batch(replica_batch_size(params, True, input_context), drop_remainder=True)
 
     def features_labels(skipped, clip, label):
       features = {'clips': clip if uint8_clips else to_unit_range(clip)}
