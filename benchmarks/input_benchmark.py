@@ -447,7 +447,8 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
   header = (f'| {"route":<38} | {"clips/s":>8} | {"CPU ms/clip":>11} | '
             "x user's loader" f' | {"% of decode limit":>17} |')
   lines = [f'input benchmark: {T} frames per clip, {S}x{S} crop, 341x256 JPEG frames, '
-           f'batch {options.batch_size}, {cores} cores ({cpu_name()}); '
+           f'batch {options.batch_size}, {cores} cores ({cpu_name()}), '
+           f'{cpu_allocator()}; '
            f'{options.seconds:.0f} s per route, median of {options.rounds} interleaved '
            f'rounds', '', header, f'|{"-" * 40}|{"-" * 10}|{"-" * 13}|{"-" * 17}|{"-" * 19}|']
   for name, m in list(results.items()) + [('decode limit', limit)]:
@@ -486,6 +487,16 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
                f'{1000 * ours:.0f} ms: {100 * share:.0f}% of the decode limit per core; '
                f">= {100 * LIMIT_TARGET:.0f}%: {'met' if share >= LIMIT_TARGET else 'NOT met'}")
   return '\n'.join(lines)
+
+
+def cpu_allocator() -> str:
+  """Which CPU allocator TensorFlow uses in this process, as set when it was started:
+  'BFC CPU allocator' with TF_CPU_ALLOCATOR_USE_BFC=true (TensorFlow's own switch, read by
+  TensorFlow, not by this project), else 'default CPU allocator (malloc)'. It matters
+  here: malloc maps every batch buffer of more than 32 MB afresh, and the kernel's page
+  faults on it cost about 15% of the TFRecord route's CPU (docs/input.md)."""
+  value = os.environ.get('TF_CPU_ALLOCATOR_USE_BFC', '').strip().lower()
+  return 'BFC CPU allocator' if value in ('1', 'true') else 'default CPU allocator (malloc)'
 
 
 def cpu_name() -> str:
