@@ -25,8 +25,8 @@ def as_params(params: TrainParams | Mapping[str, Any] | None) -> TrainParams:
 def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
   """Exposes as many CPU devices as the towers need (`device_count`). Several towers (or
   MirroredStrategy replicas) get 2 x towers + 2 inter-op threads, so that every tower can
-  run at once; one tower keeps TensorFlow's default (one inter-op thread per core), as
-  threads beyond that only spin while they wait for work (docs/performance.md, section 5)."""
+  run at once; one tower keeps TensorFlow's default (one inter-op thread per core): more
+  threads cost CPU and gain nothing with one tower (docs/performance.md, section 5)."""
   config = tf1.ConfigProto(allow_soft_placement=True)
   if num_towers > 1:
     config.inter_op_parallelism_threads = 2 * num_towers + 2
