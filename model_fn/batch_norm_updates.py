@@ -50,10 +50,13 @@ def moving_average_updates(tower_moments: Sequence[Sequence[BatchNormMoments]], 
 
 def _assign_moving_average(variable: tf.Variable, value: tf.Tensor, decay: float,
                            reduce_device: Callable[[tf.Variable], str]) -> tf.Operation:
-  """variable <- decay * variable + (1 - decay) * value. The step is computed on the
-  reduce device, so one tensor per statistic reaches the variable's device."""
+  """variable <- variable - (variable - value) * (1 - decay). `value` leaves the reduce
+  device once (one tensor per statistic reaches the variable's device), and the step is
+  computed next to the variable, so the variable is read where it lives and never sent
+  to the reduce device (in a cluster: no ps-to-worker read per statistic per step)."""
   with tf.name_scope('batch_norm_updates'):
     with tf.device(reduce_device(variable)):
-      step = (variable.read_value() - value) * (1.0 - decay)
+      value = tf.identity(value, name='statistic')
     with tf.device(variable.device):
+      step = (variable.read_value() - value) * (1.0 - decay)
       return variable.assign_sub(step).op

@@ -104,7 +104,8 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       return getter(name, *args, **kwargs)
     shape = kwargs.get('shape') or (args[0] if args else [])
     dtype = kwargs.get('dtype') or tf.float32
-    if placement.caching_device is not None and pull is None:
+    if placement.caching_device is not None and pull is None and _read_by_towers(
+        kwargs, is_training):
       kwargs['caching_device'] = placement.caching_device
     with tf.device(placement.device_for(name, shape, dtype)):
       return getter(name, *args, **kwargs)
@@ -134,6 +135,15 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       _check_shared_variables(i, tf1.global_variables()[num_variables:])
   _check_no_update_ops(len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)) - update_ops_before)
   return outputs
+
+
+def _read_by_towers(getter_kwargs: dict, is_training: bool) -> bool:
+  """Whether the towers read a variable, so that it gets the placement's caching device
+  (one copy per worker per step, shared by its towers): trainable variables always, every
+  variable outside training. In training a non-trainable variable (batch-norm moving
+  statistics) is only assigned, and a cached copy would cost a read from the ps and a
+  control edge back every step, as TensorFlow orders each assign after the cached read."""
+  return getter_kwargs.get('trainable') is not False or not is_training
 
 
 def _check_shared_variables(tower: int, created: list[tf.Variable]) -> None:

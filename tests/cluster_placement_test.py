@@ -82,6 +82,15 @@ class ClusterGraphTest(tf.test.TestCase):
         pulled_to = [consumer.device for read in reads for consumer in read.outputs[0].consumers()
                      if job_of(consumer.device) == 'chief']
         self.assertEqual(pulled_to, ['/job:chief/task:0/device:CPU:0'], v.op.name)
+      # Moving statistics are only assigned in training: each is read and updated on its
+      # ps from the one statistic pushed, never read onto the worker.
+      moving = [v for v in tf1.global_variables() if 'moving_' in v.op.name]
+      self.assertLen(moving, 2 * 3)
+      for v in moving:
+        reads = [op for op in v.handle.consumers() if op.type == 'ReadVariableOp']
+        pulled_to = [consumer.name for read in reads for consumer in read.outputs[0].consumers()
+                     if job_of(consumer.device) == 'chief']
+        self.assertEqual(pulled_to, [], v.op.name)
       gradient_bytes = sum(t.shape.num_elements() * 4 for t in gradients)
       variable_bytes = sum(v.shape.num_elements() * 4 for v in trainable)
       self.assertEqual(gradient_bytes, variable_bytes)  # not 4x: one push, not one per tower
@@ -93,6 +102,14 @@ class ClusterGraphTest(tf.test.TestCase):
     config = run_config(make_params(PARAMS), cluster.from_tf_config(json.dumps(tf_config)))
     self.assertEqual(list(config.session_config.device_filters), ['/job:ps', '/job:worker/task:0'])
     self.assertEqual(config.session_config.device_count['CPU'], 2)
+    self.assertEqual(config.session_config.inter_op_parallelism_threads, 2 * 2 + 2)
+
+  def test_one_tower_keeps_tensorflow_s_default_threads(self):
+    tf_config = {'cluster': {'chief': ['localhost:1'], 'ps': ['localhost:3']},
+                 'task': {'type': 'chief', 'index': 0}}
+    config = run_config(make_params(PARAMS, num_towers=1),
+                        cluster.from_tf_config(json.dumps(tf_config)))
+    self.assertEqual(config.session_config.inter_op_parallelism_threads, 0)  # one per core
 
 
 class ClusterDevicesTest(tf.test.TestCase):

@@ -24,10 +24,13 @@ def as_params(params: TrainParams | Mapping[str, Any] | None) -> TrainParams:
 
 
 def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
-  """Exposes as many CPU devices as the towers need (`device_count`), with enough
-  inter-op threads that every tower (and MirroredStrategy's replicas) can run at once."""
-  config = tf1.ConfigProto(allow_soft_placement=True,
-                           inter_op_parallelism_threads=max(4, 2 * num_towers + 2))
+  """Exposes as many CPU devices as the towers need (`device_count`). Several towers (or
+  MirroredStrategy replicas) get 2 x towers + 2 inter-op threads, so that every tower can
+  run at once; one tower keeps TensorFlow's default (one inter-op thread per core): more
+  threads cost CPU and gain nothing with one tower (docs/performance.md, section 5)."""
+  config = tf1.ConfigProto(allow_soft_placement=True)
+  if num_towers > 1:
+    config.inter_op_parallelism_threads = 2 * num_towers + 2
   if devices.virtual_cpus:
     config.device_count['CPU'] = devices.virtual_cpus
   return config

@@ -115,11 +115,14 @@ def worker_hooks(estimator: tf.estimator.Estimator) -> list[tf.compat.v1.train.S
 
 
 def start_server(params, task: ClusterTask) -> tf.distribute.Server:
-  """This task's gRPC server, with as many CPU devices as its towers need."""
-  devices = resolve_tower_devices(params.num_towers, params.tower_devices)
-  config = session_config(devices, devices.num_towers)
+  """This task's gRPC server: on chief and workers with as many CPU devices (and
+  inter-op threads) as its towers need; on a ps one CPU device and TensorFlow's default
+  threads, as it only serves reads and applies updates."""
   if task.task_type == 'ps':
-    config.device_count['CPU'] = 1
+    config = tf.compat.v1.ConfigProto(device_count={'CPU': 1})
+  else:
+    devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+    config = session_config(devices, devices.num_towers)
   cluster = tf.train.ClusterSpec({job: list(hosts) for job, hosts in task.cluster.items()})
   return tf.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
                               config=config, start=True)
