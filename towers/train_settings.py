@@ -52,6 +52,7 @@ continued with other variables.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -158,29 +159,47 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
   return [name for name in SETTING_NAMES if old.get(name) != new.get(name)]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Resume:
+  """What model_dir holds against this run: its latest checkpoint (None: a fresh start), its
+  record (None: none), this run's settings, and why they cannot continue it ([] if they can)."""
+  checkpoint: str | None
+  stored: dict[str, Any] | None
+  new: dict[str, Any]
+  problems: list[str]
+
+
 def problems(params, num_workers: int = 1) -> list[str]:
   """Why resuming model_dir with `params` would mix learning settings (one message); [] when
   model_dir has no checkpoint or no record, or the settings match (or differ only in
   --resume_changes)."""
+  return _compare(params, num_workers).problems
+
+
+def _compare(params, num_workers: int) -> _Resume:
+  """Reads model_dir's checkpoint and record and this run's settings once, for `problems`
+  and `record` alike."""
+  new = settings(params, num_workers)
   unknown = [name for name in params.resume_changes if name not in SETTING_NAMES]
   if unknown:
-    return [f'--resume_changes names {", ".join(unknown)}, which '
-            f'{"is not a learning setting" if len(unknown) == 1 else "are not learning settings"}'
-            f' (those are: {", ".join(SETTING_NAMES)})']
+    return _Resume(None, None, new, [
+        f'--resume_changes names {", ".join(unknown)}, which '
+        f'{"is not a learning setting" if len(unknown) == 1 else "are not learning settings"}'
+        f' (those are: {", ".join(SETTING_NAMES)})'])
   structural = [name for name in params.resume_changes if name in STRUCTURE_SETTINGS]
   if structural:
-    return [f'--resume_changes cannot allow {", ".join(structural)}: '
-            f'{"it decides" if len(structural) == 1 else "they decide"} the network\'s '
-            'variables, which a checkpoint cannot change; train with a new --model_dir']
-  if tf.train.latest_checkpoint(params.model_dir) is None:
-    return []
-  stored = read_record(params.model_dir)
+    return _Resume(None, None, new, [
+        f'--resume_changes cannot allow {", ".join(structural)}: '
+        f'{"it decides" if len(structural) == 1 else "they decide"} the network\'s '
+        'variables, which a checkpoint cannot change; train with a new --model_dir'])
+  checkpoint = tf.train.latest_checkpoint(params.model_dir)
+  stored = read_record(params.model_dir) if checkpoint else None
   if stored is None:
-    return []
-  old, new = stored['settings'], settings(params, num_workers)
+    return _Resume(checkpoint, None, new, [])
+  old = stored['settings']
   changed = [name for name in differences(old, new) if name not in params.resume_changes]
   if not changed:
-    return []
+    return _Resume(checkpoint, stored, new, [])
   was = ' '.join(_as_flag(name, old.get(name)) for name in changed)
   now = ' '.join(_as_flag(name, new.get(name)) for name in changed)
   derived = [f'{name}: {DERIVED_SETTINGS[name]}' for name in changed if name in DERIVED_SETTINGS]
@@ -189,9 +208,10 @@ def problems(params, num_workers: int = 1) -> list[str]:
   if not any(name in STRUCTURE_SETTINGS for name in changed):
     fixes.append(f'add --resume_changes={",".join(changed)} to continue with the change on '
                  'purpose (it is kept in the record\'s history)')
-  return [f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
-          f'learning settings in one model_dir ({record_path(params.model_dir)}). '
-          f'{", or ".join(fixes)}']
+  return _Resume(checkpoint, stored, new, [
+      f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
+      f'learning settings in one model_dir ({record_path(params.model_dir)}). '
+      f'{", or ".join(fixes)}'])
 
 
 def _as_flag(name: str, value: Any) -> str:
@@ -212,14 +232,12 @@ def record(params, num_workers: int = 1) -> None:
   model_dir would mix learning settings; else writes this run's settings to
   model_dir/train_settings.json (with a history entry for each change --resume_changes
   allowed, and a warning when a checkpoint had no record)."""
-  found = problems(params, num_workers)
-  if found:
-    raise ResumeSettingsError(found[0])
-  new = settings(params, num_workers)
-  checkpoint = tf.train.latest_checkpoint(params.model_dir)
-  stored = read_record(params.model_dir) if checkpoint else None
+  resume = _compare(params, num_workers)
+  if resume.problems:
+    raise ResumeSettingsError(resume.problems[0])
+  new, stored = resume.new, resume.stored
   history = stored.get('history', []) if stored else []
-  if checkpoint and stored is None:
+  if resume.checkpoint and stored is None:
     logging.warning('%s holds a checkpoint but no %s (it was trained before learning '
                     'settings were recorded): they cannot be compared, so these flags are '
                     'recorded as its settings', params.model_dir, RECORD_FILE)
