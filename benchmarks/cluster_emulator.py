@@ -29,7 +29,9 @@ Columns:
   against a GPU that never waits, beside the paper model's prediction for the same
   layout (`benchmarks/cluster_model.py`, at `--link_efficiency` of the link);
 * MB per worker step through the busiest node link, sent / received, measured from the
-  bridge's counters (Ethernet, IP, TCP and gRPC framing included) beside the model, and
+  bridge's counters (Ethernet, IP, TCP and gRPC framing included) beside the model's for
+  that node at the measured mix of worker steps (asynchronous workers step at different
+  rates when their remote ps shares differ; the model counts each worker's steps), and
   that link's use: its busier direction's bytes over the window / the link rate (a
   shaped link cannot exceed 100%).
 
@@ -121,6 +123,7 @@ class Measurement:
   sent_per_step: list[float]  # per node, bytes per worker step
   received_per_step: list[float]
   busiest_link_use: float  # the busiest link direction's bytes / (window x link rate)
+  step_mix: list[float]  # per node, its worker's fraction of all worker steps in the window
 
 
 def task_options(options: EmulatorOptions, sync: bool, nodes: int) -> list[str]:
@@ -155,13 +158,16 @@ def peer_task_options(options: EmulatorOptions, peer: str, model_dir: str) -> li
   return [f'--{f.name}={getattr(task, f.name)}' for f in dataclasses.fields(task)]
 
 
+def node_of(task) -> int:
+  """The emulated node of a `LocalCluster` task: ps n and worker n on node n; the chief
+  is worker 0 (node 0), LocalCluster's worker k is worker k + 1."""
+  return task.task_index + 1 if task.task_type == 'worker' else task.task_index
+
+
 def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
                  network: EmulatedNetwork, model_dir: str) -> LocalCluster:
   """The tasks of `system` on `nodes` emulated nodes: ps n (if any) and worker n on node n
   (worker 0 is the chief)."""
-  def node_of(task) -> int:
-    return task.task_index + 1 if task.task_type == 'worker' else task.task_index
-
   common = dict(evaluator=False, echo=None, log_dir=options.task_logs or None,
                 launcher=lambda task: network.enter(node_of(task)))
   addresses = [node_address(n) for n in range(nodes)]
@@ -181,7 +187,9 @@ def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool) -> Me
   model_dir = tempfile.mkdtemp(prefix=f'cluster_emulator_{system}_')
   with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
     cluster = make_cluster(options, system, nodes, sync, network, model_dir)
-    workers = [name for name, t in cluster.tasks.items() if t.task_type in ('chief', 'worker')]
+    workers = sorted((name for name, t in cluster.tasks.items()
+                      if t.task_type in ('chief', 'worker')),
+                     key=lambda name: node_of(cluster.tasks[name]))  # node order
     start = end = None
     try:
       if system == 'multi_worker_mirrored':
@@ -221,17 +229,19 @@ def window_measurement(outputs: dict[str, list[tuple[int, float, float]]],
   (its steps in the window - 1) / (time between its first and last step end there), so
   the window's edges do not bias it; the workers' rates add up. Bytes per worker step are
   the window's bytes over rate x window length (counting the steps that END in the
-  window would credit the window with steps whose pulls preceded it)."""
-  rate, durations = 0.0, []
+  window would credit the window with steps whose pulls preceded it). `outputs` is in
+  node order (one worker per node); the step mix is each worker's rate / their sum."""
+  rates, durations = [], []
   for lines in outputs.values():
     inside = [s for s in lines if start[0] < s[1] <= end[0]]
-    rate += (len(inside) - 1) / (inside[-1][1] - inside[0][1])
+    rates.append((len(inside) - 1) / (inside[-1][1] - inside[0][1]))
     durations += [s[2] / k for s in inside]
+  rate = sum(rates)
   steps_between = rate * (end[0] - start[0])
   moved = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(start[1], end[1])]
   use = max(max(m) for m in moved) / ((end[0] - start[0]) * link_bytes_per_second)
   return Measurement(rate * k, durations, [m[0] / steps_between for m in moved],
-                     [m[1] / steps_between for m in moved], use)
+                     [m[1] / steps_between for m in moved], use, [r / rate for r in rates])
 
 
 def model_shares(options: EmulatorOptions, system: str,
@@ -266,29 +276,34 @@ def model_layers(shares: list[ComputeShare], shapes: list[tuple[str, tuple[int, 
                 tuple(size / sum(sizes) for size in sizes))
 
 
-def predicted(options: EmulatorOptions, system: str, shares: list[float], nodes: int,
-              sync: bool, layers: Layers | None = None) -> tuple[float, float]:
-  """(efficiency against a GPU that never waits, bytes per worker step through the
-  busiest link in one direction) of the paper model for this layout; with `layers`
-  (ours with --overlap), of its overlapped step. For multi_worker_mirrored `shares` is
-  [parameter bytes] and the traffic a ring all-reduce."""
+def predicted_efficiency(options: EmulatorOptions, system: str, shares: list[float],
+                         nodes: int, sync: bool, layers: Layers | None = None) -> float:
+  """Efficiency against a GPU that never waits of the paper model for this layout; with
+  `layers` (ours with --overlap), of its overlapped step. For multi_worker_mirrored
+  `shares` is [parameter bytes] and the traffic a ring all-reduce."""
   compute = options.emulate_compute * options.accumulate_steps
   link = options.link_mbit * 1e6 / 8 * options.link_efficiency
   step = (functools.partial(_overlapped_step, compute, options.accumulate_steps, layers)
           if layers and system == 'ours' else None)
   if system == 'multi_worker_mirrored':
-    step = cluster_model.allreduce_sync_step_seconds(compute, shares[0], nodes, link)
-    return (cluster_model.efficiency(nodes / step, nodes, compute),
-            cluster_model.allreduce_node_bytes_per_worker_step(shares[0], nodes))
+    seconds = cluster_model.allreduce_sync_step_seconds(compute, shares[0], nodes, link)
+    return cluster_model.efficiency(nodes / seconds, nodes, compute)
   if sync:
     seconds = cluster_model.sync_step_seconds(compute, shares, nodes, nodes, link, step)
-    efficiency = cluster_model.efficiency(nodes / seconds, nodes, compute)
-  else:
-    rate = cluster_model.async_steps_per_second(compute, shares, nodes, nodes, link, step)
-    efficiency = cluster_model.efficiency(rate, nodes, compute)
-  per_step = max(cluster_model.node_bytes_per_worker_step(shares, nodes, n)
-                 for n in range(nodes))
-  return efficiency, per_step
+    return cluster_model.efficiency(nodes / seconds, nodes, compute)
+  rate = cluster_model.async_steps_per_second(compute, shares, nodes, nodes, link, step)
+  return cluster_model.efficiency(rate, nodes, compute)
+
+
+def predicted_bytes(system: str, shares: list[float], nodes: int, node: int,
+                    step_mix: list[float]) -> float:
+  """The traffic model's bytes per worker step through `node`'s link in one direction,
+  at the measured `step_mix` (each worker's fraction of the steps: asynchronous workers
+  with unequal remote shares do not step alike). multi_worker_mirrored: `shares` is
+  [parameter bytes], a ring all-reduce, the same on every node."""
+  if system == 'multi_worker_mirrored':
+    return cluster_model.allreduce_node_bytes_per_worker_step(shares[0], nodes)
+  return cluster_model.node_bytes_per_worker_step(shares, nodes, node, step_mix)
 
 
 def _overlapped_step(compute: float, micro_batches: int, layers: Layers,
@@ -390,8 +405,9 @@ def main(argv: list[str]) -> int:
       if nodes == 1:
         one_node = per_worker
       vs_one = f'{per_worker / one_node:.0%}' if one_node else 'n/a'
-      model_efficiency, model_bytes = predicted(options, system, shares, nodes, sync, layers)
+      model_efficiency = predicted_efficiency(options, system, shares, nodes, sync, layers)
       busiest = max(range(nodes), key=lambda n: m.sent_per_step[n] + m.received_per_step[n])
+      model_bytes = predicted_bytes(system, shares, nodes, busiest, m.step_mix)
       print(f'| {system} | {mode} | {nodes} | {per_worker:.2f} | {vs_one} | '
             f'{per_worker / ideal:.0%} | {model_efficiency:.0%} | '
             f'{percentile(m.step_seconds, 0.5):.2f} / {percentile(m.step_seconds, 0.9):.2f} | '

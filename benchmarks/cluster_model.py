@@ -99,13 +99,21 @@ def overlapped_step_seconds(forward: Sequence[float], backward: Sequence[float],
   return pushed
 
 
-def node_bytes_per_worker_step(ps_bytes: Sequence[float], workers: int, node: int) -> float:
+def node_bytes_per_worker_step(ps_bytes: Sequence[float], workers: int, node: int,
+                               step_mix: Sequence[float] | None = None) -> float:
   """Bytes node `node` sends (= receives) per worker step, averaged over the steps of
-  all workers: its ps share to every remote worker, and its own worker's pulls of the
-  remote shares."""
+  all workers: its ps share to every remote worker, and its own worker's pushes to (=
+  pulls from) the remote shares. `step_mix`: each worker's fraction of all worker steps
+  (worker w on node w; they add up to 1); None: every worker the same. Asynchronous
+  workers do not step alike: the one whose remote shares are smaller steps more often,
+  which moves the average below the equal-mix figure when the ps shares differ."""
+  mix = list(step_mix) if step_mix is not None else [1.0 / workers] * workers
+  if len(mix) != workers or abs(sum(mix) - 1.0) > 1e-6:
+    raise ValueError(f'step_mix must hold {workers} fractions adding up to 1, got {mix}')
   total = sum(ps_bytes)
-  share, has_worker = _share(ps_bytes, node), int(node < workers)
-  return (share * (workers - has_worker) + has_worker * (total - share)) / workers
+  share = _share(ps_bytes, node)
+  own = mix[node] if node < workers else 0.0
+  return share * (1.0 - own) + own * (total - share)
 
 
 def async_steps_per_second(compute: float, ps_bytes: Sequence[float], workers: int,

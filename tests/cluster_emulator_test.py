@@ -5,8 +5,9 @@ short enough that the links are the bottleneck: through this library's ps runtim
 ps and one worker per node, asynchronous) and through TensorFlow's
 MultiWorkerMirroredStrategy (one worker per node, synchronous ring all-reduce). The
 busiest link's measured bytes per worker step must be those of the traffic model (pull
-of the remote ps share + push of the gradient; for the ring 2 (N - 1) / N x P per global
-step; plus framing: between 0.8x and 1.6x), and its measured rate may not exceed the
+of the remote ps share + push of the gradient, at the measured mix of the two workers'
+steps, which differ when their remote shares do; for the ring 2 (N - 1) / N x P per
+global step; plus framing: between 0.8x and 1.6x), and its measured rate may not exceed the
 shaped rate (a bound the kernel enforces; an unshaped veth would run ~100x faster). No
 timing threshold on how fast this machine is.
 """

@@ -152,6 +152,18 @@ class TrafficArithmeticTest(tf.test.TestCase):
     # 4 workers, 4 equal shares of 25: 25 x 3 + (100 - 25) = 150 per 4 worker steps
     self.assertEqual(cluster_model.node_bytes_per_worker_step([25.0] * 4, 4, 2), 37.5)
 
+  def test_node_bytes_follow_the_workers_step_mix(self):
+    # 2 nodes, ps shares 80 and 20. Asynchronous worker 0 pulls only the remote 20 and
+    # steps 3 times for worker 1's once: node 0 sends 80 per worker-1 step and 20 per
+    # worker-0 step, (80 x 1 + 20 x 3) / 4 steps = 35 per worker step, not the equal
+    # mix's 50.
+    self.assertEqual(cluster_model.node_bytes_per_worker_step([80.0, 20.0], 2, 0,
+                                                              [0.75, 0.25]), 35.0)
+    self.assertEqual(cluster_model.node_bytes_per_worker_step([80.0, 20.0], 2, 0,
+                                                              [0.5, 0.5]), 50.0)
+    with self.assertRaises(ValueError):
+      cluster_model.node_bytes_per_worker_step([80.0, 20.0], 2, 0, [0.5, 0.4])
+
 
 if __name__ == '__main__':
   tf.test.main()
