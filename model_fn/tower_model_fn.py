@@ -27,6 +27,7 @@ per `tf.distribute` replica (see `mirrored_spec`); both share `mean_loss` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import tensorflow as tf
@@ -87,9 +88,9 @@ def towers_spec(features, labels, mode, params, config=None, network: Network | 
   follow `variable_device`. In training with `accumulate_steps` k > 1 the batch holds k
   micro-batches, run one after another on each tower device (`accumulation.py`)."""
   clips, video_index = split_features(features)
-  network = network or build_network(params)
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
   placement = _placement(params, devices, config, network)
+  network = network or build_network(params)
   transfer_dtype = transfer.transfer_dtype(params.transfer_dtype)
   pull = None
   if transfer_dtype != tf.float32 and mode == ModeKeys.TRAIN:  # evaluation pulls nothing
@@ -153,22 +154,31 @@ def check_logits(logits: tf.Tensor, num_classes: int) -> None:
                      'output width, or build the network for num_classes outputs')
 
 
-def _placement(params, devices: tuple[str, ...], config, network: Network
+def _placement(params, devices: tuple[str, ...], config, network: Network | None
                ) -> VariablePlacement:
   """The ps tasks in a cluster (`config` with ps tasks), else `params.variable_device`.
-  With `ps_placement=largest_first` the trainable variables are listed first by building
-  `network` once in a throw-away graph (`network_variables`; only names and bytes are
-  kept, so any clip size would do: the run's own is used)."""
+  With `ps_placement=largest_first` the trainable variables are listed first
+  (`trainable_sizes`)."""
   num_ps = config.num_ps_replicas if config is not None else 0
   if not num_ps:
     return make_placement(params.variable_device, devices)
-  planned = ()
-  if params.ps_placement == 'largest_first':
-    clip = (params.clip_frames, params.crop_size, params.crop_size, input_channels(params))
-    planned = [(v.name, v.num_bytes) for v in network_variables(network, clip) if v.trainable]
+  planned = trainable_sizes(params, network) if params.ps_placement == 'largest_first' else ()
   return make_placement('ps', devices, ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
                         host_device=f'/job:{config.task_type}/task:{config.task_id}'
                                     '/device:CPU:0', planned=planned)
+
+
+@functools.lru_cache(maxsize=8)
+def trainable_sizes(params, network: Network | None = None) -> tuple[tuple[str, int], ...]:
+  """(name, bytes) of the trainable variables `network` (None: the registered network
+  `params.model`) creates under `params`, in creation order: the network built once in a
+  throw-away graph (`network_variables`, at the run's clip size). Remembered per (params,
+  network), because every graph of a run (training, each evaluation, the export) places
+  the same variables and I3D's throw-away build costs ~2.7 s."""
+  clip = (params.clip_frames, params.crop_size, params.crop_size, input_channels(params))
+  return tuple((v.name, v.num_bytes)
+               for v in network_variables(network or build_network(params), clip)
+               if v.trainable)
 
 
 def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: tf.Tensor,
