@@ -54,15 +54,8 @@ def _initial_values(batch_norm):
 
 def step(clips, labels, init, params):
   """Every global variable after one training step of the tower model_fn from `init`."""
-  with tf.Graph().as_default():
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                   tf.estimator.ModeKeys.TRAIN, params)
-    towers = params.num_towers
-    with tf1.Session(config=tower_testing.cpu_session_config(towers)) as sess:
-      sess.run(tf1.global_variables_initializer())
-      tower_testing.load_values(sess, init)
-      sess.run(spec.train_op)
-      return {v.op.name: sess.run(v) for v in tf1.global_variables()}
+  return tower_testing.model_fn_step(tower_model_fn.model_fn, clips, labels, init, params,
+                                     trainable_only=False)
 
 
 class AccumulationEquivalenceTest(tf.test.TestCase):

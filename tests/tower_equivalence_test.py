@@ -70,15 +70,8 @@ def reference_step(clips, labels, init, make_network=builtin_network):
 
 def tower_step(clips, labels, init, num_towers, network=None):
   """One step of the tower model_fn; `network` None trains the built-in `params.model`."""
-  with tf.Graph().as_default():
-    spec = tower_model_fn.make_model_fn(network)(
-        tf.constant(clips), tf.constant(labels), tf.estimator.ModeKeys.TRAIN,
-        _params(num_towers, len(labels)))
-    with tf1.Session(config=tower_testing.cpu_session_config(num_towers)) as sess:
-      sess.run(tf1.global_variables_initializer())
-      tower_testing.load_values(sess, init)
-      sess.run(spec.train_op)
-      return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
+  return tower_testing.model_fn_step(tower_model_fn.make_model_fn(network), clips, labels,
+                                     init, _params(num_towers, len(labels)))
 
 
 class TowerEquivalenceTest(tf.test.TestCase):

@@ -63,6 +63,23 @@ def reference_sgd_step(network: Callable[[tf.Tensor, TowerContext], tf.Tensor],
       return {v.op.name: sess.run(v) for v in tf1.trainable_variables()}
 
 
+def model_fn_step(model_fn: Callable[..., tf.estimator.EstimatorSpec], clips: np.ndarray,
+                  labels: np.ndarray, init: dict[str, np.ndarray], params,
+                  trainable_only: bool = True) -> dict[str, np.ndarray]:
+  """The variables (trainable ones, or every global one) after one TRAIN step of
+  `model_fn(features, labels, mode, params)` from `init`, on `params.num_towers` virtual
+  CPU devices."""
+  with tf.Graph().as_default():
+    spec = model_fn(tf.constant(clips), tf.constant(labels), tf.estimator.ModeKeys.TRAIN,
+                    params)
+    with tf1.Session(config=cpu_session_config(params.num_towers)) as sess:
+      sess.run(tf1.global_variables_initializer())
+      load_values(sess, init)
+      sess.run(spec.train_op)
+      variables = tf1.trainable_variables() if trainable_only else tf1.global_variables()
+      return {v.op.name: sess.run(v) for v in variables}
+
+
 def ancestors(op: tf.Operation) -> set[str]:
   """Names of every op `op` waits for, through data inputs and control inputs."""
   seen, stack = set(), [op]
