@@ -25,7 +25,7 @@ Measured per run:
   CPU/example    user + system CPU seconds of every task process over the same window
                  per example: the work each system spends, which sets examples/s when
                  all tasks share this machine's cores (and is less disturbed by other
-                 load than examples/s);
+                 load than examples/s); each run's line also gives it per task;
   bytes/step     loopback bytes over the same window per replica step (= per worker
                  batch), against the model: 2 x parameters + batch-norm statistics;
   worker start   the worker's session ready (the progress hook's 'training from step') and first step
@@ -134,12 +134,23 @@ def make_system(name: str, replica_batch: int) -> System:
                 (f'--peer={name}', f'--batch_size={replica_batch}'), 1, 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Sample:
+  """The cluster when the chief logged global step `step`: seconds since the tasks
+  started, the loopback's received bytes, each task's CPU seconds so far."""
+  time: float
+  step: int
+  loopback_bytes: int
+  cpu_seconds: dict[str, float]
+
+
 @dataclasses.dataclass
 class Run:
   """What one run measured. Times are seconds since the tasks started."""
   examples_per_sec: float | None  # None: both workers never trained together long enough
   bytes_per_replica_step: float | None
   cpu_ms_per_example: float | None  # CPU time of every task of the cluster, same window
+  cpu_ms_by_task: dict[str, float]  # the same per task (ps0, chief, worker1), same window
   session_after_chief: float  # worker's session ready - chief's session ready
   worker_wait: float  # worker's session ready - max(chief's session ready, worker's graph built)
   step_after_chief: float  # worker's first step - chief's first step
@@ -159,7 +170,7 @@ class Watcher:
     self.graph_built: dict[str, float] = {}
     self.session_ready: dict[str, float] = {}
     self.first_step: dict[str, float] = {}
-    self.samples: list[tuple[float, int, int, float]] = []  # time, step, bytes, CPU s
+    self.samples: list[Sample] = []
     self.replica_batches: set[int] = set()
     self._seen = {'chief': 0, 'worker1': 0}
 
@@ -179,8 +190,8 @@ class Watcher:
           self.first_step.setdefault(name, now)
         step = progress_step(line) if name == 'chief' else None
         if step is not None:
-          self.samples.append((now, step, loopback_received_bytes(),
-                               cluster_cpu_seconds(self.cluster)))
+          self.samples.append(Sample(now, step, loopback_received_bytes(),
+                                     task_cpu_seconds(self.cluster)))
       self._seen[name] = len(lines)
 
 
@@ -217,6 +228,11 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
       note = 'worker still running 30 s after the chief ended'
     watcher.poll()
     lost = changed = None
+    if system.module == 'towers.train':  # this library's ps exits by itself, just after them
+      try:
+        cluster.wait('ps0', timeout=30)
+      except subprocess.TimeoutExpired:
+        note = (note + '; ' if note else '') + 'the ps still ran 30 s after the chief ended'
     if system.num_ps and cluster.tasks['ps0'].process.poll() is None:
       try:
         lost, changed = compare_ps_with_checkpoint(cluster.cluster['ps'][0], model_dir)
@@ -246,17 +262,22 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
   worker_first_step = watcher.first_step['worker1']
   both_stepping = max(watcher.first_step.values())
   rate = per_step = cpu_ms = None
+  cpu_by_task: dict[str, float] = {}
   span = window(watcher.samples, both_stepping, options)
   if span is None:
     note = (note + '; ' if note else '') + ('no throughput: the worker joined when the chief '
                                             'had nearly finished')
   else:
-    (t0, s0, b0, c0), (t1, s1, b1, c1) = span
-    replica_steps = (s1 - s0) * system.replicas_per_step
-    rate = replica_steps * options.replica_batch / (t1 - t0)
-    per_step = (b1 - b0) / replica_steps
-    cpu_ms = 1000.0 * (c1 - c0) / (replica_steps * options.replica_batch)
+    first, last = span
+    replica_steps = (last.step - first.step) * system.replicas_per_step
+    examples = replica_steps * options.replica_batch
+    rate = examples / (last.time - first.time)
+    per_step = (last.loopback_bytes - first.loopback_bytes) / replica_steps
+    cpu_by_task = {name: 1000.0 * (seconds - first.cpu_seconds.get(name, 0.0)) / examples
+                   for name, seconds in last.cpu_seconds.items()}
+    cpu_ms = sum(cpu_by_task.values())
   return Run(examples_per_sec=rate, bytes_per_replica_step=per_step, cpu_ms_per_example=cpu_ms,
+             cpu_ms_by_task=cpu_by_task,
              session_after_chief=watcher.session_ready['worker1'] - watcher.session_ready['chief'],
              worker_wait=watcher.session_ready['worker1'] - max(
                  watcher.session_ready['chief'], watcher.graph_built['worker1']),
@@ -264,27 +285,26 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
              lost_steps=lost, changed_variables=changed, note=note)
 
 
-def window(samples: list[tuple[float, int, int, float]], both_stepping: float,
-           options: PeersOptions
-           ) -> tuple[tuple[float, int, int, float], tuple[float, int, int, float]] | None:
+def window(samples: list[Sample], both_stepping: float, options: PeersOptions
+           ) -> tuple[Sample, Sample] | None:
   """The first progress sample `settle_secs` after both chief and worker made their first
   step, and the first one `window_secs` after that (else the last); None when there are
   fewer than two such samples."""
   begin = both_stepping + options.settle_secs
-  after = [s for s in samples if s[0] >= begin]
+  after = [s for s in samples if s.time >= begin]
   if len(after) < 2:
     return None
   first = after[0]
-  last = next((s for s in after if s[0] >= first[0] + options.window_secs), after[-1])
+  last = next((s for s in after if s.time >= first.time + options.window_secs), after[-1])
   return first, last
 
 
-def cluster_cpu_seconds(cluster: LocalCluster) -> float:
-  """User + system CPU seconds used so far by every running task process of `cluster`
-  (/proc/<pid>/stat; a task that has ended counts 0 from then on, so windows end while
+def task_cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
+  """Task name -> user + system CPU seconds used so far by that running task process of
+  `cluster` (/proc/<pid>/stat; a task that has ended is left out, so windows end while
   all tasks run)."""
-  total = 0.0
-  for task in cluster.tasks.values():
+  seconds = {}
+  for name, task in cluster.tasks.items():
     if task.process is None or task.process.poll() is not None:
       continue
     try:
@@ -292,8 +312,8 @@ def cluster_cpu_seconds(cluster: LocalCluster) -> float:
         fields = f.read().rsplit(')', 1)[1].split()
     except FileNotFoundError:
       continue
-    total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-  return total
+    seconds[name] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+  return seconds
 
 
 def ps_final_step(lines: list[str]) -> int | None:
@@ -455,8 +475,9 @@ def main(argv: list[str]) -> int:
       per_step = (f'{run.bytes_per_replica_step / model:.3f}x' if run.bytes_per_replica_step
                   else 'n/a')
       cpu = f'{run.cpu_ms_per_example:.1f}' if run.cpu_ms_per_example else 'n/a'
+      by_task = ', '.join(f'{name} {ms:.1f}' for name, ms in run.cpu_ms_by_task.items())
       print(f'[{done}/{total}] {system.name} repeat {repeat + 1}: {rate} examples/s, '
-            f'{cpu} CPU ms per example, '
+            f'{cpu} CPU ms per example ({by_task or "n/a"}), '
             f'{per_step} model bytes per replica step, worker '
             f'session {run.session_after_chief:.1f} s and first step '
             f'{run.step_after_chief:.1f} s after the chief\'s, waited {run.worker_wait:.1f} s '
