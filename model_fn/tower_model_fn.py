@@ -168,17 +168,28 @@ def _placement(params, devices: tuple[str, ...], config, network: Network | None
                                     '/device:CPU:0', planned=planned)
 
 
-@functools.lru_cache(maxsize=8)
 def trainable_sizes(params, network: Network | None = None) -> tuple[tuple[str, int], ...]:
   """(name, bytes) of the trainable variables `network` (None: the registered network
   `params.model`) creates under `params`, in creation order: the network built once in a
   throw-away graph (`network_variables`, at the run's clip size). Remembered per (params,
-  network), because every graph of a run (training, each evaluation, the export) places
-  the same variables and I3D's throw-away build costs ~2.7 s."""
+  network) when both are hashable, because every graph of a run (training, each
+  evaluation, the export) places the same variables and I3D's throw-away build costs
+  ~2.7 s; an unhashable network object (e.g. a dataclass) is listed anew each time."""
+  try:
+    hash((params, network))
+  except TypeError:
+    return _list_trainable_sizes(params, network)
+  return _remembered_trainable_sizes(params, network)
+
+
+def _list_trainable_sizes(params, network: Network | None) -> tuple[tuple[str, int], ...]:
   clip = (params.clip_frames, params.crop_size, params.crop_size, input_channels(params))
   return tuple((v.name, v.num_bytes)
                for v in network_variables(network or build_network(params), clip)
                if v.trainable)
+
+
+_remembered_trainable_sizes = functools.lru_cache(maxsize=8)(_list_trainable_sizes)
 
 
 def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: tf.Tensor,

@@ -7,6 +7,7 @@ largest variable, 8.0 MB, where greedy in creation order holds 10.3 MB. In a rea
 cluster graph every variable lands where the placement says, names unchanged; variables
 the plan does not know (batch-norm moving statistics, the global step) go greedily."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -89,15 +90,17 @@ TF_CONFIG = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],
              'task': {'type': 'chief', 'index': 0}}
 
 
-def cluster_variables(ps_placement: str) -> dict[str, str]:
-  """variable name -> device in the chief's training graph, placed as the Estimator does."""
+def cluster_variables(ps_placement: str, network=None) -> dict[str, str]:
+  """variable name -> device in the chief's training graph, placed as the Estimator does
+  (`network` None: the registered `params.model`)."""
   params = make_params(PARAMS, ps_placement=ps_placement)
   config = run_config(params, cluster.from_tf_config(json.dumps(TF_CONFIG)))
   clips = np.zeros((8, 4, 16, 16, 3), np.float32)
   with tf.Graph().as_default():
     with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
-      tower_model_fn.model_fn(tf.constant(clips), tf.constant(np.zeros(8, np.int64)),
-                              tf.estimator.ModeKeys.TRAIN, params, config)
+      tower_model_fn.make_model_fn(network)(
+          tf.constant(clips), tf.constant(np.zeros(8, np.int64)), tf.estimator.ModeKeys.TRAIN,
+          params, config)
     return {v.op.name: v.device for v in tf1.global_variables()}
 
 
@@ -140,12 +143,32 @@ class ClusterGraphPlacementTest(tf.test.TestCase):
   def test_every_graph_of_a_run_places_from_one_throw_away_build(self):
     # Training, each evaluation and the export build their own graph with the same
     # params: the variables are listed once (I3D's throw-away build costs ~2.7 s).
-    before = tower_model_fn.trainable_sizes.cache_info()
+    remembered = tower_model_fn._remembered_trainable_sizes  # pylint: disable=protected-access
+    before = remembered.cache_info()
     placed_again = cluster_variables('largest_first')
-    after = tower_model_fn.trainable_sizes.cache_info()
+    after = remembered.cache_info()
     self.assertEqual(placed_again, self.placed['largest_first'])
     self.assertEqual(after.misses, before.misses)
     self.assertEqual(after.hits, before.hits + 1)
+
+  def test_an_unhashable_network_object_is_placed_too(self):
+    # A user's network may be an object that cannot be a cache key (a dataclass with
+    # eq=True has no hash): its variables are listed for every graph instead.
+    params = make_params(PARAMS, ps_placement='largest_first')
+
+    @dataclasses.dataclass
+    class UserNetwork:
+      model: str
+
+      def __call__(self, clips, ctx):
+        return build_network(params)(clips, ctx)
+
+    network = UserNetwork('c3d_small')
+    with self.assertRaises(TypeError):
+      hash(network)
+    self.assertEqual(tower_model_fn.trainable_sizes(params, network),
+                     tower_model_fn.trainable_sizes(params))
+    self.assertEqual(cluster_variables('largest_first', network), self.placed['largest_first'])
 
 
 if __name__ == '__main__':
