@@ -439,18 +439,30 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
 cli.define_flags(PeersOptions)
 
 
+def options_problem(options: PeersOptions) -> str | None:
+  """One line naming the first invalid option and its fix, or None."""
+  unknown = sorted(set(options.systems) - set(SYSTEMS))
+  if unknown or not options.systems:
+    named = f'unknown --systems {",".join(unknown)}' if unknown else '--systems is empty'
+    return f'{named}: choose from {",".join(SYSTEMS)}'
+  if options.repeats < 1 or options.replica_batch < 1 or options.max_steps < 1:
+    return '--repeats, --replica_batch and --max_steps must be >= 1'
+  if options.settle_secs < 0 or options.window_secs <= 0 or options.timeout_secs <= 0:
+    return '--settle_secs must be >= 0, --window_secs and --timeout_secs > 0'
+  return None
+
+
 def main(argv: list[str]) -> int:
-  reexec_in_private_network(__file__, sys.argv[1:])
   del argv
+  options = cli.options_from_flags(PeersOptions)
+  problem = options_problem(options)
+  if problem:
+    print(f'cluster_peers: {problem}', file=sys.stderr)
+    return 2
+  reexec_in_private_network(__file__, sys.argv[1:])
   if not os.environ.get(ISOLATED_ENV):
     print('cluster_peers: needs a private network namespace (unshare) so that the '
           'loopback counter sees only the cluster', file=sys.stderr)
-    return 2
-  options = cli.options_from_flags(PeersOptions)
-  unknown = sorted(set(options.systems) - set(SYSTEMS))
-  if unknown:
-    print(f'cluster_peers: unknown --systems {",".join(unknown)} (known: {",".join(SYSTEMS)})',
-          file=sys.stderr)
     return 2
   parameters, statistics_bytes = model_bytes(NETWORK)
   model = 2 * parameters + statistics_bytes

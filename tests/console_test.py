@@ -117,6 +117,27 @@ class EveryBinaryStartsQuietlyTest(absltest.TestCase):
     self.assertIsNotNone(NATIVE_LINE.search(verbose_output), verbose_output)
 
 
+class MeasuringProgramsRefuseBadFlagsTest(absltest.TestCase):
+  """A benchmark given an impossible flag stops before it starts a cluster, with one line
+  naming the flag and exit code 2 (a traceback or an empty table was printed before)."""
+
+  def check_refused(self, module: str, flag: str, named: str) -> None:
+    process = subprocess.run([sys.executable, '-m', module, flag], capture_output=True,
+                             text=True, timeout=TIMEOUT, check=False)
+    self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
+    lines = process.stderr.strip().splitlines()
+    self.assertLen(lines, 1, process.stderr)
+    self.assertIn(named, lines[0])
+
+  def test_cluster_peers(self):
+    self.check_refused('benchmarks.cluster_peers', '--repeats=0', '--repeats')
+    self.check_refused('benchmarks.cluster_peers', '--window_secs=-1', '--window_secs')
+    self.check_refused('benchmarks.cluster_peers', '--systems=horovod', 'horovod')
+
+  def test_cluster_emulator(self):
+    self.check_refused('benchmarks.cluster_emulator', '--steps=1', '--steps')
+
+
 class VerboseRequestTest(absltest.TestCase):
 
   def test_flag_forms(self):
