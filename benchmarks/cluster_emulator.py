@@ -59,7 +59,7 @@ from benchmarks import cluster_model
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
 from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
-                                      ps_shares, variable_shapes)
+                                      ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
 from towers import cli
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
@@ -126,15 +126,16 @@ class Measurement:
   step_mix: list[float]  # per node, its worker's fraction of all worker steps in the window
 
 
-def task_options(options: EmulatorOptions, sync: bool, nodes: int) -> list[str]:
-  """The flags every emulated task gets."""
+def task_options(options: EmulatorOptions, sync: bool, compute_shares_file: str) -> list[str]:
+  """The flags every emulated task gets (`compute_shares_file`: the variables' compute
+  shares, counted once here, or '')."""
   task = TaskOptions(model=options.model, num_classes=options.num_classes,
                      emulate_compute=options.emulate_compute, time_scale=options.time_scale,
                      accumulate_steps=options.accumulate_steps,
                      transfer_dtype=options.transfer_dtype, ps_placement=options.ps_placement,
-                     sync_replicas=sync, overlap=options.overlap, steps=1000000,
+                     sync_replicas=sync, overlap=options.overlap,
+                     compute_shares_file=compute_shares_file, steps=1000000,
                      max_seconds=options.timeout_secs)
-  del nodes
   return [f'--{f.name}={getattr(task, f.name)}' for f in dataclasses.fields(task)
           if f.name not in ROLE_FLAGS]
 
@@ -165,14 +166,15 @@ def node_of(task) -> int:
 
 
 def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
-                 network: EmulatedNetwork, model_dir: str) -> LocalCluster:
+                 network: EmulatedNetwork, model_dir: str, compute_shares_file: str
+                 ) -> LocalCluster:
   """The tasks of `system` on `nodes` emulated nodes: ps n (if any) and worker n on node n
   (worker 0 is the chief)."""
   common = dict(evaluator=False, echo=None, log_dir=options.task_logs or None,
                 launcher=lambda task: network.enter(node_of(task)))
   addresses = [node_address(n) for n in range(nodes)]
   if system == 'ours':
-    return LocalCluster(nodes, nodes, task_options(options, sync, nodes),
+    return LocalCluster(nodes, nodes, task_options(options, sync, compute_shares_file),
                         program=('-m', 'benchmarks.emulated_task'), hosts=addresses * 2,
                         **common)
   num_ps = nodes if system == 'ps_strategy' else 0
@@ -181,12 +183,15 @@ def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
                       hosts=addresses * (2 if num_ps else 1), tf_config_role=True, **common)
 
 
-def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool) -> Measurement:
-  """Runs one emulated cluster and measures it (see the module docstring)."""
+def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool,
+            compute_shares_file: str = '') -> Measurement:
+  """Runs one emulated cluster and measures it (see the module docstring);
+  `compute_shares_file` as `task_options` takes it."""
   k = options.time_scale
   model_dir = tempfile.mkdtemp(prefix=f'cluster_emulator_{system}_')
   with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
-    cluster = make_cluster(options, system, nodes, sync, network, model_dir)
+    cluster = make_cluster(options, system, nodes, sync, network, model_dir,
+                           compute_shares_file)
     workers = sorted((name for name, t in cluster.tasks.items()
                       if t.task_type in ('chief', 'worker')),
                      key=lambda name: node_of(cluster.tasks[name]))  # node order
@@ -380,9 +385,8 @@ def main(argv: list[str]) -> int:
     return 2
   pairs, skipped = runs(options)
   shapes = variable_shapes(options.model, options.num_classes)
-  layers = (model_layers(compute_shares(options.model, options.num_classes), shapes)
-            if options.overlap and any(system == 'ours' for system, _ in pairs) else None)
-  ideal = options.batch_size / options.emulate_compute
+  compute = (compute_shares(options.model, options.num_classes)
+             if options.overlap and any(system == 'ours' for system, _ in pairs) else None)
   print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
   for line in skipped:
     print(f'cluster_emulator: {line}')
@@ -390,13 +394,27 @@ def main(argv: list[str]) -> int:
         'model eff. | step p50 / p90 (s) | busiest link MB per worker step, out / in | '
         'model MB | busiest link use |')
   print('|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|', flush=True)
+  with tempfile.TemporaryDirectory(prefix='cluster_emulator_') as scratch:
+    # Counted once here rather than in every emulated worker (~8 s CPU each for I3D).
+    compute_file = (write_compute_shares(compute, os.path.join(scratch, 'compute.json'))
+                    if compute else '')
+    return print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
+                      else None, compute_file)
+
+
+def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
+               shapes: list[tuple[str, tuple[int, ...]]], layers: Layers | None,
+               compute_shares_file: str) -> int:
+  """Measures every (system, mode) pair at every node count and prints its row; 2 if
+  the emulated network cannot be set up."""
+  ideal = options.batch_size / options.emulate_compute
   for system, mode in pairs:
     sync = mode == 'sync'
     one_node = None
     for nodes in options.nodes:
       shares = model_shares(options, system, shapes, nodes)
       try:
-        m = measure(options, system, nodes, sync)
+        m = measure(options, system, nodes, sync, compute_shares_file)
       except NetworkSetupError as e:
         print(f'cluster_emulator: {e}', file=sys.stderr)
         return 2

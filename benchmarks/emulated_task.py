@@ -31,6 +31,7 @@ finished step prints one line:
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import tensorflow as tf
@@ -75,6 +76,10 @@ class TaskOptions:
                          'pushed as soon as its backward ends (as training without '
                          '--clip_gradient_norm does). false: one wait between all pulls '
                          'and all pushes.')
+  compute_shares_file: str = option('', 'JSON of every variable\'s compute share '
+                                    '(`write_compute_shares`), written once by the emulator; '
+                                    'empty: count the FLOPs here (~8 s CPU for I3D).',
+                                    path=True)
   steps: int = option(1000000, 'Steps each worker runs, then exits (the emulator stops '
                       'the workers itself once it has measured).')
   max_seconds: float = option(900.0, 'A worker gives up after this long.')
@@ -151,6 +156,19 @@ def compute_shares(model: str, num_classes: int) -> list[ComputeShare]:
   return [ComputeShare(v.name, v.forward / total, v.backward / total) for v in per_variable]
 
 
+def write_compute_shares(shares: list[ComputeShare], path: str) -> str:
+  """Writes `shares` to `path` as JSON for `read_compute_shares`; returns `path`."""
+  with open(path, 'w') as f:
+    json.dump([dataclasses.astuple(share) for share in shares], f)
+  return path
+
+
+def read_compute_shares(path: str) -> list[ComputeShare]:
+  """The shares `write_compute_shares` wrote."""
+  with open(path) as f:
+    return [ComputeShare(name, forward, backward) for name, forward, backward in json.load(f)]
+
+
 def compute_waits(pulled: dict[str, tf.Tensor], shares: list[ComputeShare] | None,
                   seconds: float, micro_batches: int = 1) -> dict[str, tf.Tensor]:
   """Variable name -> a float32 scalar (0.0) that exists once that variable's gradient
@@ -203,7 +221,13 @@ def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: 
   with tf.device('/job:ps/task:0'):
     global_step = tf1.train.get_or_create_global_step()
   pulled = {v.op.name: transfer.pull(v, worker, dtype) for v in variables}
-  shares = compute_shares(options.model, options.num_classes) if options.overlap else None
+  shares = None
+  if options.overlap:
+    shares = (read_compute_shares(options.compute_shares_file) if options.compute_shares_file
+              else compute_shares(options.model, options.num_classes))
+    if {share.name for share in shares} != set(pulled):
+      raise ValueError(f'--compute_shares_file={options.compute_shares_file} names other '
+                       f'variables than {options.model} has')
   with tf.device(worker):
     done = compute_waits(pulled, shares, options.emulate_compute * options.accumulate_steps
                          * options.time_scale, options.accumulate_steps)

@@ -15,6 +15,7 @@ after all of them.
 """
 
 import json
+import os
 
 import tensorflow as tf
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
@@ -108,6 +109,11 @@ class EmulatedComputeTest(tf.test.TestCase):
   in reverse, each variable's gradient ready after its own backward chunk."""
 
   SHARES = [emulated_task.ComputeShare('a', 0.1, 0.2), emulated_task.ComputeShare('b', 0.3, 0.4)]
+
+  def test_shares_counted_once_reach_every_worker_unchanged(self):
+    path = os.path.join(self.get_temp_dir(), 'compute.json')
+    self.assertEqual(emulated_task.write_compute_shares(self.SHARES, path), path)
+    self.assertEqual(emulated_task.read_compute_shares(path), self.SHARES)
 
   def build(self, shares):
     graph = tf.Graph()
