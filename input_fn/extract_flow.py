@@ -10,15 +10,22 @@ to --short_side, like //input_fn:prepare), converts the frames to grayscale and 
 
 * `<out>/flow.manifest.json`: the settings, videos found / with flow / skipped (each with its
   reason and kind, as prepare reports them).
-* `flow.txt` beside `<out>` (when classInd.txt is found): I3D_Finetune's list,
-  `<video> <out name>/{:s}/<video> <flow frames> <label0>`, read by
-  `//input_fn:prepare --source=flow` and the direct frames route.
+* `<out>/flow.txt` (when classInd.txt is found): I3D_Finetune's list,
+  `<video> {:s}/<video> <flow frames> <label0>` (paths relative to the list), read by
+  `//input_fn:prepare --source=flow --flow_dir=<out>`. Nothing is written outside `<out>`.
+* `<out>/.flow_sources.jsonl`: per video, the identity of the .avi its flow was computed
+  from (size, mtime) and the settings.
 
 * Processes: one per core (--workers), each OpenCV single-threaded.
 * Progress: videos done, flow frames/s and ETA; the summary gives flow frames/s per core.
-* Resumable: a video's u and v folders are renamed into place only when complete, so a rerun
-  skips every video that has them and computes the rest. A rerun into an `<out>` extracted
-  with other settings stops with one line (flow of two settings is never mixed).
+* Resumable: a video's u and v folders are renamed into place only when complete, then its
+  source identity is recorded; a rerun skips every video whose flow is there and whose .avi
+  is the one recorded, and computes the rest: missing ones, and replaced or edited videos
+  (counted as changed; flow without a record is computed again too). A rerun into an
+  `<out>` extracted with other settings stops with one line (flow of two settings is never
+  mixed).
+* Options are checked before any work (one line, exit 2): TV-L1 needs scales >= 1,
+  warps >= 1 and an epsilon > 0.
 * Bad videos (unreadable, empty, truncated, fewer than 2 frames, badly named) are skipped,
   counted and listed; --strict stops at the first one.
 """
@@ -28,7 +35,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import math
 import multiprocessing
+import shutil
 import os
 import sys
 import time
@@ -39,6 +48,7 @@ from input_fn.ucf101 import InputError, Problem
 from towers.options import option
 
 MANIFEST = 'flow.manifest.json'
+SOURCES = '.flow_sources.jsonl'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +88,33 @@ class VideoTask:
 
 
 class SettingsMismatch(ValueError):
-  """`out` holds flow extracted with other settings."""
+  """`out` holds flow extracted with other settings, or a damaged manifest."""
+
+
+class OptionsError(ValueError):
+  """An option that cannot work; the message names the flag and the allowed values."""
+
+
+def check_options(options: ExtractFlowOptions) -> None:
+  """Raises `OptionsError` naming the first option that cannot work."""
+  if not options.data_dir and not options.videos_dir:
+    raise OptionsError('give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir')
+  if options.short_side < 0:
+    raise OptionsError(f'--short_side must be >= 0 (0 keeps the decoded size), got '
+                       f'{options.short_side}')
+  if options.workers < 0:
+    raise OptionsError(f'--workers must be >= 0 (0: all CPUs), got {options.workers}')
+  if options.tvl1_scales < 1:
+    raise OptionsError(f'--tvl1_scales must be >= 1 (pyramid levels), got '
+                       f'{options.tvl1_scales}')
+  if options.tvl1_warps < 1:
+    raise OptionsError(f'--tvl1_warps must be >= 1 (0 computes no flow at all), got '
+                       f'{options.tvl1_warps}')
+  if not math.isfinite(options.tvl1_epsilon) or options.tvl1_epsilon <= 0:
+    raise OptionsError(f'--tvl1_epsilon must be a number > 0 (stopping threshold), got '
+                       f'{options.tvl1_epsilon}')
+  if options.out and os.path.exists(options.out) and not os.path.isdir(options.out):
+    raise OptionsError(f'--out={options.out} is a file, not a directory')
 
 
 def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
@@ -166,12 +202,58 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
   path = os.path.join(out, MANIFEST)
   if not os.path.exists(path):
     return
-  with open(path) as f:
-    previous = json.load(f).get('settings')
+  try:
+    with open(path) as f:
+      manifest = json.load(f)
+  except (OSError, ValueError) as e:
+    manifest = e
+  if not isinstance(manifest, dict) or not isinstance(manifest.get('settings'), dict):
+    found = ('not JSON' if isinstance(manifest, Exception) else
+             'no settings in it' if isinstance(manifest, dict) else
+             f'a JSON {type(manifest).__name__}, not an object')
+    raise SettingsMismatch(
+        f'{path} is damaged ({found}): delete it to extract into {out} again (flow whose '
+        f'source and settings are recorded in {SOURCES} is kept), or use another --out')
+  previous = manifest['settings']
   if previous != settings:
     raise SettingsMismatch(
         f'{out} holds flow extracted with other settings ({previous}, now {settings}): '
-        'use another --out, or delete it to extract again')
+        'use another --out (and give it to prepare as --flow_dir), or delete it to extract '
+        'again')
+
+
+def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
+  """What a video's flow was computed from: the .avi's size and mtime, and the settings."""
+  stat = os.stat(task.path)
+  return {'size': stat.st_size, 'mtime_ns': stat.st_mtime_ns, 'settings': settings}
+
+
+def read_sources(out: str) -> dict[str, dict[str, Any]]:
+  """{video: identity} recorded in `<out>/.flow_sources.jsonl` (the last line of a video
+  wins; unreadable lines are ignored, so their videos are computed again)."""
+  recorded = {}
+  try:
+    with open(os.path.join(out, SOURCES)) as f:
+      lines = f.read().splitlines()
+  except OSError:
+    return recorded
+  for line in lines:
+    try:
+      row = json.loads(line)
+      recorded[row['video']] = row['source']
+    except (ValueError, KeyError, TypeError):
+      continue
+  return recorded
+
+
+def _record_source(out: str, video: str, identity: dict[str, Any] | None) -> None:
+  with open(os.path.join(out, SOURCES), 'a') as f:
+    f.write(json.dumps({'video': video, 'source': identity}, sort_keys=True) + '\n')
+
+
+def _remove_flow(out: str, video: str) -> None:
+  for folder in ucf101.flow_folders(out, video):
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_json(path: str, value: Any) -> None:
@@ -183,7 +265,9 @@ def _write_json(path: str, value: Any) -> None:
 def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
             ) -> dict[str, Any]:
   """Runs the extraction (see the module docstring); returns the manifest. Raises
-  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
+  `OptionsError`, `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError`
+  (--strict)."""
+  check_options(options)
   videos_dir = options.videos_dir or ucf101.find_dir(options.data_dir, ucf101.VIDEO_DIR_NAMES)
   if not videos_dir or not os.path.isdir(videos_dir):
     raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
@@ -205,10 +289,18 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
   _write_json(manifest_path, {'settings': settings})  # claims `out` before any frame
-  todo = [t for t in tasks if not flow.has_flow(out, t.name)]
+  recorded = read_sources(out)
+  identities = {t.name: source_identity(t, settings) for t in tasks}
+  changed = [t for t in tasks if flow.has_flow(out, t.name) and
+             recorded.get(t.name) != identities[t.name]]
+  todo = [t for t in tasks if not flow.has_flow(out, t.name)] + changed
   workers = min(options.workers or os.cpu_count() or 1, max(len(todo), 1))
+  unrecorded = sum(t.name not in recorded for t in changed)
+  again = (f' ({len(changed) - unrecorded} whose video changed since its flow was computed'
+           f'{f", {unrecorded} without a source record" if unrecorded else ""}: computed '
+           'again)' if changed else '')
   log(f'extract_flow: {len(tasks)} videos in {videos_dir}, {len(tasks) - len(todo)} already '
-      f'done; {len(todo)} to compute with {workers} process(es) into {out}')
+      f'done; {len(todo)} to compute{again} with {workers} process(es) into {out}')
   progress = _Progress(len(todo))
   start = time.time()
   jobs = [(t, out, settings) for t in todo]
@@ -224,20 +316,30 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   try:
     for task, frames, problem in results:
       if problem is not None:
+        _remove_flow(out, task.name)  # the flow of a video replaced by a bad one is stale
+        _record_source(out, task.name, None)
         if options.strict:
           raise InputError(problem)
         skipped.append(problem)
+      else:
+        _record_source(out, task.name, identities[task.name])
       progress.add(frames)
   finally:
     if pool is not None:
       pool.terminate()
       pool.join()
   elapsed = time.time() - start
-  manifest = _manifest(out, tasks, skipped, settings, videos_dir)
+  recorded = read_sources(out)
+  current = [t for t in tasks if flow.has_flow(out, t.name) and
+             recorded.get(t.name) == identities[t.name]]
+  _write_sources(out, {t.name: recorded[t.name] for t in current})
+  manifest = _manifest(out, tasks, current, skipped, settings, videos_dir)
   _write_json(manifest_path, manifest)
   if classes is not None:
-    _write_flow_list(out, tasks)
+    _write_flow_list(out, current)
   else:
+    if os.path.exists(os.path.join(out, ucf101.FLOW_LIST_NAME)):
+      os.remove(os.path.join(out, ucf101.FLOW_LIST_NAME))  # an earlier run's: not current
     log(f'extract_flow: no {ucf101.CLASS_INDEX_FILE} under {options.data_dir or "(no --data_dir)"}'
         f': {ucf101.FLOW_LIST_NAME} (needs the labels) not written')
   per_core = progress.frames / max(elapsed, 1e-6) / workers
@@ -246,12 +348,26 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
       f'in {out}; computed {progress.frames} flow frames of {progress.videos} videos in '
       f'{elapsed:.1f} s = {per_core:.1f} flow frames/s per core ({workers} process(es)); '
       f'skipped {manifest["num_skipped"]}{": " + kinds if kinds else ""}')
+  if not options.data_dir or os.path.realpath(out) != os.path.realpath(
+      os.path.join(options.data_dir, ucf101.FLOW_DIR_NAME)):
+    log(f'extract_flow: to make flow records of it: //input_fn:prepare --source=flow '
+        f'--flow_dir={out}')
   return manifest
 
 
-def _manifest(out: str, tasks: list[VideoTask], skipped: list[Problem],
-              settings: dict[str, Any], videos_dir: str) -> dict[str, Any]:
-  with_flow = [t.name for t in tasks if flow.has_flow(out, t.name)]
+def _write_sources(out: str, recorded: dict[str, dict[str, Any]]) -> None:
+  """Rewrites the source records with one line per video that has current flow."""
+  path = os.path.join(out, SOURCES)
+  with open(path + '.tmp', 'w') as f:
+    f.writelines(json.dumps({'video': name, 'source': identity}, sort_keys=True) + '\n'
+                 for name, identity in sorted(recorded.items()))
+  os.replace(path + '.tmp', path)
+
+
+def _manifest(out: str, tasks: list[VideoTask], current: list[VideoTask],
+              skipped: list[Problem], settings: dict[str, Any], videos_dir: str
+              ) -> dict[str, Any]:
+  with_flow = [t.name for t in current]
   return {
       'settings': settings, 'videos_dir': videos_dir,
       'num_found': len(tasks) + sum(p.kind in ('malformed file name', 'unknown class')
@@ -263,15 +379,13 @@ def _manifest(out: str, tasks: list[VideoTask], skipped: list[Problem],
 
 
 def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
-  """`flow.txt` beside `out`: `<video> <basename(out)>/{:s}/<video> <frames> <label0>`."""
+  """`<out>/flow.txt`: `<video> {:s}/<video> <frames> <label0>` per video of `tasks`."""
   rows = []
   for task in tasks:
-    if flow.has_flow(out, task.name):
-      count, reason = ucf101.count_flow_frames(out, task.name)
-      if not reason:
-        rows.append(f'{task.name} {os.path.basename(out)}/{{:s}}/{task.name} {count} '
-                    f'{task.label}')
-  path = os.path.join(os.path.dirname(out), ucf101.FLOW_LIST_NAME)
+    count, reason = ucf101.count_flow_frames(out, task.name)
+    if not reason:
+      rows.append(f'{task.name} {{:s}}/{task.name} {count} {task.label}')
+  path = os.path.join(out, ucf101.FLOW_LIST_NAME)
   with open(path + '.tmp', 'w') as f:
     f.write(''.join(row + '\n' for row in rows))
   os.replace(path + '.tmp', path)
@@ -283,13 +397,9 @@ def main(argv: list[str]) -> int:
     print(f'extract_flow: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
     return 2
   options = cli.options_from_flags(ExtractFlowOptions)
-  if not options.data_dir and not options.videos_dir:
-    print('extract_flow: give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir',
-          file=sys.stderr)
-    return 2
   try:
     extract(options)
-  except (InputError, SettingsMismatch, FileNotFoundError, ImportError) as e:
+  except (InputError, OptionsError, SettingsMismatch, FileNotFoundError, ImportError) as e:
     print(f'extract_flow: {e}', file=sys.stderr)
     return 2
   return 0

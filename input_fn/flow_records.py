@@ -2,11 +2,14 @@
 until the record is serialized).
 
 Input per video, in this order of preference: its row of I3D_Finetune's `flow.txt`
-(`<video> <path with {:s}> <nframes> <label0>`, the `{:s}` standing for u or v), else the
-folders `<flow_dir>/u/<video>` and `<flow_dir>/v/<video>` (names matched case-insensitively,
-so the HandStand/Handstand spellings meet). The u and v JPEGs are stored as they are; when
-their short side differs from `short_side` (non-zero) both are resized and their codes
-rescaled by the same factor, so a displacement stays measured in pixels of the stored frame.
+(`<video> <path with {:s}> <nframes> <label0>`, the `{:s}` standing for u or v), else its
+files under `<flow_dir>` in the task's layout (`input_fn/layouts.py`; this project's
+`<flow_dir>/{u,v}/<video>/`, names matched case-insensitively, so the HandStand/Handstand
+spellings meet). u and v must hold the same number of frames: a video whose channels differ
+is skipped (`u/v length mismatch`), never cut to the shorter one. The u and v JPEGs are
+stored as they are; when their short side differs from `short_side` (non-zero) both are
+resized and their codes rescaled by the same factor, so a displacement stays measured in
+pixels of the stored frame.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from input_fn import flow, ucf101, video_io
+from input_fn import flow, layouts, ucf101, video_io
 from input_fn.ucf101 import Problem
 
 
@@ -32,19 +35,27 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
                          f'from the split\'s {entry.label} for {entry.name}', 'label mismatch')
   channels: list[list[bytes]] = []
   counts = []
-  for folder in flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path']):
-    count, reason = ucf101.count_frames(folder, info['num_frames'] if info else None)
+  files = layouts.Layout(task['layout']).files(task['flow_dir'], entry.name,
+                                               info and info['path'])
+  for channel in files:
+    count, reason = channel.count(info['num_frames'] if info else None)
     if reason:
       kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
           'missing flow frames')
-      return None, Problem(folder, 0, f'{reason} ({where}): run //input_fn:extract_flow', kind)
+      return None, Problem(channel.folder, 0, f'{reason} ({where}): run '
+                           '//input_fn:extract_flow', kind)
     counts.append(count)
-  count = min(counts)  # u and v of one video normally agree; the shorter one decides
+  if counts[0] != counts[1]:
+    return None, Problem(files[0].folder, 0, f'u holds {counts[0]} flow frames '
+                         f'({files[0].name}) and v {counts[1]} ({files[1].folder}/'
+                         f'{files[1].name}) ({where}): extract its flow again',
+                         'u/v length mismatch')
+  count = counts[0]
   height = width = 0
-  for folder in flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path']):
+  for channel in files:
     jpegs = []
     for i in range(count):
-      path = ucf101.frame_path(folder, i)
+      path = channel.path(i)
       with open(path, 'rb') as f:
         data = f.read()
       codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)

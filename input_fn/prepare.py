@@ -46,7 +46,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from input_fn import flow, flow_records
+from input_fn import flow_records, layouts
 from input_fn import manifest as manifest_lib
 from input_fn import ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
@@ -65,8 +65,9 @@ class PrepareConfig:
   out: str = option('', 'Output directory for shards and manifests (required); holds one '
                     'dataset.', path=True)
   source: str = option('videos', 'videos: UCF-101/<Class>/*.avi; frames: '
-                       'jpegs_256/<video>/frame%06d.jpg; flow: tvl1_flow/{u,v}/<video>/'
-                       'frame%06d.jpg (//input_fn:extract_flow).',
+                       'jpegs_256/<video>/frame%06d.jpg or img_%05d.jpg; flow: tvl1_flow/'
+                       '{u,v}/<video>/frame%06d.jpg (//input_fn:extract_flow), or '
+                       '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
   split: int = option(1, 'Official split: 1, 2 or 3.')
   subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
@@ -77,12 +78,19 @@ class PrepareConfig:
   frames_dir: str = option('', 'Directory of the frame folders (default: data_dir/jpegs_256 '
                            'or data_dir).', path=True)
   frame_list: str = option('', 'Frame info list "name path nframes label0" (default: '
-                           'data_dir/rgb.txt if present).', path=True)
-  flow_dir: str = option('', 'source=flow: folder holding u/ and v/ (default: '
-                         'data_dir/tvl1_flow).', path=True)
+                           'data_dir/rgb.txt if present and --frames_dir is not given).',
+                           path=True)
+  flow_dir: str = option('', 'source=flow: the flow folder (default: data_dir/tvl1_flow).',
+                         path=True)
   flow_list: str = option('', 'source=flow: I3D_Finetune\'s list "name path nframes label0", '
-                          'path holding {:s} for u/v (default: data_dir/flow.txt if present).',
+                          'path holding {:s} for u/v (default: flow_dir/flow.txt if present, '
+                          'else data_dir/flow.txt if present and --flow_dir is not given).',
                           path=True)
+  layout: str = option(layouts.AUTO, 'source=frames/flow: where a video\'s frame files are, '
+                       'relative to --frames_dir/--flow_dir: auto (detected among the known '
+                       'layouts), or a pattern with {video}, a %0Nd frame number and for flow '
+                       '{u,v} or {x,y}, e.g. {video}/img_%05d.jpg, {video}/flow_{x,y}_%05d.jpg, '
+                       '{u,v}/{video}/frame%06d.jpg.')
   short_side: int = option(256, 'Resize frames so the short side is this; 0 keeps.')
   jpeg_quality: int = option(90, 'JPEG quality of re-encoded frames (1-100).')
   videos_per_shard: int = option(64, 'Videos per shard (sets the shard count).')
@@ -101,6 +109,10 @@ class PrepareInterrupted(RuntimeError):
 
 class PrepareError(ValueError):
   """The options or --out cannot be used; the message names the flag and the fix."""
+
+
+class EmptySubset(PrepareError):
+  """A subset ended with no record (its manifest is written, saying why)."""
 
 
 def check_config(config: PrepareConfig) -> None:
@@ -124,6 +136,14 @@ def check_config(config: PrepareConfig) -> None:
     raise PrepareError(f'--workers must be >= 0, got {config.workers}')
   if os.path.exists(config.out) and not os.path.isdir(config.out):
     raise PrepareError(f'--out={config.out} is a file, not a directory')
+  if config.layout != layouts.AUTO:
+    if config.source == 'videos':
+      raise PrepareError(f'--layout={config.layout} applies to --source=frames or flow, not '
+                         'videos')
+    try:
+      layouts.parse(config.layout, config.source == 'flow')
+    except layouts.LayoutError as e:
+      raise PrepareError(str(e)) from None
 
 
 # --- One video -----------------------------------------------------------------------------
@@ -132,19 +152,26 @@ def check_config(config: PrepareConfig) -> None:
 def _frames_problem_kind(reason: str) -> str:
   if reason.startswith('missing frame folder'):
     return 'missing frame folder'
-  if reason.startswith('no frame'):
+  if reason.startswith('no '):
     return 'no readable frame'
   return 'missing frames'
 
 
-def _frame_folder(task: dict[str, Any], entry: ucf101.VideoEntry) -> str:
-  """The frame folder of `entry`: the frame list's path, else frames_dir/<video> (any case)."""
-  info = task['frame_info']
-  folder = info['path'] if info and os.path.isdir(info['path']) else os.path.join(
-      task['frames_dir'], entry.name)
-  if not os.path.isdir(folder):
-    folder = ucf101.find_child(task['frames_dir'], entry.name) or folder
-  return folder
+def listed_folder(source: str, info: dict[str, Any] | None) -> str | None:
+  """The video's folder named by its info-list row: a flow row's path (holding `{:s}` for
+  the channel, or the video's folder), a frame row's path when it exists; else None."""
+  if not info:
+    return None
+  if source == 'flow' or os.path.isdir(info['path']):
+    return info['path']
+  return None
+
+
+def frame_files(task: dict[str, Any]) -> list[layouts.FrameFiles]:
+  """The frame (flow: u and v) files of a frames or flow task, by its layout."""
+  root = task['flow_dir'] if task['source'] == 'flow' else task['frames_dir']
+  return layouts.Layout(task['layout']).files(
+      root, task['entry']['name'], listed_folder(task['source'], task['frame_info']))
 
 
 def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
@@ -158,11 +185,7 @@ def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
       return None
     stat = os.stat(path)
     return {'size': stat.st_size, 'mtime_ns': stat.st_mtime_ns}
-  if task['source'] == 'flow':
-    info = task['frame_info']
-    folders = flow.find_flow_folders(task['flow_dir'], entry.name, info and info['path'])
-  else:
-    folders = [_frame_folder(task, entry)]
+  folders = sorted({f.folder for f in frame_files(task)})
   if not all(os.path.isdir(f) for f in folders):
     return None
   size, mtime = 0, 0
@@ -198,18 +221,19 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
     height, width = frames.shape[1:3]
   else:
     info = task['frame_info']
-    folder = _frame_folder(task, entry)
+    files = frame_files(task)[0]
+    folder = files.folder
     if info and info['label'] != entry.label:
       return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} '
                            f'differs from the split\'s {entry.label} for {entry.name}',
                            'label mismatch')
-    count, reason = ucf101.count_frames(folder, info['num_frames'] if info else None)
+    count, reason = files.count(info['num_frames'] if info else None)
     if reason:
       return None, Problem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
     jpegs = []
     height = width = 0
     for i in range(count):
-      path = ucf101.frame_path(folder, i)
+      path = files.path(i)
       with open(path, 'rb') as f:
         data = f.read()
       try:
@@ -323,7 +347,9 @@ class _Progress:
 
 
 def _source_paths(config: PrepareConfig) -> dict[str, str]:
-  """The source's resolved directories and files (empty ones found under data_dir)."""
+  """The source's resolved directories and files (empty ones found under data_dir). A
+  folder given explicitly wins over a list found under data_dir: that list's rows point
+  elsewhere, so it is read only when its folder was not named (or named explicitly too)."""
   data_dir = os.path.realpath(config.data_dir)
   found = {
       'data_dir': data_dir,
@@ -334,12 +360,14 @@ def _source_paths(config: PrepareConfig) -> dict[str, str]:
     found['videos_dir'] = config.videos_dir or ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
   elif config.source == 'frames':
     found['frames_dir'] = config.frames_dir or ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
-    found['frame_list'] = config.frame_list or (
-        ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or '')
+    found['frame_list'] = config.frame_list or ('' if config.frames_dir else (
+        ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
   else:
     found['flow_dir'] = config.flow_dir or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
+    # extract_flow writes flow.txt inside its --out; I3D_Finetune keeps it in the root.
     found['flow_list'] = config.flow_list or (
-        ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME) or '')
+        ucf101.find_child(found['flow_dir'], ucf101.FLOW_LIST_NAME) or
+        ('' if config.flow_dir else ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME)) or '')
   return {k: os.path.realpath(v) if v else v for k, v in found.items()}
 
 
@@ -367,6 +395,19 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   if config.source in ('frames', 'flow') and frame_list:
     infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
+  layout = ''
+  if config.source in ('frames', 'flow'):
+    listed = {e.name: folder for subset in config.subsets for e in split.subset(subset)
+              for folder in [listed_folder(config.source, dataclasses.asdict(infos[e.key])
+                                           if e.key in infos else None)] if folder}
+    root, flag = ((flow_dir, '--flow_dir') if config.source == 'flow' else
+                  (frames_dir, '--frames_dir'))
+    try:
+      layout = layouts.resolve(
+          config.layout, root, [e.name for s in config.subsets for e in split.subset(s)],
+          listed, config.source == 'flow', flag).pattern
+    except layouts.LayoutError as e:
+      raise PrepareError(str(e)) from None
   from input_fn import records
   plans = {}
   for subset in config.subsets:
@@ -380,7 +421,7 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
         task = {
             'entry': dataclasses.asdict(entry), 'source': config.source,
             'videos_dir': videos_dir, 'frames_dir': frames_dir, 'frame_list': frame_list,
-            'flow_dir': flow_dir,
+            'flow_dir': flow_dir, 'layout': layout,
             'frame_info': dataclasses.asdict(info) if info else None,
             'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality}
         task['identity'] = source_identity(task)
@@ -432,8 +473,9 @@ def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
 
 def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
   """Runs the preparation; returns {subset: manifest}. See the module docstring.
-  Raises `PrepareError` (bad options, --out holding another dataset), `InputError`
-  (--strict) or FileNotFoundError (split files)."""
+  Raises `PrepareError` (bad options, --out holding another dataset, frames or flow in no
+  known layout), `EmptySubset` (a subset without any record, after its manifest is
+  written), `InputError` (--strict) or FileNotFoundError (split files)."""
   check_config(config)
   split, plans = plan(config)
   if config.strict and split.problems:
@@ -489,7 +531,9 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[s
         progress.add(queue.get())
   manifests = {}
   for subset, shards in plans.items():
-    manifests[subset] = make_manifest(config, split, subset, shards, states)
+    manifests[subset] = make_manifest(config, split, subset, shards, states,
+                                      shards[0]['tasks'][0]['layout'] if shards and
+                                      shards[0]['tasks'] else '')
     manifest_lib.write(out, manifests[subset])
     stale = manifest_lib.stale_shards(out, subset, [s['file'] for s in shards])
     for file in stale:
@@ -498,12 +542,27 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[s
         os.remove(_state_path(out, file))
     log(summary_line(manifests[subset]) +
         (f'; removed {len(stale)} stale shard(s) of an earlier shard plan' if stale else ''))
+  empty = [m for m in manifests.values() if not m['num_records']]
+  if empty:
+    raise EmptySubset(empty_subset_line(empty[0]))
   return manifests
 
 
+def empty_subset_line(manifest: dict[str, Any]) -> str:
+  """Why a subset ended with no record: its list's count and the skip kinds."""
+  subset = manifest['subset']
+  if not manifest['num_listed']:
+    return (f'{subset}: the {subset} list of split {manifest["split"]} names no video '
+            f'(in {manifest["source_paths"]["split_dir"]}): nothing to prepare')
+  kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
+  first = manifest['skipped'][0]['reason'] if manifest['skipped'] else ''
+  return (f'{subset}: 0 records of {manifest["num_listed"]} listed videos (skipped {kinds}; '
+          f'first: {first}): no usable {subset} video, see {subset}.manifest.json')
+
+
 def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
-                  shards: list[dict[str, Any]], states: dict[str, dict[str, Any]]
-                  ) -> dict[str, Any]:
+                  shards: list[dict[str, Any]], states: dict[str, dict[str, Any]],
+                  layout: str = '') -> dict[str, Any]:
   """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:
   num_records + num_skipped == num_listed (every line of the subset's list)."""
   counts = collections.Counter()
@@ -520,6 +579,7 @@ def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
   identity = dataset_identity(config)
   return {
       'format_version': manifest_lib.FORMAT_VERSION, **identity, 'subset': subset,
+      'layout': layout,
       'num_listed': len(split.subset(subset)) + len(_subset_problems(split, subset)),
       'num_records': sum(r['records'] for r in shard_rows),
       'num_skipped': len(skipped),

@@ -338,9 +338,22 @@ def read_frame_list(path: str, num_classes: int | None = None
   return infos, problems
 
 
+def name_regex(pattern: str) -> re.Pattern:
+  """Regex of the file names of `pattern` (`frame%06d.jpg`, `img_%05d.jpg`, ...), the frame
+  number as group 1; case-insensitive."""
+  m = re.search(r'%(0(\d+))?d', pattern)
+  if m is None:
+    raise ValueError(f'file name pattern {pattern!r} has no %0Nd frame number')
+  digits = rf'(\d{{{m.group(2)}}})' if m.group(2) else r'(\d+)'
+  return re.compile('^' + re.escape(pattern[:m.start()]) + digits +
+                    re.escape(pattern[m.end():]) + '$', re.IGNORECASE)
+
+
 def count_frames(folder: str, claimed: int | None = None,
-                 tolerance: int = MISSING_TAIL_TOLERANCE) -> tuple[int, str | None]:
-  """Usable frames of a folder of `frame%06d.jpg` files: (count, None) or (0, reason).
+                 tolerance: int = MISSING_TAIL_TOLERANCE,
+                 pattern: str = FRAME_PATTERN) -> tuple[int, str | None]:
+  """Usable frames of a folder of `pattern` files (1-based numbers): (count, None) or
+  (0, reason).
 
   Frames must be 1..count without a gap. A folder holding up to `tolerance` frames fewer
   than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
@@ -348,17 +361,18 @@ def count_frames(folder: str, claimed: int | None = None,
   """
   if not os.path.isdir(folder):
     return 0, f'missing frame folder {folder}'
+  regex = FRAME_RE if pattern == FRAME_PATTERN else name_regex(pattern)
   indices = set()
   for child in os.listdir(folder):
-    m = FRAME_RE.match(child)
+    m = regex.match(child)
     if m:
       indices.add(int(m.group(1)))
   if not indices:
-    return 0, f'no frame%06d.jpg files in {folder}'
+    return 0, f'no {pattern} files in {folder}'
   last = max(indices)
   gaps = [i for i in range(1, last + 1) if i not in indices]
   if gaps:
-    shown = ', '.join(FRAME_PATTERN % i for i in gaps[:5])
+    shown = ', '.join(pattern % i for i in gaps[:5])
     return 0, f'missing frames inside {folder}: {shown}{" ..." if len(gaps) > 5 else ""} ' \
               f'({len(gaps)} of {last} missing)'
   if claimed is not None and claimed - last > tolerance:
@@ -366,9 +380,9 @@ def count_frames(folder: str, claimed: int | None = None,
   return last, None
 
 
-def frame_path(folder: str, index0: int) -> str:
+def frame_path(folder: str, index0: int, pattern: str = FRAME_PATTERN) -> str:
   """Path of the frame with 0-based index `index0` (file names are 1-based)."""
-  return os.path.join(folder, FRAME_PATTERN % (index0 + 1))
+  return os.path.join(folder, pattern % (index0 + 1))
 
 
 def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False) -> np.ndarray:

@@ -1,0 +1,189 @@
+"""Where a video's frame (or flow) files are: the layouts this project and others write.
+
+A layout is one pattern relative to the frames (or flow) folder: `{video}` stands for the
+video's name (its folder is matched case-insensitively), a printf `%0Nd` for the 1-based frame
+number, and for flow `{u,v}` or `{x,y}` for the two channels, horizontal first:
+
+  frames  {video}/frame%06d.jpg          jpegs_256 (this project, the community release)
+          {video}/img_%05d.jpg           TSN, mmaction's denseflow, I3D_Finetune
+  flow    {u,v}/{video}/frame%06d.jpg    tvl1_flow (this project, the community release)
+          {u,v}/{video}/img_%05d.jpg
+          {video}/flow_{x,y}_%05d.jpg    TSN, mmaction's denseflow
+          {video}/{u,v}/frame%06d.jpg    (and img_%05d.jpg)
+
+`resolve` picks the first layout whose frame 1 exists for a listed video; when none does it
+raises `LayoutError` naming the layout found on disk and the ones expected. A row of an info
+list (rgb.txt, flow.txt) names the video's folder itself: the part of the layout after
+`{video}` is then looked up inside that folder (a flow row's `{:s}` is the channel folder).
+No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Iterable, Sequence
+
+from input_fn import ucf101
+
+FRAME_LAYOUTS = ('{video}/frame%06d.jpg', '{video}/img_%05d.jpg')
+FLOW_LAYOUTS = ('{u,v}/{video}/frame%06d.jpg', '{u,v}/{video}/img_%05d.jpg',
+                '{video}/flow_{x,y}_%05d.jpg', '{video}/{u,v}/frame%06d.jpg',
+                '{video}/{u,v}/img_%05d.jpg')
+AUTO = 'auto'
+_CHANNELS = re.compile(r'\{(\w+),(\w+)\}')
+_NUMBER = re.compile(r'%(0\d+)?d')
+_DIGITS = re.compile(r'\d+')
+
+
+class LayoutError(ValueError):
+  """A layout pattern that cannot be used, or files on disk in no known layout; the message
+  names what was found and what is expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameFiles:
+  """One channel's frames of one video: `folder` holding files named `name % n`, n = 1.."""
+  folder: str
+  name: str
+
+  def path(self, index0: int) -> str:
+    return ucf101.frame_path(self.folder, index0, self.name)
+
+  def count(self, claimed: int | None = None) -> tuple[int, str | None]:
+    """(frames 1..count on disk, None) or (0, reason): `ucf101.count_frames`."""
+    return ucf101.count_frames(self.folder, claimed, pattern=self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+  """A checked layout pattern (see the module docstring)."""
+  pattern: str
+
+  @property
+  def channels(self) -> tuple[str, ...]:
+    """('u', 'v') or ('x', 'y') for flow; ('',) for frames."""
+    m = _CHANNELS.search(self.pattern)
+    return (m.group(1), m.group(2)) if m else ('',)
+
+  def files(self, root: str, video: str, listed: str | None = None) -> list[FrameFiles]:
+    """The frame files of `video` under `root`, one per channel. `listed` is a list row's
+    folder of the video (a flow row's `{:s}` standing for the channel folder u or v)."""
+    parts = self.pattern.split('/')
+    at = next(i for i, p in enumerate(parts) if '{video}' in p)
+    if listed and '{:s}' not in listed and _CHANNELS.search('/'.join(parts[:at + 1])):
+      listed = None  # a row naming one folder for both channels: not this layout's shape
+    found = []
+    for number, channel in enumerate(self.channels):
+      pick = lambda text: _CHANNELS.sub(lambda m: m.group(1 + number), text)
+      if listed and '{:s}' in listed:
+        found.append(FrameFiles(listed.format('uv'[number]), pick(parts[-1])))
+        continue
+      if listed:
+        folder, rest = listed, parts[at + 1:]
+      else:
+        folder, rest = root, parts
+      for part in rest[:-1]:
+        part = pick(part)
+        if '{video}' in part:
+          name = part.replace('{video}', video)
+          folder = ucf101.find_child(folder, name) or os.path.join(folder, name)
+        else:
+          folder = os.path.join(folder, part)
+      found.append(FrameFiles(folder, pick(rest[-1]).replace('{video}', video)))
+    return found
+
+  def has_first_frame(self, root: str, video: str, listed: str | None = None) -> bool:
+    return all(os.path.isfile(f.path(0)) for f in self.files(root, video, listed))
+
+
+def parse(pattern: str, flow: bool) -> Layout:
+  """A `Layout` of a user's pattern; `LayoutError` saying what it lacks."""
+  kind = 'flow' if flow else 'frames'
+  example = FLOW_LAYOUTS[2] if flow else FRAME_LAYOUTS[1]
+  parts = pattern.split('/')
+  problems = []
+  if pattern.startswith('/') or '' in parts or '..' in parts:
+    problems.append('a path relative to the folder')
+  if sum('{video}' in p for p in parts[:-1]) != 1:
+    problems.append('{video} as one folder')
+  if len(_NUMBER.findall(parts[-1])) != 1 or '%' in _NUMBER.sub('', parts[-1]):
+    problems.append('one %0Nd frame number in the file name')
+  if len(_CHANNELS.findall(pattern)) != (1 if flow else 0):
+    problems.append('the two channels as {u,v} or {x,y}' if flow else 'no {u,v} channel part')
+  if problems:
+    raise LayoutError(f'--layout={pattern} is not a {kind} layout: it needs '
+                      f'{", ".join(problems)} (e.g. --layout={example})')
+  return Layout(pattern)
+
+
+def describe(root: str, videos: Sequence[str], listed: dict[str, str]) -> str:
+  """What `root` holds, in layout terms: `{video}/image-%04d.png`, or why nothing fits."""
+  if not os.path.isdir(root) and not listed:
+    return 'nothing (it does not exist)'
+  for video in videos:
+    starts = [listed[video].replace('{:s}', 'u')] if video in listed else []
+    starts += [p for p in (ucf101.find_child(root, video),
+                           ucf101.find_child(os.path.join(root, 'u'), video)) if p]
+    for start in starts:
+      sample = _first_file(start)
+      if sample is not None:
+        inside = os.path.abspath(sample).startswith(os.path.abspath(root) + os.sep)
+        shown = os.path.relpath(sample, root) if inside else sample
+        return _generalize(shown.replace(os.sep, '/'), video)
+      if os.path.isdir(start):
+        return f'an empty folder for {video} ({start})'
+  try:
+    children = sorted(os.listdir(root))
+  except OSError:
+    children = []
+  shown = ', '.join(children[:3]) + (', ...' if len(children) > 3 else '')
+  return (f'{len(children)} entries, none a folder of a listed video'
+          f'{f" ({shown})" if children else ""}')
+
+
+def _first_file(folder: str, depth: int = 3) -> str | None:
+  """The first file (sorted) at most `depth` folders down, else None."""
+  try:
+    children = sorted(os.listdir(folder))
+  except OSError:
+    return None
+  for child in children:
+    if os.path.isfile(os.path.join(folder, child)):
+      return os.path.join(folder, child)
+  for child in children if depth > 1 else ():
+    found = _first_file(os.path.join(folder, child), depth - 1)
+    if found:
+      return found
+  return None
+
+
+def _generalize(path: str, video: str) -> str:
+  """`v_A_g01_c01/img_00001.jpg` -> `{video}/img_%05d.jpg` (the last number of the name)."""
+  path = re.sub(re.escape(video), '{video}', path, flags=re.IGNORECASE)
+  head, name = path.rsplit('/', 1) if '/' in path else ('', path)
+  numbers = list(_DIGITS.finditer(name))
+  if numbers:
+    m = numbers[-1]
+    name = f'{name[:m.start()]}%0{len(m.group())}d{name[m.end():]}'
+  return f'{head}/{name}' if head else name
+
+
+def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, str],
+            flow: bool, flag: str) -> Layout:
+  """The layout of `root` (the folder given by `flag`): `pattern` checked (`parse`), or
+  for `AUTO` the first known layout; either must find frame 1 of one of `videos` (in order;
+  `listed` maps a video to its info-list folder). `LayoutError` naming what `root` holds
+  and the layouts expected otherwise."""
+  candidates = ([Layout(p) for p in (FLOW_LAYOUTS if flow else FRAME_LAYOUTS)]
+                if pattern == AUTO else [parse(pattern, flow)])
+  videos = list(videos)
+  for video in videos:
+    for layout in candidates:
+      if layout.has_first_frame(root, video, listed.get(video)):
+        return layout
+  expected = ' or '.join(l.pattern for l in candidates)
+  hint = ' (or name the file pattern with --layout)' if pattern == AUTO else ''
+  raise LayoutError(f'{flag}={root}: found {describe(root, videos, listed)}; expected '
+                    f'{expected} for the {len(videos)} listed videos{hint}')
