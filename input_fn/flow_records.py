@@ -46,9 +46,10 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
                            '//input_fn:extract_flow', kind)
     counts.append(count)
   if counts[0] != counts[1]:
-    return None, Problem(files[0].folder, 0, f'u holds {counts[0]} flow frames '
-                         f'({files[0].name}) and v {counts[1]} ({files[1].folder}/'
-                         f'{files[1].name}) ({where}): extract its flow again',
+    where_u, where_v = (os.path.join(f.folder, f.name) for f in files)
+    return None, Problem(files[0].folder, 0, f'u and v of different lengths: {counts[0]} '
+                         f'frames of {where_u}, {counts[1]} of {where_v} ({where}): '
+                         'extract its flow again',
                          'u/v length mismatch')
   count = counts[0]
   height = width = 0

@@ -9,9 +9,9 @@ Layout (exactly the release's):
   <out>/ucfTrainTestlist/testlist0N.txt           "<Class>/v_..._g01_c01.avi" (CRLF)
   with --write_frames also <out>/jpegs_256/<video>/frame%06d.jpg and <out>/rgb.txt
   ("<video> jpegs_256/<video> <nframes> <label0>").
-  with --write_flow also <out>/tvl1_flow/{u,v}/<video>/frame%06d.jpg and <out>/flow.txt,
-  computed from the .avi files by the TV-L1 extractor (//input_fn:extract_flow) with
-  SYNTHETIC_FLOW settings.
+  with --write_flow also <out>/tvl1_flow/{u,v}/<video>/frame%06d.jpg and
+  <out>/tvl1_flow/flow.txt, computed from the .avi files by the TV-L1 extractor
+  (//input_fn:extract_flow) with SYNTHETIC_FLOW settings.
 
 The directory also gets `<out>/.make_synthetic_ucf101.json` (the options). A non-empty
 --out without it (e.g. a real UCF101 root) is refused: nothing there is overwritten. A
@@ -67,7 +67,7 @@ class SyntheticOptions:
   seed: int = option(0, 'Random seed (same seed, same files).')
   write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
   write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
-                            '//input_fn:extract_flow) and flow.txt.')
+                            '//input_fn:extract_flow, with its flow.txt).')
 
 
 class SyntheticError(ValueError):
@@ -141,6 +141,18 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
                          f'and {options.max_frames}')
   if options.classes < 1:
     raise SyntheticError(f'--classes must be >= 1, got {options.classes}')
+  if options.clips_per_group < 1:
+    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}')
+  if min(options.width, options.height) < 8:
+    raise SyntheticError(f'--width and --height must be >= 8 pixels, got {options.width}x'
+                         f'{options.height}')
+  if not 1 <= options.object_size < min(options.width, options.height):
+    raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
+                         f' (smaller than the frame, or nothing is seen to move), got '
+                         f'{options.object_size}')
+  if options.write_flow and options.min_frames < 2:
+    raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
+                         f'got {options.min_frames}')
   claim_out_dir(out)
   os.makedirs(out, exist_ok=True)
   with open(os.path.join(out, MARKER), 'w') as f:

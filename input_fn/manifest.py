@@ -80,12 +80,11 @@ def manifest_path(directory: str, subset: str) -> str:
 
 def read_identity(directory: str) -> dict[str, Any] | None:
   """The identity of the dataset prepared (or being prepared) in `directory`, else None.
-  Falls back to a version-2 manifest when the state directory was removed."""
-  try:
-    with open(os.path.join(directory, STATE_DIR, IDENTITY_FILE)) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    pass
+  Falls back to a version-2 manifest when the state directory was removed or its identity
+  file is damaged (not a JSON object with every identity field)."""
+  found = _load(os.path.join(directory, STATE_DIR, IDENTITY_FILE))
+  if found is not None and all(name in found for name in IDENTITY_FIELDS):
+    return found
   for subset in SUBSETS:
     manifest = _load(manifest_path(directory, subset))
     if manifest and manifest.get('format_version') == FORMAT_VERSION:
@@ -137,9 +136,15 @@ def read(directory: str, subset: str) -> dict[str, Any]:
   """The manifest of `subset`; `ManifestError` naming the file and the fix if it is absent."""
   path = manifest_path(directory, subset)
   manifest = _load(path)
+  if manifest is None and os.path.exists(path):
+    raise ManifestError(f'{path} is damaged (not a JSON object): rerun //input_fn:prepare '
+                        f'with --out={directory} to write it again')
   if manifest is None:
     raise ManifestError(f'{path} is missing or unreadable: {directory} holds no prepared '
                         f'{subset} data; run //input_fn:prepare with --out={directory}')
+  if not isinstance(manifest.get('shards'), list):
+    raise ManifestError(f'{path} is damaged (no list of shards): rerun //input_fn:prepare '
+                        f'with --out={directory} to write it again')
   return manifest
 
 
@@ -204,11 +209,13 @@ def training_data_problems(directory: str, num_classes: int,
 
 
 def _load(path: str) -> dict[str, Any] | None:
+  """The JSON object in `path`; None when missing, unreadable or not an object."""
   try:
     with open(path) as f:
-      return json.load(f)
+      value = json.load(f)
   except (OSError, ValueError):
     return None
+  return value if isinstance(value, dict) else None
 
 
 def _write_json(path: str, value: Any) -> None:

@@ -305,7 +305,7 @@ def _finished_state(out: str, file: str, fingerprint: str) -> dict[str, Any] | N
   except (OSError, ValueError):
     return None
   path = os.path.join(out, file)
-  if state.get('fingerprint') != fingerprint or not os.path.exists(path) or \
+  if not isinstance(state, dict) or state.get('fingerprint') != fingerprint or not os.path.exists(path) or \
       state.get('file_identity') != _file_identity(path):
     return None
   return state
@@ -555,7 +555,8 @@ def empty_subset_line(manifest: dict[str, Any]) -> str:
     return (f'{subset}: the {subset} list of split {manifest["split"]} names no video '
             f'(in {manifest["source_paths"]["split_dir"]}): nothing to prepare')
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
-  first = manifest['skipped'][0]['reason'] if manifest['skipped'] else ''
+  first = (f"{manifest['skipped'][0]['input']}: {manifest['skipped'][0]['reason']}"
+           if manifest['skipped'] else '')
   return (f'{subset}: 0 records of {manifest["num_listed"]} listed videos (skipped {kinds}; '
           f'first: {first}): no usable {subset} video, see {subset}.manifest.json')
 
