@@ -113,8 +113,10 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(os.path.join(out, 'u', 'v_MoveleftSpeed1_g02_c01')))
     self.assertRegex(self.logged[-1], r'16 of 17 videos have flow .* flow frames/s per core '
                      r'\(2 process\(es\)\); skipped 1: 1 undecodable video')
-    # flow.txt: I3D_Finetune's list, one row per video with flow, counts = frames - 1.
-    rows, _ = ucf101.read_frame_list(os.path.join(self.data, 'flow.txt'))
+    # flow.txt: I3D_Finetune's list inside --out, one row per video with flow, counts =
+    # frames - 1; nothing written beside --out.
+    self.assertFalse(os.path.exists(os.path.join(self.data, 'flow.txt')))
+    rows, _ = ucf101.read_frame_list(os.path.join(out, 'flow.txt'))
     self.assertLen(rows, 16)
     row = rows['v_moveleftspeed1_g02_c01']
     self.assertEqual((row.name, row.label), ('v_MoveLeftSpeed1_g02_c01', 1))
