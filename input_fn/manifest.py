@@ -8,7 +8,9 @@
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
                    'flow_dir', 'flow_list'}: the resolved paths they were read from
   split, short_side, jpeg_quality, videos_per_shard   the settings
-  subset, num_listed (videos in the split list), num_records, num_skipped,
+  layout          frames/flow: the file layout read (`input_fn/layouts.py`); '' for videos
+  subset, num_listed (lines of the subset's split list: every video it names, whatever
+  became of it), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
   shards          [{'file', 'records', 'counts_per_class',
                     'videos': [{'name', 'label', 'size', 'mtime_ns'}, ...]}]  every shard

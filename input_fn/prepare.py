@@ -6,6 +6,14 @@
 --source=flow converts the TV-L1 flow of //input_fn:extract_flow (`tvl1_flow/{u,v}/<video>/`,
 or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
 `input_fn/flow_records.py`); same split rules, shards, manifest and resumption.
+Frame and flow files may be in other projects' layouts (TSN's `<video>/img_00001.jpg`,
+denseflow's `<video>/flow_x_00001.jpg`, ...): detected, or named with --layout
+(`input_fn/layouts.py`); files in no known layout stop before any work.
+
+A folder named by a flag wins over a list found in data_dir (--frames_dir over
+data_dir/rgb.txt, --flow_dir over data_dir/flow.txt); the manifest's `source_paths` and
+`layout` are what was read. A subset that ends with no record stops the run (`EmptySubset`,
+exit 2) after its manifest is written.
 
 One record per video (schema: `input_fn/records.py`): its frames as JPEG bytes (videos are
 decoded with OpenCV and resized so the short side is --short_side, default 256; frame
@@ -451,20 +459,27 @@ def _other_problems(split: ucf101.Split) -> list[Problem]:
           if not os.path.basename(p.source).lower().startswith(('trainlist', 'testlist'))]
 
 
-def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
-  """Makes --out hold this dataset: stops naming the differences when it holds another
-  one (or data without identity). --overwrite removes whatever dataset it holds first."""
-  asked = dataset_identity(config)
+def check_out_dir(config: PrepareConfig) -> None:
+  """Raises `PrepareError` naming the differences when --out holds another dataset (or
+  data without identity) and --overwrite is not given. Writes nothing."""
   here = manifest_lib.read_identity(config.out) if os.path.isdir(config.out) else None
   existing = manifest_lib.dataset_files(config.out) if os.path.isdir(config.out) else []
   if here is None and existing:
     found = ['it holds prepared files without a dataset identity (an older prepare, or '
              'another tool)']
   else:
-    found = manifest_lib.differences(here, asked) if here is not None else []
+    found = manifest_lib.differences(here, dataset_identity(config)) if here is not None else []
   if found and not config.overwrite:
     raise PrepareError(f'--out={config.out} holds another dataset ({"; ".join(found)}): '
                        'use another --out, or --overwrite to replace it')
+
+
+def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
+  """Makes --out hold this dataset: stops naming the differences when it holds another
+  one (or data without identity). --overwrite removes whatever dataset it holds first."""
+  check_out_dir(config)
+  asked = dataset_identity(config)
+  existing = manifest_lib.dataset_files(config.out) if os.path.isdir(config.out) else []
   if config.overwrite and existing:
     removed = manifest_lib.remove_dataset(config.out)
     log(f'prepare: --overwrite: removed the dataset in {config.out} ({removed} shard files)')
@@ -477,6 +492,7 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[s
   known layout), `EmptySubset` (a subset without any record, after its manifest is
   written), `InputError` (--strict) or FileNotFoundError (split files)."""
   check_config(config)
+  check_out_dir(config)
   split, plans = plan(config)
   if config.strict and split.problems:
     raise InputError(split.problems[0])

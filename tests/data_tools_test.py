@@ -101,12 +101,11 @@ class DataToolsTest(tf.test.TestCase):
     cls.videos = sorted(e.name for e in split.train + split.test)
     flow_root = os.path.join(cls.data, ucf101.FLOW_DIR_NAME)
     # A root flow.txt as I3D_Finetune keeps it, pointing at tvl1_flow.
-    shutil.copy(os.path.join(flow_root, ucf101.FLOW_LIST_NAME),
-                os.path.join(cls.data, ucf101.FLOW_LIST_NAME))
-    with open(os.path.join(cls.data, ucf101.FLOW_LIST_NAME)) as f:
-      rows = f.read().replace(' {:s}/', f' {ucf101.FLOW_DIR_NAME}/{{:s}}/')
     with open(os.path.join(cls.data, ucf101.FLOW_LIST_NAME), 'w') as f:
-      f.write(rows)
+      for entry in split.train + split.test:
+        count, _ = ucf101.count_flow_frames(flow_root, entry.name)
+        f.write(f'{entry.name} {ucf101.FLOW_DIR_NAME}/{{:s}}/{entry.name} {count} '
+                f'{entry.label}\n')
     # Other folders the user names: frames at twice the size, constant flow (u=200, v=60).
     for video in cls.videos:
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('big_frames', video),
@@ -127,8 +126,8 @@ class DataToolsTest(tf.test.TestCase):
                     f'flow_{x}_%05d.jpg')
         copy_frames(os.path.join(flow_root, channel, video), at('inside', video, channel),
                     ucf101.FRAME_PATTERN)
-    shutil.copytree(flow_root, at('uneven'))
-    os.remove(os.path.join(at('uneven'), ucf101.FLOW_LIST_NAME))
+    for channel in flow.CHANNELS:
+      shutil.copytree(os.path.join(flow_root, channel), at('uneven', channel))
     for extra in sorted(glob.glob(os.path.join(at('uneven'), 'v', UNEVEN, '*')))[1:]:
       os.remove(extra)
     # Videos only (for extract_flow); every test video broken (for an empty subset).
