@@ -24,13 +24,29 @@ SOURCES = ('tfrecord', 'videos', 'frames')
 
 def _manifest_source(data_dir: str) -> str | None:
   """The `source` (videos, frames or flow) the records of `data_dir` were prepared from,
-  from its manifests; None when there is none."""
+  from its manifests; None when there is none or it is damaged (`manifest.read` names a
+  damaged one when the data is read)."""
   for subset in ('train', 'test'):
     path = manifest.manifest_path(data_dir, subset)
     if os.path.exists(path):
-      with open(path) as f:
-        return json.load(f).get('source')
+      try:
+        with open(path) as f:
+          found = json.load(f)
+      except (OSError, ValueError):
+        return None
+      return found.get('source') if isinstance(found, dict) else None
   return None
+
+
+def data_param_problems(params: Any) -> list[str]:
+  """One line per data parameter out of its range (names the parameter and its value);
+  checked before any work."""
+  found = [f'{name} must be positive, got {getattr(params, name)}'
+           for name in ('eval_clips', 'shuffle_buffer', 'max_eval_videos')
+           if getattr(params, name) < 1]
+  found += [f'{name} must be >= 0, got {getattr(params, name)}'
+            for name in ('frame_short_side', 'input_threads') if getattr(params, name) < 0]
+  return found
 
 
 def stream_data_problem(params: Any) -> str | None:
@@ -77,11 +93,8 @@ def check_data_params(params: Any, mode: str) -> None:
     raise ValueError(f'data_dir={params.data_dir!r} is not a directory')
   if params.split not in (1, 2, 3):
     raise ValueError(f'split must be 1, 2 or 3, got {params.split}')
-  for name in ('eval_clips', 'shuffle_buffer', 'max_eval_videos'):
-    if getattr(params, name) < 1:
-      raise ValueError(f'{name} must be positive, got {getattr(params, name)}')
-  if params.frame_short_side < 0 or params.input_threads < 0:
-    raise ValueError('frame_short_side and input_threads must be >= 0')
+  for problem in data_param_problems(params):
+    raise ValueError(problem)
   problem = stream_data_problem(params)
   if problem:
     raise ValueError(problem)

@@ -144,6 +144,15 @@ def check_config(config: PrepareConfig) -> None:
     raise PrepareError(f'--workers must be >= 0, got {config.workers}')
   if os.path.exists(config.out) and not os.path.isdir(config.out):
     raise PrepareError(f'--out={config.out} is a file, not a directory')
+  named = {'data_dir': os.path.isdir, 'split_dir': os.path.isdir, 'videos_dir': os.path.isdir,
+           'frames_dir': os.path.isdir, 'frame_list': os.path.isfile,
+           'flow_dir': os.path.isdir, 'flow_list': os.path.isfile}
+  for name, exists in named.items():
+    value = getattr(config, name)
+    if value and not exists(value):
+      kind = 'folder' if exists is os.path.isdir else 'file'
+      raise PrepareError(f'--{name}={value} is not a {kind}'
+                         f'{"" if os.path.exists(value) else " (it does not exist)"}')
   if config.layout != layouts.AUTO:
     if config.source == 'videos':
       raise PrepareError(f'--layout={config.layout} applies to --source=frames or flow, not '

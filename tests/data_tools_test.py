@@ -302,6 +302,9 @@ class DataToolsTest(tf.test.TestCase):
       self.assertIn(expected, line)
     self.assertIn('--short_side must be >= 0',
                   one_line(prepare(self.data, out, '--short_side=-8')))
+    self.assertEqual(one_line(prepare(self.data, out, '--source=frames',
+                                      f'--frames_dir={out}')),
+                     f'prepare: --frames_dir={out} is not a folder (it does not exist)')
     self.assertFalse(os.path.exists(out))
 
   def test_make_synthetic_ucf101_refuses_impossible_sizes_before_writing(self):

@@ -109,7 +109,7 @@ class FlowInputTest(tf.test.TestCase):
     out = os.path.join(self.root, 'listed_tfr')
     manifests = prepare.prepare(prepare.PrepareConfig(
         source='flow', data_dir=self.data, out=out, subsets=('test',), short_side=0,
-        flow_dir=os.path.join(self.root, 'nowhere'), flow_list=flow_list, workers=1),
+        flow_dir=self.create_tempdir().full_path, flow_list=flow_list, workers=1),
         log=lambda s: None)
     self.assertEqual(manifests['test']['num_records'], 1)  # only the listed folder exists
     self.assertEqual(manifests['test']['skipped_by_kind'],
