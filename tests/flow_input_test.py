@@ -67,7 +67,7 @@ class FlowInputTest(tf.test.TestCase):
   def params(self, **overrides):
     values = dict(data_source='tfrecord', data_dir=self.tfr, stream='flow', num_classes=2,
                   clip_frames=T, crop_size=S, batch_size=4, eval_batch_size=4, eval_clips=2,
-                  shuffle_buffer=4)
+                  shuffle_buffer=4, model_dir=os.path.join(self.root, 'model_dir'))
     values.update(overrides)
     return params_lib.make_params(values)
 
