@@ -21,7 +21,8 @@ to --short_side, like //input_fn:prepare), converts the frames to grayscale and 
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
   source identity is recorded; a rerun skips every video whose flow is there and whose .avi
   is the one recorded, and computes the rest: missing ones, and replaced or edited videos
-  (counted as changed; flow without a record is computed again too). A rerun into an
+  (counted as changed). Flow without a record (an earlier version of this tool) is kept
+  when it is newer than its video, and counted. A rerun into an
   `<out>` extracted with other settings stops with one line (flow of two settings is never
   mixed).
 * Options are checked before any work (one line, exit 2): TV-L1 needs scales >= 1,
@@ -246,6 +247,12 @@ def read_sources(out: str) -> dict[str, dict[str, Any]]:
   return recorded
 
 
+def _flow_is_newer(out: str, task: VideoTask) -> bool:
+  """True when both flow folders of `task` were last written after its .avi was."""
+  video_mtime = os.stat(task.path).st_mtime_ns
+  return all(os.stat(f).st_mtime_ns > video_mtime for f in ucf101.flow_folders(out, task.name))
+
+
 def _record_source(out: str, video: str, identity: dict[str, Any] | None) -> None:
   with open(os.path.join(out, SOURCES), 'a') as f:
     f.write(json.dumps({'video': video, 'source': identity}, sort_keys=True) + '\n')
@@ -291,16 +298,21 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   _write_json(manifest_path, {'settings': settings})  # claims `out` before any frame
   recorded = read_sources(out)
   identities = {t.name: source_identity(t, settings) for t in tasks}
+  adopted = [t for t in tasks if t.name not in recorded and flow.has_flow(out, t.name) and
+             _flow_is_newer(out, t)]
+  for task in adopted:  # flow of an earlier extract_flow that kept no source records
+    _record_source(out, task.name, identities[task.name])
+    recorded[task.name] = identities[task.name]
   changed = [t for t in tasks if flow.has_flow(out, t.name) and
              recorded.get(t.name) != identities[t.name]]
   todo = [t for t in tasks if not flow.has_flow(out, t.name)] + changed
   workers = min(options.workers or os.cpu_count() or 1, max(len(todo), 1))
-  unrecorded = sum(t.name not in recorded for t in changed)
-  again = (f' ({len(changed) - unrecorded} whose video changed since its flow was computed'
-           f'{f", {unrecorded} without a source record" if unrecorded else ""}: computed '
+  again = (f' ({len(changed)} whose video changed since its flow was computed: computed '
            'again)' if changed else '')
+  kept = (f' ({len(adopted)} without a source record but newer than their video: kept)'
+          if adopted else '')
   log(f'extract_flow: {len(tasks)} videos in {videos_dir}, {len(tasks) - len(todo)} already '
-      f'done; {len(todo)} to compute{again} with {workers} process(es) into {out}')
+      f'done{kept}; {len(todo)} to compute{again} with {workers} process(es) into {out}')
   progress = _Progress(len(todo))
   start = time.time()
   jobs = [(t, out, settings) for t in todo]

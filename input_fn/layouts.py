@@ -11,8 +11,9 @@ number, and for flow `{u,v}` or `{x,y}` for the two channels, horizontal first:
           {video}/flow_{x,y}_%05d.jpg    TSN, mmaction's denseflow
           {video}/{u,v}/frame%06d.jpg    (and img_%05d.jpg)
 
-`resolve` picks the first layout whose frame 1 exists for a listed video; when none does it
-raises `LayoutError` naming the layout found on disk and the ones expected. A row of an info
+`resolve` picks the first layout whose frame 1 exists for a listed video (up to `SAMPLE`
+videos spread over the list are looked at); when none does it raises `LayoutError` naming
+the layout found on disk and the ones expected. A row of an info
 list (rgb.txt, flow.txt) names the video's folder itself: the part of the layout after
 `{video}` is then looked up inside that folder (a flow row's `{:s}` is the channel folder).
 No TensorFlow here.
@@ -32,6 +33,7 @@ FLOW_LAYOUTS = ('{u,v}/{video}/frame%06d.jpg', '{u,v}/{video}/img_%05d.jpg',
                 '{video}/flow_{x,y}_%05d.jpg', '{video}/{u,v}/frame%06d.jpg',
                 '{video}/{u,v}/img_%05d.jpg')
 AUTO = 'auto'
+SAMPLE = 200  # listed videos looked at, spread over the list, to find the layout
 _CHANNELS = re.compile(r'\{(\w+),(\w+)\}')
 _NUMBER = re.compile(r'%(0\d+)?d')
 _DIGITS = re.compile(r'\d+')
@@ -179,11 +181,17 @@ def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, st
   candidates = ([Layout(p) for p in (FLOW_LAYOUTS if flow else FRAME_LAYOUTS)]
                 if pattern == AUTO else [parse(pattern, flow)])
   videos = list(videos)
-  for video in videos:
+  step = max(1, len(videos) // SAMPLE)
+  sample = videos[::step]
+  for video in sample:
     for layout in candidates:
       if layout.has_first_frame(root, video, listed.get(video)):
         return layout
   expected = ' or '.join(l.pattern for l in candidates)
+  looked = (f'the {len(videos)} listed videos' if step == 1 else
+            f'{len(sample)} of the {len(videos)} listed videos')
   hint = ' (or name the file pattern with --layout)' if pattern == AUTO else ''
-  raise LayoutError(f'{flag}={root}: found {describe(root, videos, listed)}; expected '
-                    f'{expected} for the {len(videos)} listed videos{hint}')
+  if flow and not os.path.isdir(root) and not listed:
+    hint += '; compute the flow with //input_fn:extract_flow'
+  raise LayoutError(f'{flag}={root}: found {describe(root, sample, listed)}; expected '
+                    f'{expected} for {looked}{hint}')

@@ -140,6 +140,22 @@ class ExtractFlowToolTest(tf.test.TestCase):
                                 'other settings.*use another --out'):
       self.extract(data, logged, tvl1_epsilon=0.01)
 
+  def test_flow_of_an_older_extraction_without_source_records_is_kept_unless_older_than_its_video(self):
+    data = os.path.join(self.root, 'older')
+    shutil.copytree(self.data, data)  # file and folder times kept
+    os.remove(os.path.join(data, 'tvl1_flow', extract_flow.SOURCES))
+    video = os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g04_c01.avi')
+    later = os.stat(video).st_mtime + 3600
+    os.utime(video, (later, later))  # edited after its flow was computed
+    logged = []
+    self.extract(data, logged)
+    self.assertIn('15 already done (15 without a source record but newer than their video: '
+                  'kept); 2 to compute (1 whose video changed since its flow was computed: '
+                  'computed again)', logged[0])
+    logged = []
+    self.extract(data, logged)
+    self.assertIn('16 already done; 1 to compute with', logged[0])  # the bad video only
+
   def test_a_folder_without_videos_is_an_error_naming_the_fix(self):
     with self.assertRaisesRegex(FileNotFoundError, 'no <Class>/v_<Class>_gGG_cCC.avi under '
                                 '.*ucfTrainTestlist: pass the UCF101 root'):
