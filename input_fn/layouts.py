@@ -77,7 +77,7 @@ class Layout:
     if listed and '{:s}' not in listed and _CHANNELS.search('/'.join(parts[:at + 1])):
       listed = None  # a row naming one folder for both channels: not this layout's shape
     found = []
-    for number, channel in enumerate(self.channels):
+    for number in range(len(self.channels)):
       pick = lambda text: _CHANNELS.sub(lambda m: m.group(1 + number), text)
       if listed and '{:s}' in listed:
         found.append(FrameFiles(listed.format('uv'[number]), pick(parts[-1])))

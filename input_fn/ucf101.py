@@ -9,6 +9,7 @@ Formats (all text files may have CRLF line endings; blank lines are ignored):
 * Frame folders: `jpegs_256/<video>/frame000001.jpg` (1-based, `%06d`) with the info list
   `rgb.txt`, rows `"<video> <path> <nframes> <label0>"` (label 0-based). Real folders may hold
   1-3 frames fewer than `nframes` says; that is tolerated (the frames on disk are used).
+  Other file names (`img_%05d.jpg`, ...) via `pattern=` (`input_fn/layouts.py`).
 * Optical flow: `tvl1_flow/{u,v}/<video>/frame%06d.jpg`, one grayscale JPEG per channel.
 
 Names are matched case-insensitively everywhere: the official lists spell
