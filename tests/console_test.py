@@ -53,7 +53,8 @@ class TrainingOutputTest(absltest.TestCase):
     lines = self.quiet_output.splitlines()
     self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
     self.assertLen([line for line in lines if 'evaluation at step 10:' in line], 1, lines)
-    self.assertIn('final metrics at step 10:', lines)
+    self.assertTrue(any(re.fullmatch(r'final metrics at step 10 \(accuracy/video: \d+ clips? x '
+                                     r'1 crop per video\):', line) for line in lines), lines)
     # What local_cluster waits for before it starts the other workers.
     self.assertTrue(any(CHIEF_READY in line for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
