@@ -158,6 +158,9 @@ class ClassifyTest(tf.test.TestCase):
       self.assertTrue(f.ok, f.error)
       self.assertAllClose(f.probabilities, 0.75 * r.probabilities + 0.25 * w.probabilities,
                           atol=1e-6)
+    export_best = os.path.join(self.model('rgb'), 'export', 'best')  # also a model
+    self.assertAllClose(classifier.classify(videos[:1], export_best)[0].probabilities,
+                        rgb[0].probabilities)
     with self.assertRaisesRegex(classifier.ClassifyError, 'swap the arguments'):
       classifier.classify(videos, self.model('flow'), flow_model=self.model('rgb'))
 
@@ -173,6 +176,8 @@ class ClassifyTest(tf.test.TestCase):
       f.write(f'{os.path.relpath(video, self.root)} 1\r\n{self.test_videos[1]}\n')
     self.assertEqual(classifier.find_videos([listing, os.path.join(self.root, 'frames')]),
                      [video, self.test_videos[1], folder])
+    split_list = os.path.join(self.data, 'ucfTrainTestlist', 'testlist01.txt')  # UCF-101/..
+    self.assertCountEqual(classifier.find_videos([split_list]), self.test_videos)
     decoded, read = video_io.decode_video(video), classifier.read_frames(folder)
     self.assertEqual(read.shape, decoded.shape)
     self.assertLess(np.abs(read.astype(int) - decoded.astype(int)).mean(), 8.0)  # JPEG

@@ -78,7 +78,8 @@ class TrainingOutputTest(absltest.TestCase):
 
 
 # Every program a user starts (its py_binary's main module).
-BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.cluster.local_cluster',
+BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.classify',
+            'towers.cluster.local_cluster',
             'input_fn.prepare', 'input_fn.make_synthetic_ucf101', 'input_fn.extract_flow',
             'benchmarks.towers_benchmark', 'benchmarks.input_benchmark',
             'benchmarks.time_to_accuracy', 'benchmarks.scaling_model',

@@ -14,7 +14,8 @@ it needs, with the settings its training flow was extracted with.
 
 A video is a video file, a folder of frame images (`frame%06d.jpg`, as //input_fn:prepare
 reads), a list file (`.txt`/`.list`: one video per line, its first field, relative to the
-list's folder) or a directory searched for both. A video that cannot be read, or has fewer
+list's folder or, as UCF101's split lists, to the video folder beside it) or a directory
+searched for both. A video that cannot be read, or has fewer
 than 2 frames, is a `VideoResult` with `error` set; the others go on.
 """
 
@@ -133,11 +134,15 @@ def _from_directory(directory: str) -> list[str]:
 
 
 def _from_list(path: str) -> list[str]:
+  """The first field of every line; a relative one is found beside the list, else (UCF101's
+  split lists in ucfTrainTestlist/) under the video folder beside the list's folder."""
   base = os.path.dirname(os.path.abspath(path))
+  roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
   found = []
   for _, line in ucf101.read_lines(path):
     first = line.split()[0]
-    found.append(first if os.path.isabs(first) else os.path.join(base, first))
+    candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
+    found.append(next((c for c in candidates if os.path.exists(c)), candidates[0]))
   return found
 
 

@@ -36,8 +36,9 @@ PROGRESS_EVERY_SECS = 10.0
 
 @dataclasses.dataclass(frozen=True)
 class ClassifyOptions:
-  model: str = option('', 'Exported SavedModel directory, or a model_dir (its newest '
-                      'export/best/ is used). With --flow_model: the RGB stream.', path=True)
+  model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
+                      '(the newest export there is used). With --flow_model: the RGB '
+                      'stream.', path=True)
   flow_model: str = option('', 'Two-stream: the Flow model (model_dir or export); its TV-L1 '
                            'flow is computed from the videos with the settings its training '
                            'flow was extracted with.', path=True)

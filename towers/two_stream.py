@@ -162,12 +162,15 @@ def format_table(result: dict[str, Any]) -> str:
 
 def saved_model_dir(path: str) -> str:
   """`path` if it holds a saved_model.pb, else the newest export under `path/export/best`
-  (a model_dir trained by //towers:train). Raises `TwoStreamError` naming what to do."""
+  (a model_dir trained by //towers:train) or under `path` itself (that export/best/).
+  Raises `TwoStreamError` naming what to do."""
   if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
     return path
-  best = os.path.join(path, 'export', 'best')
-  exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
-                   if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+  for best in (os.path.join(path, 'export', 'best'), path):
+    exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
+                     if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+    if exports:
+      break
   if not exports:
     raise TwoStreamError(f'{path} is neither a SavedModel nor a model_dir with an export under '
                          'export/best/: train it with //towers:train (export_savedmodel=true, '
