@@ -1,7 +1,7 @@
 """The direct route: raw videos or frame folders through OpenCV, without preparation.
 
 Same outputs as `input_fn/pipeline.py` (same clip sampling rules, crops, flip, scaling and
-eval multi-clip layout with `video_index`), for small data and quick tries. Frames are
+eval multi-view layout, clips x crops, with `video_index`), for small data and quick tries. Frames are
 decoded by Python generators (`tf.data.Dataset.from_generator`, a few interleaved to overlap
 OpenCV work); this is the slow route: prepare TFRecords for real training.
 
@@ -200,10 +200,11 @@ def input_fn(mode: str, params: Any,
     dataset = dataset.batch(pipeline.replica_batch_size(params, True, input_context),
                             drop_remainder=True)
   else:
-    K = params.eval_clips
+    M = getattr(params, 'eval_crops', 1)
+    K = params.eval_clips * M  # views per video
 
     def prepare_clips(clips, label, index):
-      clips = pipeline.crop_decoded(clips, S, training=False)
+      clips = pipeline.eval_views(clips, S, M)
       clips.set_shape([K, T, S, S, C])
       return tf.data.Dataset.from_tensor_slices(
           ({'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)},

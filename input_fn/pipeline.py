@@ -10,8 +10,9 @@
   flip; a flipped flow clip also has its horizontal motion negated (u -> 255 - u before
   scaling), since mirroring reverses left and right. Endless (repeats).
 * EVAL: `({'clips': float32 [b, T, S, S, C], 'video_index': int64 [b]}, labels int64 [b])`:
-  params.eval_clips clips per video with starts spread evenly over the video, centre crop,
-  no flip; `video_index` is the video's position in the eval split (0..num_videos-1), so
+  params.eval_clips clips per video with starts spread evenly over the video, each cut as
+  params.eval_crops crops (1: centre; 3: start, centre and end of the long side,
+  `eval_crop_windows`), no flip: eval_clips x eval_crops views per video; `video_index` is the video's position in the eval split (0..num_videos-1), so
   clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
   Also `videos_listed` int64 [b]: how many videos the manifest says this evaluation should
   see, so the model_fn can report videos evaluated of videos listed.
@@ -117,6 +118,51 @@ def crop_window(height: tf.Tensor, width: tf.Tensor, crop_size: int,
   return tf.stack([y, x, h, w])
 
 
+EVAL_CROPS = (1, 3)
+
+
+def eval_crop_windows(height: tf.Tensor, width: tf.Tensor, crop_size: int,
+                      num_crops: int) -> tf.Tensor:
+  """int32 [num_crops, 4] windows (y, x, h, w), h = min(crop, height), w = min(crop, width).
+  1 crop: centred (`crop_window` with training=False). 3 crops: along the long side (width
+  when width >= height), at its start, centre and end, centred on the short side."""
+  if num_crops not in EVAL_CROPS:
+    raise ValueError(f'eval_crops must be one of {EVAL_CROPS}, got {num_crops}')
+  centre = crop_window(height, width, crop_size, training=False)
+  if num_crops == 1:
+    return centre[None]
+  height, width = tf.cast(height, tf.int32), tf.cast(width, tf.int32)
+  y, x, h, w = tf.unstack(centre)
+  wide = width >= height
+  along = lambda last, middle: tf.stack([tf.zeros([], tf.int32), middle, last])
+  ys = tf.where(wide, tf.fill([3], y), along(height - h, y))
+  xs = tf.where(wide, along(width - w, x), tf.fill([3], x))
+  return tf.stack([ys, xs, tf.fill([3], h), tf.fill([3], w)], axis=1)
+
+
+def crop_views(frames: tf.Tensor, windows: tf.Tensor, crop_size: int,
+               num_crops: int) -> tf.Tensor:
+  """uint8 [N, H, W, C] frames -> [num_crops, N, crop, crop, C]: each window of `windows`
+  (int32 [num_crops, 4], (y, x, h, w) inside the frames) cut and `fit_to_crop`."""
+  views = [fit_to_crop(frames[:, windows[m, 0]:windows[m, 0] + windows[m, 2],
+                              windows[m, 1]:windows[m, 1] + windows[m, 3]], crop_size)
+           for m in range(num_crops)]
+  return tf.stack(views)
+
+
+def eval_views(frames: tf.Tensor, crop_size: int, num_crops: int) -> tf.Tensor:
+  """Decoded uint8 clips [K, T, H, W, C] -> their views [K * num_crops, T, crop, crop, C]:
+  clip k's crop m at row k * num_crops + m (windows: `eval_crop_windows`)."""
+  shape = tf.shape(frames)
+  windows = eval_crop_windows(shape[2], shape[3], crop_size, num_crops)
+  flat = tf.reshape(frames, tf.concat([[-1], shape[2:]], 0))
+  views = crop_views(flat, windows, crop_size, num_crops)  # [M, K*T, S, S, C]
+  views = tf.reshape(views, tf.concat([[num_crops], shape[:2], [crop_size, crop_size],
+                                       shape[4:]], 0))
+  views = tf.transpose(views, [1, 0, 2, 3, 4, 5])
+  return tf.reshape(views, tf.concat([[-1], shape[1:2], [crop_size, crop_size], shape[4:]], 0))
+
+
 def fit_to_crop(frames: tf.Tensor, crop_size: int) -> tf.Tensor:
   """uint8 [N, h, w, C] -> [N, crop, crop, C]: resized only when the frame was smaller than
   the crop (h or w < crop_size); otherwise returned as is."""
@@ -209,6 +255,30 @@ def _decode_clip_frames(parsed: dict[str, tf.Tensor], stream: str, indices: tf.T
                     for jpegs, channels in planes], axis=-1)
 
 
+def _decode_eval_views(parsed: dict[str, tf.Tensor], stream: str, indices: tf.Tensor,
+                       crop_size: int, num_crops: int) -> tf.Tensor:
+  """uint8 [num_crops, len(indices), S, S, C]: the frames `indices` of every plane, each cut
+  in the `eval_crop_windows`. One crop decodes only its window; three crops decode the
+  window spanning them once and cut it."""
+  if num_crops == 1:
+    return _decode_clip_frames(parsed, stream, indices, crop_size, training=False)[None]
+  planes = _stream_jpegs(parsed, stream)
+  count = indices.shape[0]
+  shape = tf.image.extract_jpeg_shape(planes[0][0][indices[0]])
+  windows = eval_crop_windows(shape[0], shape[1], crop_size, num_crops)
+  start = tf.reduce_min(windows[:, :2], axis=0)
+  span = tf.reduce_max(windows[:, :2] + windows[:, 2:], axis=0) - start
+  union = tf.concat([start, span], 0)
+  frames = tf.concat([tf.stack([tf.image.decode_and_crop_jpeg(jpegs[i], union, channels=c)
+                                for i in range(count)])
+                      for jpegs, c in ((tf.gather(j, indices), c) for j, c in planes)], axis=-1)
+  offsets = tf.concat([tf.tile(start[None], [num_crops, 1]),
+                       tf.zeros([num_crops, 2], tf.int32)], axis=1)
+  views = crop_views(frames, windows - offsets, crop_size, num_crops)
+  views.set_shape([num_crops, count, crop_size, crop_size, stream_channels(stream)])
+  return views
+
+
 # --- Per-record functions ------------------------------------------------------------------
 
 
@@ -231,24 +301,30 @@ def train_clip(serialized: tf.Tensor, clip_frames: int, crop_size: int,
 
 
 def eval_video(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
-               num_classes: int, stream: str = 'rgb'
+               num_classes: int, stream: str = 'rgb', num_crops: int = 1
                ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-  """One record -> (uint8 clips [K, T, S, S, C] centre-cropped, label, video index, video
-  name string)."""
+  """One record -> (uint8 views [K * M, T, S, S, C], label, video index, video name
+  string): K clips (`eval_clip_indices`) x M crops (`eval_crop_windows`), clip k's crop m
+  at row k * M + m."""
   parsed = records.parse(serialized)
   indices = eval_clip_indices(tf.shape(_stream_jpegs(parsed, stream)[0][0])[0], clip_frames,
                               num_clips)
   indices = tf.reshape(indices, [num_clips * clip_frames])
-  frames = _decode_clip_frames(parsed, stream, indices, crop_size, training=False)
-  clips = tf.reshape(frames, [num_clips, clip_frames, crop_size, crop_size,
-                              stream_channels(stream)])
-  return clips, _checked_label(parsed, num_classes), parsed['index'], parsed['video']
+  views = _decode_eval_views(parsed, stream, indices, crop_size, num_crops)
+  views = tf.reshape(views, [num_crops, num_clips, clip_frames, crop_size, crop_size,
+                             stream_channels(stream)])
+  views = tf.reshape(tf.transpose(views, [1, 0, 2, 3, 4, 5]),
+                     [num_clips * num_crops, clip_frames, crop_size, crop_size,
+                      stream_channels(stream)])
+  return views, _checked_label(parsed, num_classes), parsed['index'], parsed['video']
 
 
 def eval_clips(serialized: tf.Tensor, clip_frames: int, crop_size: int, num_clips: int,
-               num_classes: int, stream: str = 'rgb') -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """One record -> (uint8 clips [K, T, S, S, C] centre-cropped, label, video index)."""
-  return eval_video(serialized, clip_frames, crop_size, num_clips, num_classes, stream)[:3]
+               num_classes: int, stream: str = 'rgb', num_crops: int = 1
+               ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  """One record -> (uint8 views [K * M, T, S, S, C] as `eval_video`, label, video index)."""
+  return eval_video(serialized, clip_frames, crop_size, num_clips, num_classes, stream,
+                    num_crops)[:3]
 
 
 def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
@@ -319,8 +395,8 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   (`bazel run //benchmarks:input_benchmark`, stages 4 and 5).
 
   `params` is a `towers.params.TrainParams` (fields used: data_dir, clip_frames, crop_size,
-  num_classes, batch_size, eval_batch_size, eval_clips, shuffle_buffer, input_threads,
-  stream).
+  num_classes, batch_size, eval_batch_size, eval_clips, eval_crops, shuffle_buffer,
+  input_threads, stream).
   """
   training = mode == ModeKeys.TRAIN
   threads = params.input_threads or AUTOTUNE
@@ -361,9 +437,11 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
       return features, label
     dataset = dataset.map(features_labels, num_parallel_calls=threads)
   else:
-    K = params.eval_clips
+    M = getattr(params, 'eval_crops', 1)
+    K = params.eval_clips * M  # views per video
     dataset = dataset.map(
-        lambda i, record: (i,) + eval_clips(record, T, S, K, params.num_classes, stream),
+        lambda i, record: (i,) + eval_clips(record, T, S, params.eval_clips,
+                                            params.num_classes, stream, M),
         num_parallel_calls=threads, deterministic=True)
     dataset = skip_and_count(dataset, 'evaluation data')
 

@@ -53,7 +53,8 @@ class TrainingOutputTest(absltest.TestCase):
     lines = self.quiet_output.splitlines()
     self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
     self.assertLen([line for line in lines if 'evaluation at step 10:' in line], 1, lines)
-    self.assertIn('final metrics at step 10:', lines)
+    self.assertTrue(any(re.fullmatch(r'final metrics at step 10 \(accuracy/video: \d+ clips? x '
+                                     r'1 crop per video\):', line) for line in lines), lines)
     # What local_cluster waits for before it starts the other workers.
     self.assertTrue(any(CHIEF_READY in line for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
@@ -77,7 +78,8 @@ class TrainingOutputTest(absltest.TestCase):
 
 
 # Every program a user starts (its py_binary's main module).
-BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.cluster.local_cluster',
+BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.classify',
+            'towers.cluster.local_cluster',
             'input_fn.prepare', 'input_fn.make_synthetic_ucf101', 'input_fn.extract_flow',
             'benchmarks.towers_benchmark', 'benchmarks.input_benchmark',
             'benchmarks.time_to_accuracy', 'benchmarks.scaling_model',

@@ -72,6 +72,7 @@ class FusionTest(tf.test.TestCase):
     self.assertAlmostEqual(rows['fusion']['mean_per_class'], 1.0)
     table = two_stream.format_table(result)
     self.assertIn('| Fusion | 1.0000 | 1.0000 | 1.0000 |', table)
+    self.assertIn('video = mean softmax of 2 clips x 1 crop)', table)  # the protocol
     self.assertIn('flow: 1 video(s) not in the other stream, left out of every row '
                   '(e.g. v_D_g01_c01); 1 bad record(s) skipped', table)
 

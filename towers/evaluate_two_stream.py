@@ -38,6 +38,8 @@ class EvaluateTwoStreamOptions:
                               '1 - flow_weight. 0.5: equal weights.')
   eval_clips: int = option(5, 'Clips per video, starts spread evenly over the video; a '
                            'video\'s prediction is the mean softmax of its clips.')
+  eval_crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
+                           'long side); a video averages eval_clips x eval_crops views.')
   eval_batch_size: int = option(16, 'Clips per model call.')
   json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON.',
                          path=True)
@@ -57,11 +59,16 @@ def main(argv: list[str]) -> int:
     print('evaluate_two_stream: eval_clips and eval_batch_size must be positive',
           file=sys.stderr)
     return 2
+  if options.eval_crops not in (1, 3):
+    print(f'evaluate_two_stream: --eval_crops={options.eval_crops}: must be 1 or 3',
+          file=sys.stderr)
+    return 2
   try:
     models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
               for stream in ('rgb', 'flow')}
     rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
-                                           options.eval_clips, options.eval_batch_size)
+                                           options.eval_clips, options.eval_batch_size,
+                                           crops_per_video=options.eval_crops)
                  for stream in ('rgb', 'flow'))
     result = two_stream.report(rgb, flow, options.flow_weight)
   except (two_stream.TwoStreamError, FileNotFoundError) as e:

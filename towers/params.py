@@ -201,6 +201,9 @@ class TrainParams:
   eval_clips: int = option(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
       'predictions of one video are averaged for the video-level accuracy.')
+  eval_crops: int = option(
+      1, 'Crops per evaluation clip: 1 (centre) or 3 (start, centre and end of the frame\'s '
+      'long side). A video\'s prediction averages its eval_clips x eval_crops views.')
   shuffle_buffer: int = option(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
       'x 3 bytes). Files are also shuffled and read interleaved.')
@@ -302,6 +305,12 @@ def validate(p: TrainParams) -> None:
     raise ParamsError(f'ema_decay must be in [0, 1), got {p.ema_decay}')
   if not 0.0 < p.dropout_keep <= 1.0:
     raise ParamsError(f'dropout_keep must be in (0, 1], got {p.dropout_keep}')
+  if p.eval_crops not in (1, 3):
+    raise ParamsError(f'eval_crops={p.eval_crops}: must be 1 (centre crop) or 3 (three '
+                      'crops along the long side)')
+  if p.eval_crops != 1 and p.data_source == 'synthetic':
+    raise ParamsError('eval_crops=3 needs video data: the synthetic source makes single '
+                      'clips without frames to crop; use data_source=tfrecord, videos or frames')
   if p.strict_eval and p.eval_steps:
     raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
                       'reads part of it: set eval_steps=0')

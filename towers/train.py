@@ -25,7 +25,7 @@ from towers import flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.params import ParamsError
-from towers.training import metrics_table, train_and_evaluate
+from towers.training import metrics_table, protocol, train_and_evaluate
 
 towers_flags.define_flags()
 cli.define_flags(console.ConsoleOptions)
@@ -54,7 +54,8 @@ def main(argv: list[str]) -> int:
     print(f'error: {e}', file=sys.stderr)
     return 1
   if metrics:
-    print(f'final metrics at step {int(metrics.get("global_step", -1))}:\n'
+    print(f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '
+          f'{protocol(params.eval_clips, params.eval_crops)} per video):\n'
           f'{metrics_table(metrics)}')
   return 0
 

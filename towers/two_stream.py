@@ -7,8 +7,9 @@ input `clips` float32 [None, T, S, S, C] says the clip shape and the stream (C =
 C = 2 flow); its output `probabilities` [None, num_classes] is the softmax.
 
 For each stream, every record of its eval data (the `test` shards of `//input_fn:prepare`)
-gives `clips_per_video` clips sampled as in training's evaluation (starts spread evenly,
-centre crop, no flip); the video's probabilities are the mean of its clips' softmax.
+gives `clips_per_video` clips x `crops_per_video` crops sampled as in training's evaluation
+(starts spread evenly; centre crop, or three along the long side; no flip); the video's
+probabilities are the mean of its views' softmax.
 Videos are matched across streams by their canonical name (compared in lower case); the
 fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equal weights).
 
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
+from towers.training import protocol
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 
@@ -45,9 +47,10 @@ class StreamPredictions:
   model: str                  # the SavedModel directory used
   names: tuple[str, ...]      # canonical video names
   labels: np.ndarray          # int64 [videos]
-  probabilities: np.ndarray   # float32 [videos, classes], mean softmax over the clips
+  probabilities: np.ndarray   # float32 [videos, classes], mean softmax over the views
   clips_per_video: int
   skipped_records: int        # bad records of the eval data, skipped and counted
+  crops_per_video: int = 1    # views per video: clips_per_video x crops_per_video
 
 
 # --- Arithmetic ------------------------------------------------------------------------------
@@ -126,6 +129,7 @@ def report(rgb: StreamPredictions, flow: StreamPredictions,
                'fusion': video_metrics(fused, matched.labels)},
       'streams': {p.stream: {'model': p.model, 'videos': len(p.names),
                              'clips_per_video': p.clips_per_video,
+                             'crops_per_video': p.crops_per_video,
                              'skipped_records': p.skipped_records} for p in (rgb, flow)},
       'only_rgb': list(matched.only_rgb), 'only_flow': list(matched.only_flow),
   }
@@ -133,9 +137,10 @@ def report(rgb: StreamPredictions, flow: StreamPredictions,
 
 def format_table(result: dict[str, Any]) -> str:
   """The three-row table, with the counts the rows rest on."""
+  rgb = result['streams']['rgb']
   lines = [f'two-stream evaluation on {result["videos"]} videos (flow_weight '
            f'{result["flow_weight"]:g}; video = mean softmax of '
-           f'{result["streams"]["rgb"]["clips_per_video"]} clips)',
+           f'{protocol(rgb["clips_per_video"], rgb.get("crops_per_video", 1))})',
            '| stream | video top-1 | video top-5 | mean per-class |',
            '|---|---|---|---|']
   for key, title in (('rgb', 'RGB'), ('flow', 'Flow'), ('fusion', 'Fusion')):
@@ -157,12 +162,15 @@ def format_table(result: dict[str, Any]) -> str:
 
 def saved_model_dir(path: str) -> str:
   """`path` if it holds a saved_model.pb, else the newest export under `path/export/best`
-  (a model_dir trained by //towers:train). Raises `TwoStreamError` naming what to do."""
+  (a model_dir trained by //towers:train) or under `path` itself (that export/best/).
+  Raises `TwoStreamError` naming what to do."""
   if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
     return path
-  best = os.path.join(path, 'export', 'best')
-  exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
-                   if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+  for best in (os.path.join(path, 'export', 'best'), path):
+    exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
+                     if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+    if exports:
+      break
   if not exports:
     raise TwoStreamError(f'{path} is neither a SavedModel nor a model_dir with an export under '
                          'export/best/: train it with //towers:train (export_savedmodel=true, '
@@ -212,9 +220,10 @@ def load_model(model: str, expect: str | None = None) -> StreamModel:
 
 def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
                    clips_per_batch: int = 16,
-                   log: Callable[[str], None] = print) -> StreamPredictions:
+                   log: Callable[[str], None] = print,
+                   crops_per_video: int = 1) -> StreamPredictions:
   """Runs `model` over every video of the eval records in `data_dir` (checked to be of the
-  model's stream)."""
+  model's stream), `clips_per_video` x `crops_per_video` (1 or 3) views each."""
   export, serving, stream = model.export, model.serving, model.stream
   frames, height, width, channels = model.frames, model.size, model.size, model.channels
   manifest = _manifest(data_dir)
@@ -225,23 +234,25 @@ def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
   num_classes = int(manifest['num_classes'])
   dataset = tf.data.TFRecordDataset(pipeline.record_files(data_dir, 'test')).enumerate()
   dataset = dataset.map(lambda i, record: (i,) + pipeline.eval_video(
-      record, frames, height, clips_per_video, num_classes, stream))
+      record, frames, height, clips_per_video, num_classes, stream, crops_per_video))
   dataset = pipeline.skip_and_count(dataset, f'{stream} evaluation data')
-  videos_per_batch = max(1, clips_per_batch // clips_per_video)
+  views = clips_per_video * crops_per_video
+  videos_per_batch = max(1, clips_per_batch // views)
   dataset = dataset.batch(videos_per_batch).prefetch(1)
   names, labels, probabilities = [], [], []
   for _, clips, label, _, name in dataset:
     batch = clips.shape[0]
     flat = tf.reshape(pipeline.to_unit_range(clips), [-1, frames, height, width, channels])
     clip_probabilities = serving(clips=flat)['probabilities'].numpy()
-    probabilities.append(clip_probabilities.reshape(batch, clips_per_video, -1).mean(axis=1))
+    probabilities.append(clip_probabilities.reshape(batch, views, -1).mean(axis=1))
     labels.extend(label.numpy().tolist())
     names.extend(n.decode() for n in name.numpy())
   if not names:
     raise TwoStreamError(f'{data_dir} gave no readable eval video')
-  log(f'evaluate_two_stream: {stream}: {len(names)} videos x {clips_per_video} clips of '
-      f'{frames}x{height}x{width} through {export}')
+  log(f'evaluate_two_stream: {stream}: {len(names)} videos x '
+      f'{protocol(clips_per_video, crops_per_video)} of {frames}x{height}x{width} through '
+      f'{export}')
   skipped = int(manifest['num_records']) - len(names)  # records that failed to decode
   return StreamPredictions(stream, export, tuple(names), np.array(labels, np.int64),
                            np.concatenate(probabilities).astype(np.float32),
-                           clips_per_video, skipped)
+                           clips_per_video, skipped, crops_per_video)

@@ -1,0 +1,281 @@
+"""Specification: classifying videos with a trained model (`towers.classifier.classify` and
+//towers:classify), and evaluation with three crops per clip.
+
+Data: synthetic UCF101 of 4 motion classes (MoveRight, MoveLeft, MoveDown, MoveUp, all
+Speed1), 24x20 frames, written as .avi with TV-L1 flow; RGB and flow records prepared from
+it; a tiny c3d_small trained on each stream, once for all tests (the export of each is what
+is classified). The classes differ only in motion: the flow
+model learns them, the RGB one barely in a test's budget. Training's random horizontal flip
+turns a MoveRight clip into a MoveLeft one under the same label, so only MoveDown and MoveUp
+are told apart reliably; the accuracy check uses those.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from input_fn import direct, make_synthetic_ucf101, pipeline, prepare, records, ucf101
+from input_fn import video_io
+from towers import classifier, export_info, two_stream
+from towers import params as params_lib
+from towers.estimator import build_estimator
+from towers.inputs import make_input_fn
+from towers.training import train_and_evaluate
+
+T, S, CLIPS = 4, 16, 2
+STEPS = {'rgb': 100, 'flow': 300}  # flow learns the motion classes in 300 steps
+CLASSES = ('MoveRightSpeed1', 'MoveLeftSpeed1', 'MoveDownSpeed1', 'MoveUpSpeed1')  # labels
+
+
+def class_of(path: str) -> str:
+  return os.path.basename(os.path.dirname(path))
+
+
+class ClassifyTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.data = os.path.join(cls.root, 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.data, classes=4, groups=16, width=24, height=20,
+                                       min_frames=8, max_frames=10, object_size=10,
+                                       write_flow=True)
+    cls.params, cls.records = {}, {}
+    for stream, source in (('rgb', 'videos'), ('flow', 'flow')):
+      cls.records[stream] = os.path.join(cls.root, f'{stream}_tfr')
+      prepare.prepare(prepare.PrepareConfig(source=source, data_dir=cls.data,
+                                            out=cls.records[stream], short_side=0, workers=1),
+                      log=lambda s: None)
+      cls.params[stream] = params_lib.make_params(
+          model='c3d_small', stream=stream, data_source='tfrecord',
+          data_dir=cls.records[stream], num_classes=4, clip_frames=T, crop_size=S,
+          batch_size=8, num_towers=1, eval_clips=CLIPS, max_steps=STEPS[stream],
+          save_checkpoints_steps=STEPS[stream], log_every_steps=300, lr_schedule='constant',
+          lr_values=(0.003,), warmup_steps=20, model_dir=os.path.join(cls.root, stream))
+      train_and_evaluate(cls.params[stream])
+    videos = os.path.join(cls.data, 'UCF-101')
+    cls.test_videos = [v for v in classifier.find_videos([videos])
+                       if ucf101.parse_video_name(os.path.splitext(os.path.basename(v))[0])[1]
+                       in ucf101.test_groups(1)]
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.root, ignore_errors=True)
+    super().tearDownClass()
+
+  def model(self, stream):
+    return self.params[stream].model_dir
+
+  # --- The export -----------------------------------------------------------------------------
+
+  def test_the_export_carries_class_names_and_input_settings(self):
+    for stream in ('rgb', 'flow'):
+      export = two_stream.saved_model_dir(self.model(stream))
+      info, names = export_info.read(export)
+      self.assertEqual(names, list(CLASSES))  # from the records' manifest, label order
+      self.assertEqual((info['stream'], info['clip_frames'], info['crop_size']),
+                       (stream, T, S))
+      self.assertEqual(info['input'], {
+          'name': 'clips', 'dtype': 'float32', 'range': [-1.0, 1.0],
+          'shape': [None, T, S, S, 3 if stream == 'rgb' else 2], 'from_uint8': 'x / 127.5 - 1'})
+      self.assertEqual((info['eval_clips'], info['eval_crops'], info['frame_short_side']),
+                       (CLIPS, 1, 0))
+    flow_info, _ = export_info.read(two_stream.saved_model_dir(self.model('flow')))
+    synthetic = make_synthetic_ucf101.SYNTHETIC_FLOW
+    self.assertEqual(flow_info['flow_extraction']['tvl1'],
+                     {'scales': synthetic['tvl1_scales'], 'warps': synthetic['tvl1_warps'],
+                      'epsilon': synthetic['tvl1_epsilon']})
+    self.assertEqual(flow_info['flow_extraction']['short_side'], synthetic['short_side'])
+
+  # --- classify() -------------------------------------------------------------------------------
+
+  def test_names_the_class_of_synthetic_videos_of_known_classes(self):
+    """The flow model names the class of at least 12 of the 14 MoveDown and MoveUp test
+    videos (chance: 3.5), by the names of the training data."""
+    self.assertLen(self.test_videos, 28)  # 4 classes x test groups 1-7
+    vertical = [v for v in self.test_videos if class_of(v) in CLASSES[2:]]
+    results = classifier.classify(vertical, self.model('flow'))
+    named = [r.top[0][0] for r in results]
+    self.assertGreaterEqual(sum(n == class_of(r.video) for n, r in zip(named, results)), 12,
+                            named)
+    for r in results:
+      self.assertEqual([n for n, _ in r.top], sorted(CLASSES, key=lambda c: -dict(r.top)[c]))
+      self.assertAlmostEqual(sum(p for _, p in r.top), 1.0, places=5)
+
+  def test_rgb_views_are_those_of_evaluation(self):
+    """The frames of 6 test records, read as frame folders, give the views evaluation cut
+    from those records (same clips, same crops, same layout) up to the two JPEG decoders'
+    rounding (OpenCV here, TensorFlow there: about 1 level in 255 on average, more at the
+    edges of a window TensorFlow decodes alone); with 1 and with 3 crops."""
+    stream = classifier.load_stream(self.model('rgb'))
+    files = pipeline.record_files(self.records['rgb'], 'test')
+    for serialized in tf.data.TFRecordDataset(files).take(6):
+      parsed = records.parse(serialized)
+      folder = os.path.join(self.root, 'record_frames', parsed['video'].numpy().decode())
+      os.makedirs(folder, exist_ok=True)
+      for i, jpeg in enumerate(parsed['frames'].numpy()):
+        with open(ucf101.frame_path(folder, i), 'wb') as f:
+          f.write(jpeg)
+      for crops in (1, 3):
+        evaluated = pipeline.eval_video(serialized, T, S, CLIPS, 4, 'rgb', crops)[0].numpy()
+        classified = classifier.views(classifier.read_frames(folder), stream, CLIPS, crops)
+        self.assertEqual(classified.shape, (CLIPS * crops, T, S, S, 3))
+        close = np.abs(classified.astype(int) - evaluated.astype(int)) <= 4
+        self.assertGreater(close.mean(), 0.93, (folder, crops))  # a clip 1 frame off: < 0.85
+
+  def test_flow_is_computed_as_the_training_flow_was_extracted(self):
+    """On the fly, the flow model's clips hold the codes //input_fn:extract_flow wrote for
+    the same frame pairs (up to its JPEG rounding), with the export's TV-L1 settings."""
+    stream = classifier.load_stream(self.model('flow'))
+    for video in self.test_videos[:4]:
+      frames = classifier.read_frames(video)
+      clips = classifier.flow_clips(frames, stream, CLIPS)
+      indices = direct.eval_clip_indices(len(frames) - 1, T, CLIPS).reshape(-1)
+      name = os.path.splitext(os.path.basename(video))[0]
+      extracted = np.stack([ucf101.read_frames(folder, indices, grayscale=True) for folder in
+                            ucf101.flow_folders(os.path.join(self.data, 'tvl1_flow'), name)],
+                           axis=-1).reshape(clips.shape)
+      difference = np.abs(clips.astype(int) - extracted.astype(int))
+      self.assertLess(difference.mean(), 1.0, video)  # code levels; 1 level = 0.16 px
+
+  def test_two_streams_are_fused_as_evaluation_fuses_them(self):
+    videos = self.test_videos[::3]
+    fused = classifier.classify(videos, self.model('rgb'), flow_model=self.model('flow'),
+                                flow_weight=0.25)
+    rgb = classifier.classify(videos, self.model('rgb'))
+    flow = classifier.classify(videos, self.model('flow'))
+    for f, r, w in zip(fused, rgb, flow):
+      self.assertTrue(f.ok, f.error)
+      self.assertAllClose(f.probabilities, 0.75 * r.probabilities + 0.25 * w.probabilities,
+                          atol=1e-6)
+    export_best = os.path.join(self.model('rgb'), 'export', 'best')  # also a model
+    self.assertAllClose(classifier.classify(videos[:1], export_best)[0].probabilities,
+                        rgb[0].probabilities)
+    with self.assertRaisesRegex(classifier.ClassifyError, 'swap the arguments'):
+      classifier.classify(videos, self.model('flow'), flow_model=self.model('rgb'))
+
+  def test_frame_folders_and_list_files_are_videos_too(self):
+    video = self.test_videos[0]
+    folder = os.path.join(self.root, 'frames', 'one_video')
+    os.makedirs(folder, exist_ok=True)
+    for i, frame in enumerate(video_io.decode_video(video)):
+      with open(ucf101.frame_path(folder, i), 'wb') as f:
+        f.write(video_io.encode_jpeg(frame, 100))
+    listing = os.path.join(self.root, 'videos.txt')
+    with open(listing, 'w') as f:
+      f.write(f'{os.path.relpath(video, self.root)} 1\r\n{self.test_videos[1]}\n')
+    self.assertEqual(classifier.find_videos([listing, os.path.join(self.root, 'frames')]),
+                     [video, self.test_videos[1], folder])
+    split_list = os.path.join(self.data, 'ucfTrainTestlist', 'testlist01.txt')  # UCF-101/..
+    self.assertCountEqual(classifier.find_videos([split_list]), self.test_videos)
+    decoded, read = video_io.decode_video(video), classifier.read_frames(folder)
+    self.assertEqual(read.shape, decoded.shape)
+    self.assertLess(np.abs(read.astype(int) - decoded.astype(int)).mean(), 8.0)  # JPEG
+    results = classifier.classify([listing, folder], self.model('rgb'))
+    self.assertEqual([r.video for r in results], [video, self.test_videos[1], folder])
+    self.assertEqual([r.ok for r in results], [True] * 3)
+
+  # --- //towers:classify ------------------------------------------------------------------------
+
+  def run_tool(self, *args):
+    env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+    return subprocess.run([sys.executable, '-m', 'towers.classify', *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+  def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):
+    bad = os.path.join(self.root, 'bad')
+    os.makedirs(bad, exist_ok=True)
+    empty, garbage, still = (os.path.join(bad, n) for n in ('empty.avi', 'garbage.avi',
+                                                           'one_frame.avi'))
+    open(empty, 'wb').close()
+    with open(garbage, 'wb') as f:
+      f.write(b'not a video' * 100)
+    video_io.write_video(still, video_io.decode_video(self.test_videos[0])[:1])
+    good = self.test_videos[:2]
+    out = os.path.join(self.root, 'results.csv')
+    run = self.run_tool(f'--model={self.model("rgb")}', '--top_k=1', f'--output={out}',
+                        good[0], empty, garbage, still, good[1])
+    self.assertEqual(run.returncode, 1, run.stderr[-3000:])
+    lines = run.stdout.splitlines()
+    self.assertLen(lines, 5, run.stdout)
+    self.assertRegex(lines[0], rf'^{re.escape(good[0])}: ({"|".join(CLASSES)}) [01]\.\d{{3}}$')
+    self.assertEqual(lines[1], f'{empty}: FAILED: empty file (0 bytes)')
+    self.assertTrue(lines[2].startswith(f'{garbage}: FAILED: '), lines[2])
+    self.assertEqual(lines[3], f'{still}: FAILED: too short: 1 frame(s), a video needs 2')
+    self.assertIn('classify: 2 of 5 videos classified (rgb, 2 clips x 1 crop each); '
+                  f'3 failed (first: {empty})', run.stderr)
+    with open(out, newline='') as f:
+      rows = list(csv.reader(f))
+    self.assertEqual(rows[0], ['video', 'status', 'class_1', 'probability_1', 'error'])
+    self.assertEqual([r[1] for r in rows[1:]], ['ok', 'failed', 'failed', 'failed', 'ok'])
+
+  def test_ten_good_videos_of_a_list_exit_0_with_json_and_a_progress_line(self):
+    listing = os.path.join(self.root, 'ten.txt')
+    with open(listing, 'w') as f:
+      f.write(''.join(v + '\n' for v in self.test_videos[:10]))
+    out = os.path.join(self.root, 'results.json')
+    run = self.run_tool(f'--model={self.model("rgb")}', f'--flow_model={self.model("flow")}',
+                        '--crops=3', f'--output={out}', listing)
+    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    with open(out) as f:
+      written = json.load(f)
+    self.assertEqual([w['video'] for w in written], self.test_videos[:10])
+    self.assertEqual({t['class'] for t in written[0]['top']}, set(CLASSES))
+    self.assertEqual({w['error'] for w in written}, {None})
+    self.assertRegex(run.stderr, r'classify: 10/10 videos \(100%\)  0 failed  [\d.]+ videos/s')
+    self.assertIn('(rgb+flow, 2 clips x 3 crops each); 0 failed', run.stderr)
+
+  def test_wrong_options_exit_2_with_one_line(self):
+    for args, message in (([self.test_videos[0]], 'give --model'),
+                          ([f'--model={self.model("rgb")}'], 'give the videos'),
+                          ([f'--model={self.root}', self.test_videos[0]],
+                           'neither a SavedModel nor a model_dir'),
+                          ([f'--model={self.model("rgb")}', '--crops=2', self.test_videos[0]],
+                           'crops=2: must be 1'),
+                          ([f'--model={self.model("rgb")}', '--output=x.txt',
+                            self.test_videos[0]], 'must end in .json or .csv')):
+      run = self.run_tool(*args)
+      self.assertEqual(run.returncode, 2, (args, run.stderr[-2000:]))
+      self.assertIn(message, run.stderr)
+
+  # --- Three crops in evaluation --------------------------------------------------------------
+
+  def test_three_crop_evaluation_is_the_mean_of_six_hand_cut_views(self):
+    """24x20 frames, crop 16: the three windows of a wide frame are x = 0, 4, 8 at y = 2."""
+    self.assertAllEqual(pipeline.eval_crop_windows(20, 24, S, 3),
+                        [[2, 0, 16, 16], [2, 4, 16, 16], [2, 8, 16, 16]])
+    self.assertAllEqual(pipeline.eval_crop_windows(24, 20, S, 3),
+                        [[0, 2, 16, 16], [4, 2, 16, 16], [8, 2, 16, 16]])
+    model = two_stream.load_model(self.model('rgb'))
+    evaluated = two_stream.predict_stream(model, self.records['rgb'], CLIPS, log=lambda s: None,
+                                          crops_per_video=3)
+    self.assertEqual(evaluated.crops_per_video, 3)
+    files = pipeline.record_files(self.records['rgb'], 'test')
+    for i, serialized in enumerate(tf.data.TFRecordDataset(files).take(3)):
+      parsed = records.parse(serialized)
+      frames = np.stack([tf.io.decode_jpeg(j).numpy() for j in parsed['frames']])
+      self.assertEqual(frames.shape[1:3], (20, 24))
+      views = []
+      for clip in direct.eval_clip_indices(len(frames), T, CLIPS):
+        views += [frames[clip, 2:18, x:x + 16] for x in (0, 4, 8)]
+      hand = model.serving(clips=pipeline.to_unit_range(np.stack(views)))['probabilities']
+      self.assertAllClose(evaluated.probabilities[i], np.mean(hand.numpy(), axis=0), atol=1e-5)
+
+    params = dataclasses.replace(self.params['rgb'], eval_crops=3)
+    metrics = build_estimator(params).evaluate(make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    hand_top_1 = two_stream.video_metrics(evaluated.probabilities, evaluated.labels)['top_1']
+    self.assertAllClose(metrics['accuracy/video'], hand_top_1, atol=1e-6)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,330 @@
+"""Classify videos with a trained model: `classify(videos, model)`, the library behind
+//towers:classify.
+
+`model` is an exported SavedModel directory or a model_dir (its newest `export/best/`), or a
+loaded `Classifier` (one stream, or an RGB and a Flow model fused as two-stream evaluation
+fuses them: `(1 - flow_weight) * rgb + flow_weight * flow`). What the export says
+(`towers/export_info.py`: class names, stream, clip length, crop, the frames' short side, the
+flow extraction settings) decides the sampling, so a video is read as evaluation reads it:
+frames resized to the training data's short side, `clips` clips with starts spread evenly
+(`input_fn.direct.eval_clip_indices`) x `crops` crops (`input_fn.pipeline.eval_views`: 1
+centre, 3 along the long side), scaled to [-1, 1]; the video's probabilities are the mean
+softmax of its views. The flow stream computes TV-L1 flow (`input_fn/flow.py`) of the frames
+it needs, with the settings its training flow was extracted with.
+
+A video is a video file, a folder of frame images (`frame%06d.jpg`, as //input_fn:prepare
+reads), a list file (`.txt`/`.list`: one video per line, its first field, relative to the
+list's folder or, as UCF101's split lists, to the video folder beside it) or a directory
+searched for both. A video that cannot be read, or has fewer
+than 2 frames, is a `VideoResult` with `error` set; the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Iterable, Sequence
+
+import cv2
+import numpy as np
+import tensorflow as tf
+
+from input_fn import direct, flow, pipeline, ucf101, video_io
+from towers import export_info, two_stream
+from towers.progress import progress_line
+
+VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.mov', '.webm', '.mpg', '.mpeg', '.gif', '.m4v')
+LIST_EXTENSIONS = ('.txt', '.list', '.lst')
+FRAME_EXTENSIONS = ('.jpg', '.jpeg')
+MIN_FRAMES = 2
+
+
+class ClassifyError(ValueError):
+  """The model or the options cannot classify; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stream:
+  """One loaded stream and what its export says about its input."""
+  model: two_stream.StreamModel
+  class_names: tuple[str, ...]
+  frame_short_side: int                       # 0: frames as decoded
+  flow_extraction: dict | None                # flow: {short_side, bound, tvl1 {...}}
+  described: bool                             # the export carries video_model.json
+
+  @property
+  def stream(self) -> str:
+    return self.model.stream
+
+
+def load_stream(model: str, expect: str | None = None) -> Stream:
+  """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
+  `ClassifyError`."""
+  try:
+    loaded = two_stream.load_model(model, expect)
+  except two_stream.TwoStreamError as e:
+    raise ClassifyError(str(e)) from e
+  info, names = export_info.read(loaded.export)
+  num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
+  if info is None:
+    names = [f'class_{i}' for i in range(num_classes)]
+    settings = None
+  else:
+    settings = info.get('flow_extraction')
+    if len(names) != num_classes:
+      raise ClassifyError(f'{loaded.export}: {export_info.CLASS_NAMES_FILE} lists '
+                          f'{len(names)} names for a {num_classes}-class model')
+  if loaded.stream == 'flow' and not settings:
+    raise ClassifyError(f'{loaded.export} is a flow model whose export does not say how its '
+                        'training flow was extracted (assets.extra/video_model.json, written '
+                        'by //towers:train since class names are exported): train it again '
+                        'or classify with the RGB stream only')
+  return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
+                settings, info is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Classifier:
+  """One stream, or RGB + Flow fused with `flow_weight`."""
+  streams: tuple[Stream, ...]
+  flow_weight: float = 0.5
+
+  @property
+  def class_names(self) -> tuple[str, ...]:
+    return self.streams[0].class_names
+
+
+def load(model: str, flow_model: str = '', flow_weight: float = 0.5) -> Classifier:
+  """`model` alone (either stream), or with `flow_model` the RGB `model` and the Flow
+  `flow_model` fused. Raises `ClassifyError`."""
+  if not flow_model:
+    return Classifier((load_stream(model),))
+  if not 0.0 <= flow_weight <= 1.0:
+    raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}')
+  rgb, flow_stream = load_stream(model, 'rgb'), load_stream(flow_model, 'flow')
+  if rgb.class_names != flow_stream.class_names:
+    raise ClassifyError(f'{rgb.model.export} and {flow_stream.model.export} have different '
+                        f'classes ({len(rgb.class_names)} and {len(flow_stream.class_names)}, '
+                        'or other names): they were not trained on the same class list')
+  return Classifier((rgb, flow_stream), flow_weight)
+
+
+# --- Finding the videos ----------------------------------------------------------------------
+
+
+def _is_frame_folder(path: str) -> bool:
+  return os.path.isdir(path) and any(f.lower().endswith(FRAME_EXTENSIONS)
+                                     for f in os.listdir(path))
+
+
+def _from_directory(directory: str) -> list[str]:
+  if _is_frame_folder(directory):
+    return [directory]
+  found = []
+  for root, folders, files in os.walk(directory):
+    folders.sort()
+    for folder in list(folders):
+      if _is_frame_folder(os.path.join(root, folder)):
+        found.append(os.path.join(root, folder))
+        folders.remove(folder)
+    found += [os.path.join(root, f) for f in sorted(files)
+              if f.lower().endswith(VIDEO_EXTENSIONS)]
+  return sorted(found)
+
+
+def _from_list(path: str) -> list[str]:
+  """The first field of every line; a relative one is found beside the list, else (UCF101's
+  split lists in ucfTrainTestlist/) under the video folder beside the list's folder."""
+  base = os.path.dirname(os.path.abspath(path))
+  roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
+  found = []
+  for _, line in ucf101.read_lines(path):
+    first = line.split()[0]
+    candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
+    found.append(next((c for c in candidates if os.path.exists(c)), candidates[0]))
+  return found
+
+
+def find_videos(inputs: Iterable[str]) -> list[str]:
+  """The videos of `inputs` in order: video files and frame folders as given, list files
+  expanded, directories searched (sorted). A path that does not exist is kept: classifying
+  it reports it."""
+  found = []
+  for path in inputs:
+    if os.path.isdir(path):
+      found += _from_directory(path)
+    elif path.lower().endswith(LIST_EXTENSIONS) and os.path.isfile(path):
+      found += _from_list(path)
+    else:
+      found.append(path)
+  return found
+
+
+# --- Reading and sampling one video ----------------------------------------------------------
+
+
+def read_frames(path: str) -> np.ndarray:
+  """uint8 RGB [T, H, W, 3] of a video file or a frame folder, as decoded. Raises
+  `video_io.VideoError` (the reason) for anything unusable or shorter than MIN_FRAMES."""
+  if os.path.isdir(path):
+    count, reason = ucf101.count_frames(path)
+    if reason:
+      raise video_io.VideoError(reason)
+    frames = ucf101.read_frames(path, range(count))
+  elif not os.path.exists(path):
+    raise video_io.VideoError('no such file or folder')
+  else:
+    frames = video_io.decode_video(path)
+  if len(frames) < MIN_FRAMES:
+    raise video_io.VideoError(f'too short: {len(frames)} frame(s), a video needs '
+                              f'{MIN_FRAMES}')
+  return frames
+
+
+def _resized(frames: np.ndarray, short_side: int) -> np.ndarray:
+  return np.stack([video_io.resize_short_side(f, short_side) for f in frames])
+
+
+def rgb_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
+  """uint8 [clips, T, H, W, 3]: evaluation's clips of the frames resized to the stream's
+  short side."""
+  frames = _resized(frames, stream.frame_short_side)
+  return frames[direct.eval_clip_indices(len(frames), stream.model.frames, clips)]
+
+
+def flow_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
+  """uint8 flow codes [clips, T, H, W, 2]: TV-L1 flow (the export's extraction settings) of
+  the frame pairs evaluation's clips use, of the N - 1 flow frames of N frames, resized
+  to the short side of the training records (displacements scaled with them)."""
+  settings = stream.flow_extraction
+  gray = flow.grayscale(_resized(frames, int(settings.get('short_side', 0))))
+  indices = direct.eval_clip_indices(len(gray) - 1, stream.model.frames, clips)
+  solver = flow.tvl1(flow.Tvl1Settings(**settings['tvl1']))
+  codes = {}
+  for i in np.unique(indices):
+    pair = flow.to_uint8(solver.calc(gray[i], gray[i + 1], None))
+    codes[i] = np.stack([flow.resize_codes(pair[..., c], stream.frame_short_side)
+                         for c in range(2)], axis=-1)
+  return np.stack([np.stack([codes[i] for i in row]) for row in indices])
+
+
+def views(frames: np.ndarray, stream: Stream, clips: int, crops: int) -> np.ndarray:
+  """uint8 [clips * crops, T, S, S, C]: the stream's input views of a video's RGB frames,
+  clip k's crop m at row k * crops + m (evaluation's layout, `pipeline.eval_video`)."""
+  sampled = (flow_clips if stream.stream == 'flow' else rgb_clips)(frames, stream, clips)
+  return pipeline.eval_views(tf.constant(sampled), stream.model.size, crops).numpy()
+
+
+def stream_probabilities(frames: np.ndarray, stream: Stream, clips: int, crops: int,
+                         batch_size: int) -> np.ndarray:
+  """float32 [num_classes]: the mean softmax of the stream's clips x crops views."""
+  scaled = pipeline.to_unit_range(views(frames, stream, clips, crops))
+  outputs = [stream.model.serving(clips=scaled[i:i + batch_size])['probabilities'].numpy()
+             for i in range(0, int(scaled.shape[0]), batch_size)]
+  return np.concatenate(outputs).mean(axis=0)
+
+
+# --- Classifying -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoResult:
+  """One video: its `top` (class name, probability) pairs, highest first, or its `error`."""
+  video: str
+  top: tuple[tuple[str, float], ...] = ()
+  error: str = ''
+  probabilities: np.ndarray | None = None   # float32 [num_classes]
+
+  @property
+  def ok(self) -> bool:
+    return not self.error
+
+
+def classify_one(path: str, classifier: Classifier, clips: int, crops: int, top_k: int,
+                 batch_size: int) -> VideoResult:
+  """The result of one video (errors in reading it become `VideoResult.error`)."""
+  try:
+    frames = read_frames(path)
+    per_stream = [stream_probabilities(frames, s, clips, crops, batch_size)
+                  for s in classifier.streams]
+  except (video_io.VideoError, IOError, ValueError, cv2.error) as e:
+    return VideoResult(path, error=str(e) or type(e).__name__)
+  if len(per_stream) == 2:
+    probabilities = two_stream.fuse(per_stream[0], per_stream[1], classifier.flow_weight)
+  else:
+    probabilities = per_stream[0]
+  order = np.argsort(-probabilities, kind='stable')[:top_k]
+  return VideoResult(path, tuple((classifier.class_names[i], float(probabilities[i]))
+                                 for i in order), probabilities=probabilities.astype(np.float32))
+
+
+ProgressFn = Callable[[int, int, int, float], None]  # (done, total, failed, seconds)
+
+
+def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | None = None,
+             crops: int = 1, top_k: int = 5, flow_model: str = '', flow_weight: float = 0.5,
+             batch_size: int = 16, progress: ProgressFn | None = None) -> list[VideoResult]:
+  """One `VideoResult` per video of `videos` (paths, expanded by `find_videos`), in order.
+
+  `model`: a model_dir or export (with `flow_model`, the RGB one of a two-stream pair) or a
+  loaded `Classifier`. `clips`: clips per video (None: the export's eval_clips, else 5);
+  `crops`: 1 or 3. `progress(done, total, failed, seconds)` is called after each video.
+  Raises `ClassifyError` for a model or option that cannot work; a bad video is a result
+  with `error`, never an exception."""
+  classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
+  if crops not in pipeline.EVAL_CROPS:
+    raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)')
+  if clips is None:
+    clips = default_clips(classifier)
+  if clips < 1 or top_k < 1 or batch_size < 1:
+    raise ClassifyError(f'clips, top_k and batch_size must be positive, got {clips}, {top_k} '
+                        f'and {batch_size}')
+  paths = find_videos([videos] if isinstance(videos, str) else videos)
+  results, failed, started = [], 0, time.monotonic()
+  for path in paths:
+    results.append(classify_one(path, classifier, clips, crops, top_k, batch_size))
+    failed += not results[-1].ok
+    if progress:
+      progress(len(results), len(paths), failed, time.monotonic() - started)
+  return results
+
+
+def default_clips(classifier: Classifier) -> int:
+  """The eval_clips the first stream was evaluated with in training (5 when not exported)."""
+  info, _ = export_info.read(classifier.streams[0].model.export)
+  return int(info.get('eval_clips', 5)) if info else 5
+
+
+def progress_text(done: int, total: int, failed: int, seconds: float) -> str:
+  """`classify: 12/40 videos (30%)  1 failed  2.1 videos/s  ETA 13s`."""
+  return progress_line('classify:', done, total, done / seconds if seconds > 0 else 0.0,
+                       [f'{failed} failed', f'{done / max(seconds, 1e-9):.1f} videos/s'],
+                       unit='videos')
+
+
+def result_line(result: VideoResult) -> str:
+  """`path: ClassA 0.912  ClassB 0.050` or `path: FAILED: reason`."""
+  if not result.ok:
+    return f'{result.video}: FAILED: {result.error}'
+  return f'{result.video}: ' + '  '.join(f'{name} {p:.3f}' for name, p in result.top)
+
+
+def to_json(results: Sequence[VideoResult]) -> list[dict]:
+  """[{video, top: [{class, probability}], error}] in order."""
+  return [{'video': r.video, 'top': [{'class': n, 'probability': p} for n, p in r.top],
+           'error': r.error or None} for r in results]
+
+
+def csv_rows(results: Sequence[VideoResult], top_k: int) -> list[list[str]]:
+  """Header `video, status, class_1, probability_1, ..., error` and one row per video."""
+  header = ['video', 'status']
+  for k in range(1, top_k + 1):
+    header += [f'class_{k}', f'probability_{k}']
+  rows = [header + ['error']]
+  for r in results:
+    cells = [r.video, 'ok' if r.ok else 'failed']
+    for k in range(top_k):
+      cells += [r.top[k][0], f'{r.top[k][1]:.6f}'] if k < len(r.top) else ['', '']
+    rows.append(cells + [r.error])
+  return rows

@@ -1,0 +1,131 @@
+"""Classifies videos with a trained model and prints the top classes of each.
+
+  bazel run //towers:classify -- --model=runs/demo_ucf101/export/best clip.avi more_clips/
+  bazel run //towers:classify -- --model=runs/rgb --flow_model=runs/flow --output=out.csv list.txt
+
+Arguments: video files, frame folders (frame%06d.jpg), list files (.txt: one video per
+line) or directories (searched). One line per video: `<video>: <class> <probability> ...`,
+highest first; a video that cannot be read is named with its reason (`FAILED`) and the
+others go on. --output also writes JSON (.json) or CSV (.csv). Exit code 0 when every video
+was classified, 1 when any failed, 2 for a wrong option or model. Method:
+`towers/classifier.py`; what the export carries: `towers/export_info.py`.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import sys
+
+from absl import logging as absl_logging
+
+from towers import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
+from towers import cli, classifier
+from towers.options import option
+from towers.training import protocol
+
+PROGRESS_FROM = 10  # videos: fewer get no progress line
+PROGRESS_EVERY_SECS = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifyOptions:
+  model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
+                      '(the newest export there is used). With --flow_model: the RGB '
+                      'stream.', path=True)
+  flow_model: str = option('', 'Two-stream: the Flow model (model_dir or export); its TV-L1 '
+                           'flow is computed from the videos with the settings its training '
+                           'flow was extracted with.', path=True)
+  flow_weight: float = option(0.5, 'Two-stream: weight of the Flow stream in the fusion; RGB '
+                              'gets 1 - flow_weight.')
+  clips: int = option(0, 'Clips per video, starts spread evenly over the video; 0: the '
+                      'eval_clips the model was evaluated with in training.')
+  crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
+                      'long side). A video\'s prediction averages its clips x crops views.')
+  top_k: int = option(5, 'Classes shown per video.')
+  batch_size: int = option(16, 'Views per model call.')
+  output: str = option('', 'Also write the results here: .json or .csv.', path=True)
+
+
+def _error(message: str) -> int:
+  print(f'classify: {message}', file=sys.stderr)
+  return 2
+
+
+def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
+  """Writes `results` as JSON or CSV, by the extension of `path`."""
+  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+  with open(path, 'w', newline='') as f:
+    if path.lower().endswith('.json'):
+      json.dump(classifier.to_json(results), f, indent=1)
+    else:
+      csv.writer(f).writerows(classifier.csv_rows(results, top_k))
+
+
+class Progress:
+  """The progress line on stderr, every PROGRESS_EVERY_SECS, when there are many videos."""
+
+  def __init__(self) -> None:
+    self.shown_at = 0.0
+
+  def __call__(self, done: int, total: int, failed: int, seconds: float) -> None:
+    if total < PROGRESS_FROM:
+      return
+    if done == total or seconds - self.shown_at >= PROGRESS_EVERY_SECS:
+      self.shown_at = seconds
+      print(classifier.progress_text(done, total, failed, seconds), file=sys.stderr,
+            flush=True)
+
+
+def main(argv: list[str]) -> int:
+  verbose = cli.options_from_flags(console.ConsoleOptions).verbose
+  console.configure(verbose)
+  if not verbose:  # the results are the output; TensorFlow's loading notes are not
+    absl_logging.set_verbosity(absl_logging.WARNING)
+  options = cli.options_from_flags(ClassifyOptions)
+  videos = [cli.user_path(v) for v in argv[1:]]
+  if not options.model:
+    return _error('give --model (an export directory or a model_dir)')
+  if not videos:
+    return _error('give the videos to classify: files, frame folders, list files or '
+                  'directories, after the flags')
+  if options.output and not options.output.lower().endswith(('.json', '.csv')):
+    return _error(f'--output={options.output}: must end in .json or .csv')
+  try:
+    loaded = classifier.load(options.model, options.flow_model, options.flow_weight)
+    for stream in loaded.streams:
+      if not stream.described:
+        print(f'classify: warning: {stream.model.export} carries no class names nor frame '
+              'size (exported before they were): classes are shown as class_<i>, frames '
+              'are used as decoded', file=sys.stderr)
+    clips = options.clips or classifier.default_clips(loaded)
+    results = classifier.classify(videos, loaded, clips, options.crops,
+                                  options.top_k, batch_size=options.batch_size,
+                                  progress=Progress())
+  except classifier.ClassifyError as e:
+    return _error(str(e))
+  if not results:
+    return _error(f'no video found in {" ".join(argv[1:])}')
+  for result in results:
+    print(classifier.result_line(result), flush=True)
+  failed = [r for r in results if not r.ok]
+  streams = '+'.join(s.stream for s in loaded.streams)
+  print(f'classify: {len(results) - len(failed)} of {len(results)} videos classified '
+        f'({streams}, {protocol(clips, options.crops)} each); {len(failed)} failed' +
+        (f' (first: {failed[0].video})' if failed else ''), file=sys.stderr)
+  if options.output:
+    write_output(options.output, results, options.top_k)
+    print(f'written to {options.output}', file=sys.stderr)
+  return 1 if failed else 0
+
+
+if __name__ == '__main__':
+  cli.define_flags(ClassifyOptions)
+  cli.define_flags(console.ConsoleOptions)
+  cli.run(main)
