@@ -17,11 +17,12 @@ data=runs/synthetic_ucf101
 runs=runs/demo_two_stream
 if [ ! -f "$data/videos/.make_synthetic_ucf101.json" ]; then
   bazel run "${bazel_quiet[@]}" //input_fn:make_synthetic_ucf101 -- --out="$data/videos" --write_flow
+else
+  # Idempotent: computes only the videos without flow (e.g. a dataset made by tools/demo.sh).
+  # Same settings as make_synthetic_ucf101's SYNTHETIC_FLOW (a mismatch stops with a message).
+  bazel run "${bazel_quiet[@]}" //input_fn:extract_flow -- --data_dir="$data/videos" \
+    --short_side=0 --tvl1_scales=3 --tvl1_warps=3 --tvl1_epsilon=0.05
 fi
-# Idempotent: computes only the videos without flow (e.g. a dataset made by tools/demo.sh).
-# Same settings as make_synthetic_ucf101's SYNTHETIC_FLOW (a mismatch stops with a message).
-bazel run "${bazel_quiet[@]}" //input_fn:extract_flow -- --data_dir="$data/videos" --short_side=0 \
-  --tvl1_scales=3 --tvl1_warps=3 --tvl1_epsilon=0.05
 bazel run "${bazel_quiet[@]}" //input_fn:prepare -- --source=videos --data_dir="$data/videos" \
   --out="$data/tfrecord" --short_side=0
 bazel run "${bazel_quiet[@]}" //input_fn:prepare -- --source=flow --data_dir="$data/videos" \
