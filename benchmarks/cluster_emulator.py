@@ -1,4 +1,4 @@
-"""The user's cluster on this machine: `bazel run //benchmarks:cluster_emulator [-- flags]`.
+"""A GPU cluster emulated on this machine: `bazel run //benchmarks:cluster_emulator [-- flags]`.
 
     bazel run //benchmarks:cluster_emulator -- --nodes=1,2,4,10 --link_mbit=1000 --time_scale=10
 
@@ -117,7 +117,7 @@ class EmulatorOptions:
 
 @dataclasses.dataclass
 class Measurement:
-  """One run. Rates and durations in the user's seconds."""
+  """One run. Rates and durations in the emulated cluster's seconds (measured / time_scale)."""
   worker_steps_per_second: float
   step_seconds: list[float]
   sent_per_step: list[float]  # per node, bytes per worker step

@@ -39,7 +39,7 @@ Measured per run:
                  itself once the chief's final checkpoint is written, logging the global
                  step it held (`towers/cluster/runner.py`): global steps only, set beside
                  the checkpoint's. MultiWorkerMirrored has no ps: n/a.
-Targets (issue 11): ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
+Targets: ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
 the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
 """
 

@@ -232,10 +232,9 @@ def build_step(options: TaskOptions, cluster: dict, task_type: str, task_index: 
     done = compute_waits(pulled, shares, options.emulate_compute * options.accumulate_steps
                          * options.time_scale, options.accumulate_steps)
     # Each gradient is computed on the worker from the whole pulled tensor, so only the
-    # worker can make it. A gradient built from a scalar alone (tf.fill) let TensorFlow's
-    # graph optimizer compute the 16-bit push on the ps side from that scalar: the pushes
-    # hardly crossed the link (c3d_small, 2 nodes: 0.018 MB sent per worker step against
-    # 0.071 modelled, now 0.078) and the bfloat16 rows overstated the efficiency.
+    # worker can make it: a gradient built from a scalar alone (tf.fill) would let
+    # TensorFlow's graph optimizer compute a 16-bit push on the ps side, and the pushes
+    # would not cross the link.
     grads = [tf.add(pulled[v.op.name], 1e-6 + done[v.op.name], name='emulated_gradient')
              for v in variables]
   pairs = [(transfer.push(g, v, dtype), v) for g, v in zip(grads, variables)]

@@ -1,4 +1,4 @@
-"""Input throughput, side by side: the TFRecord pipeline against the user's own loader.
+"""Input throughput, side by side: the TFRecord pipeline against a PIL py_func loader.
 
   bazel run //benchmarks:input_benchmark [-- --seconds=30 --clip_frames=64 --crop_size=224]
 
@@ -11,7 +11,7 @@ size by default (64 frames, 224x224 crop, batch 6) of:
 * tfrecord pipeline: `input_fn/pipeline.py` as `input_fn/factory.py` sets it up for the
   Estimator (parallel reads, decode_and_crop_jpeg of the used frames, batches of
   uint8 clips that the tower model_fn scales to [-1, 1] on each tower's device).
-* user's loader (PIL): I3D_Finetune's `Video_3D.get_frames` approach in a
+* PIL loader: I3D_Finetune's `Video_3D.get_frames` approach in a
   `tf.compat.v1.py_func` per clip (parallel map): PIL opens and decodes every frame of the
   clip, the short side is resized to 256 when it is not already, one random crop and one
   random flip for the whole clip, `np.asarray` per frame; batches of uint8 clips, the same
@@ -34,9 +34,9 @@ size by default (64 frames, 224x224 crop, batch 6) of:
 
 Each route runs in `rounds` interleaved rounds (a fresh iterator each, so no other route's
 threads run meanwhile); the median round counts. Prints a table and whether the targets
-"TFRecord >= 3x the user's loader" and "TFRecord >= 90% of the decode limit" are met, by
+"TFRecord >= 3x the PIL loader" and "TFRecord >= 90% of the decode limit" are met, by
 clips/s and by CPU time per clip (the fair measure on a shared machine), and the ceiling
-that the decode cost puts on the first: user's loader CPU per clip / bare decode CPU per
+that the decode cost puts on the first: PIL loader CPU per clip / bare decode CPU per
 clip, the most any route that decodes every frame of the clip could reach.
 Not a test: numbers depend on the machine and its load.
 """
@@ -57,7 +57,7 @@ import numpy as np
 from towers import cli, console
 from towers.options import option
 
-SPEED_TARGET = 3.0   # TFRecord clips/s over the user's loader's, same cores
+SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
 LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
 ROUTES = ('tfrecord', 'pil', 'opencv', 'direct', 'flow')
 
@@ -73,7 +73,7 @@ class InputBenchmarkOptions:
   groups: int = option(10, 'Groups per class (> 7: split 1 tests groups 1-7).')
   frames: int = option(80, 'Frames per synthetic video (at least --clip_frames).')
   routes: tuple[str, ...] = option(ROUTES, 'Routes to measure besides the decode limit: '
-                                   'tfrecord, pil (the user\'s loader), opencv, direct, flow.')
+                                   'tfrecord, pil (the PIL py_func loader), opencv, direct, flow.')
   profile: bool = option(True, 'Also measure the TFRecord pipeline stage by stage.')
   keep_dir: str = option('', 'Write the data here and keep it (default: a temp dir).',
                          path=True)
@@ -92,7 +92,7 @@ def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, st
   from input_fn import make_synthetic_ucf101, prepare
   data = os.path.join(root, 'ucf')
   out = os.path.join(root, 'tfrecords')
-  # Frame folders at the short side 256 of jpegs_256, like the user's data.
+  # Frame folders at the short side 256 of jpegs_256, like jpegs_256.
   make_synthetic_ucf101.make_dataset(data, classes=classes, groups=groups, width=320,
                                      height=240, min_frames=frames, max_frames=frames,
                                      object_size=48, write_frames=False)
@@ -159,7 +159,7 @@ def _py_func_dataset(data: str, params: Any,
 
 def pil_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int,
              short_side: int = 256) -> np.ndarray:
-  """The user's loader (I3D_Finetune `Video_3D.get_frames` with data augmentation), as
+  """The PIL loader (I3D_Finetune `Video_3D.get_frames` with data augmentation), as
   uint8 [T, S, S, 3]: T consecutive frames from a random start (wrapping around), each
   opened and decoded whole by PIL and converted to RGB; if the short side is not
   `short_side`, every frame is resized so that it is; one random S x S crop and one random
@@ -380,7 +380,7 @@ def run(options: InputBenchmarkOptions) -> str:
       shutil.rmtree(root, ignore_errors=True)
 
 
-ROUTE_NAMES = {'tfrecord': 'tfrecord pipeline', 'pil': "user's loader (PIL py_func)",
+ROUTE_NAMES = {'tfrecord': 'tfrecord pipeline', 'pil': 'PIL py_func loader',
                'opencv': 'OpenCV py_func', 'direct': 'direct OpenCV (frames)'}
 
 
@@ -399,7 +399,7 @@ def _run(root: str, options: InputBenchmarkOptions) -> str:
     try:
       import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
     except ImportError:
-      raise SystemExit("input_benchmark: the user's loader needs Pillow, which only this "
+      raise SystemExit("input_benchmark: the PIL loader needs Pillow, which only this "
                        'benchmark uses: .venv/bin/pip install Pillow (or leave pil out of '
                        '--routes)') from None
   T, B = options.clip_frames, options.batch_size
@@ -445,7 +445,7 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
   user = results.get(ROUTE_NAMES['pil'])
   reference = user.clips_per_second if user else None
   header = (f'| {"route":<38} | {"clips/s":>8} | {"CPU ms/clip":>11} | '
-            "x user's loader" f' | {"% of decode limit":>17} |')
+            "   x PIL loader" f' | {"% of decode limit":>17} |')
   lines = [f'input benchmark: {T} frames per clip, {S}x{S} crop, 341x256 JPEG frames, '
            f'batch {options.batch_size}, {cores} cores ({cpu_name()}), '
            f'{cpu_allocator()}; '
@@ -461,7 +461,7 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
                 f'{limit.clips_per_second:.1f} clips/s']
   if reference:
     met = 'met' if tfrecord >= SPEED_TARGET * reference else 'NOT met'
-    lines.append(f"TFRecord >= {SPEED_TARGET:.0f}x the user's loader (same cores): {met} "
+    lines.append(f"TFRecord >= {SPEED_TARGET:.0f}x the PIL loader (same cores): {met} "
                  f'({tfrecord / reference:.2f}x)')
   met = 'met' if tfrecord >= LIMIT_TARGET * limit.clips_per_second else 'NOT met'
   lines.append(f'TFRecord >= {100 * LIMIT_TARGET:.0f}% of the decode limit: {met} '
@@ -473,11 +473,11 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
   if user:
     speed = user.cpu_seconds_per_clip / ours
     met = 'met' if speed >= SPEED_TARGET else 'NOT met'
-    lines.append(f"from CPU time per clip: TFRecord {1000 * ours:.0f} ms, user's loader "
+    lines.append(f"from CPU time per clip: TFRecord {1000 * ours:.0f} ms, PIL loader "
                  f'{1000 * user.cpu_seconds_per_clip:.0f} ms: {speed:.2f}x the clips per '
                  f'core-second; >= {SPEED_TARGET:.0f}x: {met}')
     ceiling = user.cpu_seconds_per_clip / bare
-    lines.append(f'ceiling for any route that decodes every frame of the clip: user\'s loader '
+    lines.append(f'ceiling for any route that decodes every frame of the clip: PIL loader '
                  f'{1000 * user.cpu_seconds_per_clip:.0f} ms / bare decodes {1000 * bare:.0f} ms '
                  f'= {ceiling:.2f}x, so {SPEED_TARGET:.0f}x is '
                  f"{'within reach' if ceiling >= SPEED_TARGET else 'out of reach'} with a decoder "

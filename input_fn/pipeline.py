@@ -193,8 +193,8 @@ def mirror(clip: tf.Tensor, stream: str = 'rgb') -> tf.Tensor:
 
   Reverses the middle axis of the clip viewed as rows [-1, W, C]: TensorFlow has a fast
   kernel for that 3-D case, while reversing axis -2 of a 4-D uint8 clip goes through a
-  generic element-by-element evaluator, about 2.7x the CPU (7 against 20 ms per 64x224x224
-  clip on Zen 3; docs/input.md#benchmark). Same values either way."""
+  generic element-by-element evaluator that costs several times the CPU. Same values
+  either way."""
   shape = tf.shape(clip)
   rows = tf.reshape(clip, tf.stack([-1, shape[-2], shape[-1]]))
   mirrored = tf.reshape(tf.reverse(rows, axis=[1]), shape)

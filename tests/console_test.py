@@ -2,6 +2,7 @@
 evaluation, the final table); `--verbose` brings back TensorFlow's own logs. Also the one
 progress-line format shared by training and data preparation."""
 
+import importlib.util
 import logging
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 import tempfile
 from unittest import mock
 
+from absl import logging as absl_logging
 from absl.testing import absltest
 
 from model_fn.training_hooks import progress_step
@@ -194,6 +196,37 @@ class TensorFlowWarningsTest(absltest.TestCase):
     self.assertEqual(seen, ['No new checkpoint ready for evaluation.',
                             'It seems that global step (tf.train.get_global_step) has not been '
                             'increased. Current value (could be stable): 4 vs previous value: 4.'])
+
+
+class TensorFlowAbslInfoTest(absltest.TestCase):
+
+  def test_tensorflow_modules_info_through_absl_is_hidden_unless_verbose(self):
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    absl_logger = absl_logging.get_absl_logger()
+    package = importlib.util.find_spec('tensorflow').submodule_search_locations[0]
+    saved_model = os.path.join(package, 'python', 'saved_model', 'load.py')
+
+    def log(message, level=logging.INFO, path=saved_model):
+      absl_logger.handle(absl_logger.makeRecord('absl', level, path, 1, message, (), None))
+
+    absl_logger.addHandler(handler)
+    try:
+      console.configure(verbose=False)
+      log('Fingerprint not found. Saved model loading will continue.')
+      log('a warning from TensorFlow', logging.WARNING)
+      log('training from step 0 to 10', path=os.path.join('towers', 'training.py'))
+      log('a checkout in a folder named tensorflow',
+          path=os.path.join(os.sep, 'home', 'tensorflow', 'towers', 'training.py'))
+      console.configure(verbose=True)
+      log('Fingerprint not found, verbose')
+    finally:
+      absl_logger.removeHandler(handler)
+      console.configure(verbose=False)
+    self.assertEqual(seen, ['a warning from TensorFlow', 'training from step 0 to 10',
+                            'a checkout in a folder named tensorflow',
+                            'Fingerprint not found, verbose'])
 
 
 class ProgressLineTest(absltest.TestCase):

@@ -71,7 +71,7 @@ class I3dOverTenPsTest(tf.test.TestCase):
     self.assertEqual(max(largest_first), max(sizes))  # the floor: one ps holds the largest
     self.assertEqual(greedy, greedy_reference(sizes, 10))
     self.assertEqual(largest_first, greedy_reference(sorted(sizes, reverse=True), 10))
-    # The figures docs/scaling.md and the flag's help quote (MB = 1e6 bytes).
+    # The figures docs/scaling.md quotes (MB = 1e6 bytes).
     self.assertEqual(round(max(largest_first) / 1e6, 1), 8.0)
     self.assertEqual(round(max(greedy) / 1e6, 1), 10.3)
     self.assertEqual(round(sum(sizes) / 10 / 1e6, 2), 4.95)

@@ -3,9 +3,11 @@
 By default a binary shows its progress lines (step, loss, examples/s, ETA), one line per
 evaluation, warnings and errors, and its final result. Hidden unless `--verbose` (or
 absl's `--v`/`--verbosity` at 0 or more): TensorFlow's C++ INFO and WARNING lines
-(TF_CPP_MIN_LOG_LEVEL=2, unless the user set that variable), its deprecation notices, and
+(TF_CPP_MIN_LOG_LEVEL=2, unless the user set that variable), its deprecation notices,
 every INFO record of the `tensorflow` Python logger (Estimator chatter, the
-`loss = ..., step = ...` lines of its LoggingTensorHook, `global_step/sec`).
+`loss = ..., step = ...` lines of its LoggingTensorHook, `global_step/sec`), and the INFO
+records TensorFlow's own modules send through absl (SavedModel loading's "Fingerprint not
+found").
 
 A binary calls `quiet_native_logs()` before anything imports TensorFlow (TensorFlow's C++
 side reads its log level once), defines `ConsoleOptions` flags, and calls
@@ -22,6 +24,8 @@ This module imports neither TensorFlow nor anything that does.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
 import logging
 import os
 import sys
@@ -124,20 +128,46 @@ class _ReadableFormatter(logging.Formatter):
     return text
 
 
+class _HideTensorFlowAbslInfo(logging.Filter):
+  """Drops INFO records that TensorFlow's own modules log through absl; passes the rest."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or not _in_tensorflow(record.pathname or '')
+
+
+@functools.lru_cache(maxsize=None)
+def _tensorflow_dirs() -> tuple[str, ...]:
+  """The installed TensorFlow packages' directories, found without importing them."""
+  dirs = []
+  for name in ('tensorflow', 'tensorflow_estimator'):
+    spec = importlib.util.find_spec(name)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+      dirs += {os.path.abspath(location) + os.sep, os.path.realpath(location) + os.sep}
+  return tuple(dirs)
+
+
+def _in_tensorflow(path: str) -> bool:
+  return os.path.abspath(path).startswith(_tensorflow_dirs())
+
+
 _HIDE = _HideTensorFlowChatter()
+_HIDE_ABSL = _HideTensorFlowAbslInfo()
 
 
 def configure(verbose: bool) -> None:
   """After flag parsing: the console shows what a person reads, or (verbose) everything in
   absl's full format. Idempotent."""
   tf_logger = logging.getLogger('tensorflow')
+  absl_logger = absl_logging.get_absl_logger()
   absl_logging.use_absl_handler()
   if verbose:
     tf_logger.removeFilter(_HIDE)
+    absl_logger.removeFilter(_HIDE_ABSL)
     absl_logging.set_verbosity(absl_logging.INFO)
     absl_logging.get_absl_handler().setFormatter(absl_logging.PythonFormatter())
     return
   tf_logger.addFilter(_HIDE)
+  absl_logger.addFilter(_HIDE_ABSL)
   # TensorFlow's own stderr handler would print each kept record a second time.
   for handler in list(tf_logger.handlers):
     tf_logger.removeHandler(handler)

@@ -171,10 +171,9 @@ class TrainParams:
       choices=('float32', 'bfloat16', 'float16'))
   ps_placement: str = option(
       'largest_first', 'How variable_device=ps (a cluster) spreads the trainable variables '
-      'over the ps tasks. largest_first: the network is first built once in a throw-away '
+      'over the ps tasks. largest_first: the network is first built once in a separate '
       'graph to list its variables, then the largest goes first, each to the ps holding the '
-      'fewest bytes (I3D over 10 ps: 8.0 MB on the busiest, the largest variable, against '
-      '10.3 MB). greedy: each variable as it is created, to the ps holding the fewest bytes. '
+      'fewest bytes. greedy: each variable as it is created, to the ps holding the fewest bytes. '
       'Only devices differ, not names: checkpoints interchange; all tasks of a cluster must '
       'use the same value.', choices=('largest_first', 'greedy'))
   ps_unreachable_secs: int = option(

@@ -4,50 +4,14 @@
     problems(params, num_workers=1) -> list[str]     # [] unless a resume would mix settings
     record(params, num_workers=1) -> None            # when training starts (the chief only)
 
-`record` writes `model_dir/train_settings.json` when training starts; on a resume (model_dir
-holds a checkpoint) it first compares the record with this run's settings and raises
-`ResumeSettingsError`, one line naming each flag with its old and new value and the fix,
-before anything is restored. A model_dir with a checkpoint but no record (written before
-this check existed) resumes with one warning, and gets this run's settings as its record.
-`towers/preflight.py` runs `problems` before the graph is built; `build_estimator` runs
-`record` in the chief's TRAIN model_fn, so `estimator.train`, `train_and_evaluate` and
-`//towers:train` are checked alike. In a cluster only the chief checks and writes: it owns
-model_dir.
-
-The rule: a learning setting is one that changes which updates a checkpoint is the result
-of, so a run that changes it midway mixes two experiments under one name. Must match:
-  * the network and what it sees: model, num_classes, clip_frames, crop_size, batch_norm,
-    bn_update, dropout_keep, stream, head (pretrained_classes with head=stack),
-    trainable_from;
-  * the batch of one update: batch_size, accumulate_steps, and with sync_replicas the
-    workers aggregated per step (`workers_per_step` = chief + workers - backup_workers);
-  * the optimizer and its schedule: optimizer (momentum for momentum and rmsprop),
-    lr_schedule, lr_values (with piecewise also lr_boundaries; with exponential
-    lr_decay_steps and lr_decay_rate), warmup_steps, lr_reference_batch, weight_decay,
-    ema_decay, clip_gradient_norm;
-  * how gradients are made and applied: strategy, sync_replicas (backup_workers through
-    workers_per_step), transfer_dtype (parameters and gradients rounded on the wire);
-  * the training data: data_source, and what it holds (`train_videos`: the count and a
-    digest of the training videos' names, and for tfrecord how they were prepared; split
-    for the videos and frames sources, frame_short_side for videos,
-    synthetic_train_examples for synthetic). data_dir itself may move.
-May change (a resume that changes them continues the same experiment): max_steps
-(continuing training is what a resume is for), checkpoint and log cadence, evaluation
-(eval_*, strict_eval, max_eval_videos, throttle_secs, export_savedmodel), paths
-(model_dir, data_dir holding the same training videos, warm_start_*, which a resume never
-reads), devices and placement (num_towers, tower_devices, variable_device, ps_placement,
-the number of ps tasks: batch_size is global, so the update is the mean gradient over the
-same clips on any tower count; batch norm normalises over each tower's share of them),
-the number of workers in asynchronous training (each update is one worker's batch),
-cluster addresses and timeouts, input speed (input_threads, shuffle_buffer) and
-random_seed (a resumed input pipeline starts again from its beginning anyway).
-
-A deliberate change (a lower rate after a plateau, a larger batch, unfreezing more layers
-with trainable_from) is allowed with `--resume_changes=<names>`; the record then keeps the
-change and the step it was made at in its `history`, so the model_dir says what it mixes.
-The settings that decide the network's variables (STRUCTURE_SETTINGS: model, num_classes,
-batch_norm, stream, head, pretrained_classes) cannot be allowed: a checkpoint cannot be
-continued with other variables.
+A learning setting changes which updates a checkpoint is the result of: FIELD_SETTINGS
+(flags) and DERIVED_SETTINGS (synchronous workers per step, the training videos; data_dir
+itself may move). `record` writes `model_dir/train_settings.json`; when model_dir holds a
+checkpoint it first compares, and raises `ResumeSettingsError` (one line per flag: old
+value, new value, the fix) before anything is restored, unless `--resume_changes` names
+the flag, which is then kept with its step in the record's `history`. STRUCTURE_SETTINGS
+decide the variables and can never change. A checkpoint without a record resumes with
+one warning and gets one. In a cluster only the chief checks and writes.
 """
 
 from __future__ import annotations

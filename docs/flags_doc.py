@@ -1,0 +1,205 @@
+"""Generates docs/flags.md: the flags of every binary, read from the binaries themselves.
+
+Every `py_binary` of the BUILD files given (`BUILD_FILES`) is executed as `__main__` with
+`towers.cli.define_flags` recording the options dataclasses it declares and `towers.cli.run`
+doing nothing, so the page lists exactly the flags each binary defines, with their
+defaults, choices and help. Fields of one dataclass are grouped by the `# --- Name ---`
+comments of its source. A binary that declares no options this way is an error.
+
+    bazel run //docs:flags_doc            # rewrites docs/flags.md in the workspace
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import re
+import runpy
+import sys
+from typing import Any, Callable, Sequence
+
+from towers import cli, console
+from towers.options import CHOICES, HELP
+
+REGENERATE = 'bazel run //docs:flags_doc'
+OUTPUT = 'docs/flags.md'
+# Packages whose binaries the page documents, with the concern each one serves.
+CONCERNS = (
+    ('towers', 'Training and evaluation'),
+    ('input_fn', 'Data preparation'),
+    ('towers/cluster', 'Clusters'),
+    ('benchmarks', 'Benchmarks'),
+)
+SECTION = re.compile(r'^\s*#\s*-{3}\s*(.+?)\s*-*\s*$')
+FIELD = re.compile(r'^\s*(\w+)\s*:\s*[^=]+=\s*option\(')
+BINARY = re.compile(r'py_binary\(\s*name\s*=\s*"(\w+)"(.*?)\n\)', re.S)
+MAIN = re.compile(r'main\s*=\s*"([\w/]+)\.py"')
+
+
+class FlagsDocError(Exception):
+  """A binary whose flags cannot be read; the message names it and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+  label: str       # //package:name
+  module: str      # dotted module executed as __main__
+  source: str      # path of that module, relative to the workspace root
+
+
+def binaries(package: str, build_text: str) -> list[Binary]:
+  """The py_binary targets of one BUILD file, in file order."""
+  found = []
+  for name, body in BINARY.findall(build_text):
+    main = MAIN.search(body)
+    stem = main.group(1) if main else name
+    source = f'{package}/{stem}.py'
+    found.append(Binary(f'//{package}:{name}', source[:-3].replace('/', '.'), source))
+  return found
+
+
+def declared_options(binary: Binary) -> tuple[list[type], str]:
+  """The options dataclasses `binary` passes to `cli.define_flags`, in order, and the
+  first sentence of its module docstring."""
+  recorded: list[type] = []
+  real_define, real_run = cli.define_flags, cli.run
+  cli.define_flags = lambda options_type, *args, **kwargs: recorded.append(options_type)
+  cli.run = lambda *args, **kwargs: None
+  try:
+    module_globals = runpy.run_module(binary.module, run_name='__main__', alter_sys=False)
+  except ImportError as e:
+    raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}); add '
+                        f'{binary.label} to the deps of //docs:flags_doc_lib') from e
+  finally:
+    cli.define_flags, cli.run = real_define, real_run
+  if not recorded:
+    raise FlagsDocError(f'{binary.label} declares no options through towers.cli.define_flags '
+                        '(the one flag convention, towers/cli.py)')
+  doc = ' '.join((module_globals.get('__doc__') or '').strip().split('\n\n')[0].split())
+  return list(dict.fromkeys(recorded)), doc
+
+
+def field_sections(options_type: type, source_path: str) -> dict[str, str]:
+  """Field name -> the `# --- Name ---` heading above it in the class body ('' if none)."""
+  with open(source_path) as f:
+    lines = f.read().splitlines()
+  start = next((i for i, line in enumerate(lines)
+                if re.match(rf'class {options_type.__name__}\b', line)), None)
+  sections: dict[str, str] = {}
+  if start is None:
+    return sections
+  heading = ''
+  for line in lines[start + 1:]:
+    if line and not line.startswith((' ', '#')):
+      break  # the class body ended
+    match = SECTION.match(line)
+    if match:
+      heading = match.group(1)
+    field = FIELD.match(line)
+    if field:
+      sections[field.group(1)] = heading
+  return sections
+
+
+def render_value(value: Any) -> str:
+  if isinstance(value, bool):
+    return 'true' if value else 'false'
+  if isinstance(value, tuple):
+    return ','.join(render_value(v) for v in value) or '(empty)'
+  if value == '':
+    return '(empty)'
+  return str(value)
+
+
+def _cell(text: str) -> str:
+  return ' '.join(text.split()).replace('|', '\\|')
+
+
+def table(fields: Sequence[dataclasses.Field]) -> list[str]:
+  rows = ['| flag | default | meaning |', '|---|---|---|']
+  for f in fields:
+    meaning = f.metadata[HELP]
+    if f.metadata.get(CHOICES):
+      meaning += f' One of: {", ".join(c or "(empty)" for c in f.metadata[CHOICES])}.'
+    rows.append(f'| `--{f.name}` | `{render_value(f.default)}` | {_cell(meaning)} |')
+  return rows
+
+
+def binary_section(binary: Binary, workspace: str) -> list[str]:
+  options, doc = declared_options(binary)
+  lines = [f'### `{binary.label}`', '']
+  if doc:
+    lines += [doc, '']
+  for i, options_type in enumerate(options):
+    source = (os.path.join(workspace, binary.source) if options_type.__module__ == '__main__'
+              else inspect.getsourcefile(options_type))
+    sections = field_sections(options_type, source)
+    groups: dict[str, list[dataclasses.Field]] = {}
+    for f in dataclasses.fields(options_type):
+      groups.setdefault(sections.get(f.name, ''), []).append(f)
+    for heading, fields in groups.items():
+      if not heading and i > 0:  # a second options object, e.g. ConsoleOptions: "Console"
+        heading = re.sub(r'(Options|Params|Config)$', '', options_type.__name__) or 'Other'
+      if heading:
+        lines += [f'**{heading}**', '']
+      lines += table(fields) + ['']
+  return lines
+
+
+def render(build_files: dict[str, str], workspace: str) -> str:
+  """The page for `build_files` (package -> BUILD text); `workspace` holds the sources."""
+  found = {package: binaries(package, text) for package, text in build_files.items()}
+  out = ['# Flags of every binary', '',
+         f'Generated from each binary\'s options by `{REGENERATE}`: do not edit by hand. '
+         '`bazel run //<package>:<binary> -- --helpfull` prints the same for one binary, '
+         'with absl\'s own flags (`--flagfile`, `--v`, ...).', '',
+         'Relative paths in flags (and `--flagfile` itself) resolve against the directory '
+         '`bazel` was started from; list flags take comma-separated values; booleans take '
+         '`--name` / `--noname`.', '']
+  contents, body = [], []
+  known = [package for package, _ in CONCERNS]
+  concerns = list(CONCERNS) + [(p, p) for p in found if p not in known]
+  for package, concern in concerns:
+    if not found.get(package):
+      continue
+    anchor = re.sub(r'[^a-z0-9 -]', '', concern.lower()).replace(' ', '-')
+    contents.append(f'- [{concern}](#{anchor}): ' +
+                    ', '.join(f'`{b.label}`' for b in found[package]))
+    body += [f'## {concern}', '']
+    for binary in found[package]:
+      body += binary_section(binary, workspace)
+  return '\n'.join(out + contents + [''] + body).rstrip() + '\n'
+
+
+def read_build_files(root: str, packages: Sequence[str]) -> dict[str, str]:
+  texts = {}
+  for package in packages:
+    with open(os.path.join(root, package, 'BUILD')) as f:
+      texts[package] = f.read()
+  return texts
+
+
+def runfiles_root() -> str:
+  """The workspace inside this program's runfiles (its sources and BUILD files)."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  return os.path.dirname(here)
+
+
+def main(argv: Sequence[str], echo: Callable[[str], None] = print) -> int:
+  del argv
+  console.quiet_native_logs()
+  workspace = os.environ.get('BUILD_WORKSPACE_DIRECTORY')
+  if not workspace:
+    echo(f'flags_doc: run it as `{REGENERATE}` (it writes {OUTPUT} in the workspace)')
+    return 2
+  root = runfiles_root()
+  text = render(read_build_files(root, [p for p, _ in CONCERNS]), root)
+  with open(os.path.join(workspace, OUTPUT), 'w') as f:
+    f.write(text)
+  echo(f'flags_doc: wrote {OUTPUT} ({len(text.splitlines())} lines)')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv))
