@@ -119,6 +119,11 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
     params = params_from_argv(['--num_towers=1'] + cluster.role_args(worker))
     with self.assertRaisesRegex(spec.ClusterError, 'trainer 2 of 2.*gives 1'):
       visible(params, task, {'CUDA_VISIBLE_DEVICES': '0'})
+    params = params_from_argv(['--num_towers=2', '--gpus_per_worker=1'] +
+                              cluster.role_args(worker))
+    with self.assertRaisesRegex(spec.ClusterError, '--gpus_per_worker=1 .* --num_towers=2'):
+      visible(params, task, {'CUDA_VISIBLE_DEVICES': '0,1'})
+    params = params_from_argv(['--num_towers=1'] + cluster.role_args(worker))
     # Without any GPU there is nothing to share: CPU clusters start as before.
     self.assertIsNone(visible(params, task, {'CUDA_VISIBLE_DEVICES': ''}).visible)
 

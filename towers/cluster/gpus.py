@@ -73,6 +73,9 @@ def plan_role_gpus(params, task: ClusterTask, environ: Mapping[str, str] = os.en
     return RoleGpus(None, 'no GPU on this machine')
   k, n = trainers_on_host(task)
   group = params.gpus_per_worker or max(params.num_towers, 0)
+  if group and params.num_towers > group and not params.tower_devices:
+    raise ClusterError(f'--gpus_per_worker={group} gives each trainer fewer GPUs than its '
+                       f'--num_towers={params.num_towers}: raise it or lower --num_towers')
   if not group:
     if n == 1:
       return RoleGpus(None, f'every GPU of this machine ({",".join(machine)})')
@@ -87,8 +90,9 @@ def plan_role_gpus(params, task: ClusterTask, environ: Mapping[str, str] = os.en
     raise ClusterError(f'{task.name} is trainer {k + 1} of {n} on host '
                        f'{task.address.rpartition(":")[0]}, each with {group} GPU(s) '
                        f'(--gpus_per_worker, else --num_towers), but this machine gives '
-                       f'{len(machine)} ({VISIBLE}={",".join(machine)}): run fewer trainers '
-                       'there or lower --gpus_per_worker')
+                       f'{len(machine)} (GPU ids {",".join(machine)}): run fewer trainers '
+                       'there (local_cluster: --workers), fewer towers each (--num_towers), '
+                       f'or train on the CPU ({VISIBLE}= hides the GPUs)')
   return RoleGpus(mine, f'GPUs {",".join(mine)}: group {k + 1} of {n} trainers on this machine')
 
 
