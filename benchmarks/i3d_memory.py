@@ -1,6 +1,11 @@
 """How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
 
     bazel run //benchmarks:i3d_memory [-- --usable_gib=5.0]
+    bazel run //benchmarks:i3d_memory -- --recipe=gtx1060.flags
+
+With `--recipe` (a train flagfile) it checks that recipe instead of printing the table:
+one line with the clips of one tower's micro-batch (batch_size / towers), the memory they
+need and whether it fits; exit 1 when it does not.
 
 Builds one training tower (batch 1, no computation) and its gradients, then sums
 
@@ -24,6 +29,7 @@ unfused batch norm of `model_fn/layers.py`, as the real run does.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Sequence
 
 from towers import console
@@ -135,16 +141,60 @@ DEFAULT_CONFIGS = (
     (32, 224, ''), (32, 224, 'Mixed_4b'), (16, 224, ''), (64, 160, ''), (64, 112, ''))
 
 
+def recipe_line(params, usable_gib: float) -> tuple[bool, str]:
+  """(fits, line) for a train recipe's I3D: one tower's micro-batch (batch_size / towers
+  clips) against `usable_gib`. With accumulate_steps > 1 the fixed cost also holds the
+  gradient accumulator (one more copy of the trained parameters)."""
+  towers = len(params.tower_devices) or max(params.num_towers, 1)
+  clips = -(-params.batch_size // towers)
+  e = estimate(params.clip_frames, params.crop_size, params.trainable_from, params.stream,
+               params.num_classes)
+  fixed = e.fixed_bytes + (e.trained_parameter_bytes if params.accumulate_steps > 1 else 0)
+  need = fixed + clips * e.per_clip_bytes
+  fits = need <= usable_gib * GIB
+  most = max(0, int((usable_gib * GIB - fixed) // e.per_clip_bytes))
+  return fits, (f'{params.model} {params.stream} {params.clip_frames}x{params.crop_size}x'
+                f'{params.crop_size}, trainable from {params.trainable_from or "(all)"}: '
+                f'{clips} clip(s) per tower micro-batch ({params.batch_size} over {towers} '
+                f'tower(s), {params.accumulate_steps} micro-batch(es) = '
+                f'{params.examples_per_step} clips per update) need {need / GIB:.2f} GiB of '
+                f'{usable_gib:.1f} GiB usable: {"fits" if fits else "does NOT fit"} '
+                f'(at most {most} clip(s) per tower)')
+
+
+def recipe_params(path: str):
+  """The TrainParams the train binary builds from flagfile `path`."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from towers import flags as train_flags  # pylint: disable=g-import-not-at-top
+  values = flags.FlagValues()
+  train_flags.define_flags(values)
+  values(['i3d_memory', f'--flagfile={path}'])
+  return train_flags.params_from_flags(values)
+
+
 @dataclasses.dataclass(frozen=True)
 class MemoryOptions:
   usable_gib: float = option(5.0, 'GPU memory the TF allocator can use, GiB (6 GB GTX1060: '
                              'about 5).')
+  recipe: str = option('', 'A train flagfile (e.g. gtx1060.flags): check that its I3D '
+                       'micro-batch fits, instead of printing the table.', path=True)
 
 
-def main(argv: Sequence[str]) -> None:
+def main(argv: Sequence[str]) -> int:
   del argv
   from towers import cli  # pylint: disable=g-import-not-at-top
-  print(table(DEFAULT_CONFIGS, cli.options_from_flags(MemoryOptions).usable_gib))
+  options = cli.options_from_flags(MemoryOptions)
+  if not options.recipe:
+    print(table(DEFAULT_CONFIGS, options.usable_gib))
+    return 0
+  params = recipe_params(options.recipe)
+  if params.model != 'i3d':
+    print(f'error: --recipe={options.recipe} trains {params.model}; this estimate is for i3d',
+          file=sys.stderr)
+    return 2
+  fits, line = recipe_line(params, options.usable_gib)
+  print(f'{options.recipe}: {line}')
+  return 0 if fits else 1
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
 """Specification: the Slurm batch script in docs/cluster/ starts, on 10 nodes, exactly one
-chief, nine workers, the ps tasks and one evaluator, and every command it runs resolves to
+chief, nine workers, a ps on every node and one evaluator, and every command it runs resolves to
 a valid cluster role. Slurm itself is faked: `scontrol` lists nodes, `srun` runs the step
 once per node, and `python` records its arguments."""
 
@@ -58,7 +58,7 @@ class SlurmScriptTest(tf.test.TestCase):
     types = [r[0] for r in roles]
     self.assertEqual(types.count('chief'), 1)
     self.assertEqual(types.count('worker'), 9)
-    self.assertEqual(types.count('ps'), 2)
+    self.assertEqual(types.count('ps'), 10)  # one per node by default
     self.assertEqual(types.count('evaluator'), 1)
     self.assertIn(('chief', 0, 'node01:2223'), roles)
     self.assertIn(('ps', 1, 'node02:2222'), roles)

@@ -3,11 +3,54 @@
 # Slurm and munge (for the real-Slurm test), the local Bazel repositories Bazel needs
 # offline, and the pinned Python environment in .venv/.
 # Safe to run again: every step checks first and does nothing when already done.
+#
+#   bash tools/setup.sh          CPU machines: tensorflow-cpu; GPU nodes found by nvidia-smi
+#   bash tools/setup.sh --gpu    GPU nodes: tensorflow[and-cuda] (CUDA 12.2 / cuDNN 8.9
+#                                libraries from the package index) instead of tensorflow-cpu,
+#                                then the GPUs TensorFlow sees, or why none
+#   bash tools/setup.sh --cpu    tensorflow-cpu even where nvidia-smi lists GPUs
+# --gpu on a machine whose nvidia-smi lists no GPU changes nothing: it says what it would
+# install and why it found no GPU, and exits 1.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 say() { printf '[setup] %s\n' "$*"; }
+
+asked=""
+for arg in "$@"; do
+  case "$arg" in
+    --gpu) asked=gpu ;;
+    --cpu) asked=cpu ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: tools/setup.sh: unknown argument $arg (use --gpu, --cpu or nothing)" >&2; exit 2 ;;
+  esac
+done
+cpu_pin="$(grep '^tensorflow-cpu==' requirements.txt)"
+gpu_pin="tensorflow[and-cuda]==${cpu_pin#tensorflow-cpu==}"
+# Whether nvidia-smi lists a GPU here; `gpu_why` says what was found either way.
+gpu_found=""
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  gpu_why="nvidia-smi not found: no NVIDIA driver is installed here"
+elif ! smi_out="$(nvidia-smi -L 2>&1)"; then
+  gpu_why="nvidia-smi failed: $(printf '%s' "$smi_out" | head -n1)"
+elif ! printf '%s' "$smi_out" | grep -q '^GPU '; then
+  gpu_why="nvidia-smi lists no GPU"
+else
+  gpu_found=yes
+  gpu_why="nvidia-smi lists $(printf '%s\n' "$smi_out" | grep -c '^GPU ') GPU(s), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)"
+fi
+variant=cpu
+if [ "$asked" = gpu ] && [ -z "$gpu_found" ]; then
+  say "--gpu: would install $gpu_pin instead of $cpu_pin into .venv"
+  say "but found no GPU: $gpu_why"
+  say "nothing changed. Install the NVIDIA driver (>= 525.60 for CUDA 12.2) and run again, or"
+  say "run 'bash tools/setup.sh' for the CPU environment"
+  exit 1
+elif [ "$asked" = gpu ] || { [ -z "$asked" ] && [ -n "$gpu_found" ]; }; then
+  variant=gpu
+  say "GPU node ($gpu_why): installing $gpu_pin instead of $cpu_pin"
+fi
 
 # Debian packages: Bazel, and Slurm + munge for tests/slurm_test.py (the test starts its own
 # private daemons; nothing is started here).
@@ -31,11 +74,27 @@ if [ ! -x .venv/bin/python3 ]; then
   say "creating .venv with $($python_bin --version)"
   "$python_bin" -m venv .venv
 fi
+# The GPU variant: requirements.txt with tensorflow[and-cuda] in place of tensorflow-cpu.
+requirements=requirements.txt
+if [ "$variant" = gpu ]; then
+  requirements=.venv/requirements-gpu.txt
+  sed "s/^tensorflow-cpu==/tensorflow[and-cuda]==/" requirements.txt > "$requirements"
+fi
 stamp=.venv/.requirements.sha256
-want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+want="$(sha256sum "$requirements" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  say "installing pinned Python packages from requirements.txt"
+  say "installing pinned Python packages from $requirements"
   .venv/bin/python3 -m pip install -q --upgrade pip
+  # tensorflow and tensorflow-cpu both own the tensorflow package: switching between the
+  # CPU and GPU variants removes the other one first.
+  other=tensorflow
+  [ "$variant" = gpu ] && other=tensorflow-cpu
+  switched=""
+  if .venv/bin/python3 -m pip show -q "$other" >/dev/null 2>&1; then
+    say "removing $other from .venv (switching to the $variant variant)"
+    .venv/bin/python3 -m pip uninstall -q -y "$other"
+    switched=yes
+  fi
   # opencv-python-headless and opencv-contrib-python-headless both own the cv2 package:
   # with both installed, whichever was installed last silently wins. A reused .venv may
   # still hold the plain one from an older requirements.txt: remove every cv2 wheel not
@@ -48,7 +107,12 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
       removed=yes
     fi
   done
-  .venv/bin/python3 -m pip install -q -r requirements.txt
+  .venv/bin/python3 -m pip install -q -r "$requirements"
+  if [ -n "$switched" ]; then  # the removal deleted files the two wheels share
+    pin="$cpu_pin"
+    [ "$variant" = gpu ] && pin="tensorflow==${cpu_pin#*==}"
+    .venv/bin/python3 -m pip install -q --no-deps --force-reinstall "$pin"
+  fi
   if [ -n "$removed" ] || ! .venv/bin/python3 -c 'import cv2; cv2.optflow' >/dev/null 2>&1; then
     say "reinstalling opencv-contrib-python-headless (cv2 files shared with a removed wheel)"
     .venv/bin/python3 -m pip install -q --no-deps --force-reinstall \
@@ -66,3 +130,9 @@ if not hasattr(cv2, "optflow"):  # TV-L1 flow (//input_fn:extract_flow) needs th
 cv2.optflow.DualTVL1OpticalFlow_create()
 print(f"[setup] python ok: tensorflow {tf.__version__}, numpy {numpy.__version__}, opencv {cv2.__version__}")
 PY
+if [ "$variant" = gpu ]; then
+  if ! .venv/bin/python3 tools/gpu_report.py | sed 's/^\[gpu\]/[setup]/'; then
+    say "the GPU environment is installed, but TensorFlow sees no GPU (reasons above)"
+    exit 1
+  fi
+fi

@@ -23,16 +23,25 @@ def as_params(params: TrainParams | Mapping[str, Any] | None) -> TrainParams:
   return make_params(params or {})
 
 
-def session_config(devices: TowerDevices, num_towers: int) -> tf1.ConfigProto:
+def session_config(devices: TowerDevices, num_towers: int, gpu_memory_fraction: float = 0.0,
+                   use_gpus: bool = True) -> tf1.ConfigProto:
   """Exposes as many CPU devices as the towers need (`device_count`). Several towers (or
   MirroredStrategy replicas) get 2 x towers + 2 inter-op threads, so that every tower can
   run at once; one tower keeps TensorFlow's default (one inter-op thread per core): more
-  threads cost CPU and gain nothing with one tower (docs/performance.md, section 5)."""
+  threads cost CPU and gain nothing with one tower (docs/performance.md, section 5).
+  GPU memory grows as needed (`allow_growth`), capped at `gpu_memory_fraction` of each GPU
+  when > 0, so that processes sharing a GPU can all start; `use_gpus=False` creates no GPU
+  device at all (`device_count['GPU'] = 0`)."""
   config = tf1.ConfigProto(allow_soft_placement=True)
   if num_towers > 1:
     config.inter_op_parallelism_threads = 2 * num_towers + 2
   if devices.virtual_cpus:
     config.device_count['CPU'] = devices.virtual_cpus
+  config.gpu_options.allow_growth = True
+  if gpu_memory_fraction:
+    config.gpu_options.per_process_gpu_memory_fraction = gpu_memory_fraction
+  if not use_gpus:
+    config.device_count['GPU'] = 0
   return config
 
 
@@ -40,7 +49,8 @@ def run_config(params: TrainParams, cluster: ClusterTask | None = None
                ) -> tf.estimator.RunConfig:
   """model_dir, checkpoint cadence, seed, session config, and MirroredStrategy if asked.
   With `cluster` (this task's place, `towers.cluster.spec`) the RunConfig carries it, and
-  chief and workers filter devices to the ps tasks and themselves."""
+  chief and workers filter devices to the ps tasks and themselves; the evaluator gets no
+  GPU device unless `params.evaluator_gpu`."""
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   distribute = None
   if params.strategy == 'mirrored':
@@ -54,7 +64,10 @@ def run_config(params: TrainParams, cluster: ClusterTask | None = None
       keep_checkpoint_max=params.keep_checkpoint_max,
       save_summary_steps=params.log_every_steps,
       log_step_count_steps=params.log_every_steps,
-      session_config=session_config(devices, devices.num_towers),
+      session_config=session_config(
+          devices, devices.num_towers, params.gpu_memory_fraction,
+          use_gpus=not (cluster and cluster.task_type == 'evaluator' and
+                        not params.evaluator_gpu)),
       train_distribute=distribute)
   if cluster is not None:
     # RunConfig reads its cluster only from the TF_CONFIG variable; hand it ours directly.

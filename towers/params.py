@@ -50,6 +50,18 @@ class TrainParams:
       'towers', 'towers: this library\'s tower model_fn; mirrored: '
       'tf.distribute.MirroredStrategy on the same devices, for comparison.',
       choices=('towers', 'mirrored'))
+  gpu_memory_fraction: float = option(
+      0.0, 'Share of each GPU\'s memory this process may take (per_process_gpu_memory_fraction); '
+      '0: none reserved up front, memory grows as needed (allow_growth), so processes '
+      'sharing a GPU can all start.')
+  gpus_per_worker: int = option(
+      0, 'Cluster: GPUs each trainer (chief or worker) sees when several trainers share a '
+      'machine; trainer k of that machine sees its k-th group of this many. 0: num_towers '
+      '(with num_towers=-1 a trainer alone on its machine sees every GPU). A ps never sees '
+      'a GPU.')
+  evaluator_gpu: bool = option(
+      False, 'Cluster: the evaluator may use the GPUs its machine gives it (sharing them with '
+      'a trainer); default it runs on the CPU and sees no GPU.')
 
   # --- Optimisation ------------------------------------------------------------------------
   optimizer: str = option('momentum', 'Optimizer.',
@@ -315,8 +327,11 @@ def validate(p: TrainParams) -> None:
                       'reads part of it: set eval_steps=0')
   if p.backup_workers and not p.sync_replicas:
     raise ParamsError('backup_workers needs sync_replicas')
+  if not 0.0 <= p.gpu_memory_fraction <= 1.0:
+    raise ParamsError(f'gpu_memory_fraction must be in [0, 1] (0: grow as needed), got '
+                      f'{p.gpu_memory_fraction}')
   for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',
-               'backup_workers', 'task_index', 'worker_lost_secs'):
+               'backup_workers', 'task_index', 'worker_lost_secs', 'gpus_per_worker'):
     if getattr(p, name) < 0:
       raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
   _check_mirrored(p)

@@ -38,6 +38,8 @@ def main(argv: list[str]) -> int:
   try:
     params = towers_flags.params_from_flags(flags.FLAGS)
     task = cluster.resolve_cluster(params)
+    if task is not None:  # before anything initialises TensorFlow's devices
+      cluster_runner.assign_gpus(params, task)
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
       preflight.check(params, task.num_workers if task else 1)
     logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '

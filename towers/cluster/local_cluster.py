@@ -13,7 +13,9 @@ When a task fails, one line names it and its exit code, the others are stopped, 
 launcher exits 1; Ctrl-C stops all at once (exit 130). Flags it does not know are passed
 to every task (so any train flag works; their help: `bazel run //towers:train -- --help`).
 The launcher's own: --ps, --workers, --no_evaluator, --network. Real clusters: see
-docs/cluster.md.
+docs/cluster.md. On a machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
+every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
+ps tasks and the evaluator see none (`towers/cluster/gpus.py`).
 
 Network: TensorFlow's gRPC servers listen on every interface (0.0.0.0:port, hard-coded
 in grpc_server_lib.cc) and have no authentication. So by default (`--network=isolated`)

@@ -6,6 +6,8 @@ a CPU cluster every task would have one CPU device and all towers would silently
 it. Here each ps, chief and worker starts its server itself with the full session config
 (`device_count`), then the chief and workers call `Estimator.train` against that server.
 The evaluator runs `train_and_evaluate`'s continuous evaluation (it serves nothing).
+Before any of it, `assign_gpus` decides which GPUs the task sees (a ps none, the
+evaluator none unless asked, each trainer its own: `towers/cluster/gpus.py`).
 
 Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
 `SyncReplicasOptimizer` (see `model_fn/tower_model_fn.py`). The chief writes checkpoints;
@@ -29,6 +31,7 @@ from absl import logging
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
 from towers.cluster import shutdown
+from towers.cluster.gpus import RoleGpus, apply_role_gpus, plan_role_gpus
 from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
@@ -44,6 +47,7 @@ def run_task(params, task: ClusterTask) -> dict:
   others. Raises `shutdown.TrainingIncomplete` on the chief when a worker failed."""
   logging.info('cluster from %s: this is %s of %s', task.source, task.name,
                json.dumps(task.tf_config['cluster']))
+  assign_gpus(params, task)
   if task.task_type == 'evaluator':
     # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
     # logging a warning each pass (hundreds per second); wait between checks instead.
@@ -115,17 +119,36 @@ def worker_hooks(estimator: tf.estimator.Estimator) -> list[tf.compat.v1.train.S
 
 
 def start_server(params, task: ClusterTask) -> tf.distribute.Server:
-  """This task's gRPC server: on chief and workers with as many CPU devices (and
-  inter-op threads) as its towers need; on a ps one CPU device and TensorFlow's default
-  threads, as it only serves reads and applies updates."""
-  if task.task_type == 'ps':
-    config = tf.compat.v1.ConfigProto(device_count={'CPU': 1})
-  else:
-    devices = resolve_tower_devices(params.num_towers, params.tower_devices)
-    config = session_config(devices, devices.num_towers)
+  """This task's gRPC server, with `server_config`."""
   cluster = tf.train.ClusterSpec({job: list(hosts) for job, hosts in task.cluster.items()})
   return tf.distribute.Server(cluster, job_name=task.task_type, task_index=task.task_index,
-                              config=config, start=True)
+                              config=server_config(params, task), start=True)
+
+
+def server_config(params, task: ClusterTask) -> tf.compat.v1.ConfigProto:
+  """On chief and workers as many CPU devices (and inter-op threads) as the towers need,
+  GPU memory growing as needed (`session_config`); on a ps one CPU device, no GPU device
+  and TensorFlow's default threads, as it only serves reads and applies updates."""
+  if task.task_type == 'ps':
+    return tf.compat.v1.ConfigProto(device_count={'CPU': 1, 'GPU': 0})
+  devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+  return session_config(devices, devices.num_towers, params.gpu_memory_fraction)
+
+
+_assigned: dict[str, RoleGpus] = {}
+
+
+def assign_gpus(params, task: ClusterTask) -> RoleGpus:
+  """Decides and applies which GPUs this task sees (`towers/cluster/gpus.py`), once per
+  process, before TensorFlow initialises its devices (the train binary calls it as soon
+  as the role is known, `run_task` otherwise); logs one line saying which and why.
+  Raises `ClusterError` when this machine cannot give the trainers their GPUs."""
+  if task.name not in _assigned:
+    role = plan_role_gpus(params, task)
+    apply_role_gpus(role)
+    _assigned[task.name] = role
+    logging.info('%s: %s', task.name, role.reason)
+  return _assigned[task.name]
 
 
 class PsWatchdog(threading.Thread):

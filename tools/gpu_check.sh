@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU tier on this machine, in one command (a new GPU node, after tools/setup.sh --gpu):
+#
+#   bash tools/gpu_check.sh
+#
+# Says which GPUs TensorFlow sees (or why none: tools/gpu_report.py), runs every spec of
+# tests/gpu_tier_test.py with the project's .venv (PYTHON=... to use another interpreter),
+# then prints one table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP.
+# Exit 0 when every spec passed, 1 when one failed or none could run (the reason is
+# printed), 2 when the interpreter is missing. Takes minutes on a GPU: the I3D spec alone
+# trains 5 steps of the 6 GB recipe.
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+python_bin="${PYTHON:-.venv/bin/python3}"
+if ! [ -x "$python_bin" ] && ! command -v "$python_bin" >/dev/null 2>&1; then
+  echo "error: $python_bin not found: run 'bash tools/setup.sh --gpu' first (or set PYTHON)" >&2
+  exit 2
+fi
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+
+"$python_bin" tools/gpu_report.py
+echo "[gpu_check] running tests/gpu_tier_test.py (each spec's outcome below, then the table)"
+GPU_TIER_RESULTS="$scratch/results.jsonl" TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" \
+  "$python_bin" -m tests.gpu_tier_test > "$scratch/test.log" 2>&1
+code=$?
+grep -E '^GPU tier|^towers / mirrored|^\[ +(OK|FAILED|SKIPPED) +\] GpuTierTest' "$scratch/test.log" \
+  | grep -v 'test_session' | sed -e 's/ - no GPU: .*//' -e 's/^/[gpu_check] /'
+full_log="${GPU_CHECK_LOG:-runs/gpu_check.log}"  # the tier's whole output is kept here
+mkdir -p "$(dirname "$full_log")" && cp "$scratch/test.log" "$full_log" \
+  || full_log="(not kept: cannot write $full_log)"
+
+"$python_bin" - "$scratch/test.log" "$scratch/results.jsonl" "$code" "$full_log" <<'PY'
+import json, os, re, sys
+
+log_path, results_path, code, full_log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+outcome = {}
+for line in open(log_path, encoding='utf-8', errors='replace'):
+  m = re.match(r'\[ +(OK|FAILED|SKIPPED) +\] GpuTierTest\.(test_\w+)', line)
+  if m and m.group(2) != 'test_session':
+    outcome[m.group(2)] = {'OK': 'PASS', 'FAILED': 'FAIL', 'SKIPPED': 'SKIP'}[m.group(1)]
+rows = []
+if os.path.exists(results_path):
+  rows = [json.loads(l) for l in open(results_path, encoding='utf-8') if l.strip()]
+measured = {r['test'] for r in rows}
+for test in outcome:
+  if test not in measured:
+    rows.append({'test': test, 'spec': test[len('test_'):].replace('_', ' '),
+                 'gpu': 'none' if outcome[test] == 'SKIP' else ''})
+
+def cell(value, fmt):
+  return '' if value is None else format(value, fmt)
+
+table = [('spec', 'GPU', 'towers', 'examples/s', 'peak memory (MiB)', 'result')]
+for r in rows:
+  table.append((r['spec'], r.get('gpu', ''), cell(r.get('towers'), 'd'),
+                cell(r.get('examples_per_s'), '.1f'), cell(r.get('peak_mib'), ',.0f'),
+                outcome.get(r['test'], 'FAIL' if code else 'PASS')))
+widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+for i, row in enumerate(table):
+  print('| ' + ' | '.join(c.ljust(w) for c, w in zip(row, widths)) + ' |')
+  if i == 0:
+    print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+results = list(outcome.values())
+if not results:
+  print(f'[gpu_check] the tier did not run: see {full_log}')
+  sys.exit(1)
+if all(r == 'SKIP' for r in results):
+  print('[gpu_check] every spec skipped: no GPU here (reason above)')
+  sys.exit(1)
+failed = results.count('FAIL')
+print(f'[gpu_check] {results.count("PASS")} passed, {failed} failed, '
+      f'{results.count("SKIP")} skipped; full log: {full_log}')
+sys.exit(1 if failed or code else 0)
+PY
