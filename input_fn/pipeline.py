@@ -13,8 +13,10 @@
   params.eval_clips clips per video with starts spread evenly over the video, centre crop,
   no flip; `video_index` is the video's position in the eval split (0..num_videos-1), so
   clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
-  Also `videos_listed` int64 [b]: how many videos the manifest says this evaluation should
-  see, so the model_fn can report videos evaluated of videos listed.
+  Also `videos_listed` int64 [b]: how many videos this evaluation should see: the test
+  list's count from the manifest (`num_listed`, videos prepare skipped included; a
+  worker's share of the records when sharded), so the model_fn can report videos
+  evaluated of videos listed.
 * PREDICT: the EVAL features (without `videos_listed`) and no labels.
 
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
@@ -377,6 +379,9 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     videos_listed = sum(listed[f] for f in files)
     if shard_records:
       videos_listed = len(range(shard_index, videos_listed, num_shards))
+    if num_shards == 1:  # every video of the subset's list, also those prepare skipped
+      videos_listed = max(videos_listed, int(manifest.read(params.data_dir, 'test').get(
+          'num_listed', 0)))
 
     def features_labels(skipped, clip, label, index):
       features = {'clips': clip if uint8_clips else to_unit_range(clip), 'video_index': index}
