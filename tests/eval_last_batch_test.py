@@ -43,7 +43,9 @@ class EvalLastBatchTest(tf.test.TestCase):
   def predictions(self, batch: int, **overrides) -> np.ndarray:
     _, estimator = self.estimator(**overrides)
     clips = _clips()
-    input_fn = lambda: tf.data.Dataset.from_tensor_slices({'clips': clips}).batch(batch)  # noqa: E731
+
+    def input_fn():
+      return tf.data.Dataset.from_tensor_slices({'clips': clips}).batch(batch)
     return np.array([p['logits'] for p in estimator.predict(input_fn)])
 
   def evaluation(self, **overrides) -> dict:

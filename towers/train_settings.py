@@ -10,12 +10,14 @@ has restored the checkpoint), so a run that fails before leaves the old record i
 Before that, on a resume (model_dir holds a checkpoint), `checked_record` compares the
 record with this run's settings and raises `ResumeSettingsError`, one line naming each flag
 with its old and new value and the fix, before anything is restored; a record that is not
-valid (damaged, edited by hand) is such an error too, naming the file. A model_dir with a checkpoint but no record (written before
-this check existed) resumes with one warning, and gets this run's settings as its record.
+valid (damaged, edited by hand) is such an error too, naming the file. A model_dir with
+a checkpoint but no record (written before this check existed) resumes with one warning,
+and gets this run's settings as its record. The record also lists the training videos'
+names (`TRAIN_VIDEO_NAMES`), for //towers:evaluate_two_stream to check its test videos.
 `towers/preflight.py` runs `problems` before the graph is built; `build_estimator` runs
-`checked_record` in the chief's TRAIN model_fn and `write_record` from a hook, so `estimator.train`, `train_and_evaluate` and
-`//towers:train` are checked alike. In a cluster only the chief checks and writes: it owns
-model_dir.
+`checked_record` in the chief's TRAIN model_fn and `write_record` from a hook, so
+`estimator.train`, `train_and_evaluate` and `//towers:train` are checked alike. In a
+cluster only the chief checks and writes: it owns model_dir.
 
 The rule: a learning setting is one that changes which updates a checkpoint is the result
 of, so a run that changes it midway mixes two experiments under one name. Must match:
