@@ -1,6 +1,7 @@
 """Specification: a cluster that cannot train stops before any task starts, with one line.
 
-`local_cluster` refuses workers without a ps task (the chief would wait for them forever),
+`local_cluster` refuses a cluster without a ps task (with workers the chief would wait
+for them forever; alone it fails after training),
 --sync_replicas with as many --backup_workers as workers (no gradient per step) and a
 working directory it cannot write its task logs into; each is one `local_cluster:` line
 and exit code 2 within seconds. `//towers:train` refuses the same cluster from its flags.
@@ -39,9 +40,10 @@ class ClusterRefusalsTest(tf.test.TestCase):
       self.assertIn(part, lines[0])
     self.assertNotIn('[chief]', done.stdout)  # no task was started
 
-  def test_workers_without_a_ps_task_are_refused(self):
-    self.assert_refused(launch('--ps=0', '--workers=2', '--max_steps=2'),
-                        '--ps=0 --workers=2', 'use --ps=1')
+  def test_a_cluster_without_a_ps_task_is_refused(self):
+    for workers in (2, 1):
+      self.assert_refused(launch('--ps=0', f'--workers={workers}', '--max_steps=2'),
+                          f'--ps=0 --workers={workers}', 'use --ps=1')
     with self.assertRaisesRegex(spec.ClusterError, r'ps: no ps task, but 1 worker'):
       spec.resolve_cluster(make_params(worker_hosts=['127.0.0.1:1', '127.0.0.1:2'],
                                        task_type='worker', task_index=0), environ={})

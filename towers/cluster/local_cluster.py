@@ -125,7 +125,8 @@ class LocalCluster:
     for task in self.tasks.values():
       if task.task_type != 'worker':
         self.start(task.name)
-    if not self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout):
+    ready = self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout)
+    if not ready and self.tasks['chief'].process.poll() is None:
       print(f'local_cluster: the chief has not reported a ready session after '
             f'{chief_ready_timeout:.0f} s; starting the workers anyway (they wait for it)',
             file=sys.stderr)
@@ -336,9 +337,10 @@ def main(argv: list[str]) -> int:
     print(f'local_cluster: --ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
           'and --workers >= 1 (the first worker is the chief)', file=sys.stderr)
     return 2
-  if options.ps == 0 and options.workers > 1:
-    print(f'local_cluster: --ps=0 --workers={options.workers}: workers share the variables '
-          'through ps tasks; use --ps=1 or more (or --workers=1)', file=sys.stderr)
+  if options.ps == 0:
+    print(f'local_cluster: --ps=0 --workers={options.workers}: the variables of a training '
+          'cluster live on its ps tasks; use --ps=1 or more (or //towers:train without a '
+          'cluster)', file=sys.stderr)
     return 2
   problem = _sync_problem(train_args, options.workers)
   if problem:
