@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
   if len(argv) > 1:
     print(f'evaluate_two_stream: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
     return 2
+  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
   options = cli.options_from_flags(EvaluateTwoStreamOptions)
   missing = [f'--{name}' for name in ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
              if not getattr(options, name)]
@@ -106,4 +107,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == '__main__':
   cli.define_flags(EvaluateTwoStreamOptions)
+  cli.define_flags(console.ConsoleOptions)
   cli.run(main)

@@ -12,6 +12,10 @@ centre crop, no flip); the video's probabilities are the mean of its clips' soft
 Videos are matched across streams by their canonical name (compared in lower case); the
 fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equal weights).
 
+Before any inference each stream is checked against its eval data (`check_stream`): the
+same stream and number of classes, and no test video among those the model_dir's
+train_settings.json lists as trained on.
+
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1). The three rows (RGB, Flow,
 Fusion) are computed on the videos both streams have, so they compare like with like; a
@@ -233,11 +237,15 @@ def training_videos(model: str) -> list[str] | None:
 
 
 def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | None:
-  """Before inference: the model must have as many classes as `data_dir`'s test records,
-  and none of their videos may be one the model trained on (it would score them too high);
-  raises `TwoStreamError` naming the counts. Returns a warning when the model_dir lists no
+  """Before inference: `data_dir` must hold records of the model's stream, the model must
+  have as many classes as its test records, and none of their videos may be one the model
+  trained on (it would score them too high); raises `TwoStreamError` naming the counts. Returns a warning when the model_dir lists no
   training videos, so that could not be checked; else None."""
   manifest = _manifest(data_dir)
+  data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
+  if data_stream != model.stream:
+    raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
+                         f'{model.stream} model')
   classes, data_classes = model_classes(model), int(manifest['num_classes'])
   if classes is not None and classes != data_classes:
     raise TwoStreamError(f'the {model.stream} model {model.export} has {classes} classes but '
