@@ -295,8 +295,8 @@ def input_error_line(message: str) -> str | None:
 def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass: int,
                        threads: int) -> tf.data.Dataset:
   """`skip_and_count` of `dataset.map(fn)` over a repeated input (index i, record) of
-  `records_per_pass` records per pass, which also ends: a whole pass in which `fn` fails
-  for every record (all damaged) is an InvalidArgumentError starting with
+  `records_per_pass` records per pass, which also ends: `fn` failing for two passes'
+  worth of records in a row (all damaged) is an InvalidArgumentError starting with
   NO_READABLE_RECORD and naming the count, not a wait for a record that never comes.
 
   Each record is computed in a one-element dataset with its own `ignore_errors`, which
@@ -317,10 +317,10 @@ def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass
     ok = element[0]
     skipped = skipped + tf.cast(tf.logical_not(ok), tf.int64)
     in_a_row = tf.where(ok, tf.constant(0, tf.int64), in_a_row + 1)
-    check = tf.debugging.assert_less(
-        in_a_row, tf.constant(max(records_per_pass, 1), tf.int64),
+    check = tf.debugging.assert_less(  # two passes: passes overlap in the interleave
+        in_a_row, tf.constant(2 * max(records_per_pass, 1), tf.int64),
         message=f'{NO_READABLE_RECORD}: none of the {records_per_pass} {what.split()[0]} '
-                f'records of a whole pass over the {what} can be read (every one is damaged: '
+                f'records could be read in two passes over the {what} (every one is damaged: '
                 'corrupt record, undecodable JPEG, no frames or label out of range); prepare '
                 'the data again (//input_fn:prepare, same flags)')
 

@@ -1,8 +1,8 @@
 """Specification: data whose every record is damaged stops the run with one line.
 
-Damaged records are skipped and counted (a warning whenever the count grows). When a
-whole pass over the training records yields none that can be read, training cannot make a
-single step: it stops with one `error:` line naming the count, instead of waiting forever.
+Damaged records are skipped and counted (a warning whenever the count grows). When two
+passes' worth of training records in a row yield none that can be read, training cannot
+make a single step: it stops with one `error:` line naming the count, instead of waiting forever.
 A shard with some damaged records still trains. An evaluation that could read none of
 its videos is an error, --strict_eval or not: no metric is computed on zero videos.
 """
