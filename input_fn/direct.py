@@ -114,6 +114,25 @@ class VideoSource:
     frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
     return frames.reshape(indices.shape + frames.shape[1:])
 
+  def problem(self, entry: ucf101.VideoEntry) -> str | None:
+    """Why `entry` cannot be read, as far as the files on disk say without decoding
+    (missing video file, missing or empty frame folder); None when it looks readable."""
+    info = self.infos.get(entry.key)
+    if self.stream == 'flow':
+      folders = flow.find_flow_folders(self.flow_dir, entry.name, info.path if info else None)
+    elif self.kind == 'videos':
+      found = ucf101.resolve_video(self.videos_dir, entry) if self.videos_dir else None
+      return None if found else f'{entry.rel_path} not found under {self.videos_dir}'
+    else:
+      folders = [info.path if info and os.path.isdir(info.path) else (
+          ucf101.find_child(self.frames_dir, entry.name) or
+          os.path.join(self.frames_dir or '', entry.name))]
+    for folder in folders:
+      _, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+      if reason:
+        return reason
+    return None
+
   def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
     """`load` for the flow stream: u and v planes stacked on the last axis."""
     info = self.infos.get(entry.key)
@@ -130,6 +149,16 @@ class VideoSource:
               for folder in folders]
     frames = np.stack(planes, axis=-1)
     return frames.reshape(indices.shape + frames.shape[1:])
+
+
+def readable_videos(params: Any, subset: str) -> tuple[int, int, list[str]]:
+  """(readable, listed, problems) of `subset`'s videos ('train' or 'test') for the
+  videos and frames sources, from the files on disk (`VideoSource.problem`): a quick
+  count before training, which decoding may still lower."""
+  source = VideoSource(params)
+  entries = source.entries(subset)
+  problems = [f'{e.name}: {p}' for e in entries for p in [source.problem(e)] if p]
+  return len(entries) - len(problems), len(entries), problems
 
 
 def _generator(source: VideoSource, entries: list[ucf101.VideoEntry], params: Any,
@@ -206,9 +235,10 @@ def input_fn(mode: str, params: Any,
     def prepare_clips(clips, label, index):
       clips = pipeline.eval_views(clips, S, M)
       clips.set_shape([K, T, S, S, C])
-      return tf.data.Dataset.from_tensor_slices(
-          ({'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)},
-           tf.fill([K], label)))
+      features = {'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)}
+      if mode == ModeKeys.EVAL:  # the videos this evaluation should see: its list's
+        features['videos_listed'] = tf.fill([K], tf.constant(len(entries), tf.int64))
+      return tf.data.Dataset.from_tensor_slices((features, tf.fill([K], label)))
     dataset = dataset.flat_map(prepare_clips)
     dataset = dataset.batch(pipeline.replica_batch_size(params, False, input_context))
     if mode == ModeKeys.PREDICT:

@@ -83,7 +83,8 @@ def stream_data_problem(params: Any) -> str | None:
 def check_data_params(params: Any, mode: str) -> None:
   """Raises ValueError naming the data parameter that cannot work. Prepared data
   (tfrecord) must fit the model: every label < num_classes and, for training, train and
-  test disjoint by video (`manifest.training_data_problems`)."""
+  test disjoint by video (`manifest.training_data_problems`); the subset `mode` reads must
+  hold at least one record (`manifest.ManifestError` otherwise)."""
   if params.data_source not in SOURCES:
     raise ValueError(f'data_source={params.data_source!r} is not handled by '
                      f'input_fn.factory (it handles {", ".join(SOURCES)})')
@@ -103,6 +104,13 @@ def check_data_params(params: Any, mode: str) -> None:
     problems = manifest.training_data_problems(params.data_dir, params.num_classes, needed)
     if problems:
       raise manifest.ManifestError(problems[0])
+    subset = 'train' if mode == tf.estimator.ModeKeys.TRAIN else 'test'
+    prepared = manifest.read(params.data_dir, subset)
+    if prepared.get('num_records', 1) == 0:
+      raise manifest.ManifestError(
+          f'{manifest.manifest_path(params.data_dir, subset)}: 0 {subset} records of '
+          f'{prepared.get("num_listed", 0)} listed videos: no run trains or evaluates on zero '
+          'data; fix the source (see its skipped list) and prepare again')
     listed = manifest.read(params.data_dir, 'test')['num_listed']
     if mode != tf.estimator.ModeKeys.TRAIN and listed > params.max_eval_videos:
       raise ValueError(f'max_eval_videos={params.max_eval_videos} is smaller than the '

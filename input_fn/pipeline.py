@@ -14,8 +14,10 @@
   params.eval_crops crops (1: centre; 3: start, centre and end of the long side,
   `eval_crop_windows`), no flip: eval_clips x eval_crops views per video; `video_index` is the video's position in the eval split (0..num_videos-1), so
   clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
-  Also `videos_listed` int64 [b]: how many videos the manifest says this evaluation should
-  see, so the model_fn can report videos evaluated of videos listed.
+  Also `videos_listed` int64 [b]: how many videos this evaluation should see: the test
+  list's count from the manifest (`num_listed`, videos prepare skipped included; a
+  worker's share of the records when sharded), so the model_fn can report videos
+  evaluated of videos listed.
 * PREDICT: the EVAL features (without `videos_listed`) and no labels.
 
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
@@ -354,6 +356,66 @@ def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
   return dataset.scan((zero, zero), step)
 
 
+NO_READABLE_RECORD = 'input_fn: no readable record'
+
+
+def input_error_line(message: str) -> str | None:
+  """The NO_READABLE_RECORD sentence of a TensorFlow error message, None if it holds none."""
+  start = message.find(NO_READABLE_RECORD)
+  if start < 0:
+    return None
+  end = message.find(')', message.find('same flags', start))
+  return message[start:end + 1 if end >= 0 else None].splitlines()[0]
+
+
+def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass: int,
+                       threads: int) -> tf.data.Dataset:
+  """`skip_and_count` of `dataset.map(fn)` over a repeated input (index i, record) of
+  `records_per_pass` records per pass, which also ends: `fn` failing for two passes'
+  worth of records in a row (all damaged) is an InvalidArgumentError starting with
+  NO_READABLE_RECORD and naming the count, not a wait for a record that never comes.
+
+  Each record is computed in a one-element dataset with its own `ignore_errors`, which
+  yields a marker instead when `fn` fails, so the failures are counted as they happen."""
+  def one(i, record):
+    computed = tf.data.Dataset.from_tensors(record).map(fn).ignore_errors()
+    values = computed.map(lambda *v: (tf.constant(True),) + v)
+    marker = tf.nest.map_structure(
+        lambda spec: tf.zeros([d or 0 for d in spec.shape], spec.dtype), computed.element_spec)
+    failed = tf.data.Dataset.from_tensors((tf.constant(False),) + tuple(marker))
+    return values.concatenate(failed).take(1).map(lambda ok, *v: (ok, i) + v)
+
+  dataset = dataset.interleave(one, cycle_length=threads if threads > 0 else AUTOTUNE,
+                               num_parallel_calls=threads, deterministic=True)
+
+  def step(state, element):
+    skipped, in_a_row, reported = state
+    ok = element[0]
+    skipped = skipped + tf.cast(tf.logical_not(ok), tf.int64)
+    in_a_row = tf.where(ok, tf.constant(0, tf.int64), in_a_row + 1)
+    check = tf.debugging.assert_less(  # two passes: passes overlap in the interleave
+        in_a_row, tf.constant(2 * max(records_per_pass, 1), tf.int64),
+        message=f'{NO_READABLE_RECORD}: none of the {records_per_pass} {what.split()[0]} '
+                f'records could be read in two passes over the {what} (every one is damaged: '
+                'corrupt record, undecodable JPEG, no frames or label out of range); prepare '
+                'the data again (//input_fn:prepare, same flags)')
+
+    def report():
+      log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,
+                     '(corrupt record, undecodable JPEG, no frames or label out of range)',
+                     output_stream=tf.compat.v1.logging.warning)
+      with tf.control_dependencies([log]):
+        return tf.identity(skipped)
+
+    with tf.control_dependencies([check]):
+      reported = tf.cond(tf.logical_and(ok, skipped > reported), report, lambda: reported)
+    return (skipped, in_a_row, reported), (ok, skipped) + tuple(element[2:])
+
+  zero = tf.constant(0, tf.int64)
+  dataset = dataset.scan((zero, zero, zero), step)
+  return dataset.filter(lambda ok, *rest: ok).map(lambda ok, *rest: rest)
+
+
 # --- The input_fn --------------------------------------------------------------------------
 
 
@@ -422,10 +484,12 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   dataset = dataset.enumerate()
 
   if training:
-    dataset = dataset.map(
-        lambda i, record: (i,) + train_clip(record, T, S, params.num_classes, stream),
-        num_parallel_calls=threads, deterministic=True)
-    dataset = skip_and_count(dataset, 'training data')
+    per_pass = sum(listed[f] for f in files)
+    if shard_records:
+      per_pass = len(range(shard_index, per_pass, num_shards))
+    dataset = map_skip_and_count(
+        dataset, lambda record: train_clip(record, T, S, params.num_classes, stream),
+        'training data', per_pass, threads)
     dataset = dataset.shuffle(max(params.shuffle_buffer, 1))
     # Batch the uint8 clips, then scale whole batches: 4x less copying than float clips.
     dataset = dataset.batch(replica_batch_size(params, True, input_context), drop_remainder=True)
@@ -455,6 +519,9 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     videos_listed = sum(listed[f] for f in files)
     if shard_records:
       videos_listed = len(range(shard_index, videos_listed, num_shards))
+    if num_shards == 1:  # every video of the subset's list, also those prepare skipped
+      videos_listed = max(videos_listed, int(manifest.read(params.data_dir, 'test').get(
+          'num_listed', 0)))
 
     def features_labels(skipped, clip, label, index):
       features = {'clips': clip if uint8_clips else to_unit_range(clip), 'video_index': index}

@@ -4,9 +4,11 @@
 At the end of an evaluation it reads two scalar tensors, the videos evaluated (distinct
 `video_index` values seen) and the videos the input's manifest lists, and logs
 `evaluation: 26 of 28 listed videos evaluated (92.9%)`. Below 100% the line is a warning
-that says why it matters (records lost to corruption: see the input_fn's skipped-record
-warnings); with `strict` (--strict_eval) it raises `EvalCoverageError` instead, so no metric
-computed on part of the eval set is reported as the result.
+that says why it matters (videos skipped at preparation, records lost to corruption: see
+the test manifest and the input_fn's skipped-record warnings); with `strict`
+(--strict_eval) it raises `EvalCoverageError` instead, so no metric
+computed on part of the eval set is reported as the result. An evaluation of 0 videos is
+that error whatever `strict` says.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ tf1 = tf.compat.v1
 
 
 class EvalCoverageError(RuntimeError):
-  """An evaluation saw fewer videos than its data lists while --strict_eval was set."""
+  """An evaluation saw fewer videos than its data lists while --strict_eval was set, or
+  none at all."""
 
 
 def coverage_line(evaluated: int, listed: int) -> str:
@@ -41,15 +44,23 @@ class EvalCoverageHook(tf1.train.SessionRunHook):
   def end(self, session: tf1.Session) -> None:
     evaluated, listed = (int(round(float(v))) for v in session.run(self._tensors))
     line = 'evaluation: ' + coverage_line(evaluated, listed)
+    if evaluated == 0:  # no batch at all also leaves `listed` (a mean over batches) at 0
+      of_listed = f' of the {listed} listed' if listed else ''
+      raise EvalCoverageError(f'evaluation: read no video{of_listed}: no metric is computed on '
+                              'zero videos; the input_fn warnings '
+                              'count the damaged records, the test manifest the videos '
+                              'prepare skipped: fix those and prepare the data again')
     if evaluated >= listed:
       logging.info(line)
     elif self._eval_steps:
       logging.info('%s: eval_steps=%d reads part of the eval set', line, self._eval_steps)
     elif self._strict:
       raise EvalCoverageError(f'{line}: --strict_eval refuses metrics of part of the eval '
-                              'set; the input_fn warnings count the damaged records: prepare '
-                              'the data again (//input_fn:prepare, same flags) to rewrite them')
+                              'set; the input_fn warnings count the damaged records, the '
+                              'test manifest the videos prepare skipped: fix those and '
+                              'prepare the data again (//input_fn:prepare, same flags)')
     else:
-      logging.warning('%s: the metrics cover only these; %d were lost (damaged records, see '
-                      'the input_fn warnings). --strict_eval makes this an error.',
+      logging.warning('%s: the metrics cover only these; %d were lost (videos prepare or the '
+                      'input_fn skipped, damaged records: see the test manifest and the '
+                      'input_fn warnings). --strict_eval makes this an error.',
                       line, listed - evaluated)

@@ -123,7 +123,10 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       if start_after is not None:
         with tf.control_dependencies([start_after[i]]):
           clip_part = tf.identity(clip_part, name='after_previous_micro_batch')
-      logits = network(float_clips(clip_part), ctx)
+      if i > 0 and not is_training and clip_part.shape[0] is None:
+        logits = _on_at_least_one_row(network, float_clips(clip_part), ctx)
+      else:
+        logits = network(float_clips(clip_part), ctx)
       outputs.logits.append(logits)
       outputs.sizes.append(tf.shape(logits)[0])
       outputs.bn_moments.append(ctx.bn_moments)
@@ -135,6 +138,18 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
       _check_shared_variables(i, tf1.global_variables()[num_variables:])
   _check_no_update_ops(len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)) - update_ops_before)
   return outputs
+
+
+def _on_at_least_one_row(network: Network, clips: tf.Tensor, ctx: TowerContext) -> tf.Tensor:
+  """`network(clips, ctx)` for a tower whose share of a dynamic batch may be empty (the
+  last evaluation batch, or a served one, holding fewer clips than there are towers): an
+  empty share gets one zero clip, whose logits are dropped again, so the tower returns
+  [0, num_classes] and every clip of the batch is counted once. Kernels (oneDNN's among
+  them) need not accept an empty batch."""
+  size = tf.shape(clips)[0]
+  missing = tf.maximum(1 - size, 0)
+  padded = tf.pad(clips, [[0, missing]] + [[0, 0]] * (clips.shape.rank - 1))
+  return network(padded, ctx)[:size]
 
 
 def _read_by_towers(getter_kwargs: dict, is_training: bool) -> bool:

@@ -137,6 +137,69 @@ class TrainSettingsTest(tf.test.TestCase):
     self.assertEqual(train_settings.read_record(self.model_dir)['settings'],
                      train_settings.settings(make_params(TINY, model_dir=self.model_dir)))
 
+  def test_a_change_that_needs_new_variables_is_never_suggested_nor_allowed(self):
+    for changes, old_flag in ((dict(optimizer='adam'), '--optimizer=momentum'),
+                              (dict(ema_decay=0.9), '--ema_decay=0.0')):
+      name = next(iter(changes))
+      with self.subTest(name):
+        plain = preflight.problems(make_params(TINY, model_dir=self.model_dir, **changes))
+        self.assertLen(plain, 1)
+        self.assertIn(f'Rerun with {old_flag}', plain[0])
+        self.assertNotIn('--resume_changes', plain[0])
+        allowed = preflight.problems(make_params(TINY, model_dir=self.model_dir,
+                                                 resume_changes=[name], **changes))
+        self.assertLen(allowed, 1)
+        self.assertRegex(allowed[0], f'^--resume_changes cannot allow {name} .* the checkpoint '
+                                     f'in \\S+ does not hold, so it cannot be restored\\. '
+                                     f'Rerun with {old_flag}, or train with a new --model_dir$')
+        with self.assertRaises(train_settings.ResumeSettingsError):
+          train(2, model_dir=self.model_dir, resume_changes=[name], **changes)
+        self.assertEqual(step_of(self.model_dir), 1)
+        self.assertEqual(train_settings.read_record(self.model_dir)['settings']['optimizer'],
+                         'momentum')
+
+  def test_changes_that_keep_the_variables_resume_when_allowed_with_the_settings_they_govern(
+      self):
+    train(2, model_dir=self.model_dir, optimizer='sgd', resume_changes=['optimizer'])
+    self.assertEqual(step_of(self.model_dir), 2)
+    train(3, model_dir=self.model_dir, optimizer='sgd', lr_schedule='constant',
+          lr_values=[0.01], lr_boundaries=[], resume_changes=['lr_schedule', 'lr_values'])
+    self.assertEqual(step_of(self.model_dir), 3)
+    self.assertEqual(train_settings.read_record(self.model_dir)['settings']['optimizer'], 'sgd')
+
+  def test_a_resume_that_fails_before_its_first_step_leaves_the_record_as_it_was(self):
+    before = train_settings.read_record(self.model_dir)
+    checkpoint = tf.train.latest_checkpoint(self.model_dir)
+    for data in tf.io.gfile.glob(checkpoint + '.data-*'):
+      with open(data, 'r+b') as f:
+        f.truncate(8)  # the restore fails
+    with self.assertRaises(tf.errors.OpError):
+      train(2, model_dir=self.model_dir, lr_values=[0.02, 0.002], resume_changes=['lr_values'])
+    self.assertEqual(train_settings.read_record(self.model_dir), before)
+
+  def test_a_damaged_or_hand_edited_record_stops_naming_the_file(self):
+    path = train_settings.record_path(self.model_dir)
+    for text in ('{"settings": {', '{}', '[1, 2]', '{"settings": [], "history": []}'):
+      with self.subTest(text):
+        with open(path, 'w') as f:
+          f.write(text)
+        found = preflight.problems(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+        self.assertLen(found, 1)
+        self.assertRegex(found[0], f'^{path} cannot be read: .*Restore it, or delete it')
+    flags = [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'
+             for name, value in TINY.items()]
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', *flags, '--max_steps=2',
+         f'--model_dir={self.model_dir}'],
+        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 2, done.stderr[-2000:])
+    self.assertNotIn('Traceback', done.stderr)
+    self.assertIn(f'{path} cannot be read: it is not the record', done.stderr)
+    self.assertEqual(step_of(self.model_dir), 1)
+    os.remove(path)
+    train(2, model_dir=self.model_dir)
+    self.assertEqual(step_of(self.model_dir), 2)
+
 
 class SettingsTest(tf.test.TestCase):
 

@@ -113,14 +113,31 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
 
 def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
                        ) -> Callable[..., tf.estimator.EstimatorSpec]:
-  """`model_fn` that, in TRAIN mode on the chief, first checks and records the run's
-  learning settings in model_dir (`train_settings.record`: raises `ResumeSettingsError`
-  before anything is restored when a resume would mix settings)."""
+  """`model_fn` that, in TRAIN mode on the chief, first checks the run's learning settings
+  against model_dir's record (`train_settings.checked_record`: raises `ResumeSettingsError`
+  before anything is restored when a resume would mix settings) and records them once the
+  training session has started (`RecordSettingsHook`)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
-    if mode == tf.estimator.ModeKeys.TRAIN and config.is_chief:
-      train_settings.record(params, config.num_worker_replicas or 1)
-    return model_fn(features, labels, mode, params, config)
+    if not (mode == tf.estimator.ModeKeys.TRAIN and config.is_chief):
+      return model_fn(features, labels, mode, params, config)
+    record = train_settings.checked_record(params, config.num_worker_replicas or 1)
+    spec = model_fn(features, labels, mode, params, config)
+    hook = RecordSettingsHook(params.model_dir, record)
+    return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
   return model_fn_recording_settings
+
+
+class RecordSettingsHook(tf1.train.SessionRunHook):
+  """Writes model_dir/train_settings.json once the session exists (checkpoint restored or
+  variables initialised): a run that fails before leaves the earlier record as it was."""
+
+  def __init__(self, model_dir: str, record: dict[str, Any]) -> None:
+    self._model_dir = model_dir
+    self._record = record
+
+  def after_create_session(self, session, coord) -> None:
+    del session, coord
+    train_settings.write_record(self._model_dir, self._record)
 
 
 def serving_input_receiver_fn(params: TrainParams):

@@ -45,6 +45,22 @@ class EvaluateTwoStreamOptions:
                          path=True)
 
 
+def _unwritable(path: str) -> str | None:
+  """Why the JSON result could not be written to `path` after inference; None if it can."""
+  if os.path.isdir(path):
+    return 'is a directory'
+  existed = os.path.exists(path)
+  try:
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    with open(path, 'a'):
+      pass
+  except OSError as e:
+    return f'cannot be written ({e.strerror})'
+  if not existed:
+    os.remove(path)
+  return None
+
+
 def main(argv: list[str]) -> int:
   if len(argv) > 1:
     print(f'evaluate_two_stream: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
@@ -64,9 +80,22 @@ def main(argv: list[str]) -> int:
     print(f'evaluate_two_stream: --eval_crops={options.eval_crops}: must be 1 or 3',
           file=sys.stderr)
     return 2
+  if not 0.0 <= options.flow_weight <= 1.0:  # also refuses nan
+    print(f'evaluate_two_stream: --flow_weight={options.flow_weight} must be in [0, 1] (the '
+          'Flow stream\'s share of the fusion)', file=sys.stderr)
+    return 2
+  problem = _unwritable(options.json_out)
+  if problem:
+    print(f'evaluate_two_stream: --json_out={options.json_out}: {problem}', file=sys.stderr)
+    return 2
   try:
     models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
               for stream in ('rgb', 'flow')}
+    for stream, model in models.items():
+      warning = two_stream.check_stream(model, getattr(options, f'{stream}_model'),
+                                        getattr(options, f'{stream}_data'))
+      if warning:
+        print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
     rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
                                            options.eval_clips, options.eval_batch_size,
                                            crops_per_video=options.eval_crops)

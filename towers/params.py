@@ -12,6 +12,7 @@ Units: steps are global steps; learning rates are per step; batch sizes are glob
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Mapping
 
 from model_fn import networks
@@ -139,8 +140,9 @@ class TrainParams:
   max_steps: int = option(1000, 'Stop training at this global step.')
   eval_steps: int = option(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
   strict_eval: bool = option(
-      False, 'An evaluation that saw fewer videos than the prepared test data lists (records '
-      'lost to damage) is an error instead of a warning.')
+      False, 'An evaluation that saw fewer videos than the test list holds (videos prepare '
+      'skipped, records lost to damage, unreadable videos on the direct route) is an error '
+      'instead of a warning. An evaluation of no video is an error either way.')
   save_checkpoints_steps: int = option(500, 'Write a checkpoint every this many steps.')
   keep_checkpoint_max: int = option(5, 'Checkpoints kept in model_dir.')
   log_every_steps: int = option(50, 'Progress line and summaries every this many steps.')
@@ -152,7 +154,8 @@ class TrainParams:
       'to differ from those model_dir was trained with, when it holds a checkpoint; the '
       'change and its step are kept in model_dir/train_settings.json. Empty: resuming with '
       'any other learning setting stops before training (max_steps, cadences, evaluation '
-      'and device flags may always change).')
+      'and device flags may always change). Changes that need variables the checkpoint '
+      'lacks (another optimizer than sgd, ema_decay from 0) cannot be allowed.')
   export_savedmodel: bool = option(True, 'Export a SavedModel after the final evaluation.')
 
   # --- Cluster -----------------------------------------------------------------------------
@@ -322,6 +325,23 @@ def validate(p: TrainParams) -> None:
   if p.eval_crops != 1 and p.data_source == 'synthetic':
     raise ParamsError('eval_crops=3 needs video data: the synthetic source makes single '
                       'clips without frames to crop; use data_source=tfrecord, videos or frames')
+  for name, least in (('eval_clips', 1), ('shuffle_buffer', 1), ('max_eval_videos', 1),
+                      ('eval_steps', 0), ('eval_batch_size', 0), ('input_threads', 0),
+                      ('frame_short_side', 0), ('synthetic_train_examples', 1),
+                      ('synthetic_eval_examples', 1), ('throttle_secs', 0),
+                      ('ps_unreachable_secs', 1), ('slurm_num_ps', 0)):
+    if getattr(p, name) < least:
+      raise ParamsError(f'{name} must be {"positive" if least else ">= 0"}, got '
+                        f'{getattr(p, name)}')
+  if not p.model_dir:
+    raise ParamsError('model_dir is empty: name the directory for checkpoints and exports')
+  if p.split not in (1, 2, 3):
+    raise ParamsError(f'split must be 1, 2 or 3 (the UCF101 official splits), got {p.split}')
+  if p.variable_device == 'ps' and not (p.ps_hosts or p.worker_hosts or p.task_type or
+                                         _cluster_in_environment()):
+    raise ParamsError('variable_device=ps places variables on a cluster\'s ps tasks, but no '
+                      'cluster is given (--ps_hosts/--worker_hosts, TF_CONFIG or SLURM): use '
+                      'variable_device=cpu, gpu0 or balanced on one machine')
   if p.strict_eval and p.eval_steps:
     raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
                       'reads part of it: set eval_steps=0')
@@ -350,7 +370,15 @@ def mirrored_ignored(p: TrainParams) -> list[str]:
     ignored.append(f'bn_update={p.bn_update}')
   if p.variable_device != 'cpu':
     ignored.append(f'variable_device={p.variable_device}')
+  if p.transfer_dtype != 'float32':
+    ignored.append(f'transfer_dtype={p.transfer_dtype}')
   return ignored
+
+
+def _cluster_in_environment() -> bool:
+  """Whether TF_CONFIG names a cluster or this process is a Slurm step task (the cluster
+  sources of `towers/cluster/spec.py` besides the flags)."""
+  return bool(os.environ.get('TF_CONFIG') or os.environ.get('SLURM_JOB_ID'))
 
 
 def _check_mirrored(p: TrainParams) -> None:

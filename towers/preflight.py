@@ -18,10 +18,11 @@ warm-start checkpoint's names and shapes fit the graph is checked when the graph
 from __future__ import annotations
 
 import os
+import tempfile
 
 import tensorflow as tf
 
-from input_fn import factory, manifest, ucf101
+from input_fn import direct, factory, manifest, ucf101
 from model_fn import networks, warm_start
 from towers import resume_check, train_settings
 
@@ -68,6 +69,8 @@ def problems(params, num_workers: int = 1) -> list[str]:
     if problem:
       found.append(problem)
   found += _model_dir_problems(params.model_dir)
+  found += _device_problems(params)
+  found += _cluster_problems(params, num_workers)
   if not found and _has_checkpoint(params.model_dir):
     found += resume_check.problems(params)
   if not found:
@@ -87,7 +90,8 @@ def _data_problems(params) -> list[str]:
     return [f'data_source={data_source} reads from --data_dir, but '
             f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}']
   if data_source == 'tfrecord':
-    return manifest.training_data_problems(data_dir, params.num_classes)
+    return (manifest.training_data_problems(data_dir, params.num_classes) or
+            _empty_subset_problems(data_dir))
   split_dir = ucf101.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
   class_index = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE)
   if class_index is None:
@@ -97,17 +101,87 @@ def _data_problems(params) -> list[str]:
   if classes > params.num_classes:
     return [f'--num_classes={params.num_classes} but {class_index} lists {classes} classes: '
             f'set --num_classes={classes}']
-  return []
+  return _unreadable_subset_problems(params)
+
+
+def _empty_subset_problems(data_dir: str) -> list[str]:
+  """A prepared subset without a single record: training would wait for data forever, an
+  evaluation would report metrics of nothing."""
+  found = []
+  for subset, use in (('train', 'train on'), ('test', 'evaluate')):
+    prepared = manifest.read(data_dir, subset)
+    if prepared.get('num_records', 1) == 0:
+      kinds = ', '.join(f'{n} {k}' for k, n in prepared.get('skipped_by_kind', {}).items())
+      example = next(iter(prepared.get('skipped', ())), None)
+      found.append(
+          f'{manifest.manifest_path(data_dir, subset)}: 0 {subset} records of '
+          f'{prepared.get("num_listed", 0)} listed videos'
+          f'{" (skipped: " + kinds + ")" if kinds else ""}'
+          f'{"; e.g. " + _describe(example) if example else ""}: nothing to {use}; fix the '
+          'source (see the prepare summary) and prepare again')
+  return found
+
+
+def _describe(skipped: dict) -> str:
+  return ': '.join(str(skipped[k]) for k in ('input', 'reason') if skipped.get(k)) or \
+      str(skipped)
+
+
+def _unreadable_subset_problems(params) -> list[str]:
+  """The direct route (videos, frames) with no readable video in the split's train or test
+  list, from the files on disk."""
+  found = []
+  for subset, use in (('train', 'train on'), ('test', 'evaluate')):
+    readable, listed, unreadable = direct.readable_videos(params, subset)
+    if readable == 0:
+      example = f'; e.g. {unreadable[0]}' if unreadable else ''
+      found.append(f'data_source={params.data_source}: 0 of the {listed} {subset} videos of '
+                   f'split {params.split} in {params.data_dir} can be read{example}: nothing to '
+                   f'{use}; it must hold {_DATA_DIR_CONTENTS[params.data_source]}')
+  return found
 
 
 def _model_dir_problems(model_dir: str) -> list[str]:
-  """model_dir must be (or be creatable as) a directory: no file on its path."""
+  """model_dir must be (or be creatable as) a writable directory: no file on its path, and
+  a file can be created in it (or in its nearest existing parent)."""
   path = os.path.abspath(model_dir)
   while path and not os.path.exists(path):
     path = os.path.dirname(path)
   if path and not os.path.isdir(path):
     return [f'model_dir={model_dir} cannot be created: {path} is a file; choose another '
             '--model_dir']
+  try:
+    with tempfile.TemporaryFile(dir=path, prefix='.write_probe_'):
+      pass
+  except OSError as e:
+    what = 'is not writable' if path == os.path.abspath(model_dir) else (
+        f'cannot be created: {path} is not writable')
+    return [f'model_dir={model_dir} {what} ({e.strerror}): checkpoints are written there; '
+            'choose another --model_dir']
+  return []
+
+
+def _device_problems(params) -> list[str]:
+  """--tower_devices naming GPUs this machine does not have (soft placement would run
+  those towers on the CPU without a word)."""
+  gpus = [d for d in params.tower_devices if 'GPU' in d.upper()]
+  if not gpus:
+    return []
+  visible = len(tf.config.list_physical_devices('GPU'))
+  absent = [d for d in gpus if (tf.DeviceSpec.from_string(d).device_index or 0) >= visible]
+  if absent:
+    return [f'tower_devices={",".join(params.tower_devices)} names {", ".join(absent)}, but '
+            f'this machine has {visible} GPU(s) visible to TensorFlow: list devices it has '
+            '(e.g. /cpu:0,/cpu:1 for virtual CPU towers) or leave --tower_devices empty']
+  return []
+
+
+def _cluster_problems(params, num_workers: int) -> list[str]:
+  """sync_replicas must aggregate at least one worker's gradients per step."""
+  if params.sync_replicas and num_workers - params.backup_workers < 1:
+    return [f'backup_workers={params.backup_workers} with {num_workers} training worker(s) '
+            'would aggregate no gradient per step (sync_replicas waits for workers - '
+            f'backup_workers): set --backup_workers below {num_workers}']
   return []
 
 

@@ -18,6 +18,9 @@ from towers import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
+import tensorflow as tf
+
+from input_fn import pipeline
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from towers import cli, preflight
@@ -54,6 +57,12 @@ def main(argv: list[str]) -> int:
     return 2
   except (EvalCoverageError, TrainingIncomplete) as e:
     print(f'error: {e}', file=sys.stderr)
+    return 1
+  except tf.errors.InvalidArgumentError as e:
+    line = pipeline.input_error_line(e.message)
+    if line is None:
+      raise
+    print(f'error: {line}', file=sys.stderr)
     return 1
   if metrics:
     print(f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '

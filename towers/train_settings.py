@@ -2,16 +2,21 @@
 
     settings(params, num_workers=1) -> dict          # this run's learning settings
     problems(params, num_workers=1) -> list[str]     # [] unless a resume would mix settings
-    record(params, num_workers=1) -> None            # when training starts (the chief only)
+    checked_record(params, num_workers=1) -> dict    # before the session (the chief only)
+    write_record(model_dir, record) -> None          # once the session has started
 
-A learning setting changes which updates a checkpoint is the result of: FIELD_SETTINGS
-(flags) and DERIVED_SETTINGS (synchronous workers per step, the training videos; data_dir
-itself may move). `record` writes `model_dir/train_settings.json`; when model_dir holds a
-checkpoint it first compares, and raises `ResumeSettingsError` (one line per flag: old
-value, new value, the fix) before anything is restored, unless `--resume_changes` names
-the flag, which is then kept with its step in the record's `history`. STRUCTURE_SETTINGS
-decide the variables and can never change. A checkpoint without a record resumes with
-one warning and gets one. In a cluster only the chief checks and writes.
+`model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
+FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
+videos; data_dir itself may move). On a resume, `checked_record` compares it with this run's
+and raises `ResumeSettingsError` (one line per flag: old value, new value, the fix) before
+anything is restored, unless `--resume_changes` names the flag, which is then kept with its
+step in the record's `history`. STRUCTURE_SETTINGS decide the variables and can never
+change, nor can a change that adds variables the checkpoint lacks (an optimizer with other
+slots than sgd's none, ema_decay from 0 to on). `write_record` writes the record once the
+session has started, so a run that fails before leaves the old one. A damaged record is an
+error naming the file; a checkpoint without a record resumes with one warning. The record
+also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a
+cluster only the chief checks and writes.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from input_fn import manifest, ucf101
 from towers.checkpoints import checkpoint_step
 
 RECORD_FILE = 'train_settings.json'
+# Key of the record's list of the training videos' canonical names (not a setting: the
+# settings hold their count and digest), read by //towers:evaluate_two_stream.
+TRAIN_VIDEO_NAMES = 'train_video_names'
 FORMAT_VERSION = 1
 # Learning settings that are TrainParams fields (flags); `_relevant` drops those the run's
 # other choices make inert, so changing them stops nothing.
@@ -88,20 +96,33 @@ def train_videos(params) -> str | None:
   on (tfrecord: with the preparation's source, split, short side and JPEG quality), so a
   data_dir that moved still matches; None when data_dir cannot be read (the preflight
   reports that)."""
+  names = train_video_names(params)
+  if names is None:
+    return None
+  how = []
+  if params.data_source == 'tfrecord':
+    made = manifest.read_identity(params.data_dir) or {}
+    how = [made.get(k) for k in ('kind', 'source', 'split', 'short_side', 'jpeg_quality')]
+  digest = hashlib.sha256(json.dumps([sorted(names), how]).encode()).hexdigest()
+  return f'{len(names)} videos, sha256 {digest[:12]}'
+
+
+def train_video_names(params) -> list[str] | None:
+  """Sorted canonical names of the videos data_dir trains on (tfrecord: its train
+  manifest; videos and frames: the split's training list); None for synthetic data or
+  when data_dir cannot be read."""
+  if params.data_source == 'synthetic':
+    return None
   try:
     if params.data_source == 'tfrecord':
       names = manifest.video_names(manifest.read(params.data_dir, 'train'))
-      made = manifest.read_identity(params.data_dir) or {}
-      how = [made.get(k) for k in ('kind', 'source', 'split', 'short_side', 'jpeg_quality')]
     else:
       split_dir = ucf101.find_dir(params.data_dir, ucf101.SPLIT_DIR_NAMES,
                                   ucf101.CLASS_INDEX_FILE)
       names = [entry.name for entry in ucf101.read_split(split_dir, params.split).train]
-      how = []
   except (OSError, ValueError):
     return None
-  digest = hashlib.sha256(json.dumps([sorted(names), how]).encode()).hexdigest()
-  return f'{len(names)} videos, sha256 {digest[:12]}'
+  return sorted(names)
 
 
 def record_path(model_dir: str) -> str:
@@ -109,12 +130,27 @@ def record_path(model_dir: str) -> str:
 
 
 def read_record(model_dir: str) -> dict[str, Any] | None:
-  """The record in model_dir ({'format_version', 'settings', 'history'}), None if absent."""
+  """The record in model_dir ({'format_version', 'settings', 'history'}), None if absent.
+  Raises `ResumeSettingsError` naming the file when it is not such a record (damaged or
+  edited by hand)."""
   path = record_path(model_dir)
   if not tf.io.gfile.exists(path):
     return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      stored = json.load(f)
+    problem = None
+  except (ValueError, UnicodeDecodeError) as e:
+    stored, problem = None, f'it is not valid JSON ({e})'
+  if problem is None and not (isinstance(stored, dict) and isinstance(stored.get('settings'), dict)
+                              and isinstance(stored.get('history', []), list)):
+    problem = ('it is not the record this library writes (a JSON object with "settings" and '
+               '"history")')
+  if problem:
+    raise ResumeSettingsError(
+        f'{path} cannot be read: {problem}. Restore it, or delete it to record this run\'s '
+        'flags as the settings of the checkpoint in that model_dir')
+  return stored
 
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -157,11 +193,25 @@ def _compare(params, num_workers: int) -> _Resume:
         f'{"it decides" if len(structural) == 1 else "they decide"} the network\'s '
         'variables, which a checkpoint cannot change; train with a new --model_dir'])
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
-  stored = read_record(params.model_dir) if checkpoint else None
+  try:
+    stored = read_record(params.model_dir) if checkpoint else None
+  except ResumeSettingsError as e:
+    return _Resume(checkpoint, None, new, [str(e)])
   if stored is None:
     return _Resume(checkpoint, None, new, [])
   old = stored['settings']
-  changed = [name for name in differences(old, new) if name not in params.resume_changes]
+  adding = _adding_variables(old, new)
+  allowed_adding = [name for name in adding if name in params.resume_changes]
+  if allowed_adding:
+    return _Resume(checkpoint, stored, new, [
+        f'--resume_changes cannot allow {_changes(allowed_adding, old, new)}: the new '
+        f'setting keeps variables ({_new_variables(allowed_adding, new)}) that the checkpoint '
+        f'in {params.model_dir} does not hold, so it cannot be restored. Rerun with '
+        f'{" ".join(_as_flag(n, old.get(n)) for n in allowed_adding)}, or train with a new '
+        '--model_dir'])
+  allowed = set(params.resume_changes)
+  allowed |= {name for name, by in _GOVERNED_BY.items() if by in allowed}
+  changed = [name for name in differences(old, new) if name not in allowed]
   if not changed:
     return _Resume(checkpoint, stored, new, [])
   was = ' '.join(_as_flag(name, old.get(name)) for name in changed)
@@ -169,13 +219,43 @@ def _compare(params, num_workers: int) -> _Resume:
   derived = [f'{name}: {DERIVED_SETTINGS[name]}' for name in changed if name in DERIVED_SETTINGS]
   fixes = [f'Rerun with {was}{" (" + "; ".join(derived) + ")" if derived else ""}',
            'use a new --model_dir']
-  if not any(name in STRUCTURE_SETTINGS for name in changed):
+  if not any(name in STRUCTURE_SETTINGS or name in adding for name in changed):
     fixes.append(f'add --resume_changes={",".join(changed)} to continue with the change on '
                  'purpose (it is kept in the record\'s history)')
   return _Resume(checkpoint, stored, new, [
       f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
       f'learning settings in one model_dir ({record_path(params.model_dir)}). '
       f'{", or ".join(fixes)}'])
+
+
+# Settings that act only for some values of another (`_relevant`): allowing that one to
+# change allows them to appear, disappear or change with it.
+_GOVERNED_BY = {'momentum': 'optimizer', 'lr_boundaries': 'lr_schedule',
+                'lr_decay_steps': 'lr_schedule', 'lr_decay_rate': 'lr_schedule'}
+# Variables each optimizer keeps besides the weights (slots and accumulators).
+_OPTIMIZER_VARIABLES = {'momentum': 'Momentum slots', 'rmsprop': 'RMSProp slots',
+                        'adam': 'Adam slots, beta1_power, beta2_power', 'sgd': ''}
+
+
+def _adding_variables(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+  """The changed settings whose new value needs variables a checkpoint of the old one
+  lacks: another optimizer with its own slots, or an EMA where there was none."""
+  adding = []
+  if old.get('optimizer') != new.get('optimizer') and _OPTIMIZER_VARIABLES.get(
+      new.get('optimizer'), ''):
+    adding.append('optimizer')
+  if not old.get('ema_decay') and new.get('ema_decay'):
+    adding.append('ema_decay')
+  return adding
+
+
+def _new_variables(names: list[str], new: dict[str, Any]) -> str:
+  return '; '.join(_OPTIMIZER_VARIABLES[new['optimizer']] if name == 'optimizer'
+                   else 'the moving averages of every weight' for name in names)
+
+
+def _changes(names: list[str], old: dict[str, Any], new: dict[str, Any]) -> str:
+  return ', '.join(f'{name} {old.get(name)} -> {new.get(name)}' for name in names)
 
 
 def _as_flag(name: str, value: Any) -> str:
@@ -192,10 +272,16 @@ def _as_flag(name: str, value: Any) -> str:
 
 
 def record(params, num_workers: int = 1) -> None:
-  """At the start of training (the chief): raises `ResumeSettingsError` if resuming
-  model_dir would mix learning settings; else writes this run's settings to
-  model_dir/train_settings.json (with a history entry for each change --resume_changes
-  allowed, and a warning when a checkpoint had no record)."""
+  """`write_record(params.model_dir, checked_record(params, num_workers))`."""
+  write_record(params.model_dir, checked_record(params, num_workers))
+
+
+def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
+  """When training is about to start (the chief): raises `ResumeSettingsError` if resuming
+  model_dir would mix learning settings; else returns the record of this run's settings
+  (with a history entry for each change --resume_changes allowed, and a warning when a
+  checkpoint had no record), for `write_record` once the session has started: a run that
+  fails before (e.g. restoring) leaves the old record in place."""
   resume = _compare(params, num_workers)
   if resume.problems:
     raise ResumeSettingsError(resume.problems[0])
@@ -214,8 +300,16 @@ def record(params, num_workers: int = 1) -> None:
       logging.warning('%s: continuing from step %d with changed learning settings (%s), as '
                       '--resume_changes allows; recorded in %s', params.model_dir, step,
                       ', '.join(changed), RECORD_FILE)
-  _write_json(record_path(params.model_dir),
-              {'format_version': FORMAT_VERSION, 'settings': new, 'history': history})
+  value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history}
+  names = train_video_names(params)
+  if names is not None:
+    value[TRAIN_VIDEO_NAMES] = names
+  return value
+
+
+def write_record(model_dir: str, value: dict[str, Any]) -> None:
+  """Writes `value` (from `checked_record`) as model_dir/train_settings.json."""
+  _write_json(record_path(model_dir), value)
 
 
 def _write_json(path: str, value: dict[str, Any]) -> None:

@@ -13,6 +13,10 @@ probabilities are the mean of its views' softmax.
 Videos are matched across streams by their canonical name (compared in lower case); the
 fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equal weights).
 
+Before any inference each stream is checked against its eval data (`check_stream`): the
+same stream and number of classes, and no test video among those the model_dir's
+train_settings.json lists as trained on.
+
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1). The three rows (RGB, Flow,
 Fusion) are computed on the videos both streams have, so they compare like with like; a
@@ -216,6 +220,58 @@ def load_model(model: str, expect: str | None = None) -> StreamModel:
     raise TwoStreamError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
                          f'it is a {loaded.stream} model: swap the arguments')
   return loaded
+
+
+def model_classes(model: StreamModel) -> int | None:
+  """The classes of the model's `probabilities` output [None, classes] (None if unknown)."""
+  spec = model.serving.structured_outputs.get('probabilities')
+  return None if spec is None or spec.shape.rank != 2 else spec.shape[1]
+
+
+def training_videos(model: str) -> list[str] | None:
+  """The training videos' names recorded in the model_dir of `model` (a model_dir, or an
+  export under its export/best/) by //towers:train; None when there is no such list
+  (trained on synthetic data, by hand, or before the list was recorded)."""
+  from towers import train_settings  # pylint: disable=g-import-not-at-top
+  path = os.path.abspath(model)
+  for model_dir in (path, os.path.dirname(os.path.dirname(os.path.dirname(path)))):
+    try:
+      stored = train_settings.read_record(model_dir)
+    except train_settings.ResumeSettingsError:
+      stored = None
+    if stored and isinstance(stored.get(train_settings.TRAIN_VIDEO_NAMES), list):
+      return stored[train_settings.TRAIN_VIDEO_NAMES]
+  return None
+
+
+def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | None:
+  """Before inference: `data_dir` must hold records of the model's stream, the model must
+  have as many classes as its test records, and none of their videos may be one the model
+  trained on (it would score them too high); raises `TwoStreamError` naming the counts. Returns a warning when the model_dir lists no
+  training videos, so that could not be checked; else None."""
+  manifest = _manifest(data_dir)
+  data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
+  if data_stream != model.stream:
+    raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
+                         f'{model.stream} model')
+  classes, data_classes = model_classes(model), int(manifest['num_classes'])
+  if classes is not None and classes != data_classes:
+    raise TwoStreamError(f'the {model.stream} model {model.export} has {classes} classes but '
+                         f'{data_dir} holds {data_classes}: evaluate it on test records '
+                         'prepared from the class list it was trained with')
+  trained = training_videos(model_path)
+  if trained is None:
+    return (f'{model_path} lists no training videos (train_settings.json): cannot check that '
+            f'the {model.stream} test videos of {data_dir} were not trained on')
+  trained_keys = {name.lower() for name in trained}
+  tests = manifest_lib.video_names(manifest)
+  seen = sorted(name for name in tests if name.lower() in trained_keys)
+  if seen:
+    raise TwoStreamError(f'{len(seen)} of the {len(tests)} test videos of {data_dir} are '
+                         f'training videos of the {model.stream} model {model_path} (e.g. '
+                         f'{seen[0]}): its accuracy on them says nothing; evaluate on the test '
+                         'records of the split it was trained on')
+  return None
 
 
 def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,

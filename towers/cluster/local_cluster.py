@@ -127,7 +127,11 @@ class LocalCluster:
     for task in self.tasks.values():
       if task.task_type != 'worker':
         self.start(task.name)
-    self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout)
+    ready = self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout)
+    if not ready and self.tasks['chief'].process.poll() is None:
+      print(f'local_cluster: the chief has not reported a ready session after '
+            f'{chief_ready_timeout:.0f} s; starting the workers anyway (they wait for it)',
+            file=sys.stderr)
     for task in self.tasks.values():
       if task.task_type == 'worker':
         self.start(task.name)
@@ -306,6 +310,23 @@ class LocalClusterOptions:
                         'host: the host network.', choices=('isolated', 'host'))
 
 
+def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
+  """Why --sync_replicas with --backup_workers (given to the tasks, also in a --flagfile)
+  cannot run on `workers` workers; None when it can."""
+  values = flags.FlagValues()
+  flags.DEFINE_bool('sync_replicas', False, '', flag_values=values)
+  flags.DEFINE_integer('backup_workers', 0, '', flag_values=values)
+  try:
+    values(['local_cluster', *train_args], known_only=True)
+  except flags.Error:
+    return None  # the tasks' own flag parsing reports it
+  if values.sync_replicas and values.backup_workers >= workers:
+    return (f'--sync_replicas --backup_workers={values.backup_workers} with --workers={workers} '
+            'would aggregate no gradient per step (each step waits for workers - '
+            f'backup_workers): set --backup_workers below {workers}')
+  return None
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """Parses the launcher's flags; returns [program, *train flags] (the unknown ones)."""
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
@@ -318,6 +339,25 @@ def main(argv: list[str]) -> int:
     print(f'local_cluster: --ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
           'and --workers >= 1 (the first worker is the chief)', file=sys.stderr)
     return 2
+  if options.ps == 0:
+    print(f'local_cluster: --ps=0 --workers={options.workers}: the variables of a training '
+          'cluster live on its ps tasks; use --ps=1 or more (or //towers:train without a '
+          'cluster)', file=sys.stderr)
+    return 2
+  problem = _sync_problem(train_args, options.workers)
+  if problem:
+    print(f'local_cluster: {problem}', file=sys.stderr)
+    return 2
+  log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
+  try:
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, '.write_probe'), 'w'):
+      pass
+    os.remove(os.path.join(log_dir, '.write_probe'))
+  except OSError as e:
+    print(f'local_cluster: cannot write the task logs to {log_dir} ({e.strerror}): start it '
+          'from a writable working directory', file=sys.stderr)
+    return 2
   if options.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(__file__, sys.argv[1:])
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
@@ -326,8 +366,7 @@ def main(argv: list[str]) -> int:
   elif os.environ.get(ISOLATED_ENV):
     print('local_cluster: network isolated: a new namespace with loopback only')
   cluster = LocalCluster(options.ps, options.workers, train_args,
-                         evaluator=not options.no_evaluator,
-                         log_dir=os.path.join('runs', 'local_cluster_logs'))
+                         evaluator=not options.no_evaluator, log_dir=log_dir)
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
   started = time.time()
   code = cluster.run()

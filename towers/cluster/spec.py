@@ -195,6 +195,10 @@ def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index:
   chiefs = cluster.get('chief', ())
   if len(chiefs) != 1:
     raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed')
+  if cluster.get('worker') and not cluster.get('ps'):
+    raise ClusterError(f'{field}.ps: no ps task, but {len(cluster["worker"])} worker(s) besides '
+                       'the chief: workers share the variables through ps tasks; list at least '
+                       'one ps (--ps_hosts; local_cluster --ps=1)')
   seen: dict[str, str] = {}
   for job, hosts in cluster.items():
     for i, address in enumerate(hosts):

@@ -1,0 +1,100 @@
+"""Specification: data whose every record is damaged stops the run with one line.
+
+Damaged records are skipped and counted (a warning whenever the count grows). When two
+passes' worth of training records in a row yield none that can be read, training cannot
+make a single step: it stops with one `error:` line naming the count, instead of waiting forever.
+A shard with some damaged records still trains. An evaluation that could read none of
+its videos is an error, --strict_eval or not: no metric is computed on zero videos.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, manifest, pipeline, prepare
+from model_fn.eval_coverage import EvalCoverageError
+from towers import build_estimator, inputs
+from towers.params import make_params
+
+LIMIT = 240
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
+            eval_clips=1, max_steps=2, save_checkpoints_steps=2, lr_schedule='constant',
+            lr_values=[0.01], lr_boundaries=[], num_towers=1, export_savedmodel=False,
+            data_source='tfrecord')
+
+
+class DamagedTrainDataTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    root = tempfile.mkdtemp()
+    make_synthetic_ucf101.make_dataset(os.path.join(root, 'ucf'), classes=3, groups=9,
+                                       min_frames=4, max_frames=5)
+    cls.data = os.path.join(root, 'tfr')
+    prepare.prepare(prepare.PrepareConfig(data_dir=os.path.join(root, 'ucf'), out=cls.data,
+                                          short_side=0, videos_per_shard=4, workers=1),
+                    log=lambda s: None)
+    cls.records = manifest.read(cls.data, 'train')['num_records']
+
+  def damaged_copy(self, every_shard: bool, subset: str = 'train') -> str:
+    copy = shutil.copytree(self.data, os.path.join(self.create_tempdir().full_path, 'tfr'))
+    shards = sorted(glob.glob(os.path.join(copy, f'{subset}-*.tfrecord')))
+    for shard in shards if every_shard else shards[:1]:
+      size = os.path.getsize(shard)
+      with open(shard, 'wb') as f:
+        f.write(b'\0' * size)
+    return copy
+
+  def test_every_record_damaged_stops_the_library_naming_the_count(self):
+    data = self.damaged_copy(every_shard=True)
+    params = make_params(TINY, data_dir=data, model_dir=self.create_tempdir().full_path)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                f'{pipeline.NO_READABLE_RECORD}.*{self.records} training '
+                                'records'):
+      build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+                                    max_steps=2)
+
+  def test_every_record_damaged_stops_the_binary_with_one_error_line(self):
+    data = self.damaged_copy(every_shard=True)
+    flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
+             for k, v in TINY.items()]
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', *flags, f'--data_dir={data}',
+         f'--model_dir={self.create_tempdir().full_path}'],
+        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 1, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    self.assertLen(errors, 1, done.stderr[-3000:])
+    self.assertIn(f'none of the {self.records} training records', errors[0])
+
+  def test_one_damaged_shard_is_skipped_and_training_goes_on(self):
+    data = self.damaged_copy(every_shard=False)
+    model_dir = self.create_tempdir().full_path
+    params = make_params(TINY, data_dir=data, model_dir=model_dir)
+    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+                                  max_steps=2)
+    self.assertEqual(int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
+                                                'global_step')), 2)
+
+  def test_an_evaluation_of_zero_readable_videos_is_an_error_without_strict_eval(self):
+    data = self.damaged_copy(every_shard=True, subset='test')
+    model_dir = self.create_tempdir().full_path
+    params = make_params(TINY, data_dir=data, model_dir=model_dir)
+    estimator = build_estimator(params)
+    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    with self.assertRaisesRegex(EvalCoverageError, r'^evaluation: read no video.*: no metric '
+                                                   r'is computed on zero videos'):
+      estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+
+
+if __name__ == '__main__':
+  tf.test.main()

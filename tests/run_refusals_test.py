@@ -1,0 +1,115 @@
+"""Specification: a parameter that cannot work stops the run before any work, in one line.
+
+`make_params` (so `build_estimator`, `train_and_evaluate` and `//towers:train` alike)
+refuses counts below their minimum (--eval_clips=0, --input_threads=-1,
+--shuffle_buffer=0, --eval_steps=-1), an empty --model_dir, --variable_device=ps without a
+cluster, and options that --strategy=mirrored does not apply (--transfer_dtype=float16
+among them). The
+preflight refuses --tower_devices naming GPUs the machine does not have (soft placement
+would put those towers on the CPU without a word), a model_dir that cannot be written and
+--backup_workers that leave no worker to aggregate. The binary prints one `error:` line and
+exits 2, without a traceback.
+"""
+
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from towers import build_estimator, preflight
+from towers.params import ParamsError, make_params
+
+LIMIT = 240
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+for name in ('TF_CONFIG', 'SLURM_JOB_ID'):
+  ENV.pop(name, None)
+TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
+            max_steps=1, num_towers=1)
+REFUSED = {
+    'eval_clips=0': 'eval_clips must be positive, got 0',
+    'input_threads=-1': 'input_threads must be >= 0, got -1',
+    'shuffle_buffer=0': 'shuffle_buffer must be positive, got 0',
+    'eval_steps=-1': 'eval_steps must be >= 0, got -1',
+    'variable_device=ps': 'variable_device=ps places variables on a cluster\'s ps tasks, but '
+                          'no cluster is given',
+    'strategy=mirrored transfer_dtype=float16': 'strategy=mirrored does not apply '
+                                                'transfer_dtype=float16',
+    'model_dir=': 'model_dir is empty',
+}
+
+
+def values(flags: str) -> dict:
+  """'a=1 b=x' -> {'a': 1, 'b': 'x'}."""
+  pairs = (item.split('=') for item in flags.split())
+  return {k: int(v) if v.lstrip('-').isdigit() else v for k, v in pairs}
+
+
+class RunRefusalsTest(tf.test.TestCase):
+
+  def train_binary(self, *args: str) -> subprocess.CompletedProcess:
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    flags = [f'--{k}={v}' for k, v in TINY.items()]
+    return subprocess.run([sys.executable, '-m', 'towers.train', *flags,
+                           f'--model_dir={model_dir}', *args], capture_output=True, text=True,
+                          timeout=LIMIT, check=False, env=ENV)
+
+  def assert_one_error_line(self, done: subprocess.CompletedProcess, text: str) -> None:
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    self.assertLen(errors, 1, done.stderr[-3000:])
+    self.assertIn(text, done.stderr)
+
+  def test_the_library_refuses_each_before_building_anything(self):
+    for flags, message in REFUSED.items():
+      with self.subTest(flags):
+        with self.assertRaisesRegex(ParamsError, message):
+          make_params(TINY, **values(flags))
+        with self.assertRaisesRegex(ParamsError, message):
+          build_estimator(dict(TINY, **values(flags)))
+
+  def test_the_binary_refuses_each_in_one_line(self):
+    for flags, message in REFUSED.items():
+      with self.subTest(flags):
+        self.assert_one_error_line(self.train_binary(*(f'--{f}' for f in flags.split())),
+                                   message)
+
+  def test_ps_variables_are_accepted_in_a_cluster(self):
+    make_params(TINY, variable_device='ps', ps_hosts=['127.0.0.1:1'],
+                worker_hosts=['127.0.0.1:2'], task_type='worker')
+
+  def test_towers_on_gpus_the_machine_lacks_are_refused(self):
+    if tf.config.list_physical_devices('GPU'):
+      self.skipTest('this machine has a GPU: /gpu:0 exists')
+    params = make_params(TINY, num_towers=2, tower_devices=['/gpu:0', '/gpu:1'],
+                         model_dir=self.create_tempdir().full_path)
+    found = preflight.problems(params)
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], r'^tower_devices=/gpu:0,/gpu:1 names /gpu:0, /gpu:1, but this '
+                               r'machine has 0 GPU\(s\)')
+    self.assert_one_error_line(self.train_binary('--num_towers=2',
+                                                 '--tower_devices=/gpu:0,/gpu:1'),
+                               'names /gpu:0, /gpu:1, but this machine has 0 GPU(s)')
+
+  def test_a_model_dir_that_cannot_be_written_is_refused(self):
+    model_dir = f'/sys/video_towers_run_{os.getpid()}'
+    found = preflight.problems(make_params(TINY, model_dir=model_dir))
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], rf'^model_dir={model_dir} cannot be created: /sys is not '
+                               r'writable')
+    done = self.train_binary(f'--model_dir={model_dir}')
+    self.assert_one_error_line(done, f'model_dir={model_dir} cannot be created')
+
+  def test_backup_workers_that_leave_no_gradient_are_refused(self):
+    params = make_params(TINY, sync_replicas=True, backup_workers=2,
+                         model_dir=self.create_tempdir().full_path)
+    self.assertRegex(preflight.problems(params, num_workers=2)[0],
+                     r'^backup_workers=2 with 2 training worker\(s\) would aggregate no '
+                     r'gradient per step .*: set --backup_workers below 2')
+    self.assertEqual(preflight.problems(params, num_workers=3), [])
+
+
+if __name__ == '__main__':
+  tf.test.main()

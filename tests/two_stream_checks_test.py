@@ -1,0 +1,124 @@
+"""Specification: `evaluate_two_stream` refuses, before inference, what would give wrong numbers.
+
+A model with another number of classes than its eval data, eval data whose test videos
+the model trained on (the split-2 test list holds split 1's training videos; the model_dir's
+train_settings.json lists what it trained on), a --flow_weight outside [0, 1] (or nan) and a
+--json_out that cannot be written each stop with one `evaluate_two_stream:` line, exit 2.
+A model_dir that lists no training videos is evaluated with a warning saying so.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, prepare
+from towers import params as params_lib
+from towers import train_settings, two_stream
+from towers.training import train_and_evaluate
+
+LIMIT = 300
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, '-m', 'towers.evaluate_two_stream', *args],
+                        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+
+
+class TwoStreamChecksTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    ucf = os.path.join(cls.root, 'ucf')
+    make_synthetic_ucf101.make_dataset(ucf, classes=3, groups=9, width=24, height=20,
+                                       min_frames=6, max_frames=7, object_size=8,
+                                       write_flow=True)
+    cls.data, cls.models = {}, {}
+    for stream, source in (('rgb', 'videos'), ('flow', 'flow')):
+      for split in (1, 2):
+        out = os.path.join(cls.root, f'{stream}{split}')
+        prepare.prepare(prepare.PrepareConfig(source=source, data_dir=ucf, out=out, split=split,
+                                              short_side=0, workers=1), log=lambda s: None)
+        cls.data[stream, split] = out
+      params = params_lib.make_params(
+          model='c3d_small', stream=stream, data_source='tfrecord', data_dir=cls.data[stream, 1],
+          num_classes=3, clip_frames=4, crop_size=16, batch_size=2, num_towers=1, eval_clips=1,
+          max_steps=1, save_checkpoints_steps=1, log_every_steps=1,
+          model_dir=os.path.join(cls.root, f'{stream}_model'))
+      train_and_evaluate(params)
+      cls.models[stream] = params.model_dir
+    four = os.path.join(cls.root, 'ucf4')
+    make_synthetic_ucf101.make_dataset(four, classes=4, groups=9, width=24, height=20,
+                                       min_frames=6, max_frames=7, object_size=8)
+    cls.four_classes = os.path.join(cls.root, 'rgb_four')
+    prepare.prepare(prepare.PrepareConfig(data_dir=four, out=cls.four_classes, short_side=0,
+                                          workers=1), log=lambda s: None)
+
+  def args(self, split: int = 1, **overrides) -> list[str]:
+    values = {'rgb_model': self.models['rgb'], 'flow_model': self.models['flow'],
+              'rgb_data': self.data['rgb', split], 'flow_data': self.data['flow', split],
+              'eval_clips': 1, 'json_out': os.path.join(self.create_tempdir().full_path,
+                                                        'out.json')}
+    values.update(overrides)
+    return [f'--{k}={v}' for k, v in values.items()]
+
+  def assert_refused(self, done: subprocess.CompletedProcess, *parts: str) -> None:
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    self.assertNotIn('two-stream evaluation on', done.stdout)
+    for part in parts:
+      self.assertIn(part, done.stderr)
+
+  def test_the_own_split_is_evaluated(self):
+    done = evaluate(*self.args())
+    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+    self.assertIn('| Fusion |', done.stdout)
+    self.assertNotIn('warning', done.stderr)
+
+  def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
+    trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])
+    split_2_tests = json.load(open(os.path.join(self.data['rgb', 2], 'test.manifest.json')))
+    seen = sum(v['name'] in trained for s in split_2_tests['shards'] for v in s['videos'])
+    self.assertGreater(seen, 0)
+    done = evaluate(*self.args(split=2))
+    self.assert_refused(done, f'{seen} of the {split_2_tests["num_records"]} test videos of '
+                              f'{self.data["rgb", 2]} are training videos of the rgb model')
+
+  def test_another_class_count_is_refused_before_inference(self):
+    model = two_stream.load_model(self.models['rgb'], 'rgb')
+    with self.assertRaisesRegex(two_stream.TwoStreamError, r'has 3 classes but \S+ holds 4'):
+      two_stream.check_stream(model, self.models['rgb'], self.four_classes)
+    self.assert_refused(evaluate(*self.args(rgb_data=self.four_classes)),
+                        'has 3 classes but', 'holds 4')
+
+  def test_a_model_dir_without_its_training_videos_is_evaluated_with_a_warning(self):
+    bare = shutil.copytree(self.models['rgb'], os.path.join(self.create_tempdir().full_path,
+                                                            'rgb'))
+    os.remove(train_settings.record_path(bare))
+    warning = two_stream.check_stream(two_stream.load_model(bare, 'rgb'), bare,
+                                      self.data['rgb', 1])
+    self.assertRegex(warning, 'lists no training videos .*: cannot check')
+
+  def test_flow_weight_and_json_out_are_checked_before_anything_is_loaded(self):
+    missing = os.path.join(self.root, 'no_such_model')
+    for weight in ('nan', '-0.5', '1.5'):
+      with self.subTest(weight):
+        self.assert_refused(evaluate(*self.args(flow_weight=weight, rgb_model=missing)),
+                            f'--flow_weight={float(weight)} must be in [0, 1]')
+    self.assert_refused(evaluate(*self.args(json_out=self.root, rgb_model=missing)),
+                        f'--json_out={self.root}: is a directory')
+    self.assert_refused(evaluate(*self.args(json_out='/proc/two_stream.json',
+                                            rgb_model=missing)),
+                        '--json_out=/proc/two_stream.json: cannot be written')
+
+
+if __name__ == '__main__':
+  tf.test.main()

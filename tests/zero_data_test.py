@@ -1,0 +1,160 @@
+"""Specification: no run trains, evaluates or exports on zero data.
+
+A prepared directory whose test (or train) subset holds no record, and a direct-route
+data_dir (--data_source=frames) with no readable training video, stop before training
+with one line naming the count and the cause, through `//towers:train` and the library
+alike. An evaluation counts the videos of the test list, also those prepare skipped, so
+--strict_eval refuses metrics of part of it, on the prepared and the direct route.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tensorflow as tf
+
+from input_fn import make_synthetic_ucf101, manifest, prepare, ucf101
+from model_fn.eval_coverage import EvalCoverageError
+from towers import build_estimator, inputs, preflight
+from towers.params import make_params
+
+LIMIT = 240  # seconds for one process
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
+            eval_clips=1, max_steps=1, save_checkpoints_steps=1, lr_schedule='constant',
+            lr_values=[0.01], lr_boundaries=[], num_towers=1)
+TEST_GROUPS = {f'_g{g:02d}_' for g in ucf101.test_groups(1)}
+
+
+def is_test(path: str) -> bool:
+  return any(g in os.path.basename(path) for g in TEST_GROUPS)
+
+
+def flags(**values) -> list[str]:
+  return [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
+          for k, v in dict(TINY, **values).items()]
+
+
+def train_binary(*args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, '-m', 'towers.train', *args], capture_output=True,
+                        text=True, timeout=LIMIT, check=False, env=ENV)
+
+
+class ZeroDataTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.ucf = os.path.join(cls.root, 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.ucf, classes=3, groups=9, min_frames=4,
+                                       max_frames=5, write_frames=True)
+
+  def copy_without(self, name: str, drop) -> str:
+    """A copy of the dataset without the .avi files and frame folders `drop(path)` names."""
+    copy = shutil.copytree(self.ucf, os.path.join(self.root, name))
+    for path in glob.glob(os.path.join(copy, 'UCF-101', '*', '*.avi')) + \
+        glob.glob(os.path.join(copy, 'jpegs_256', '*')):
+      if drop(path):
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    return copy
+
+  def prepare(self, source: str) -> str:
+    out = source + '_tfr'
+    prepare.prepare(prepare.PrepareConfig(data_dir=source, out=out, short_side=0, workers=1),
+                    log=lambda s: None)
+    return out
+
+  def assert_one_error_line(self, done: subprocess.CompletedProcess, *parts: str) -> None:
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    self.assertNotIn('training from step', done.stderr + done.stdout)
+    for part in parts:
+      self.assertIn(part, done.stderr)
+
+  def test_a_test_set_lost_entirely_at_prepare_stops_before_training(self):
+    data = self.prepare(self.copy_without('no_test', is_test))
+    self.assertEqual(manifest.read(data, 'test')['num_records'], 0)
+    listed = manifest.read(data, 'test')['num_listed']
+    found = preflight.problems(make_params(TINY, data_source='tfrecord', data_dir=data,
+                                           model_dir=self.create_tempdir().full_path))
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], rf'test.manifest.json: 0 test records of {listed} listed videos '
+                               r'\(skipped: \d+ .*\).*nothing to evaluate')
+    with self.assertRaisesRegex(manifest.ManifestError, '0 test records'):
+      inputs.make_input_fn(make_params(TINY, data_source='tfrecord', data_dir=data),
+                           tf.estimator.ModeKeys.EVAL)
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    done = train_binary(*flags(data_source='tfrecord', data_dir=data, model_dir=model_dir,
+                               strict_eval='true'))
+    self.assert_one_error_line(done, f'0 test records of {listed} listed videos')
+    self.assertFalse(os.path.exists(os.path.join(model_dir, 'export')))
+
+  def test_zero_training_records_stop_with_one_line_instead_of_waiting(self):
+    data = self.prepare(self.copy_without('no_train', lambda p: not is_test(p)))
+    self.assertEqual(manifest.read(data, 'train')['num_records'], 0)
+    done = train_binary(*flags(data_source='tfrecord', data_dir=data,
+                               model_dir=os.path.join(self.create_tempdir().full_path, 'run')))
+    self.assert_one_error_line(done, '0 train records of', 'nothing to train on')
+
+  def test_videos_prepare_skipped_count_as_listed_and_strict_eval_refuses(self):
+    first_test_group = f'_g{min(ucf101.test_groups(1)):02d}_'
+    data = self.prepare(self.copy_without('some_test', lambda p: first_test_group in p))
+    test = manifest.read(data, 'test')
+    self.assertGreater(test['num_records'], 0)
+    self.assertGreater(test['num_listed'], test['num_records'])
+    model_dir = self.create_tempdir().full_path
+    params = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
+                         export_savedmodel=False)
+    estimator = build_estimator(params)
+    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
+                     (test['num_records'], test['num_listed']))
+    strict = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
+                         strict_eval=True)
+    with self.assertRaisesRegex(EvalCoverageError, rf'{test["num_records"]} of '
+                                                   rf'{test["num_listed"]} listed videos'):
+      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+
+  def test_direct_route_without_a_readable_training_video_stops_naming_the_count(self):
+    data = self.copy_without('frames_no_train', lambda p: p.endswith('.avi') or (
+        os.path.isdir(p) and not is_test(p)))
+    trains = len(ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), 1).train)
+    found = preflight.problems(make_params(TINY, data_source='frames', data_dir=data,
+                                           model_dir=self.create_tempdir().full_path))
+    self.assertLen(found, 1)
+    self.assertRegex(found[0], rf'^data_source=frames: 0 of the {trains} train videos of split '
+                               r'1 in \S+ can be read; e\.g\. v_\w+: missing frame folder')
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    done = train_binary(*flags(data_source='frames', data_dir=data, model_dir=model_dir))
+    self.assert_one_error_line(done, f'0 of the {trains} train videos')
+    self.assertFalse(os.path.exists(os.path.join(model_dir, 'export')))
+
+  def test_strict_eval_applies_on_the_direct_route(self):
+    first_test_group = f'_g{min(ucf101.test_groups(1)):02d}_'
+    data = self.copy_without('frames_some_test',
+                             lambda p: p.endswith('.avi') or first_test_group in p)
+    tests = len(ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), 1).test)
+    lost = len([p for p in glob.glob(os.path.join(self.ucf, 'jpegs_256', '*'))
+                if first_test_group in p])
+    model_dir = self.create_tempdir().full_path
+    params = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
+                         export_savedmodel=False)
+    estimator = build_estimator(params)
+    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
+                     (tests - lost, tests))
+    strict = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
+                         strict_eval=True)
+    with self.assertRaisesRegex(EvalCoverageError, rf'{tests - lost} of {tests} listed videos'):
+      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+
+
+if __name__ == '__main__':
+  tf.test.main()
