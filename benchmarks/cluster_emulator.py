@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -61,9 +61,9 @@ from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
-from towers import cli
+from command_line import cli
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from towers.options import option
+from command_line.options import option
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's

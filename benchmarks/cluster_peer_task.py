@@ -26,9 +26,10 @@ from absl import flags, logging
 
 from model_fn import tower_model_fn
 from model_fn.training_hooks import ProgressHook
-from towers import cli, inputs
+from command_line import cli
+from towers import inputs
 from towers import flags as towers_flags
-from towers.options import option
+from command_line.options import option
 
 tf1 = tf.compat.v1
 

@@ -37,7 +37,7 @@ Measured per run:
                  compared with the chief's final checkpoint: global steps (and variables)
                  on the ps that the checkpoint does not hold. This library's ps exits by
                  itself once the chief's final checkpoint is written, logging the global
-                 step it held (`towers/cluster/runner.py`): global steps only, set beside
+                 step it held (`towers/cluster_task.py`): global steps only, set beside
                  the checkpoint's. MultiWorkerMirrored has no ps: n/a.
 Targets: ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
 the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
@@ -56,7 +56,7 @@ import tempfile
 import time
 from typing import Callable
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -66,13 +66,13 @@ import tensorflow as tf
 
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
-from towers import cli
+from command_line import cli
 from towers.checkpoints import checkpoint_step
 from towers.cluster import shutdown
 from towers.cluster.ps_variables import read_ps_variables
 from towers.cluster.local_cluster import (CHIEF_READY, ISOLATED_ENV, LocalCluster,
                                           reexec_in_private_network)
-from towers.options import option
+from command_line.options import option
 
 tf1 = tf.compat.v1
 
@@ -317,7 +317,7 @@ def task_cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
 
 
 def ps_final_step(lines: list[str]) -> int | None:
-  """The global step ps 0 held when it exited (`towers/cluster/runner.py`'s last line)."""
+  """The global step ps 0 held when it exited (`towers/cluster_task.py`'s last line)."""
   for line in reversed(lines):
     match = PS_FINAL_STEP.search(line)
     if match:

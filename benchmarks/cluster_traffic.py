@@ -25,7 +25,7 @@ import tempfile
 import time
 from typing import Sequence
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -33,8 +33,8 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from towers import cli
-from towers.options import option
+from command_line import cli
+from command_line.options import option
 
 
 @dataclasses.dataclass(frozen=True)

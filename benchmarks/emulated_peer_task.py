@@ -36,9 +36,9 @@ import tensorflow as tf
 
 from benchmarks.emulated_task import STEP_LINE, variable_shapes
 from model_fn import networks
-from towers import cli
+from command_line import cli
 from towers.cluster.local_cluster import CHIEF_READY
-from towers.options import option
+from command_line.options import option
 
 tf1 = tf.compat.v1
 

@@ -43,9 +43,9 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
-from towers import cli
-from towers.progress import SESSION_READY
-from towers.options import option
+from command_line import cli
+from command_line.progress import SESSION_READY
+from command_line.options import option
 from towers.params import make_params
 
 tf1 = tf.compat.v1

@@ -32,7 +32,7 @@ import dataclasses
 import sys
 from typing import Sequence
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -42,7 +42,7 @@ import tensorflow as tf
 
 from model_fn import freezing, layers
 from model_fn.networks import i3d
-from towers.options import option
+from command_line.options import option
 
 tf1 = tf.compat.v1
 
@@ -182,7 +182,7 @@ class MemoryOptions:
 
 def main(argv: Sequence[str]) -> int:
   del argv
-  from towers import cli  # pylint: disable=g-import-not-at-top
+  from command_line import cli  # pylint: disable=g-import-not-at-top
   options = cli.options_from_flags(MemoryOptions)
   if not options.recipe:
     print(table(DEFAULT_CONFIGS, options.usable_gib))
@@ -198,6 +198,6 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli  # pylint: disable=g-import-not-at-top
+  from command_line import cli  # pylint: disable=g-import-not-at-top
   cli.define_flags(MemoryOptions)
   cli.run(main)

@@ -54,8 +54,8 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from towers import cli, console
-from towers.options import option
+from command_line import cli, console
+from command_line.options import option
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
 LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit

@@ -16,8 +16,8 @@ import shutil
 import sys
 import tempfile
 
-from towers import cli
-from towers.options import option
+from command_line import cli
+from command_line.options import option
 
 
 @dataclasses.dataclass(frozen=True)

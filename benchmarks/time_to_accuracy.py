@@ -22,8 +22,8 @@ import time
 
 from absl import flags
 
-from towers import cli
-from towers.options import option
+from command_line import cli
+from command_line.options import option
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,8 +30,8 @@ import sys
 import time
 from typing import Callable
 
-from towers import cli
-from towers.options import option
+from command_line import cli
+from command_line.options import option
 
 
 @dataclasses.dataclass(frozen=True)

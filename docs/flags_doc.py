@@ -1,7 +1,7 @@
 """Generates docs/flags.md: the flags of every binary, read from the binaries themselves.
 
 Every `py_binary` of the BUILD files given (`BUILD_FILES`) is executed as `__main__` with
-`towers.cli.define_flags` recording the options dataclasses it declares and `towers.cli.run`
+`command_line.cli.define_flags` recording the options dataclasses it declares and `command_line.cli.run`
 doing nothing, so the page lists exactly the flags each binary defines, with their
 defaults, choices and help. Fields of one dataclass are grouped by the `# --- Name ---`
 comments of its source. A binary that declares no options this way is an error.
@@ -19,8 +19,8 @@ import runpy
 import sys
 from typing import Any, Callable, Sequence
 
-from towers import cli, console
-from towers.options import CHOICES, HELP
+from command_line import cli, console
+from command_line.options import CHOICES, HELP
 
 REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
@@ -74,8 +74,8 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
   finally:
     cli.define_flags, cli.run = real_define, real_run
   if not recorded:
-    raise FlagsDocError(f'{binary.label} declares no options through towers.cli.define_flags '
-                        '(the one flag convention, towers/cli.py)')
+    raise FlagsDocError(f'{binary.label} declares no options through command_line.cli.define_flags '
+                        '(the one flag convention, command_line/cli.py)')
   doc = ' '.join((module_globals.get('__doc__') or '').strip().split('\n\n')[0].split())
   return list(dict.fromkeys(recorded)), doc
 

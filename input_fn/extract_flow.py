@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 from input_fn import flow, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
-from towers.options import option
+from command_line.options import option
 
 MANIFEST = 'flow.manifest.json'
 SOURCES = '.flow_sources.jsonl'
@@ -404,7 +404,7 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
 
 
 def main(argv: list[str]) -> int:
-  from towers import cli
+  from command_line import cli
   if len(argv) > 1:
     print(f'extract_flow: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
     return 2
@@ -418,6 +418,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli
+  from command_line import cli
   cli.define_flags(ExtractFlowOptions)
   cli.run(main)

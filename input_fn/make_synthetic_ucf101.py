@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from input_fn import ucf101, video_io
-from towers.options import option
+from command_line.options import option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -218,6 +218,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli
+  from command_line import cli
   cli.define_flags(SyntheticOptions)
   cli.run(main)

@@ -58,8 +58,8 @@ from input_fn import flow_records, layouts
 from input_fn import manifest as manifest_lib
 from input_fn import ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
-from towers.options import option
-from towers.progress import progress_line
+from command_line.options import option
+from command_line.progress import progress_line
 
 FORMAT_VERSION = 2
 SHARD_STATE_DIR = manifest_lib.STATE_DIR
@@ -648,6 +648,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == '__main__':
-  from towers import cli
+  from command_line import cli
   cli.define_flags(PrepareConfig)
   cli.run(main)

@@ -8,11 +8,11 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from towers.progress import SESSION_READY, progress_line
+from command_line.progress import SESSION_READY, progress_line
 
 tf1 = tf.compat.v1
 
-# ProgressHook's lines (`towers.progress` format); `progress_step` reads the global step
+# ProgressHook's lines (`command_line.progress` format); `progress_step` reads the global step
 # back (launchers, tests).
 _PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+ \(\d+%\)  loss ')
 

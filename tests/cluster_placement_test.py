@@ -12,7 +12,8 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from model_fn import tower_model_fn
 from model_fn.gradients import SYNC_SCOPE
 from tests import tower_testing
-from towers.cluster import runner as cluster_runner, spec as cluster
+from towers import cluster_task as cluster_runner
+from towers.cluster import spec as cluster
 from towers.estimator import run_config
 from towers.params import make_params
 

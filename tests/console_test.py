@@ -15,7 +15,7 @@ from absl import logging as absl_logging
 from absl.testing import absltest
 
 from model_fn.training_hooks import progress_step
-from towers import console, progress
+from command_line import console, progress
 from towers.cluster.local_cluster import CHIEF_READY
 
 TINY_RUN = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
@@ -108,7 +108,7 @@ class EveryBinaryStartsQuietlyTest(absltest.TestCase):
       self.assertIsNone(NATIVE_LINE.search(output), f'{module}:\n{output}')
 
   def test_cli_run_hides_them_for_tensorflow_loaded_by_main(self):
-    program = ('from towers import cli\n'
+    program = ('from command_line import cli\n'
                'def main(argv):\n'
                '  import tensorflow\n'
                'cli.run(main)\n')

@@ -42,7 +42,7 @@ class FlagsDocTest(unittest.TestCase):
       self.assertGreater(self.page.index(heading, train), train)
 
   def test_a_binary_without_options_is_refused(self):
-    binary = flags_doc.Binary('//towers:progress', 'towers.progress', 'towers/progress.py')
+    binary = flags_doc.Binary('//towers:progress', 'command_line.progress', 'command_line/progress.py')
     with self.assertRaisesRegex(flags_doc.FlagsDocError, '//towers:progress declares no options'):
       flags_doc.declared_options(binary)
 

@@ -14,7 +14,8 @@ import tensorflow as tf
 from absl import flags
 
 from towers import flags as towers_flags
-from towers.cluster import gpus, runner, spec
+from towers import cluster_task as runner
+from towers.cluster import gpus, spec
 from towers.cluster.local_cluster import LocalCluster
 from towers.estimator import run_config
 from towers.params import make_params

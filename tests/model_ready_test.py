@@ -6,7 +6,7 @@ depends on how fast the machine is."""
 
 import tensorflow as tf
 
-from towers.cluster import runner
+from towers import cluster_task as runner
 from towers.cluster.model_ready import POLL_SECS, ModelReadyHook
 from towers.cluster.spec import ClusterTask
 from towers.estimator import build_estimator

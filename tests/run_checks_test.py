@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from input_fn import make_synthetic_ucf101, manifest, prepare
 from towers import build_estimator, inputs, preflight, resume_check
-from towers.cluster import runner
+from towers import cluster_task as runner
 from towers.cluster.spec import ClusterTask
 from towers.params import make_params
 

@@ -10,7 +10,7 @@ TF_ENABLE_ONEDNN_OPTS is already set; set it to 0 to keep them off. TensorFlow r
 switch once, when it is imported: imported earlier, it keeps its own choice.
 
 The package itself does not import TensorFlow: `build_estimator` and the params names load
-on first use, so a binary can import `towers.console` (and set TensorFlow's log level)
+on first use, so a binary can import `command_line.console` (and set TensorFlow's log level)
 before TensorFlow starts.
 """
 

@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from input_fn import direct, flow, pipeline, ucf101, video_io
 from towers import export_info, two_stream
-from towers.progress import progress_line
+from command_line.progress import progress_line
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.mov', '.webm', '.mpg', '.mpeg', '.gif', '.m4v')
 LIST_EXTENSIONS = ('.txt', '.list', '.lst')

@@ -21,13 +21,14 @@ import sys
 
 from absl import logging as absl_logging
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from towers import cli, classifier
-from towers.options import option
+from command_line import cli, working_dir
+from towers import classifier
+from command_line.options import option
 from towers.training import protocol
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
@@ -89,7 +90,7 @@ def main(argv: list[str]) -> int:
   if not verbose:  # the results are the output; TensorFlow's loading notes are not
     absl_logging.set_verbosity(absl_logging.WARNING)
   options = cli.options_from_flags(ClassifyOptions)
-  videos = [cli.user_path(v) for v in argv[1:]]
+  videos = [working_dir.user_path(v) for v in argv[1:]]
   if not options.model:
     return _error('give --model (an export directory or a model_dir)')
   if not videos:

@@ -15,13 +15,14 @@ import json
 import os
 import sys
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from towers import cli, two_stream
-from towers.options import option
+from command_line import cli
+from towers import two_stream
+from command_line.options import option
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """Command-line flags generated from `TrainParams`: one flag per field, same name and help.
 
 Only `//towers:train` and other binaries import this module; the library takes a
-`TrainParams` (or a dict) and never reads flags. The convention is `towers/cli.py`'s.
+`TrainParams` (or a dict) and never reads flags. The convention is `command_line/cli.py`'s.
 """
 
 from __future__ import annotations
 
 from absl import flags
 
-from towers import cli
+from command_line import cli
 from towers.params import TrainParams, make_params
 
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from model_fn import networks
 from model_fn.networks import i3d
-from towers.options import CHOICES, HELP, PATH, OptionsError, convert, option  # noqa: F401  (re-exported)
+from command_line.options import CHOICES, HELP, PATH, OptionsError, convert, option  # noqa: F401  (re-exported)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ import sys
 
 from absl import app, flags, logging
 
-from towers import console
+from command_line import console
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -23,9 +23,11 @@ import tensorflow as tf
 from input_fn import pipeline
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
-from towers import cli, preflight
+from command_line import cli
+from towers import preflight
 from towers import flags as towers_flags
-from towers.cluster import runner as cluster_runner, spec as cluster
+from towers import cluster_task as cluster_runner
+from towers.cluster import spec as cluster
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.params import ParamsError
 from towers.training import metrics_table, protocol, train_and_evaluate

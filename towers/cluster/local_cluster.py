@@ -7,7 +7,7 @@ evaluator, each a `towers.train` process told its role by flags (`--ps_hosts`,
 `--worker_hosts`, `--task_type`, `--task_index`) on free loopback ports. Streams every
 task's output prefixed with its name ([ps0], [chief], [worker1], [evaluator]), and also
 appends it to `runs/local_cluster_logs/<task>.log`; `--verbose` goes to every task and
-brings back TensorFlow's own logs (see towers/console.py). Every task ends by itself when training
+brings back TensorFlow's own logs (see command_line/console.py). Every task ends by itself when training
 is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
 When a task fails, one line names it and its exit code, the others are stopped, and the
 launcher exits 1; Ctrl-C stops all at once (exit 130). Flags it does not know are passed
@@ -44,10 +44,10 @@ from typing import IO, Callable, Sequence
 
 from absl import flags
 
-from towers import cli
+from command_line import cli
 from towers.cluster.spec import pick_free_ports
-from towers.options import option
-from towers.progress import SESSION_READY
+from command_line.options import option
+from command_line.progress import SESSION_READY
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 CHIEF_READY = SESSION_READY  # logged once the chief's session is ready (also without --verbose)

@@ -13,7 +13,7 @@ A binary calls `quiet_native_logs()` before anything imports TensorFlow (TensorF
 side reads its log level once), defines `ConsoleOptions` flags, and calls
 `configure(verbose)` once flags are parsed:
 
-    from towers import console
+    from command_line import console
     console.quiet_native_logs()
     ...  # imports that load TensorFlow
     cli.define_flags(console.ConsoleOptions)
@@ -35,7 +35,8 @@ from typing import Sequence
 from absl import flags
 from absl import logging as absl_logging
 
-from towers.options import option
+from command_line.options import option
+from command_line.working_dir import user_working_dir
 
 NATIVE_LOG_LEVEL = 'TF_CPP_MIN_LOG_LEVEL'
 QUIET_NATIVE_LEVEL = '2'  # C++ ERROR and FATAL only
@@ -74,7 +75,6 @@ def verbose_requested(argv: Sequence[str]) -> bool:
 
 def _expanded(args: list[str]) -> list[str]:
   """`args` with every --flagfile replaced by its flags (absl's own reader)."""
-  from towers.cli import user_working_dir  # pylint: disable=g-import-not-at-top
   here = os.getcwd()
   try:
     os.chdir(user_working_dir())

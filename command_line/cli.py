@@ -1,6 +1,6 @@
 """The one command-line convention of every binary in the project.
 
-A program's options are one frozen dataclass of `towers.options.option` fields.
+A program's options are one frozen dataclass of `command_line.options.option` fields.
 `define_flags(Options)` declares one absl flag per field (same name, default and help;
 choices become enum flags, tuples list flags); `options_from_flags(Options)` reads them
 back, resolving path fields against the directory the user ran the command from; `run(main)`
@@ -24,8 +24,9 @@ from typing import Any, Callable, TypeVar
 
 from absl import app, flags
 
-from towers import console
-from towers.options import CHOICES, HELP, PATH, build
+from command_line import console
+from command_line.working_dir import user_working_dir
+from command_line.options import CHOICES, HELP, PATH, build
 
 T = TypeVar('T')
 
@@ -64,18 +65,8 @@ def values_from_flags(options_type: type, flag_values: flags.FlagValues = flags.
 
 def options_from_flags(options_type: type[T], flag_values: flags.FlagValues = flags.FLAGS,
                        working_dir: str | None = None) -> T:
-  """The options object of the parsed flags (see `towers.options.build`)."""
+  """The options object of the parsed flags (see `command_line.options.build`)."""
   return build(options_type, values_from_flags(options_type, flag_values, working_dir))
-
-
-def user_working_dir() -> str:
-  """Where the user ran the command: `bazel run` sets BUILD_WORKING_DIRECTORY."""
-  return os.environ.get('BUILD_WORKING_DIRECTORY') or os.getcwd()
-
-
-def user_path(path: str) -> str:
-  """`path` as the user meant it: relative paths resolve against `user_working_dir()`."""
-  return path if os.path.isabs(path) else os.path.normpath(os.path.join(user_working_dir(), path))
 
 
 def run(main: Callable[[list[str]], int | None],

@@ -2,7 +2,7 @@
 
 Every program of the project keeps its options in one frozen dataclass built with
 `option(...)` fields: `towers.params.TrainParams` for training, one dataclass per tool.
-`towers/cli.py` turns such a dataclass into command-line flags; this module needs no absl,
+`command_line/cli.py` turns such a dataclass into command-line flags; this module needs no absl,
 so the library can build options from a dict.
 """
 
