@@ -20,6 +20,8 @@ import sys
 PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'towers',
             'towers/cluster', 'benchmarks', 'tests')
 OUTPUT = 'tools/bazel/modules.bzl'
+# Modules whose targets are written by hand (their deps are programs found at run time).
+HAND_WRITTEN = {('docs', 'flags_doc'): '//docs:flags_doc_lib'}
 
 
 def _root() -> str:
@@ -82,17 +84,19 @@ def scan(root: str) -> dict[str, dict]:
 
 def deps_of(module: str, modules: dict[str, dict]) -> list[str]:
   info = modules[module]
+  hand_written = {'.'.join(key): label for key, label in HAND_WRITTEN.items()}
+  known = set(modules) | set(hand_written)
   named = set()
   for name in info['names']:
     if isinstance(name, tuple):
       package, symbols = name
       submodules = {f'{package}.{s}' for s in symbols}
-      named.update(s for s in submodules if s in modules)
-      if submodules - set(modules):
+      named.update(s for s in submodules if s in known)
+      if submodules - known:
         named.add(package)
     else:
       named.add(name)
-  found = set()
+  found = {hand_written[name] for name in named if name in hand_written}
   for name in named:
     if name in modules and name != module and not modules[name]['test']:
       dep = modules[name]

@@ -142,6 +142,7 @@ MODULES = {
         ]),
     ],
     "command_line": [
+        ("__init__.py", False, []),
         ("cli.py", False, [
             ":console",
             ":options",
@@ -616,6 +617,7 @@ TEST_DEPS = {
     ],
     "flags_doc_test": [
         "//command_line:progress",
+        "//docs:flags_doc_lib",
         "//towers:params",
     ],
     "flow_extract_test": [

@@ -1,0 +1,1 @@
+"""The command-line convention every binary of the project shares; no TensorFlow here."""
