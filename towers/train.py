@@ -23,6 +23,8 @@ from model_fn.eval_coverage import EvalCoverageError
 from towers import cli, preflight
 from towers import flags as towers_flags
 from towers.cluster import runner as cluster_runner, spec as cluster
+from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
+from towers.cluster.evaluator import ChiefLost, EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.params import ParamsError
 from towers.training import metrics_table, train_and_evaluate
@@ -50,9 +52,12 @@ def main(argv: list[str]) -> int:
   except (ParamsError, cluster.ClusterError, preflight.PreflightError, ManifestError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
-  except (EvalCoverageError, TrainingIncomplete) as e:
+  except (EvalCoverageError, TrainingIncomplete, EvaluationFailed) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
+  except ChiefLost as e:
+    print(f'error: {e}', file=sys.stderr)
+    return CHIEF_LOST_EXIT_CODE
   if metrics:
     print(f'final metrics at step {int(metrics.get("global_step", -1))}:\n'
           f'{metrics_table(metrics)}')

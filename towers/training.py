@@ -44,6 +44,17 @@ def evaluation_line(metrics: dict[str, Any]) -> str:
   return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
 
 
+def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
+  """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
+  best top-1 model exported to model_dir/export/best."""
+  exporters = [EvaluationLine()]
+  if params.export_savedmodel:
+    exporters.append(tf.estimator.BestExporter(
+        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
+        compare_fn=_higher_top_1, exports_to_keep=1))
+  return exporters
+
+
 def finished_step(params: TrainParams) -> int | None:
   """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
   step = checkpoint_step(params.model_dir)
@@ -63,11 +74,7 @@ def train_and_evaluate(params: TrainParams, network: Network | None = None,
                  params.model_dir, finished, params.max_steps)
     return {}
   estimator = build_estimator(params, network, cluster=cluster)
-  exporters = [EvaluationLine()]
-  if params.export_savedmodel:
-    exporters.append(tf.estimator.BestExporter(
-        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
-        compare_fn=_higher_top_1, exports_to_keep=1))
+  exporters = make_exporters(params)
   train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                       max_steps=params.max_steps)
   eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),

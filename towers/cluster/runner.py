@@ -5,19 +5,20 @@ own `tf.distribute.Server` and passes it only `gpu_options` from the session con
 a CPU cluster every task would have one CPU device and all towers would silently share
 it. Here each ps, chief and worker starts its server itself with the full session config
 (`device_count`), then the chief and workers call `Estimator.train` against that server.
-The evaluator runs `train_and_evaluate`'s continuous evaluation (it serves nothing).
+The evaluator evaluates each new checkpoint, pinned so that the chief cannot delete it
+under it (`towers/cluster/evaluator.py`; it serves nothing).
 
 Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
 `SyncReplicasOptimizer` (see `model_fn/tower_model_fn.py`). The chief writes checkpoints;
 `MonitoredTrainingSession` recovers from a lost ps or worker by re-creating its session
 (the chief restores the latest checkpoint). A ps that never comes back would make
 TensorFlow retry forever, so a watchdog ends chief and workers after
-`--ps_unreachable_secs`. How the tasks end together: `towers/cluster/shutdown.py`.
+`--ps_unreachable_secs`, and a chief that never comes back ends workers and ps tasks after
+`--chief_lost_secs` (`chief_watchdog.py`). How the tasks end together: `towers/cluster/shutdown.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
@@ -28,13 +29,13 @@ from absl import logging
 
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
-from towers.cluster import shutdown
+from towers.cluster import evaluator, shutdown
+from towers.cluster.chief_watchdog import ChiefWatchdog
 from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
 PS_UNREACHABLE_EXIT_CODE = 3
-EVALUATOR_CHECK_SECS = 5  # the evaluator looks for a new checkpoint at most this often
 
 
 def run_task(params, task: ClusterTask) -> dict:
@@ -45,12 +46,11 @@ def run_task(params, task: ClusterTask) -> dict:
   logging.info('cluster from %s: this is %s of %s', task.source, task.name,
                json.dumps(task.tf_config['cluster']))
   if task.task_type == 'evaluator':
-    # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
-    # logging a warning each pass (hundreds per second); wait between checks instead.
-    return training.train_and_evaluate(dataclasses.replace(
-        params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)), cluster=task)
+    return evaluator.evaluate_until_final(params, task)
   check_port_free(task)
   server = start_server(params, task)
+  if task.task_type != 'chief':
+    ChiefWatchdog(task.name, task.cluster['chief'][0], params.chief_lost_secs).start()
   if task.task_type == 'ps':
     logging.info('ps %d serving variables at %s until training is over', task.task_index,
                  task.address)
