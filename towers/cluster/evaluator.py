@@ -154,7 +154,8 @@ class Evaluator:
         if down >= self._params.chief_lost_secs:
           raise ChiefLost('evaluator: ' + chief_lost_message(self._chief, down,
                                                              self._params.chief_lost_secs))
-      time.sleep(self._poll_secs)
+      done_soon = self.last_step is not None and self.last_step >= self._params.max_steps
+      time.sleep(min(self._poll_secs, 1.0) if done_soon else self._poll_secs)
     if self.last_failure:
       raise EvaluationFailed(self.last_failure)
     logging.info('evaluator: evaluated the final checkpoint (step %d); exiting', self.last_step)
