@@ -115,7 +115,7 @@ class RealSlurmTest(tf.test.TestCase):
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('the chief says training is over', log)
-    self.assertIn('Exiting evaluation', log)
+    self.assertIn('evaluator: evaluated the final checkpoint', log)
 
   def test_slurm_environment_mode_with_four_tasks_completes(self):
     port = consecutive_free_ports(4)
