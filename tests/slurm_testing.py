@@ -59,6 +59,7 @@ class PrivateSlurm:
     self._logs = []
     self.client: list[str] = []  # prefix of commands that talk to slurmctld (sbatch, ...)
     self.slurmd_timeout = 60  # seconds before slurmctld declares a silent node DOWN
+    self.cred_expire = 120  # seconds; also how long a requeued job waits before it restarts
 
   # --- daemons ------------------------------------------------------------------------------
 
@@ -116,7 +117,7 @@ class PrivateSlurm:
         f'SlurmctldPort={ctld_port}',
         'SlurmUser=root', 'SlurmdUser=root',
         'AuthType=auth/munge', 'CredType=cred/munge',
-        f'AuthInfo=socket={self.munge_socket}',
+        f'AuthInfo=socket={self.munge_socket},cred_expire={self.cred_expire}',
         'ProctrackType=proctrack/linuxproc', 'TaskPlugin=task/none',
         'JobAcctGatherType=jobacct_gather/none', 'AccountingStorageType=accounting_storage/none',
         'SelectType=select/cons_tres', 'SelectTypeParameters=CR_CPU',
@@ -182,7 +183,8 @@ class PrivateSlurm:
              timeout_secs: float = 300.0) -> tuple[str, int]:
     """`sbatch --wait --parsable ARGS`: (job id, sbatch's exit code = the job's). A job
     still running after `timeout_secs` is cancelled and RuntimeError raised."""
-    process = subprocess.Popen([*self.client, 'sbatch', '--wait', '--parsable', *args], cwd=cwd,
+    process = subprocess.Popen([*self.client, 'sbatch', '--wait', '--parsable', f'--chdir={cwd}',
+                                *args], cwd=cwd,
                                env=dict(self.env, **(env or {})), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     first = process.stdout.readline().strip()
@@ -199,6 +201,26 @@ class PrivateSlurm:
       process.communicate()
       raise RuntimeError(f'job {job} still running after {timeout_secs:.0f} s: cancelled')
     return job, process.returncode
+
+  def submit(self, args: list[str], cwd: str, env: dict[str, str] | None = None) -> str:
+    """`sbatch --parsable ARGS` without waiting: the job id."""
+    out = subprocess.run([*self.client, 'sbatch', '--parsable', f'--chdir={cwd}', *args], cwd=cwd,
+                         env=dict(self.env, **(env or {})), capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return out.strip().split(';')[0]
+
+  def wait_job(self, job: str, timeout_secs: float) -> tuple[str, str]:
+    """Waits until the job has ended; its (JobState, ExitCode). A job still running after
+    `timeout_secs` is cancelled and RuntimeError raised."""
+    deadline = time.time() + timeout_secs
+    while time.time() < deadline:
+      state = self.job_state(job)
+      if state[0] not in ('PENDING', 'RUNNING', 'CONFIGURING', 'COMPLETING', 'REQUEUED',
+                          'RESIZING', 'SUSPENDED'):
+        return state
+      time.sleep(0.5)
+    self.scancel(job)
+    raise RuntimeError(f'job {job} still running after {timeout_secs:.0f} s: cancelled')
 
   def job_state(self, job: str) -> tuple[str, str]:
     """(JobState, ExitCode) from `scontrol show job`, e.g. ('COMPLETED', '0:0')."""
@@ -230,7 +252,8 @@ class MultiNodeSlurm(PrivateSlurm):
   def __init__(self, root: str, nodes: int = 3) -> None:
     super().__init__(root)
     self.node_names = [f'n{i + 1}' for i in range(nodes)]
-    self.slurmd_timeout = 10
+    self.slurmd_timeout = 5
+    self.cred_expire = 5
     self._suffix = str(os.getpid())
     self._holders: dict[str, subprocess.Popen] = {}
 
@@ -300,10 +323,18 @@ class MultiNodeSlurm(PrivateSlurm):
     ctld_port, *node_ports = pick_free_ports(1 + len(self.node_names))
     lines = self._common_conf('controller(198.18.0.1)', ctld_port,
                               f'towers{self._suffix}')
+    lines.append('SchedulerParameters=sched_interval=2')  # a requeued job starts soon
     for name, port in zip(self.node_names, node_ports):
       lines.append(f'NodeName={name} NodeHostname={name} NodeAddr={self.address(name)} '
                    f'Port={port} CPUs={NODE_CPUS} RealMemory=1000 State=UNKNOWN')
     self._finish_conf(lines)
+
+  def ensure_nodes_idle(self, timeout_secs: float = 60.0) -> None:
+    """Restarts the slurmd of any node that lost it; returns once every node is idle."""
+    for name in self.node_names:
+      if self._processes[f'slurmd-{name}'].poll() is not None:
+        self.start_node(name)
+    self._wait(self._all_idle, timeout_secs, 'every node idle (sinfo)')
 
   def node_pids(self, name: str) -> list[int]:
     """Every process on node `name` (in its network namespace), its holder excepted."""
