@@ -26,6 +26,7 @@ from towers.cluster import runner as cluster_runner, spec as cluster
 from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
 from towers.cluster.evaluator import ChiefLost, EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
+from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
 from towers.params import ParamsError
 from towers.training import metrics_table, train_and_evaluate
 
@@ -55,6 +56,9 @@ def main(argv: list[str]) -> int:
   except (EvalCoverageError, TrainingIncomplete, EvaluationFailed) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
+  except StoppedBeforeTheEnd as e:
+    print(e, file=sys.stderr)
+    return STOPPED_EXIT_CODE
   except ChiefLost as e:
     print(f'error: {e}', file=sys.stderr)
     return CHIEF_LOST_EXIT_CODE

@@ -29,7 +29,8 @@ from absl import logging
 
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
-from towers.cluster import evaluator, shutdown
+from towers.checkpoints import checkpoint_step
+from towers.cluster import evaluator, shutdown, time_limit
 from towers.cluster.chief_watchdog import ChiefWatchdog
 from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
@@ -46,8 +47,13 @@ def run_task(params, task: ClusterTask) -> dict:
   logging.info('cluster from %s: this is %s of %s', task.source, task.name,
                json.dumps(task.tf_config['cluster']))
   if task.task_type == 'evaluator':
+    time_limit.exit_on_signal(task.name)
     return evaluator.evaluate_until_final(params, task)
   check_port_free(task)
+  if task.task_type == 'ps':
+    time_limit.ignore_signal()
+  else:
+    stop = time_limit.stop_on_signal(task.name)
   server = start_server(params, task)
   if task.task_type != 'chief':
     ChiefWatchdog(task.name, task.cluster['chief'][0], params.chief_lost_secs).start()
@@ -68,15 +74,15 @@ def run_task(params, task: ClusterTask) -> dict:
   PsWatchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
   estimator = build_estimator(params, cluster=task)
   input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN, task.input_context())
-  hooks = worker_hooks(estimator)
+  hooks = worker_hooks(estimator) + [time_limit.StopHook(stop)]
   if task.task_type == 'chief':
-    waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs)
+    waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs, skip=stop)
     config = estimator.config
     # Ours replaces the Estimator's own saver hook, so its final save comes after the wait.
     hooks = [waiter, tf.compat.v1.train.CheckpointSaverHook(
         params.model_dir, save_secs=config.save_checkpoints_secs,
         save_steps=config.save_checkpoints_steps,
-        save_graph_def=config.checkpoint_save_graph_def)]
+        save_graph_def=config.checkpoint_save_graph_def), time_limit.StopHook(stop)]
   try:
     estimator.train(input_fn, max_steps=params.max_steps, hooks=hooks)
   except Exception as e:
@@ -85,6 +91,15 @@ def run_task(params, task: ClusterTask) -> dict:
                                   f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}',
                                   params.ps_unreachable_secs)
     raise
+  if stop.is_set():  # a worker does not report: the stopping chief waits for none
+    if task.task_type == 'chief':
+      _finish(params, task, server.target, 'stopped before the job\'s time limit')
+    where = (f'checkpoint at step {checkpoint_step(params.model_dir)} written'
+             if task.task_type == 'chief' else 'the chief writes the checkpoint')
+    raise time_limit.StoppedBeforeTheEnd(
+        f'{task.name}: stopped before max_steps={params.max_steps} for the job\'s time limit '
+        f'({where}); training continues from the latest checkpoint when the job is '
+        'requeued or resubmitted')
   logging.info('%s finished training at max_steps=%d', task.name, params.max_steps)
   if task.task_type == 'worker':
     _finish(params, task, server.target, 'done')
