@@ -11,6 +11,8 @@ machine: tests/slurm_testing.py's MultiNodeSlurm), and the faults a long job mee
   back, and it resumes from the latest checkpoint and completes.
 - A chief killed for good: ps and workers end within --chief_lost_secs, each with a line
   naming the chief.
+- The time limit: on the SIGUSR1 the batch script asks Slurm for (`--signal`), the chief
+  stops at a checkpoint, every process ends, the job requeues itself and completes.
 
 One Slurm cluster serves every case. Skips, with the reason, only where Slurm is not
 installed (`bash tools/setup.sh`) or this is not root.
@@ -20,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,8 +77,12 @@ class SlurmNodesTest(tf.test.TestCase):
                          '--chief_lost_secs=30', *extra]) + '\n')
 
   def log(self):
-    with open(self.output) as f:
-      return f.read()
+    """The job's output so far ('' before it starts)."""
+    try:
+      with open(self.output) as f:
+        return f.read()
+    except FileNotFoundError:
+      return ''
 
   def batch_script(self, num_ps):
     ps_port = consecutive_free_ports(2)
@@ -167,6 +174,34 @@ class SlurmNodesTest(tf.test.TestCase):
     log = self.log()
     self.assertRegex(log, r'JOB \d+ ON n1 CANCELLED AT \S+ DUE TO NODE FAILURE')
     self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
+    self.assert_no_process_left()
+
+  def test_the_time_limit_signal_stops_at_a_checkpoint_and_the_job_requeues_itself(self):
+    with open(SCRIPT) as f:
+      self.assertRegex(f.read(), r'#SBATCH --signal=USR1@\d+')
+    args = self.batch_script(num_ps=1)
+    # No periodic checkpoint after step 0: the one at the stop is the chief's doing.
+    self.write_flags('--save_checkpoints_steps=100000', '--max_steps=100000')
+    job = self.slurm.submit(args, cwd=ROOT, env=self.env)
+    wait_until(lambda: [s for s in map(int, re.findall(r'step (\d+)/100000', self.log()))
+                        if s >= 20], LIMIT, 'training past step 20')
+    # What Slurm sends before the time limit (--signal=USR1@N), sent now.
+    subprocess.run([*self.slurm.client, 'scancel', '--signal=USR1', job], env=self.slurm.env,
+                   check=True, timeout=30)
+    stop_line = r'chief 0 \(n1:\d+\): stopped before max_steps=100000 for the job\'s time ' \
+                r'limit \(checkpoint at step (\d+) written\)'
+    wait_until(lambda: re.search(stop_line, self.log()), LIMIT, 'the chief to stop')
+    saved = int(re.search(stop_line, self.log()).group(1))
+    self.assertGreaterEqual(saved, 20)
+    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
+    self.write_flags('--save_checkpoints_steps=100000', f'--max_steps={saved + 30}')
+    state = self.slurm.wait_job(job, LIMIT)
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    log = self.log()
+    self.assertIn(f'requeueing job {job}', log)
+    self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assertNotIn('stopping the job', log)
     self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
     self.assert_no_process_left()
 

@@ -2,7 +2,8 @@
 test), a training job ends by itself when training ends: COMPLETED with exit code 0, the
 checkpoint at max_steps, and no process of it left behind. Both launch paths: the batch
 script of docs/cluster/ and SLURM-environment mode (`srun` of 4 tasks, roles from Slurm's
-variables). A failing task makes the job FAILED with one line naming it.
+variables). A failing task makes the job FAILED with one line naming it; a failing
+evaluator is named, but the job still completes.
 
 Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
 installs it) or this is not root.
@@ -145,6 +146,21 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertIn('exited with code 7', log)
     time.sleep(1)
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
+
+  def test_a_failing_evaluator_does_not_stop_training(self):
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1),
+                    PYTHON=os.path.join(self.work, 'python'))
+    # A PYTHON whose evaluator fails at once (as a crash would); ps and trainer are real.
+    with open(self.env['PYTHON'], 'w') as f:
+      f.write(f'#!/bin/sh\ncase "$*" in *task_type=evaluator*) exit 5;; esac\n'
+              f'exec {sys.executable} "$@"\n')
+    os.chmod(self.env['PYTHON'], 0o755)
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assert_ended_cleanly(job, code, log)
+    self.assertIn('warning: evaluator on', log)
+    self.assertIn('exited with code 5; training goes on without it', log)
 
 
 if __name__ == '__main__':
