@@ -14,7 +14,8 @@ Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
 (the chief restores the latest checkpoint). A ps that never comes back would make
 TensorFlow retry forever, so a watchdog ends chief and workers after
 `--ps_unreachable_secs`, and a chief that never comes back ends workers and ps tasks after
-`--chief_lost_secs` (`chief_watchdog.py`). How the tasks end together: `towers/cluster/shutdown.py`.
+`--chief_lost_secs` (`chief_watchdog.py`). How the tasks end together:
+`towers/cluster/shutdown.py`; stopping before a job's time limit: `time_limit.py`.
 """
 
 from __future__ import annotations

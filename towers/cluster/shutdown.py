@@ -236,7 +236,10 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
         self.failures[name] = message.decode()
     stop.set()
     session.run(self._wake)  # ends the background dequeue
-    if self.failures:
+    if pending:
+      logging.info('chief: stopping before max_steps; not waiting for %d worker(s)',
+                   len(pending))
+    elif self.failures:
       logging.error('chief: training ended without %s', '; '.join(
           f'{name}: {what}' for name, what in self.failures.items()))
     else:
