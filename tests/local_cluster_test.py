@@ -36,7 +36,8 @@ class LocalClusterTest(tf.test.TestCase):
     self.assertNotEmpty(progress_steps(cluster.output('chief')))
     evaluations = [l for l in cluster.output('evaluator') if 'Saving dict for global step' in l]
     self.assertNotEmpty(evaluations)
-    self.assertTrue(any('Exiting evaluation' in l for l in cluster.output('evaluator')))
+    self.assertTrue(any('evaluator: evaluated the final checkpoint' in l
+                        for l in cluster.output('evaluator')))
     best = os.path.join(model_dir, 'export', 'best')
     self.assertNotEmpty(tf.io.gfile.listdir(best))
     variables = {n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}

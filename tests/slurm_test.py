@@ -2,7 +2,8 @@
 test), a training job ends by itself when training ends: COMPLETED with exit code 0, the
 checkpoint at max_steps, and no process of it left behind. Both launch paths: the batch
 script of docs/cluster/ and SLURM-environment mode (`srun` of 4 tasks, roles from Slurm's
-variables). A failing task makes the job FAILED with one line naming it.
+variables). A failing task makes the job FAILED with one line naming it; a failing
+evaluator is named, but the job still completes.
 
 Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
 installs it) or this is not root.
@@ -10,7 +11,6 @@ installs it) or this is not root.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,43 +20,14 @@ import unittest
 import tensorflow as tf
 
 from tests.cluster_testing import TRAIN_ARGS
-from tests.slurm_testing import PrivateSlurm, missing_reason
+from tests.slurm_testing import (PrivateSlurm, consecutive_free_ports, leftover_processes,
+                                 missing_reason)
 from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
 MAX_STEPS = 30
 LIMIT = 480  # seconds one job may take on a loaded 2-core machine
-
-
-def consecutive_free_ports(count: int, attempts: int = 50) -> int:
-  """A port P such that P .. P+count-1 are all free on this machine now."""
-  for _ in range(attempts):
-    with socket.socket() as probe:
-      probe.bind(('127.0.0.1', 0))
-      first = probe.getsockname()[1]
-    if first + count >= 65536:
-      continue
-    sockets = []
-    try:
-      for port in range(first, first + count):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sockets.append(s)
-        s.bind(('', port))
-      return first
-    except OSError:
-      continue
-    finally:
-      for s in sockets:
-        s.close()
-  raise RuntimeError(f'no {count} consecutive free ports found')
-
-
-def leftover_processes(marker: str) -> str:
-  """Command lines of processes that mention `marker` (pgrep itself excluded)."""
-  out = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True, check=False)
-  return '\n'.join(l for l in out.stdout.splitlines() if 'pgrep' not in l)
 
 
 class RealSlurmTest(tf.test.TestCase):
@@ -115,7 +86,7 @@ class RealSlurmTest(tf.test.TestCase):
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('the chief says training is over', log)
-    self.assertIn('Exiting evaluation', log)
+    self.assertIn('evaluator: evaluated the final checkpoint', log)
 
   def test_slurm_environment_mode_with_four_tasks_completes(self):
     port = consecutive_free_ports(4)
@@ -145,6 +116,21 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertIn('exited with code 7', log)
     time.sleep(1)
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
+
+  def test_a_failing_evaluator_does_not_stop_training(self):
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1),
+                    PYTHON=os.path.join(self.work, 'python'))
+    # A PYTHON whose evaluator fails at once (as a crash would); ps and trainer are real.
+    with open(self.env['PYTHON'], 'w') as f:
+      f.write(f'#!/bin/sh\ncase "$*" in *task_type=evaluator*) exit 5;; esac\n'
+              f'exec {sys.executable} "$@"\n')
+    os.chmod(self.env['PYTHON'], 0o755)
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assert_ended_cleanly(job, code, log)
+    self.assertIn('warning: evaluator on', log)
+    self.assertIn('exited with code 5; training goes on without it', log)
 
 
 if __name__ == '__main__':

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -18,6 +19,7 @@ from towers.cluster.spec import pick_free_ports
 
 PROGRAMS = ('munged', 'slurmctld', 'slurmd', 'sbatch', 'scontrol', 'sinfo', 'srun')
 NODE_CPUS = 8  # declared, not real: the node runs more tasks than this machine has cores
+KILL_WAIT = 5  # seconds between scancel's SIGTERM and its SIGKILL
 
 
 def missing_reason() -> str | None:
@@ -55,6 +57,9 @@ class PrivateSlurm:
       self.env.pop(name, None)
     self._processes: dict[str, subprocess.Popen] = {}
     self._logs = []
+    self.client: list[str] = []  # prefix of commands that talk to slurmctld (sbatch, ...)
+    self.slurmd_timeout = 60  # seconds before slurmctld declares a silent node DOWN
+    self.cred_expire = 120  # seconds; also how long a requeued job waits before it restarts
 
   # --- daemons ------------------------------------------------------------------------------
 
@@ -73,27 +78,53 @@ class PrivateSlurm:
                            f'--seed-file={m}/munged.seed'])
     self._wait(lambda: os.path.exists(self.munge_socket), timeout_secs, 'munged socket')
     self._write_conf()
-    self._spawn('slurmctld', [_program('slurmctld'), '-D', '-i', '-f', self.conf])
+    self._spawn('slurmctld', [*self.client, _program('slurmctld'), '-D', '-i', '-f', self.conf])
     for name in self.node_names:
-      self._spawn(f'slurmd-{name}', [_program('slurmd'), '-D', '-f', self.conf, '-N', name])
+      self.start_node(name)
     self._wait(self._all_idle, timeout_secs, 'every node idle (sinfo)')
+
+  def start_node(self, name: str) -> None:
+    """Starts (or restarts) node `name`'s slurmd."""
+    self._spawn(f'slurmd-{name}', [*self.node_prefix(name), _program('slurmd'), '-D', '-f',
+                                   self.conf, '-N', name])
+
+  def node_prefix(self, name: str) -> list[str]:
+    """The command prefix that runs a program on node `name` (here: this machine)."""
+    del name
+    return []
 
   def _write_conf(self) -> None:
     ctld_port, *node_ports = pick_free_ports(1 + len(self.node_names))
     host = socket.gethostname().split('.')[0]
-    lines = [
-        'ClusterName=towers_test',
-        f'SlurmctldHost={host}(127.0.0.1)',
+    lines = self._common_conf(f'{host}(127.0.0.1)', ctld_port, 'towers_test')
+    for name, port in zip(self.node_names, node_ports):
+      lines.append(f'NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} '
+                   f'CPUs={NODE_CPUS} RealMemory=1000 State=UNKNOWN')
+    self._finish_conf(lines)
+
+  def _finish_conf(self, lines: list[str]) -> None:
+    lines.append(f'PartitionName=test Nodes={",".join(self.node_names)} Default=YES '
+                 'MaxTime=INFINITE State=UP OverSubscribe=NO')
+    for d in ['state', 'spool', *[f'spool/{n}' for n in self.node_names]]:
+      os.makedirs(os.path.join(self.root, d), exist_ok=True)
+    with open(self.conf, 'w') as f:
+      f.write('\n'.join(lines) + '\n')
+
+  def _common_conf(self, ctld_host: str, ctld_port: int, cluster_name: str) -> list[str]:
+    return [
+        f'ClusterName={cluster_name}',
+        f'SlurmctldHost={ctld_host}',
         f'SlurmctldPort={ctld_port}',
         'SlurmUser=root', 'SlurmdUser=root',
         'AuthType=auth/munge', 'CredType=cred/munge',
-        f'AuthInfo=socket={self.munge_socket}',
+        f'AuthInfo=socket={self.munge_socket},cred_expire={self.cred_expire}',
         'ProctrackType=proctrack/linuxproc', 'TaskPlugin=task/none',
         'JobAcctGatherType=jobacct_gather/none', 'AccountingStorageType=accounting_storage/none',
         'SelectType=select/cons_tres', 'SelectTypeParameters=CR_CPU',
         'SchedulerType=sched/builtin', 'MpiDefault=none', 'ReturnToService=2',
         'SlurmdParameters=config_overrides', 'MailProg=/bin/true',
-        'SlurmctldTimeout=30', 'SlurmdTimeout=60', 'InactiveLimit=0', 'KillWait=5',
+        'SlurmctldTimeout=30', f'SlurmdTimeout={self.slurmd_timeout}', 'InactiveLimit=0',
+        f'KillWait={KILL_WAIT}',
         'MinJobAge=600',
         f'StateSaveLocation={self.root}/state',
         f'SlurmctldPidFile={self.root}/slurmctld.pid',
@@ -102,18 +133,9 @@ class PrivateSlurm:
         f'SlurmdPidFile={self.root}/slurmd.%n.pid',
         f'SlurmdLogFile={self.root}/slurmd.%n.log',
     ]
-    for name, port in zip(self.node_names, node_ports):
-      lines.append(f'NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} '
-                   f'CPUs={NODE_CPUS} RealMemory=1000 State=UNKNOWN')
-    lines.append(f'PartitionName=test Nodes={",".join(self.node_names)} Default=YES '
-                 'MaxTime=INFINITE State=UP OverSubscribe=NO')
-    for d in ['state', 'spool', *[f'spool/{n}' for n in self.node_names]]:
-      os.makedirs(os.path.join(self.root, d), exist_ok=True)
-    with open(self.conf, 'w') as f:
-      f.write('\n'.join(lines) + '\n')
 
   def _spawn(self, name: str, command: list[str]) -> None:
-    log = open(os.path.join(self.root, f'{name}.out'), 'w', encoding='utf-8')
+    log = open(os.path.join(self.root, f'{name}.out'), 'a', encoding='utf-8')
     self._logs.append(log)
     self._processes[name] = subprocess.Popen(command, env=self.env, stdout=log,
                                              stderr=subprocess.STDOUT,
@@ -124,7 +146,7 @@ class PrivateSlurm:
       if process.poll() is not None:
         raise RuntimeError(f'{name} exited with {process.returncode} at start; see '
                            f'{self.root}/{name}.out and the *.log files there')
-    out = subprocess.run(['sinfo', '-h', '-N', '-o', '%N %T'], env=self.env,
+    out = subprocess.run([*self.client, 'sinfo', '-h', '-N', '-o', '%N %T'], env=self.env,
                          capture_output=True, text=True, timeout=30, check=False).stdout
     states = dict(line.split() for line in out.splitlines() if line.strip())
     return all(states.get(n) == 'idle' for n in self.node_names)
@@ -161,7 +183,8 @@ class PrivateSlurm:
              timeout_secs: float = 300.0) -> tuple[str, int]:
     """`sbatch --wait --parsable ARGS`: (job id, sbatch's exit code = the job's). A job
     still running after `timeout_secs` is cancelled and RuntimeError raised."""
-    process = subprocess.Popen(['sbatch', '--wait', '--parsable', *args], cwd=cwd,
+    process = subprocess.Popen([*self.client, 'sbatch', '--wait', '--parsable', f'--chdir={cwd}',
+                                *args], cwd=cwd,
                                env=dict(self.env, **(env or {})), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     first = process.stdout.readline().strip()
@@ -179,12 +202,237 @@ class PrivateSlurm:
       raise RuntimeError(f'job {job} still running after {timeout_secs:.0f} s: cancelled')
     return job, process.returncode
 
+  def submit(self, args: list[str], cwd: str, env: dict[str, str] | None = None) -> str:
+    """`sbatch --parsable ARGS` without waiting: the job id."""
+    out = subprocess.run([*self.client, 'sbatch', '--parsable', f'--chdir={cwd}', *args], cwd=cwd,
+                         env=dict(self.env, **(env or {})), capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return out.strip().split(';')[0]
+
+  def wait_job(self, job: str, timeout_secs: float) -> tuple[str, str]:
+    """Waits until the job has ended; its (JobState, ExitCode). A job still running after
+    `timeout_secs` is cancelled and RuntimeError raised."""
+    deadline = time.time() + timeout_secs
+    while time.time() < deadline:
+      state = self.job_state(job)
+      if state[0] not in ('PENDING', 'RUNNING', 'CONFIGURING', 'COMPLETING', 'REQUEUED',
+                          'RESIZING', 'SUSPENDED'):
+        return state
+      time.sleep(0.5)
+    self.scancel(job)
+    raise RuntimeError(f'job {job} still running after {timeout_secs:.0f} s: cancelled')
+
   def job_state(self, job: str) -> tuple[str, str]:
     """(JobState, ExitCode) from `scontrol show job`, e.g. ('COMPLETED', '0:0')."""
-    out = subprocess.run(['scontrol', 'show', 'job', '-o', job], env=self.env,
+    out = subprocess.run([*self.client, 'scontrol', 'show', 'job', '-o', job], env=self.env,
                          capture_output=True, text=True, timeout=30, check=True).stdout
     fields = dict(re.findall(r'(\w+)=(\S+)', out))
     return fields['JobState'], fields['ExitCode']
 
   def scancel(self, job: str) -> None:
-    subprocess.run(['scancel', job], env=self.env, timeout=30, check=True)
+    subprocess.run([*self.client, 'scancel', job], env=self.env, timeout=30, check=True)
+
+
+class MultiNodeSlurm(PrivateSlurm):
+  """`nodes` Slurm nodes on this machine, each a node of its own as far as the job can
+  tell: its own network namespace with address 198.18.0.(i + 2) on a bridge, its own
+  hostname (UTS namespace) and /etc/hosts naming every node (mount namespace), its own
+  slurmd with its own spool, pid and log files and `NodeAddr`. slurmctld sits on the
+  bridge at 198.18.0.1, in a network namespace of its own too, where the client commands
+  (sbatch, scontrol, ...) also run. So nothing global is created: the namespaces, the
+  bridge `sb<pid>` and the veths `sv<pid>n<i>` exist only inside these namespaces, and
+  their addresses and ports cannot meet another run's. E.g.
+
+      slurm = MultiNodeSlurm(tmpdir, nodes=3); slurm.start()
+      job, code = slurm.sbatch(['--nodes=3', '--wrap=srun hostname'], cwd=tmpdir)
+      slurm.lose_node('n3')   # its slurmd and every process of it are killed
+      slurm.stop()
+  """
+
+  def __init__(self, root: str, nodes: int = 3) -> None:
+    super().__init__(root)
+    self.node_names = [f'n{i + 1}' for i in range(nodes)]
+    self.slurmd_timeout = 5
+    self.cred_expire = 5
+    self._suffix = str(os.getpid())
+    self._holders: dict[str, subprocess.Popen] = {}
+
+  def address(self, name: str) -> str:
+    return f'198.18.0.{self.node_names.index(name) + 2}'
+
+  def start(self, timeout_secs: float = 60.0) -> None:
+    try:
+      self._make_network()
+      super().start(timeout_secs)
+    except BaseException:
+      self.stop()
+      raise
+
+  def _make_network(self) -> None:
+    hosts = os.path.join(self.root, 'hosts')
+    with open(hosts, 'w') as f:
+      f.write('127.0.0.1 localhost\n198.18.0.1 controller\n' + ''.join(
+          f'{self.address(n)} {n}\n' for n in self.node_names))
+    self._holders['controller'] = self._hold('controller', hosts)
+    self.client = self._enter('controller')
+    bridge = f'sb{self._suffix}'
+    for command in (['ip', 'link', 'set', 'lo', 'up'],
+                    ['ip', 'link', 'add', bridge, 'type', 'bridge'],
+                    ['ip', 'addr', 'add', '198.18.0.1/24', 'dev', bridge],
+                    ['ip', 'link', 'set', bridge, 'up']):
+      _run([*self.client, *command])
+    for i, name in enumerate(self.node_names):
+      holder = self._holders[name] = self._hold(name, hosts)
+      outside, inside = f'sv{self._suffix}n{i + 1}', f'sv{self._suffix}e{i + 1}'
+      _run([*self.client, 'ip', 'link', 'add', outside, 'type', 'veth', 'peer', 'name', inside])
+      _run([*self.client, 'ip', 'link', 'set', inside, 'netns', str(holder.pid)])
+      _run([*self.client, 'ip', 'link', 'set', outside, 'master', bridge, 'up'])
+      enter = self._enter(name, mount=False)
+      _run([*enter, 'ip', 'link', 'set', 'lo', 'up'])
+      _run([*enter, 'ip', 'link', 'set', inside, 'name', 'eth0'])
+      _run([*enter, 'ip', 'addr', 'add', f'{self.address(name)}/24', 'dev', 'eth0'])
+      _run([*enter, 'ip', 'link', 'set', 'eth0', 'up'])
+    deadline = time.time() + 10
+    while not all(_read(f'/proc/{h.pid}/comm') == 'sleep' for h in self._holders.values()):
+      if time.time() > deadline:
+        raise RuntimeError('a node namespace did not come up (hostname or mount failed)')
+      time.sleep(0.05)
+
+  @staticmethod
+  def _hold(name: str, hosts: str) -> subprocess.Popen:
+    """A process that holds host `name`'s namespaces (network, UTS, mount), in which
+    the hostname is `name` and /etc/hosts is `hosts`."""
+    script = f'hostname {name} && mount --bind {hosts} /etc/hosts && exec sleep infinity'
+    holder = subprocess.Popen(['unshare', '--net', '--uts', '--mount', 'sh', '-c', script],
+                              preexec_fn=_die_with_parent)
+    _wait_for_own_namespace(holder)
+    return holder
+
+  def _enter(self, name: str, mount: bool = True) -> list[str]:
+    """The command prefix that runs a program on host `name` (a node or 'controller')."""
+    pid = self._holders[name].pid
+    namespaces = [f'--net=/proc/{pid}/ns/net', f'--uts=/proc/{pid}/ns/uts']
+    if mount:
+      namespaces.append(f'--mount=/proc/{pid}/ns/mnt')
+    return ['nsenter', *namespaces, '--']
+
+  def node_prefix(self, name: str) -> list[str]:
+    return self._enter(name)
+
+  def _write_conf(self) -> None:
+    ctld_port, *node_ports = pick_free_ports(1 + len(self.node_names))
+    lines = self._common_conf('controller(198.18.0.1)', ctld_port,
+                              f'towers{self._suffix}')
+    lines.append('SchedulerParameters=sched_interval=2')  # a requeued job starts soon
+    for name, port in zip(self.node_names, node_ports):
+      lines.append(f'NodeName={name} NodeHostname={name} NodeAddr={self.address(name)} '
+                   f'Port={port} CPUs={NODE_CPUS} RealMemory=1000 State=UNKNOWN')
+    self._finish_conf(lines)
+
+  def ensure_nodes_idle(self, timeout_secs: float = 60.0) -> None:
+    """Restarts the slurmd of any node that lost it; returns once every node is idle."""
+    for name in self.node_names:
+      if self._processes[f'slurmd-{name}'].poll() is not None:
+        self.start_node(name)
+    self._wait(self._all_idle, timeout_secs, 'every node idle (sinfo)')
+
+  def node_pids(self, name: str) -> list[int]:
+    """Every process on node `name` (in its network namespace), its holder excepted."""
+    holder = self._holders[name].pid
+    mine = os.readlink(f'/proc/{holder}/ns/net')
+    pids = []
+    for entry in os.listdir('/proc'):
+      if entry.isdigit() and int(entry) != holder:
+        try:
+          if os.readlink(f'/proc/{entry}/ns/net') == mine:
+            pids.append(int(entry))
+        except OSError:
+          continue
+    return pids
+
+  def lose_node(self, name: str) -> list[int]:
+    """As if node `name` lost power: SIGKILL to its slurmd and every process on it; the
+    namespace stays, so `start_node` can bring it back. Returns the pids killed."""
+    pids = self.node_pids(name)
+    for pid in pids:
+      try:
+        os.kill(pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+    self._processes[f'slurmd-{name}'].wait()
+    return pids
+
+  def stop(self) -> None:
+    """Stops the daemons, then every process left on a node, then the namespace holders
+    (the bridge and veths vanish with them): all by PID."""
+    super().stop()
+    for name, holder in self._holders.items():
+      if holder.poll() is None:
+        for pid in self.node_pids(name):
+          try:
+            os.kill(pid, signal.SIGKILL)
+          except ProcessLookupError:
+            pass
+    for holder in self._holders.values():
+      if holder.poll() is None:
+        holder.kill()
+        holder.wait()
+
+
+def _read(path: str) -> str:
+  try:
+    with open(path) as f:
+      return f.read().strip()
+  except OSError:
+    return ''
+
+
+def _run(command: list[str]) -> None:
+  result = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+  if result.returncode != 0:
+    raise RuntimeError(f'{" ".join(command)} failed: {result.stderr.strip()}')
+
+
+def _wait_for_own_namespace(holder: subprocess.Popen, timeout_secs: float = 10.0) -> None:
+  """Waits until `holder` runs in a network namespace other than this process's."""
+  own = os.readlink('/proc/self/ns/net')
+  deadline = time.time() + timeout_secs
+  while time.time() < deadline:
+    try:
+      if os.readlink(f'/proc/{holder.pid}/ns/net') != own:
+        return
+    except FileNotFoundError:
+      break
+    time.sleep(0.05)
+  raise RuntimeError(f'could not create a network namespace (unshare exited '
+                     f'{holder.poll()})')
+
+
+def consecutive_free_ports(count: int, attempts: int = 50) -> int:
+  """A port P such that P .. P+count-1 are all free on this machine now."""
+  for _ in range(attempts):
+    with socket.socket() as probe:
+      probe.bind(('127.0.0.1', 0))
+      first = probe.getsockname()[1]
+    if first + count >= 65536:
+      continue
+    sockets = []
+    try:
+      for port in range(first, first + count):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sockets.append(s)
+        s.bind(('', port))
+      return first
+    except OSError:
+      continue
+    finally:
+      for s in sockets:
+        s.close()
+  raise RuntimeError(f'no {count} consecutive free ports found')
+
+
+def leftover_processes(marker: str) -> str:
+  """Command lines of processes that mention `marker` (pgrep itself excluded)."""
+  out = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True, check=False)
+  return '\n'.join(l for l in out.stdout.splitlines() if 'pgrep' not in l)

@@ -5,21 +5,23 @@ own `tf.distribute.Server` and passes it only `gpu_options` from the session con
 a CPU cluster every task would have one CPU device and all towers would silently share
 it. Here each ps, chief and worker starts its server itself with the full session config
 (`device_count`), then the chief and workers call `Estimator.train` against that server.
-The evaluator runs `train_and_evaluate`'s continuous evaluation (it serves nothing).
-Before any of it, `assign_gpus` decides which GPUs the task sees (a ps none, the
-evaluator none unless asked, each trainer its own: `towers/cluster/gpus.py`).
+The evaluator evaluates each new checkpoint, pinned so that the chief cannot delete it
+under it (`towers/cluster_evaluator.py`; it serves nothing). Before any of it,
+`assign_gpus` decides which GPUs the task sees (a ps none, the evaluator none unless
+asked, each trainer its own: `towers/cluster/gpus.py`).
 
 Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
 `SyncReplicasOptimizer` (see `model_fn/tower_model_fn.py`). The chief writes checkpoints;
 `MonitoredTrainingSession` recovers from a lost ps or worker by re-creating its session
 (the chief restores the latest checkpoint). A ps that never comes back would make
 TensorFlow retry forever, so a watchdog ends chief and workers after
-`--ps_unreachable_secs`. How the tasks end together: `towers/cluster/shutdown.py`.
+`--ps_unreachable_secs`, and a chief that never comes back ends workers and ps tasks after
+`--chief_lost_secs` (`chief_watchdog.py`). How the tasks end together:
+`towers/cluster/shutdown.py`; stopping before a job's time limit: `time_limit.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
@@ -30,14 +32,16 @@ from absl import logging
 
 from model_fn.devices import resolve_tower_devices
 from towers import inputs, training
-from towers.cluster import shutdown
+from towers.checkpoints import checkpoint_step
+from towers import cluster_evaluator as evaluator
+from towers.cluster import shutdown, time_limit
+from towers.cluster.chief_watchdog import ChiefWatchdog
 from towers.cluster.gpus import RoleGpus, apply_role_gpus, plan_role_gpus
 from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
 from towers.estimator import build_estimator, session_config
 
 PS_UNREACHABLE_EXIT_CODE = 3
-EVALUATOR_CHECK_SECS = 5  # the evaluator looks for a new checkpoint at most this often
 
 
 def run_task(params, task: ClusterTask) -> dict:
@@ -49,12 +53,16 @@ def run_task(params, task: ClusterTask) -> dict:
                json.dumps(task.tf_config['cluster']))
   assign_gpus(params, task)
   if task.task_type == 'evaluator':
-    # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
-    # logging a warning each pass (hundreds per second); wait between checks instead.
-    return training.train_and_evaluate(dataclasses.replace(
-        params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)), cluster=task)
+    time_limit.exit_on_signal(task.name)
+    return evaluator.evaluate_until_final(params, task)
   check_port_free(task)
+  if task.task_type == 'ps':
+    time_limit.ignore_signal()
+  else:
+    stop = time_limit.stop_on_signal(task.name)
   server = start_server(params, task)
+  if task.task_type != 'chief':
+    ChiefWatchdog(task.name, task.cluster['chief'][0], params.chief_lost_secs).start()
   if task.task_type == 'ps':
     logging.info('ps %d serving variables at %s until training is over', task.task_index,
                  task.address)
@@ -72,15 +80,15 @@ def run_task(params, task: ClusterTask) -> dict:
   PsWatchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
   estimator = build_estimator(params, cluster=task)
   input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN, task.input_context())
-  hooks = worker_hooks(estimator)
+  hooks = worker_hooks(estimator) + [time_limit.StopHook(stop)]
   if task.task_type == 'chief':
-    waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs)
+    waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs, skip=stop)
     config = estimator.config
     # Ours replaces the Estimator's own saver hook, so its final save comes after the wait.
     hooks = [waiter, tf.compat.v1.train.CheckpointSaverHook(
         params.model_dir, save_secs=config.save_checkpoints_secs,
         save_steps=config.save_checkpoints_steps,
-        save_graph_def=config.checkpoint_save_graph_def)]
+        save_graph_def=config.checkpoint_save_graph_def), time_limit.StopHook(stop)]
   try:
     estimator.train(input_fn, max_steps=params.max_steps, hooks=hooks)
   except Exception as e:
@@ -89,6 +97,15 @@ def run_task(params, task: ClusterTask) -> dict:
                                   f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}',
                                   params.ps_unreachable_secs)
     raise
+  if stop.is_set():  # a worker does not report: the stopping chief waits for none
+    if task.task_type == 'chief':
+      _finish(params, task, server.target, 'stopped before the job\'s time limit')
+    where = (f'checkpoint at step {checkpoint_step(params.model_dir)} written'
+             if task.task_type == 'chief' else 'the chief writes the checkpoint')
+    raise time_limit.StoppedBeforeTheEnd(
+        f'{task.name}: stopped before max_steps={params.max_steps} for the job\'s time limit '
+        f'({where}); training continues from the latest checkpoint when the job is '
+        'requeued or resubmitted')
   logging.info('%s finished training at max_steps=%d', task.name, params.max_steps)
   if task.task_type == 'worker':
     _finish(params, task, server.target, 'done')

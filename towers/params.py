@@ -197,6 +197,10 @@ class TrainParams:
   worker_lost_secs: int = option(
       120, 'At max_steps the chief waits for every worker\'s last step before its final '
       'checkpoint; a worker unreachable this long meanwhile is counted as failed.')
+  chief_lost_secs: int = option(
+      300, 'A worker, ps or evaluator whose chief stays unreachable this long before '
+      'training is over exits with an error naming the chief (a chief restarted sooner is '
+      'waited for).')
 
   # --- Data --------------------------------------------------------------------------------
   data_source: str = option(
@@ -351,7 +355,8 @@ def validate(p: TrainParams) -> None:
     raise ParamsError(f'gpu_memory_fraction must be in [0, 1] (0: grow as needed), got '
                       f'{p.gpu_memory_fraction}')
   for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',
-               'backup_workers', 'task_index', 'worker_lost_secs', 'gpus_per_worker'):
+               'backup_workers', 'task_index', 'worker_lost_secs', 'gpus_per_worker',
+               'chief_lost_secs'):
     if getattr(p, name) < 0:
       raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
   _check_mirrored(p)

@@ -28,7 +28,10 @@ from towers import preflight
 from towers import flags as towers_flags
 from towers import cluster_task as cluster_runner
 from towers.cluster import spec as cluster
+from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
+from towers.cluster_evaluator import ChiefLost, EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
+from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
 from towers.params import ParamsError
 from towers.training import metrics_table, protocol, train_and_evaluate
 
@@ -57,7 +60,7 @@ def main(argv: list[str]) -> int:
   except (ParamsError, cluster.ClusterError, preflight.PreflightError, ManifestError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
-  except (EvalCoverageError, TrainingIncomplete) as e:
+  except (EvalCoverageError, TrainingIncomplete, EvaluationFailed) as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
   except tf.errors.InvalidArgumentError as e:
@@ -66,6 +69,12 @@ def main(argv: list[str]) -> int:
       raise
     print(f'error: {line}', file=sys.stderr)
     return 1
+  except StoppedBeforeTheEnd as e:
+    print(e, file=sys.stderr)
+    return STOPPED_EXIT_CODE
+  except ChiefLost as e:
+    print(f'error: {e}', file=sys.stderr)
+    return CHIEF_LOST_EXIT_CODE
   if metrics:
     print(f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '
           f'{protocol(params.eval_clips, params.eval_crops)} per video):\n'

@@ -54,6 +54,19 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
   return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
 
 
+def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
+  """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
+  best top-1 model exported to model_dir/export/best."""
+  exporters = [EvaluationLine()]
+  if params.export_savedmodel:
+    # Class names and input settings, copied into every export's assets.extra/.
+    assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
+    exporters.append(tf.estimator.BestExporter(
+        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
+        compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
+  return exporters
+
+
 def finished_step(params: TrainParams) -> int | None:
   """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
   step = checkpoint_step(params.model_dir)
@@ -63,8 +76,8 @@ def finished_step(params: TrainParams) -> int | None:
 def train_and_evaluate(params: TrainParams, network: Network | None = None,
                        cluster: ClusterTask | None = None) -> dict[str, Any]:
   """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
-  `model_dir/export/best` (with class names and input settings, `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
-  own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
+  `model_dir/export/best` (with class names and input settings, `towers/export_info.py`);
+  returns the final evaluation metrics. `network` is the user's own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
   A model_dir already trained to max_steps returns {} at once. With `cluster` (the
   evaluator's task) it only evaluates, each new checkpoint until the final one."""
   finished = finished_step(params)
@@ -73,13 +86,7 @@ def train_and_evaluate(params: TrainParams, network: Network | None = None,
                  params.model_dir, finished, params.max_steps)
     return {}
   estimator = build_estimator(params, network, cluster=cluster)
-  exporters = [EvaluationLine()]
-  if params.export_savedmodel:
-    # Class names and input settings, copied into every export's assets.extra/.
-    assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
-    exporters.append(tf.estimator.BestExporter(
-        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
-        compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
+  exporters = make_exporters(params)
   train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                       max_steps=params.max_steps)
   eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),

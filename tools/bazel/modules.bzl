@@ -347,15 +347,27 @@ MODULES = {
             "//command_line:options",
             "//command_line:working_dir",
         ]),
+        ("cluster_evaluator.py", False, [
+            ":estimator",
+            ":inputs",
+            ":training",
+            "//towers/cluster:chief_watchdog",
+            "//towers/cluster:shutdown",
+            "//towers/cluster:spec",
+        ]),
         ("cluster_task.py", False, [
+            ":checkpoints",
+            ":cluster_evaluator",
             ":estimator",
             ":inputs",
             ":training",
             "//model_fn:devices",
+            "//towers/cluster:chief_watchdog",
             "//towers/cluster:gpus",
             "//towers/cluster:model_ready",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("estimator.py", False, [
             ":params",
@@ -404,6 +416,7 @@ MODULES = {
             "//model_fn:tower_model_fn",
         ]),
         ("train.py", True, [
+            ":cluster_evaluator",
             ":cluster_task",
             ":flags",
             ":params",
@@ -414,8 +427,10 @@ MODULES = {
             "//input_fn:manifest",
             "//input_fn:pipeline",
             "//model_fn:eval_coverage",
+            "//towers/cluster:chief_watchdog",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("train_settings.py", False, [
             ":checkpoints",
@@ -441,6 +456,9 @@ MODULES = {
     ],
     "towers/cluster": [
         ("__init__.py", False, []),
+        ("chief_watchdog.py", False, [
+            ":shutdown",
+        ]),
         ("gpus.py", False, [
             ":spec",
         ]),
@@ -458,6 +476,7 @@ MODULES = {
             ":spec",
         ]),
         ("spec.py", False, []),
+        ("time_limit.py", False, []),
     ],
 }
 
@@ -514,6 +533,12 @@ TEST_DEPS = {
     ],
     "cluster_emulator_test": [
         "//towers/cluster:local_cluster_lib",
+    ],
+    "cluster_evaluator_test": [
+        ":cluster_testing",
+        "//towers/cluster:local_cluster_lib",
+        "//towers:checkpoints",
+        "//towers:cluster_evaluator",
     ],
     "cluster_faults_test": [
         ":cluster_testing",
@@ -795,6 +820,11 @@ TEST_DEPS = {
         "//benchmarks:flop_count",
         "//model_fn:layers",
         "//model_fn:network_variables",
+    ],
+    "slurm_nodes_test": [
+        ":cluster_testing",
+        ":slurm_testing",
+        "//towers:checkpoints",
     ],
     "slurm_test": [
         ":cluster_testing",

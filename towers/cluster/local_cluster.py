@@ -10,10 +10,10 @@ appends it to `runs/local_cluster_logs/<task>.log`; `--verbose` goes to every ta
 brings back TensorFlow's own logs (see command_line/console.py). Every task ends by itself when training
 is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
 When a task fails, one line names it and its exit code, the others are stopped, and the
-launcher exits 1; Ctrl-C stops all at once (exit 130). Flags it does not know are passed
-to every task (so any train flag works; their help: `bazel run //towers:train -- --help`).
-The launcher's own: --ps, --workers, --no_evaluator, --network. Real clusters: see
-docs/cluster.md. On a machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
+launcher exits 1 (an evaluator that fails is named, but training goes on); Ctrl-C stops
+all at once (exit 130). Flags it does not know are passed to every task (so any train
+flag works; their help: `bazel run //towers:train -- --help`). The launcher's own:
+--ps, --workers, --no_evaluator, --network. Real clusters: see docs/cluster.md. On a machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
 every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
 ps tasks and the evaluator see none (`towers/cluster/gpus.py`).
 
@@ -50,6 +50,7 @@ from command_line.options import option
 from command_line.progress import SESSION_READY
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
+EVALUATOR = 'evaluator'
 CHIEF_READY = SESSION_READY  # logged once the chief's session is ready (also without --verbose)
 
 
@@ -223,14 +224,19 @@ class LocalCluster:
   def run(self, timeout_secs: float | None = None, poll_secs: float = 0.5) -> int:
     """Starts everything and waits until every task has ended by itself (training over,
     the evaluator's final evaluation done). The first task that fails is named on one line
-    with its exit code and the others are stopped. Returns 0 when every task exited 0,
-    1 when one failed or `timeout_secs` passed, 130 on Ctrl-C."""
+    with its exit code and the others are stopped; an evaluator that fails is named on
+    one line too, but training goes on. Returns 0 when every ps and trainer exited 0, 1
+    when one failed or `timeout_secs` passed, 130 on Ctrl-C."""
     deadline = None if timeout_secs is None else time.time() + timeout_secs
+    evaluator_reported = False
     try:
       self.start_all()
       while any(t.process.poll() is None for t in self.tasks.values()):
         failed = self.failed_tasks()
-        if failed:
+        if EVALUATOR in failed and not evaluator_reported:
+          self._report_evaluator()
+          evaluator_reported = True
+        if [name for name in failed if name != EVALUATOR]:
           break
         if deadline is not None and time.time() > deadline:
           running = [t.name for t in self.tasks.values() if t.process.poll() is None]
@@ -244,15 +250,28 @@ class LocalCluster:
       return 130
     finally:
       self.stop_all()
-    failed = self.failed_tasks()
+    failed = [name for name in self.failed_tasks() if name != EVALUATOR]
+    if EVALUATOR in self.failed_tasks() and not evaluator_reported:
+      self._report_evaluator()
+      evaluator_reported = True
     if failed:
       first = self.tasks[failed[0]]
       print(f'local_cluster: {first.name} failed with exit code {first.process.returncode}'
             f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
             f'its log: {self._log_hint(first)}', file=sys.stderr)
       return 1
-    print('local_cluster: every task ended cleanly')
+    if evaluator_reported or EVALUATOR in self.failed_tasks():
+      print('local_cluster: training ended cleanly; the evaluator failed (see above)')
+    else:
+      print('local_cluster: every task ended cleanly')
     return 0
+
+  def _report_evaluator(self) -> None:
+    """The evaluator's failure never stops training: one line says so."""
+    task = self.tasks[EVALUATOR]
+    print(f'local_cluster: warning: the evaluator failed with exit code '
+          f'{task.process.returncode}; training goes on without it; its log: '
+          f'{self._log_hint(task)}', file=sys.stderr)
 
   def _log_hint(self, task: Task) -> str:
     if self._log_dir:

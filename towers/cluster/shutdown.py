@@ -193,11 +193,14 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
   until every worker has reported done (or failed, or stayed unreachable `lost_secs`), so
   that the final checkpoint holds every worker's last update.
 
-  After `end`, `failures` maps each failed worker's name to what happened.
+  After `end`, `failures` maps each failed worker's name to what happened. Once `skip` is
+  set (training stops early, before the job's time limit) it waits no more.
   """
 
-  def __init__(self, task: ClusterTask, lost_secs: float, poll_secs: float = POLL_SECS) -> None:
+  def __init__(self, task: ClusterTask, lost_secs: float, poll_secs: float = POLL_SECS,
+               skip: threading.Event | None = None) -> None:
     self._task = task
+    self._skip = skip or threading.Event()
     self._lost_secs = lost_secs
     self._poll_secs = poll_secs
     self._dequeue = None
@@ -215,7 +218,7 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
     stop = threading.Event()
     tokens = _take_in_background(session, self._dequeue, stop)
     last_log = 0.0
-    while pending:
+    while pending and not self._skip.is_set():
       if time.time() - last_log >= 30:
         logging.info('chief: training reached max_steps; waiting for %d worker(s) to finish '
                      'their last step: %s', len(pending),
@@ -233,7 +236,10 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
         self.failures[name] = message.decode()
     stop.set()
     session.run(self._wake)  # ends the background dequeue
-    if self.failures:
+    if pending:
+      logging.info('chief: stopping before max_steps; not waiting for %d worker(s)',
+                   len(pending))
+    elif self.failures:
       logging.error('chief: training ended without %s', '; '.join(
           f'{name}: {what}' for name, what in self.failures.items()))
     else:

@@ -1,0 +1,236 @@
+"""Specification: training on 3 real Slurm nodes (network, UTS and mount namespaces on one
+machine: tests/slurm_testing.py's MultiNodeSlurm), and the faults a long job meets.
+
+- The batch script with NUM_PS=2, and SLURM-environment mode: COMPLETED 0:0, the final
+  checkpoint at max_steps, no process left on any node. The batch script's evaluator
+  lags (a checkpoint every few steps, 2 kept) and still evaluates the final checkpoint.
+- `scancel` mid-run: every process ends within KillWait, the latest checkpoint stays
+  readable, and the same submission resumes from it and completes.
+- A lost node (its slurmd and processes killed): Slurm cancels the job naming the node
+  ("Node failure on n3"); the batch script's --requeue runs it again once the node is
+  back, and it resumes from the latest checkpoint and completes.
+- A chief killed for good: ps and workers end within --chief_lost_secs, each with a line
+  naming the chief.
+- The time limit: on the SIGUSR1 the batch script asks Slurm for (`--signal`), the chief
+  stops at a checkpoint, every process ends, the job requeues itself and completes.
+
+One Slurm cluster serves every case. Skips, with the reason, only where Slurm is not
+installed (`bash tools/setup.sh`) or this is not root.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import tensorflow as tf
+
+from tests.cluster_testing import TRAIN_ARGS, wait_until
+from tests.slurm_testing import (KILL_WAIT, MultiNodeSlurm, consecutive_free_ports,
+                                 leftover_processes, missing_reason)
+from towers.checkpoints import checkpoint_step
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
+MAX_STEPS = 60
+LIMIT = 240  # seconds one job may take on a loaded 2-core machine
+
+
+class SlurmNodesTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    reason = missing_reason()
+    if reason:
+      raise unittest.SkipTest(reason)
+    # Short: munged's socket path must fit a unix socket name (108 bytes).
+    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm3n', dir='/tmp')
+    cls.slurm = MultiNodeSlurm(cls.slurm_dir, nodes=3)
+    cls.slurm.start()
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.slurm.stop()
+    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    self.slurm.ensure_nodes_idle()
+    self.work = self.create_tempdir().full_path
+    self.model_dir = os.path.join(self.work, 'model')
+    self.output = os.path.join(self.work, 'job.out')
+    self.flagfile = os.path.join(self.work, 'train.flags')
+    self.write_flags()
+    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1', 'PYTHONPATH': ROOT}
+
+  def write_flags(self, *extra):
+    with open(self.flagfile, 'w') as f:
+      f.write('\n'.join([*TRAIN_ARGS, f'--max_steps={MAX_STEPS}', '--export_savedmodel=false',
+                         '--worker_lost_secs=30', '--ps_unreachable_secs=30',
+                         '--chief_lost_secs=30', *extra]) + '\n')
+
+  def log(self):
+    """The job's output so far ('' before it starts)."""
+    try:
+      with open(self.output) as f:
+        return f.read()
+    except FileNotFoundError:
+      return ''
+
+  def batch_script(self, num_ps):
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS=str(num_ps), FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
+    return ['--nodes=3', '--gres=none', f'--output={self.output}', SCRIPT]
+
+  def slurm_environment_mode(self, *srun_args):
+    port = consecutive_free_ports(2)
+    command = (f'srun {" ".join(srun_args)} {sys.executable} -m towers.train '
+               f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
+               f'--slurm_port={port}')
+    return ['--nodes=3', '--ntasks=4', f'--output={self.output}', f'--wrap={command}']
+
+  def run_job(self, args):
+    job = self.slurm.submit(args, cwd=ROOT, env=self.env)
+    return job, self.slurm.wait_job(job, LIMIT)
+
+  def assert_no_process_left(self, within_secs=5.0):
+    deadline = time.time() + within_secs
+    while leftover_processes(self.model_dir) and time.time() < deadline:
+      time.sleep(0.2)
+    self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
+
+  def assert_completed(self, state):
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), MAX_STEPS)
+    self.assert_no_process_left()
+
+  def test_the_batch_script_with_two_ps_on_three_nodes_completes_despite_a_lagging_evaluator(self):
+    self.write_flags('--save_checkpoints_steps=5', '--keep_checkpoint_max=2',
+                     '--synthetic_eval_examples=512', '--max_steps=300')
+    _, state = self.run_job(self.batch_script(num_ps=2))
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), 300)
+    self.assert_no_process_left()
+    log = self.log()
+    for node in ('n1', 'n2'):
+      self.assertIn(f'cluster from flags: this is ps {"01"[node == "n2"]} ({node}:', log)
+    self.assertIn('cluster from flags: this is worker 1 (n3:', log)
+    self.assertRegex(log, r'evaluator: \d+ checkpoint\(s\) behind')
+    final = checkpoint_step(self.model_dir)
+    self.assertIn(f'evaluated the final checkpoint (step {final})', log)
+    self.assertNotIn('evaluator on', log)  # no warning: the evaluator did not fail
+
+  def test_slurm_environment_mode_on_three_nodes_completes(self):
+    _, state = self.run_job(self.slurm_environment_mode('--kill-on-bad-exit=1', '-m cyclic'))
+    self.assert_completed(state)
+    log = self.log()
+    self.assertIn('cluster from SLURM: this is ps 0 (n1:', log)
+    self.assertIn('cluster from SLURM: this is chief 0 (n2:', log)
+    self.assertIn('chief: every worker finished; writing the final checkpoint', log)
+
+  def test_scancel_stops_every_node_and_a_resubmission_resumes(self):
+    args = self.batch_script(num_ps=1)
+    self.write_flags('--save_checkpoints_steps=10', '--max_steps=100000')  # cancelled mid-run
+    job = self.slurm.submit(args, cwd=ROOT, env=self.env)
+    wait_until(lambda: (checkpoint_step(self.model_dir) or 0) >= 20, LIMIT,
+               'a checkpoint at step >= 20')
+    self.slurm.scancel(job)
+    cancelled = time.time()
+    self.assertEqual(self.slurm.wait_job(job, LIMIT)[0], 'CANCELLED')
+    self.assert_no_process_left(within_secs=KILL_WAIT + 5 - (time.time() - cancelled))
+    saved = checkpoint_step(self.model_dir)  # readable: a complete checkpoint
+    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
+    self.write_flags('--save_checkpoints_steps=10', f'--max_steps={saved + 30}')
+    _, state = self.run_job(args)
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
+    self.assertRegex(self.log(), r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assert_no_process_left()
+
+  def test_a_lost_node_is_named_and_the_requeued_job_resumes(self):
+    args = self.batch_script(num_ps=1)
+    self.write_flags('--save_checkpoints_steps=10', '--max_steps=100000')
+    job = self.slurm.submit(args, cwd=ROOT, env=self.env)
+    wait_until(lambda: (checkpoint_step(self.model_dir) or 0) >= 20, LIMIT,
+               'a checkpoint at step >= 20')
+    self.slurm.lose_node('n3')  # its worker and the evaluator
+    wait_until(lambda: 'Node failure on n3' in self.log(), LIMIT, 'Slurm to see n3 lost')
+    wait_until(lambda: self.slurm.job_state(job)[0] == 'PENDING', LIMIT, 'the job requeued')
+    self.assert_no_process_left(within_secs=KILL_WAIT + 5)
+    saved = checkpoint_step(self.model_dir)
+    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
+    self.write_flags('--save_checkpoints_steps=10', f'--max_steps={saved + 30}')
+    self.slurm.start_node('n3')  # the node comes back: the requeued job runs again
+    state = self.slurm.wait_job(job, LIMIT)
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    log = self.log()
+    self.assertRegex(log, r'JOB \d+ ON n1 CANCELLED AT \S+ DUE TO NODE FAILURE')
+    self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
+    self.assert_no_process_left()
+
+  def test_the_time_limit_signal_stops_at_a_checkpoint_and_the_job_requeues_itself(self):
+    with open(SCRIPT) as f:
+      self.assertRegex(f.read(), r'#SBATCH --signal=USR1@\d+')
+    args = self.batch_script(num_ps=1)
+    # No periodic checkpoint after step 0: the one at the stop is the chief's doing.
+    self.write_flags('--save_checkpoints_steps=100000', '--max_steps=100000')
+    job = self.slurm.submit(args, cwd=ROOT, env=self.env)
+    wait_until(lambda: [s for s in map(int, re.findall(r'step (\d+)/100000', self.log()))
+                        if s >= 20], LIMIT, 'training past step 20')
+    # What Slurm sends before the time limit (--signal=USR1@N), sent now.
+    subprocess.run([*self.slurm.client, 'scancel', '--signal=USR1', job], env=self.slurm.env,
+                   check=True, timeout=30)
+    stop_line = r'chief 0 \(n1:\d+\): stopped before max_steps=100000 for the job\'s time ' \
+                r'limit \(checkpoint at step (\d+) written\)'
+    wait_until(lambda: re.search(stop_line, self.log()), LIMIT, 'the chief to stop')
+    saved = int(re.search(stop_line, self.log()).group(1))
+    self.assertGreaterEqual(saved, 20)
+    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
+    self.write_flags('--save_checkpoints_steps=100000', f'--max_steps={saved + 30}')
+    state = self.slurm.wait_job(job, LIMIT)
+    self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
+    log = self.log()
+    self.assertIn(f'requeueing job {job}', log)
+    self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assertNotIn('stopping the job', log)
+    self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
+    self.assert_no_process_left()
+
+  def test_a_chief_killed_for_good_ends_the_ps_and_workers_naming_it(self):
+    self.write_flags('--max_steps=100000', '--chief_lost_secs=6')
+    # Without --kill-on-bad-exit Slurm would let the others run on: they must see it.
+    job = self.slurm.submit(self.slurm_environment_mode('--kill-on-bad-exit=0', '-m cyclic'),
+                            cwd=ROOT, env=self.env)
+    wait_until(lambda: (checkpoint_step(self.model_dir) or 0) >= 1, LIMIT, 'a checkpoint')
+    chief = [pid for pid in self.slurm.node_pids('n2') if self.model_dir in _cmdline(pid)]
+    self.assertLen(chief, 1)
+    os.kill(chief[0], signal.SIGKILL)
+    killed = time.time()
+    state = self.slurm.wait_job(job, LIMIT)
+    self.assertLess(time.time() - killed, 6 + 30, 'within --chief_lost_secs and a few checks')
+    self.assertEqual(state[0], 'FAILED')
+    lines = [l for l in self.log().splitlines()
+             if re.search(r'the chief \(n2:\d+\) has been unreachable for \d+ s', l)]
+    self.assertLen(lines, 3, self.log()[-3000:])  # ps 0 and workers 0 and 1
+    self.assert_no_process_left()
+
+
+def _cmdline(pid: int) -> str:
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      return f.read().replace(b'\0', b' ').decode()
+  except OSError:
+    return ''
+
+
+if __name__ == '__main__':
+  tf.test.main()
