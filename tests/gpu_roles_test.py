@@ -90,11 +90,12 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
                             'worker 0 (n0:8889)': ('0',), 'worker 1 (n1:8889)': ('1',)})
 
   def test_slurm_per_task_gpus_are_kept(self):
-    # srun --gpus-per-task=1: Slurm already gave each of a node's two trainers its own GPU.
-    params = make_params(num_towers=1, slurm_num_ps=0)
-    env = {'SLURM_JOB_ID': '7', 'SLURM_LOCALID': '1', 'SLURMD_NODENAME': 'n0',
-           'SLURM_STEP_NUM_TASKS': '2', 'SLURM_STEP_NODELIST': 'n0',
-           'SLURM_STEP_TASKS_PER_NODE': '2', 'CUDA_VISIBLE_DEVICES': '1'}
+    # srun --gpus-per-task=1: Slurm already gave each of a node's two trainers its own GPU
+    # (tasks: ps 0, chief, worker 0; this is the worker).
+    params = make_params(num_towers=1, slurm_num_ps=1)
+    env = {'SLURM_JOB_ID': '7', 'SLURM_LOCALID': '2', 'SLURMD_NODENAME': 'n0',
+           'SLURM_STEP_NUM_TASKS': '3', 'SLURM_STEP_NODELIST': 'n0',
+           'SLURM_STEP_TASKS_PER_NODE': '3', 'CUDA_VISIBLE_DEVICES': '1'}
     task = spec.resolve_cluster(params, env)
     self.assertEqual(visible(params, task, env).visible, ('1',))
 

@@ -13,14 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from unittest import mock
 
 import tensorflow as tf
 
 from input_fn import make_synthetic_ucf101, manifest, prepare
 from towers import build_estimator, inputs, preflight, resume_check
-from towers import cluster_task as runner
-from towers.cluster.spec import ClusterTask
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -153,15 +150,6 @@ class RunChecksTest(tf.test.TestCase):
     # The help text itself names the [ps0] prefix; a started task would print lines with it.
     self.assertNotRegex(done.stdout + done.stderr, r'(?m)^\[(ps0|chief)\] ')
     self.assertFalse(os.path.exists(os.path.join(log_dir, 'runs')))
-
-  def test_cluster_evaluator_waits_between_checkpoint_checks(self):
-    task = ClusterTask({'chief': ('127.0.0.1:1',), 'ps': ('127.0.0.1:2',)}, 'evaluator', 0,
-                       'flags')
-    with mock.patch.object(runner.training, 'train_and_evaluate',
-                           return_value={}) as evaluate, \
-        mock.patch.dict(os.environ, {}, clear=False):
-      runner.run_task(make_params(throttle_secs=0), task)
-    self.assertGreaterEqual(evaluate.call_args[0][0].throttle_secs, 1)
 
 
 if __name__ == '__main__':

@@ -216,7 +216,8 @@ class SlurmNodesTest(tf.test.TestCase):
     os.kill(chief[0], signal.SIGKILL)
     killed = time.time()
     state = self.slurm.wait_job(job, LIMIT)
-    self.assertLess(time.time() - killed, 6 + 30, 'within --chief_lost_secs and a few checks')
+    self.assertLess(time.time() - killed, 6 + 60,
+                    'within --chief_lost_secs=6 and a minute of checks and process exits')
     self.assertEqual(state[0], 'FAILED')
     lines = [l for l in self.log().splitlines()
              if re.search(r'the chief \(n2:\d+\) has been unreachable for \d+ s', l)]

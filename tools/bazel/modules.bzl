@@ -801,8 +801,6 @@ TEST_DEPS = {
         "//input_fn:prepare_lib",
         "//towers",
         "//towers/cluster:local_cluster_lib",
-        "//towers/cluster:spec",
-        "//towers:cluster_task",
         "//towers:inputs",
         "//towers:params",
         "//towers:preflight",
