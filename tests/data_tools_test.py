@@ -44,13 +44,13 @@ REPLACED = 'v_MoveLeftSpeed1_g02_c01'  # its .avi is replaced by another video's
 
 
 def run(module: str, *args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', f'input_fn.{module}', *args],
+  return subprocess.run([sys.executable, '-m', module, *args],
                         capture_output=True, text=True, timeout=LIMIT, check=False,
                         env=dict(os.environ, PYTHONPATH=ROOT))
 
 
 def prepare(data: str, out: str, *args: str) -> subprocess.CompletedProcess:
-  return run('prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
+  return run('input_fn.prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
              *args)
 
 
@@ -176,13 +176,13 @@ class DataToolsTest(tf.test.TestCase):
     """extract_flow into the default --out, then with other TV-L1 settings (refused), then
     as the refusal suggests: another --out, and the prepare it suggests for that."""
     data = os.path.join(cls.root, 'videos')
-    first = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     lists = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     other = ['--short_side=0', '--tvl1_scales=2', '--tvl1_warps=2', '--tvl1_epsilon=0.1']
-    refused = run('extract_flow', f'--data_dir={data}', *other)
+    refused = run('input_fn.extract_flow', f'--data_dir={data}', *other)
     flow_b = os.path.join(data, 'flowB')
-    second = run('extract_flow', f'--data_dir={data}', f'--out={flow_b}', *other)
+    second = run('input_fn.extract_flow', f'--data_dir={data}', f'--out={flow_b}', *other)
     after = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     out = os.path.join(cls.root, 'out_flow_b')
@@ -197,12 +197,12 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    first = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     videos = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1')
     shutil.copy(os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g05_c01.avi'),
                 os.path.join(videos, REPLACED + '.avi'))
-    second = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
-    third = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    second = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    third = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'first': first, 'second': second, 'third': third,
             'flow': os.path.join(data, ucf101.FLOW_DIR_NAME)}
 
@@ -212,15 +212,15 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     path = os.path.join(data, ucf101.FLOW_DIR_NAME, extract_flow.MANIFEST)
     refused = {}
     for name, text in (('invalid', '{"settings": '), ('empty', '{}'), ('list', '[1, 2]')):
       with open(path, 'w') as f:
         f.write(text)
-      refused[name] = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+      refused[name] = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     os.remove(path)  # as the line says
-    again = run('extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    again = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'refused': refused, 'again': again}
 
   @classmethod
@@ -294,7 +294,7 @@ class DataToolsTest(tf.test.TestCase):
         '--short_side=-8': '--short_side must be >= 0'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flag: run('extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
+          lambda flag: run('input_fn.extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
           cases)))
     for flag, expected in cases.items():
       line = one_line(results[flag])
@@ -315,7 +315,7 @@ class DataToolsTest(tf.test.TestCase):
              ('--write_flow', '--min_frames=1'): '--write_flow needs --min_frames >= 2'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flags: run('make_synthetic_ucf101', f'--out={out}', *flags), cases)))
+          lambda flags: run('input_fn.make_synthetic_ucf101', f'--out={out}', *flags), cases)))
     for flags, expected in cases.items():
       self.assertIn(expected, one_line(results[flags]), flags)
     self.assertFalse(os.path.exists(out))

@@ -615,6 +615,7 @@ TEST_DEPS = {
         "//input_fn:flow",
         "//input_fn:make_synthetic_ucf101_lib",
         "//input_fn:manifest",
+        "//input_fn:prepare_lib",
         "//input_fn:records",
         "//input_fn:ucf101",
     ],
