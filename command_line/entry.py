@@ -5,7 +5,7 @@
     if __name__ == '__main__': PROGRAM.start()
 
 `Program.main(argv)` (absl's main) reads the options object from the parsed flags, calls
-`check(options)`, then `run(options)` (`run(options, arguments)` when the program takes
+`check(options)` (which raises, or returns a line naming the problem), then `run(options)` (`run(options, arguments)` when the program takes
 positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
 exit code:
 
@@ -49,12 +49,12 @@ def error_line(program: str, message: Any) -> str:
 @dataclasses.dataclass(frozen=True)
 class Program:
   """A command-line program: its name (the prefix of its lines), its options dataclass
-  (one flag per field, `command_line.cli`), `check(options)` raising before any work, and
-  `run`. `refused` / `failed`: the exception types that end it with exit 2 / 1."""
+  (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
+  before any work, and `run`. `refused` / `failed`: the exception types that end it with exit 2 / 1."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
-  check: Callable[[Any], None] | None = None
+  check: Callable[[Any], str | None] | None = None
   refused: tuple[type[BaseException], ...] = ()
   failed: tuple[type[BaseException], ...] = ()
   arguments: bool = False
@@ -76,8 +76,9 @@ class Program:
       console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
     try:
       options = cli.options_from_flags(self.options) if self.options is not None else None
-      if self.check is not None:
-        self.check(options)
+      problem = self.check(options) if self.check is not None else None
+      if problem:
+        raise Refused(problem)
       code = self.run(options, arguments) if self.arguments else self.run(options)
     except (Refused, OptionsError, *self.refused) as e:
       return self._error(e, REFUSED)
