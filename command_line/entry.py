@@ -9,8 +9,9 @@
 positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
 exit code:
 
-  2  refused before any work: positional arguments the program does not take, an option
-     value `command_line.options.build` rejects, `Refused` or a `refused` exception type
+  2  refused before any work: a flag absl cannot parse (unknown flag, value not of its
+     type or choices), positional arguments the program does not take, an option value
+     `command_line.options.build` rejects, `Refused` or a `refused` exception type
      (raised by `check` or by `run` before it starts its work);
   1  the run failed: `Failed` or a `failed` exception type.
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 from typing import Any, Callable, Sequence
+
+from absl import flags
 
 from command_line import cli, console
 from command_line.options import OptionsError
@@ -89,10 +92,19 @@ class Program:
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,
             define: bool = True) -> None:
     """Defines the flags (unless `define` is False: the module defined them) and runs
-    `main` from the user's working directory (`cli.run`); exits with its code."""
+    `main` from the user's working directory (`cli.run`); exits with its code.
+    `flags_parser(argv)` -> remaining argv, default absl's full parse (`flags.FLAGS(argv)`)."""
     if define:
       self.define_flags()
-    cli.run(self.main, flags_parser)
+    parser = flags_parser or (lambda argv: flags.FLAGS(argv))
+
+    def parse(argv: list[str]) -> list[str]:
+      try:
+        return parser(argv)
+      except flags.Error as e:
+        sys.exit(self._error(e, REFUSED))
+
+    cli.run(self.main, parse)
 
   def _error(self, message: Any, code: int) -> int:
     print(error_line(self.name, message), file=sys.stderr, flush=True)
