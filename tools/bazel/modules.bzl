@@ -618,6 +618,9 @@ TEST_DEPS = {
         "//input_fn:records",
         "//input_fn:ucf101",
     ],
+    "entry_test": [
+        "//command_line:progress",
+    ],
     "estimator_test": [
         "//model_fn/networks:c3d_small",
         "//model_fn:layers",
