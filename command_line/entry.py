@@ -1,12 +1,12 @@
 """The one entry of every program: options -> validation -> run -> one line and an exit code.
 
-    PROGRAM = entry.Program('prepare', prepare_main, PrepareConfig, check=check_config,
-                            refused=(PrepareError,), failed=(InputError,))
+    PROGRAM = entry.Program('prepare', run, PrepareConfig, check=check_config,
+                            refused=(PrepareError, FileNotFoundError))
     if __name__ == '__main__': PROGRAM.start()
 
 `Program.main(argv)` (absl's main) reads the options object from the parsed flags, calls
-`check(options)` (which raises, or returns a line naming the problem), then `run(options)` (`run(options, arguments)` when the program takes
-positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
+`check(options)` (which raises, or returns a line naming the problem), then `run(options)`
+(`run(options, arguments)` when the program takes positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
 exit code:
 
   2  refused before any work: a flag absl cannot parse (unknown flag, value not of its
