@@ -11,7 +11,7 @@ import sys
 import textwrap
 import unittest
 
-from command_line import progress
+from command_line import entry, progress  # entry: also what the program below runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,16 +69,16 @@ class EntryTest(unittest.TestCase):
     self.assertEqual(run_tool('--code=3').returncode, 3)
 
   def test_what_is_refused_before_any_work_is_one_line_and_exit_2(self):
-    self.assert_one_line(run_tool('--size=0'), 2, 'tool: --size must be >= 1, got 0')
-    self.assert_one_line(run_tool('--late'), 2, 'tool: --late: refused')
-    self.assert_one_line(run_tool('extra', 'words'), 2, 'tool: unexpected arguments: extra words')
-    self.assert_one_line(run_tool('--mode=c'), 2,
+    self.assert_one_line(run_tool('--size=0'), entry.REFUSED, 'tool: --size must be >= 1, got 0')
+    self.assert_one_line(run_tool('--late'), entry.REFUSED, 'tool: --late: refused')
+    self.assert_one_line(run_tool('extra', 'words'), entry.REFUSED, 'tool: unexpected arguments: extra words')
+    self.assert_one_line(run_tool('--mode=c'), entry.REFUSED,
                          'tool: flag --mode=c: value should be one of <a|b>')
-    self.assert_one_line(run_tool('--sise=2'), 2,
+    self.assert_one_line(run_tool('--sise=2'), entry.REFUSED,
                          "tool: Unknown command line flag 'sise'. Did you mean: size ?")
 
   def test_a_failed_run_is_one_line_and_exit_1(self):
-    self.assert_one_line(run_tool('--fail'), 1, 'tool: the run failed at step 3')
+    self.assert_one_line(run_tool('--fail'), entry.FAILED, 'tool: the run failed at step 3')
 
 
 class ProgressTest(unittest.TestCase):

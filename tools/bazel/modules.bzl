@@ -619,6 +619,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
     ],
     "entry_test": [
+        "//command_line:entry",
         "//command_line:progress",
     ],
     "estimator_test": [
