@@ -61,7 +61,7 @@ from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
-from command_line import cli
+from command_line import entry
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line.options import option
 
@@ -371,18 +371,12 @@ def runs(options: EmulatorOptions) -> tuple[list[tuple[str, str]], list[str]]:
   return pairs, skipped
 
 
-def main(argv: list[str]) -> int:
-  del argv
-  options = cli.options_from_flags(EmulatorOptions)
-  problem = options_problem(options)
-  if problem:
-    print(f'cluster_emulator: {problem}', file=sys.stderr)
-    return 2
+def run(options: EmulatorOptions) -> int:
+  """Prints the table; 2 when the emulated network cannot be set up."""
   if not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(SCRIPT, sys.argv[1:])
-    print('cluster_emulator: needs network namespaces (unshare --net --map-root-user); '
-          'this machine does not allow them', file=sys.stderr)
-    return 2
+    raise entry.Refused('needs network namespaces (unshare --net --map-root-user); this '
+                        'machine does not allow them')
   pairs, skipped = runs(options)
   shapes = variable_shapes(options.model, options.num_classes)
   compute = (compute_shares(options.model, options.num_classes)
@@ -434,6 +428,8 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
   return 0
 
 
+PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem)
+
+
 if __name__ == '__main__':
-  cli.define_flags(EmulatorOptions)
-  cli.run(main)
+  PROGRAM.start()

@@ -26,7 +26,7 @@ from absl import flags, logging
 
 from model_fn import tower_model_fn
 from model_fn.training_hooks import ProgressHook
-from command_line import cli
+from command_line import cli, entry
 from towers import inputs
 from towers import flags as towers_flags
 from command_line.options import option
@@ -66,10 +66,10 @@ def peer_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
   return spec._replace(training_hooks=(*spec.training_hooks, hook))
 
 
-def main(argv: list[str]) -> int:
-  del argv
+def run(options: PeerOptions) -> None:
+  """Trains this task's part of the peer cluster (train flags: `towers.params`)."""
   params = towers_flags.params_from_flags(flags.FLAGS)
-  peer = cli.options_from_flags(PeerOptions).peer
+  peer = options.peer
   config = tf.estimator.RunConfig(
       model_dir=params.model_dir, tf_random_seed=params.random_seed,
       save_checkpoints_steps=params.save_checkpoints_steps,
@@ -81,8 +81,10 @@ def main(argv: list[str]) -> int:
   eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=1)
   tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-  return 0
+
+
+PROGRAM = entry.Program('cluster_peer_task', run, PeerOptions)
 
 
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

@@ -66,7 +66,7 @@ import tensorflow as tf
 
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
-from command_line import cli
+from command_line import cli, entry
 from towers.checkpoints import checkpoint_step
 from towers.cluster import shutdown
 from towers.cluster.ps_variables import read_ps_variables
@@ -452,18 +452,12 @@ def options_problem(options: PeersOptions) -> str | None:
   return None
 
 
-def main(argv: list[str]) -> int:
-  del argv
-  options = cli.options_from_flags(PeersOptions)
-  problem = options_problem(options)
-  if problem:
-    print(f'cluster_peers: {problem}', file=sys.stderr)
-    return 2
+def run(options: PeersOptions) -> int:
+  """Runs every system `repeats` times and prints the report; 1 when a run failed."""
   reexec_in_private_network(__file__, sys.argv[1:])
   if not os.environ.get(ISOLATED_ENV):
-    print('cluster_peers: needs a private network namespace (unshare) so that the '
-          'loopback counter sees only the cluster', file=sys.stderr)
-    return 2
+    raise entry.Refused('needs a private network namespace (unshare) so that the loopback '
+                        'counter sees only the cluster')
   parameters, statistics_bytes = model_bytes(NETWORK)
   model = 2 * parameters + statistics_bytes
   systems = [make_system(n, options.replica_batch) for n in options.systems]
@@ -503,5 +497,8 @@ def main(argv: list[str]) -> int:
   return 1 if any(failures.values()) else 0
 
 
+PROGRAM = entry.Program('cluster_peers', run, PeersOptions, check=options_problem)
+
+
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

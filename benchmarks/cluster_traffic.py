@@ -23,7 +23,6 @@ import re
 import sys
 import tempfile
 import time
-from typing import Sequence
 
 from command_line import console
 
@@ -33,7 +32,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line import cli
+from command_line import cli, entry
 from command_line.options import option
 
 
@@ -104,20 +103,22 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
   return step_b - step_a, bytes_b - bytes_a
 
 
-def main(argv: Sequence[str]) -> int:
-  del argv
-  options = cli.options_from_flags(TrafficOptions)
+def options_problem(options: TrafficOptions) -> str | None:
+  """One line naming unknown --models and malformed --layouts, or None."""
   unknown = [m for m in options.models if m not in MODELS]
   malformed = [l for l in options.layouts if not re.fullmatch(r'[1-9][0-9]*x[1-9][0-9]*', l)]
   if unknown or malformed:
-    print(f'error: --models must be among {", ".join(MODELS)} and --layouts like 2x2 '
-          f'(ps x workers); got {", ".join(unknown + malformed)}', file=sys.stderr)
-    return 2
+    return (f'--models must be among {", ".join(MODELS)} and --layouts like 2x2 '
+            f'(ps x workers); got {", ".join(unknown + malformed)}')
+  return None
+
+
+def run(options: TrafficOptions) -> int:
+  """Measures every model and layout and prints the table."""
   reexec_in_private_network(__file__, sys.argv[1:])
   if not os.environ.get(ISOLATED_ENV):
-    print('cluster_traffic: needs a private network namespace (unshare) so that the '
-          'loopback counter sees only the cluster', file=sys.stderr)
-    return 2
+    raise entry.Refused('needs a private network namespace (unshare) so that the loopback '
+                        'counter sees only the cluster')
 
   print(f'cluster_traffic {time.strftime("%Y-%m-%d")}: bytes on loopback per global step, '
         'measured vs model (2 x parameters + batch-norm statistics)')
@@ -139,5 +140,8 @@ def main(argv: Sequence[str]) -> int:
   return 0
 
 
+PROGRAM = entry.Program('cluster_traffic', run, TrafficOptions, check=options_problem)
+
+
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

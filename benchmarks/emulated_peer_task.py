@@ -36,7 +36,7 @@ import tensorflow as tf
 
 from benchmarks.emulated_task import STEP_LINE, variable_shapes
 from model_fn import networks
-from command_line import cli
+from command_line import entry
 from towers.cluster.local_cluster import CHIEF_READY
 from command_line.options import option
 
@@ -137,9 +137,8 @@ def input_fn() -> tf.data.Dataset:
   return tf.data.Dataset.from_tensors(({'x': tf.zeros([1])}, tf.zeros([1]))).repeat()
 
 
-def main(argv: list[str]) -> int:
-  del argv
-  options = cli.options_from_flags(PeerTaskOptions)
+def run(options: PeerTaskOptions) -> None:
+  """Serves (ps) or trains (chief, workers) until the emulator stops this task."""
   # One CPU device per task; collective ops block inter-op threads while they wait for
   # the other workers, so give them more than this machine's 2 cores.
   session_config = tf1.ConfigProto(device_count={'CPU': 1}, inter_op_parallelism_threads=8)
@@ -152,9 +151,10 @@ def main(argv: list[str]) -> int:
   tf.estimator.train_and_evaluate(estimator,
                                   tf.estimator.TrainSpec(input_fn, max_steps=10 ** 9),
                                   tf.estimator.EvalSpec(input_fn, steps=1))
-  return 0
+
+
+PROGRAM = entry.Program('emulated_peer_task', run, PeerTaskOptions)
 
 
 if __name__ == '__main__':
-  cli.define_flags(PeerTaskOptions)
-  cli.run(main)
+  PROGRAM.start()

@@ -43,7 +43,7 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
-from command_line import cli
+from command_line import entry
 from command_line.progress import SESSION_READY
 from command_line.options import option
 from towers.params import make_params
@@ -273,10 +273,9 @@ def _session_config(task_type: str, task_index: int) -> tf1.ConfigProto:
   return tf1.ConfigProto(device_filters=['/job:ps', f'/job:{task_type}/task:{task_index}'])
 
 
-def main(argv: list[str]) -> int:
-  del argv
+def run(options: TaskOptions) -> None:
+  """Serves (ps) or runs the emulated worker until the emulator stops this task."""
   tf1.disable_eager_execution()
-  options = cli.options_from_flags(TaskOptions)
   cluster = {'ps': list(options.ps_hosts), 'worker': list(options.worker_hosts)}
   server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=options.task_type,
                                 task_index=options.task_index,
@@ -284,11 +283,12 @@ def main(argv: list[str]) -> int:
   if options.task_type == 'ps':
     print(f'emulated_task: ps {options.task_index} serving', flush=True)
     server.join()
-    return 0
+    return
   run_worker(options, server, cluster, options.task_type, options.task_index)
-  return 0
+
+
+PROGRAM = entry.Program('emulated_task', run, TaskOptions)
 
 
 if __name__ == '__main__':
-  cli.define_flags(TaskOptions)
-  cli.run(main)
+  PROGRAM.start()

@@ -29,10 +29,9 @@ unfused batch norm of `model_fn/layers.py`, as the real run does.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Sequence
 
-from command_line import console
+from command_line import console, entry
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -180,24 +179,22 @@ class MemoryOptions:
                        'micro-batch fits, instead of printing the table.', path=True)
 
 
-def main(argv: Sequence[str]) -> int:
-  del argv
-  from command_line import cli  # pylint: disable=g-import-not-at-top
-  options = cli.options_from_flags(MemoryOptions)
+def run(options: MemoryOptions) -> int:
+  """Prints the table, or the recipe's line; 1 when the recipe does not fit."""
   if not options.recipe:
     print(table(DEFAULT_CONFIGS, options.usable_gib))
     return 0
   params = recipe_params(options.recipe)
   if params.model != 'i3d':
-    print(f'error: --recipe={options.recipe} trains {params.model}; this estimate is for i3d',
-          file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--recipe={options.recipe} trains {params.model}; this estimate is '
+                        'for i3d')
   fits, line = recipe_line(params, options.usable_gib)
   print(f'{options.recipe}: {line}')
   return 0 if fits else 1
 
 
+PROGRAM = entry.Program('i3d_memory', run, MemoryOptions)
+
+
 if __name__ == '__main__':
-  from command_line import cli  # pylint: disable=g-import-not-at-top
-  cli.define_flags(MemoryOptions)
-  cli.run(main)
+  PROGRAM.start()

@@ -54,7 +54,7 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
-from command_line import cli, console
+from command_line import console, entry
 from command_line.options import option
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
@@ -369,8 +369,29 @@ def measure_flow(root: str, paths: dict[str, str], common: dict[str, Any],
   return results['tfrecord pipeline (flow)'], per_core, limit
 
 
+def options_problem(options: InputBenchmarkOptions) -> str | None:
+  """One line naming the first option that cannot work (routes, frames, Pillow), or None."""
+  unknown = sorted(set(options.routes) - set(ROUTES))
+  if unknown or 'tfrecord' not in options.routes:
+    return (f'--routes must include tfrecord and name only {", ".join(ROUTES)} (got '
+            f'{", ".join(options.routes)})')
+  if options.frames < options.clip_frames:
+    return f'--frames={options.frames} must be at least --clip_frames={options.clip_frames}'
+  if 'pil' in options.routes:
+    try:
+      import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    except ImportError:
+      return ('the PIL loader needs Pillow, which only this benchmark uses: .venv/bin/pip '
+              'install Pillow (or leave pil out of --routes)')
+  return None
+
+
 def run(options: InputBenchmarkOptions) -> str:
-  """Runs every measurement and returns the report text."""
+  """Runs every measurement and returns the report text. Raises `entry.Refused` naming
+  an option that cannot work (`options_problem`)."""
+  problem = options_problem(options)
+  if problem:
+    raise entry.Refused(problem)
   root = options.keep_dir or tempfile.mkdtemp(prefix='input_benchmark_')
   os.makedirs(root, exist_ok=True)
   try:
@@ -388,20 +409,6 @@ def _run(root: str, options: InputBenchmarkOptions) -> str:
   import tensorflow as tf
   from towers import params as params_lib
   from input_fn import direct
-  unknown = sorted(set(options.routes) - set(ROUTES))
-  if unknown or 'tfrecord' not in options.routes:
-    raise SystemExit(f'input_benchmark: --routes must include tfrecord and name only '
-                     f'{", ".join(ROUTES)} (got {", ".join(options.routes)})')
-  if options.frames < options.clip_frames:
-    raise SystemExit(f'input_benchmark: --frames={options.frames} must be at least '
-                     f'--clip_frames={options.clip_frames}')
-  if 'pil' in options.routes:
-    try:
-      import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-    except ImportError:
-      raise SystemExit("input_benchmark: the PIL loader needs Pillow, which only this "
-                       'benchmark uses: .venv/bin/pip install Pillow (or leave pil out of '
-                       '--routes)') from None
   T, B = options.clip_frames, options.batch_size
   paths = make_data(root, options.classes, options.groups, options.frames)
   common = dict(clip_frames=T, crop_size=options.crop_size, batch_size=B,
@@ -515,13 +522,9 @@ def cpu_name() -> str:
   return f'{model}, {vector}'
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
-  print(run(cli.options_from_flags(InputBenchmarkOptions)))
+PROGRAM = entry.Program('input_benchmark', lambda options: print(run(options)),
+                        InputBenchmarkOptions, check=options_problem, verbose=True)
 
 
 if __name__ == '__main__':
-  cli.define_flags(InputBenchmarkOptions)
-  cli.define_flags(console.ConsoleOptions)
-  cli.run(main)
+  PROGRAM.start()

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 
-from command_line import cli
+from command_line import cli, entry
 from command_line.options import option
 
 
@@ -162,10 +162,9 @@ def report(options: ScalingOptions) -> str:
   return '\n'.join(out)
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  print(report(cli.options_from_flags(ScalingOptions)))
+PROGRAM = entry.Program('scaling_model', lambda options: print(report(options)),
+                        ScalingOptions)
 
 
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

@@ -22,7 +22,7 @@ import time
 
 from absl import flags
 
-from command_line import cli
+from command_line import cli, entry
 from command_line.options import option
 
 
@@ -120,9 +120,8 @@ def format_report(results: list[dict], target: float) -> str:
   return '\n'.join(lines)
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  options = cli.options_from_flags(TimeToAccuracyOptions)
+def run(options: TimeToAccuracyOptions) -> None:
+  """Trains to the target with every tower count and prints the report."""
   from model_fn.devices import ensure_logical_cpus
   ensure_logical_cpus(max(options.towers))
   log = lambda line: print(line, file=sys.stderr, flush=True)
@@ -136,5 +135,8 @@ def main(argv: list[str]) -> None:
   print(format_report(results, options.target))
 
 
+PROGRAM = entry.Program('time_to_accuracy', run, TimeToAccuracyOptions)
+
+
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Callable
 
-from command_line import cli
+from command_line import cli, entry
 from command_line.options import option
 
 
@@ -134,14 +134,17 @@ def trace(options: BenchmarkOptions, model: str, devices: int, path: str) -> str
   return '\n'.join(lines)
 
 
-def main(argv: list[str]) -> None:
-  del argv
-  options = cli.options_from_flags(BenchmarkOptions)
+def options_problem(options: BenchmarkOptions) -> str | None:
+  """One line naming --models that are not registered networks, or None."""
   from model_fn import networks
   unknown = [m for m in options.models if m not in networks.names()]
   if unknown:
-    raise SystemExit(f'error: --models: {", ".join(unknown)} not registered '
-                     f'({", ".join(networks.names())})')
+    return f'--models: {", ".join(unknown)} not registered ({", ".join(networks.names())})'
+  return None
+
+
+def run(options: BenchmarkOptions) -> None:
+  """Measures every model and prints the report."""
   from model_fn.devices import ensure_logical_cpus
   ensure_logical_cpus(max(options.devices + (options.trace_devices,)))  # Mirrored's replicas
   import tensorflow as tf
@@ -176,5 +179,8 @@ def main(argv: list[str]) -> None:
   print('\n'.join(report))
 
 
+PROGRAM = entry.Program('towers_benchmark', run, BenchmarkOptions, check=options_problem)
+
+
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

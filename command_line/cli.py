@@ -14,6 +14,9 @@ user typed. The library never imports this module.
     cli.define_flags(PrepareOptions)
     def main(argv): options = cli.options_from_flags(PrepareOptions); ...
     if __name__ == '__main__': cli.run(main)
+
+Programs do this through `command_line/entry.py` (`entry.Program(...).start()`), which also
+maps what goes wrong to one `<program>: <message>` line and exit code 2 or 1.
 """
 
 from __future__ import annotations

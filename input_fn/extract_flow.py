@@ -17,7 +17,8 @@ to --short_side, like //input_fn:prepare), converts the frames to grayscale and 
   from (size, mtime) and the settings.
 
 * Processes: one per core (--workers), each OpenCV single-threaded.
-* Progress: videos done, flow frames/s and ETA; the summary gives flow frames/s per core.
+* Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
+  summary gives flow frames/s per core.
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
   source identity is recorded; a rerun skips every video whose flow is there and whose .avi
   is the one recorded, and computes the rest: missing ones, and replaced or edited videos
@@ -28,7 +29,7 @@ to --short_side, like //input_fn:prepare), converts the frames to grayscale and 
 * Options are checked before any work (one line, exit 2): TV-L1 needs scales >= 1,
   warps >= 1 and an epsilon > 0.
 * Bad videos (unreadable, empty, truncated, fewer than 2 frames, badly named) are skipped,
-  counted and listed; --strict stops at the first one.
+  counted and listed; --strict stops at the first one (one line, exit 1).
 """
 
 from __future__ import annotations
@@ -40,13 +41,15 @@ import math
 import multiprocessing
 import shutil
 import os
-import sys
 import time
 from typing import Any, Callable
 
 from input_fn import flow, ucf101, video_io
+from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
+from command_line import entry
 from command_line.options import option
+from command_line.progress import Progress
 
 MANIFEST = 'flow.manifest.json'
 SOURCES = '.flow_sources.jsonl'
@@ -171,56 +174,23 @@ def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
   return task, len(codes), None
 
 
-class _Progress:
-  """`extract_flow: 12/150 videos (8%), 35.2 flow frames/s, ETA 0:01:10`, every 10 s (1 s
-  on a terminal) and at the end."""
-
-  def __init__(self, total: int, stream=sys.stderr):
-    self.total, self.stream = total, stream
-    self.videos = self.frames = 0
-    self.start = self.last = time.time()
-    self.tty = hasattr(stream, 'isatty') and stream.isatty()
-
-  def add(self, frames: int) -> None:
-    now = time.time()
-    self.videos += 1
-    self.frames += frames
-    if now - self.last < (1 if self.tty else 10) and self.videos < self.total:
-      return
-    self.last = now
-    elapsed = max(now - self.start, 1e-6)
-    eta = (self.total - self.videos) * elapsed / self.videos
-    eta_text = f'{int(eta) // 3600}:{int(eta) // 60 % 60:02d}:{int(eta) % 60:02d}'
-    line = (f'extract_flow: {self.videos}/{self.total} videos '
-            f'({100 * self.videos / max(self.total, 1):.0f}%), '
-            f'{self.frames / elapsed:.1f} flow frames/s, ETA {eta_text}')
-    end = '\n' if not self.tty or self.videos >= self.total else ''
-    self.stream.write(('\r' if self.tty else '') + line + end)
-    self.stream.flush()
-
-
 def _check_settings(out: str, settings: dict[str, Any]) -> None:
+  """Refuses an `out` whose manifest records other settings, or is damaged
+  (`SettingsMismatch` naming the difference and the fix)."""
   path = os.path.join(out, MANIFEST)
-  if not os.path.exists(path):
-    return
   try:
-    with open(path) as f:
-      manifest = json.load(f)
-  except (OSError, ValueError) as e:
-    manifest = e
-  if not isinstance(manifest, dict) or not isinstance(manifest.get('settings'), dict):
-    found = ('not JSON' if isinstance(manifest, Exception) else
-             'no settings in it' if isinstance(manifest, dict) else
-             f'a JSON {type(manifest).__name__}, not an object')
+    previous = dir_identity.read(path, key='settings')
+  except dir_identity.IdentityDamaged as e:
     raise SettingsMismatch(
-        f'{path} is damaged ({found}): delete it to extract into {out} again (flow whose '
-        f'source and settings are recorded in {SOURCES} is kept), or use another --out')
-  previous = manifest['settings']
-  if previous != settings:
-    raise SettingsMismatch(
-        f'{out} holds flow extracted with other settings ({previous}, now {settings}): '
+        f'{path} is damaged ({e}): delete it to extract into {out} again (flow whose '
+        f'source and settings are recorded in {SOURCES} is kept), or use another --out'
+    ) from None
+  found = dir_identity.differences(previous, settings) if previous is not None else []
+  if found:
+    raise SettingsMismatch(dir_identity.refusal(
+        f'--out={out}', 'flow extracted with other settings', found,
         'use another --out (and give it to prepare as --flow_dir), or delete it to extract '
-        'again')
+        'again'))
 
 
 def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
@@ -263,12 +233,6 @@ def _remove_flow(out: str, video: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_json(path: str, value: Any) -> None:
-  with open(path + '.tmp', 'w') as f:
-    json.dump(value, f, indent=1)
-  os.replace(path + '.tmp', path)
-
-
 def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
             ) -> dict[str, Any]:
   """Runs the extraction (see the module docstring); returns the manifest. Raises
@@ -295,7 +259,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   for channel in flow.CHANNELS:
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
-  _write_json(manifest_path, {'settings': settings})  # claims `out` before any frame
+  dir_identity.claim(manifest_path, {'settings': settings})  # before any frame
   recorded = read_sources(out)
   identities = {t.name: source_identity(t, settings) for t in tasks}
   adopted = [t for t in tasks if t.name not in recorded and flow.has_flow(out, t.name) and
@@ -313,7 +277,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
           if adopted else '')
   log(f'extract_flow: {len(tasks)} videos in {videos_dir}, {len(tasks) - len(todo)} already '
       f'done{kept}; {len(todo)} to compute{again} with {workers} process(es) into {out}')
-  progress = _Progress(len(todo))
+  progress = Progress('extract_flow:', len(todo), 'videos', amount_unit='flow frames')
   start = time.time()
   jobs = [(t, out, settings) for t in todo]
   if workers <= 1:
@@ -335,7 +299,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
         skipped.append(problem)
       else:
         _record_source(out, task.name, identities[task.name])
-      progress.add(frames)
+      progress.add(1, frames)
   finally:
     if pool is not None:
       pool.terminate()
@@ -346,7 +310,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
              recorded.get(t.name) == identities[t.name]]
   _write_sources(out, {t.name: recorded[t.name] for t in current})
   manifest = _manifest(out, tasks, current, skipped, settings, videos_dir)
-  _write_json(manifest_path, manifest)
+  json_files.write_json(manifest_path, manifest)
   if classes is not None:
     _write_flow_list(out, current)
   else:
@@ -354,10 +318,10 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
       os.remove(os.path.join(out, ucf101.FLOW_LIST_NAME))  # an earlier run's: not current
     log(f'extract_flow: no {ucf101.CLASS_INDEX_FILE} under {options.data_dir or "(no --data_dir)"}'
         f': {ucf101.FLOW_LIST_NAME} (needs the labels) not written')
-  per_core = progress.frames / max(elapsed, 1e-6) / workers
+  per_core = progress.amount / max(elapsed, 1e-6) / workers
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
   log(f'extract_flow: {manifest["num_with_flow"]} of {manifest["num_found"]} videos have flow '
-      f'in {out}; computed {progress.frames} flow frames of {progress.videos} videos in '
+      f'in {out}; computed {progress.amount:.0f} flow frames of {progress.done} videos in '
       f'{elapsed:.1f} s = {per_core:.1f} flow frames/s per core ({workers} process(es)); '
       f'skipped {manifest["num_skipped"]}{": " + kinds if kinds else ""}')
   if not options.data_dir or os.path.realpath(out) != os.path.realpath(
@@ -403,21 +367,17 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
   os.replace(path + '.tmp', path)
 
 
-def main(argv: list[str]) -> int:
-  from command_line import cli
-  if len(argv) > 1:
-    print(f'extract_flow: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
-    return 2
-  options = cli.options_from_flags(ExtractFlowOptions)
+def _run(options: ExtractFlowOptions) -> None:
   try:
     extract(options)
-  except (InputError, OptionsError, SettingsMismatch, FileNotFoundError, ImportError) as e:
-    print(f'extract_flow: {e}', file=sys.stderr)
-    return 2
-  return 0
+  except InputError as e:
+    raise entry.Failed(f'--strict: {e}') from None
+
+
+PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,
+                        refused=(OptionsError, SettingsMismatch, FileNotFoundError,
+                                 ImportError))
 
 
 if __name__ == '__main__':
-  from command_line import cli
-  cli.define_flags(ExtractFlowOptions)
-  cli.run(main)
+  PROGRAM.start()

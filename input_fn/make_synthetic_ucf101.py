@@ -27,15 +27,14 @@ class, so telling classes apart needs time.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
-import sys
 from typing import Any
 
 import numpy as np
 
-from input_fn import ucf101, video_io
+from input_fn import dir_identity, ucf101, video_io
+from command_line import entry
 from command_line.options import option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
@@ -75,12 +74,17 @@ class SyntheticError(ValueError):
 
 
 def claim_out_dir(out: str) -> None:
-  """Refuses a non-empty `out` this tool did not write (`SyntheticError` naming what is
-  there); removes what it wrote before in one it did."""
+  """Refuses a non-empty `out` without this tool's identity file (`SyntheticError` naming
+  what is there); removes what it wrote before in one that has it (any settings: a
+  generator's directory is written again)."""
   if os.path.exists(out) and not os.path.isdir(out):
     raise SyntheticError(f'--out={out} is a file')
   children = sorted(os.listdir(out)) if os.path.isdir(out) else []
-  if children and MARKER not in children:
+  try:
+    ours = dir_identity.read(os.path.join(out, MARKER)) is not None
+  except dir_identity.IdentityDamaged:
+    ours = True  # its own file, damaged: still a directory this tool wrote
+  if children and not ours:
     raise SyntheticError(f'--out={out} is not empty ({len(children)} entries, e.g. '
                          f'{children[0]}) and was not written by make_synthetic_ucf101: '
                          'nothing is overwritten; choose a new or empty directory')
@@ -88,6 +92,32 @@ def claim_out_dir(out: str) -> None:
     if name in WRITTEN:
       path = os.path.join(out, name)
       shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def check_options(options: SyntheticOptions) -> None:
+  """Raises `SyntheticError` naming the first option that cannot work (before writing)."""
+  if not options.out:
+    raise SyntheticError('--out is required')
+  if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
+    raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
+                         f'training data, got {options.groups}')
+  if not 1 <= options.min_frames <= options.max_frames:
+    raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
+                         f'and {options.max_frames}')
+  if options.classes < 1:
+    raise SyntheticError(f'--classes must be >= 1, got {options.classes}')
+  if options.clips_per_group < 1:
+    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}')
+  if min(options.width, options.height) < 8:
+    raise SyntheticError(f'--width and --height must be >= 8 pixels, got {options.width}x'
+                         f'{options.height}')
+  if not 1 <= options.object_size < min(options.width, options.height):
+    raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
+                         f' (smaller than the frame, or nothing is seen to move), got '
+                         f'{options.object_size}')
+  if options.write_flow and options.min_frames < 2:
+    raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
+                         f'got {options.min_frames}')
 
 
 def class_motion(label: int) -> tuple[str, tuple[float, float]]:
@@ -133,30 +163,10 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
   `SyntheticOptions` fields. Returns a summary dict with the class names and video count.
   Deterministic for a given seed. Raises `SyntheticError` (see `claim_out_dir`)."""
   options = SyntheticOptions(out=out, **settings)
-  if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
-    raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
-                         f'training data, got {options.groups}')
-  if not 1 <= options.min_frames <= options.max_frames:
-    raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
-                         f'and {options.max_frames}')
-  if options.classes < 1:
-    raise SyntheticError(f'--classes must be >= 1, got {options.classes}')
-  if options.clips_per_group < 1:
-    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}')
-  if min(options.width, options.height) < 8:
-    raise SyntheticError(f'--width and --height must be >= 8 pixels, got {options.width}x'
-                         f'{options.height}')
-  if not 1 <= options.object_size < min(options.width, options.height):
-    raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
-                         f' (smaller than the frame, or nothing is seen to move), got '
-                         f'{options.object_size}')
-  if options.write_flow and options.min_frames < 2:
-    raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
-                         f'got {options.min_frames}')
+  check_options(options)
   claim_out_dir(out)
   os.makedirs(out, exist_ok=True)
-  with open(os.path.join(out, MARKER), 'w') as f:
-    json.dump(dataclasses.asdict(options), f, indent=1)
+  dir_identity.claim(os.path.join(out, MARKER), dataclasses.asdict(options))
   rng = np.random.default_rng(options.seed)
   split_dir = os.path.join(out, 'ucfTrainTestlist')
   os.makedirs(split_dir, exist_ok=True)
@@ -198,26 +208,16 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
   return {'classes': names, 'videos': len(videos), 'out': out}
 
 
-def main(argv: list[str]) -> int:
-  if len(argv) > 1:
-    print(f'make_synthetic_ucf101: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
-    return 2
-  options = cli.options_from_flags(SyntheticOptions)
-  if not options.out:
-    print('make_synthetic_ucf101: --out is required', file=sys.stderr)
-    return 2
+def _run(options: SyntheticOptions) -> None:
   settings = {k: v for k, v in dataclasses.asdict(options).items() if k != 'out'}
-  try:
-    summary = make_dataset(options.out, **settings)
-  except SyntheticError as e:
-    print(f'make_synthetic_ucf101: {e}', file=sys.stderr)
-    return 2
+  summary = make_dataset(options.out, **settings)
   print(f'make_synthetic_ucf101: wrote {summary["videos"]} videos of '
         f'{len(summary["classes"])} classes to {options.out}')
-  return 0
+
+
+PROGRAM = entry.Program('make_synthetic_ucf101', _run, SyntheticOptions,
+                        check=check_options, refused=(SyntheticError,))
 
 
 if __name__ == '__main__':
-  from command_line import cli
-  cli.define_flags(SyntheticOptions)
-  cli.run(main)
+  PROGRAM.start()

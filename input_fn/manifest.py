@@ -19,7 +19,8 @@
 
 The dataset's identity (kind, source and its paths, split and settings; `identity()`) is also written to
 `DIR/.shards/dataset.json` before the first shard, so an interrupted preparation is
-recognised too. `differences()` names what differs between two identities.
+recognised too (`input_fn/dir_identity.py`: the directory's identity file, compared
+field by field in IDENTITY_FIELDS order).
 
 Readers use `shard_paths()`: exactly the files the manifest lists, all checked to exist.
 `training_data_problems()` checks a directory before training: labels below num_classes,
@@ -29,10 +30,11 @@ train and test disjoint by video.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 from typing import Any, Sequence
+
+from input_fn import dir_identity, json_files
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
 SHARD_GLOB = '{subset}-*-of-*.tfrecord'
@@ -60,22 +62,6 @@ def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
           'videos_per_shard': videos_per_shard}
 
 
-def differences(here: dict[str, Any], asked: dict[str, Any]) -> list[str]:
-  """'field: <value here> here, <value asked> asked' for every identity field that differs
-  (source fields one by one)."""
-  found = []
-  for name in IDENTITY_FIELDS:
-    old, new = here.get(name), asked.get(name)
-    if name == 'source_paths' and isinstance(old, dict) and isinstance(new, dict):
-      for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-          found.append(f'{key}: {old.get(key) or "(none)"} here, '
-                       f'{new.get(key) or "(none)"} asked')
-    elif old != new:
-      found.append(f'{name}: {old} here, {new} asked')
-  return found
-
-
 def manifest_path(directory: str, subset: str) -> str:
   return os.path.join(directory, MANIFEST.format(subset=subset))
 
@@ -84,19 +70,25 @@ def read_identity(directory: str) -> dict[str, Any] | None:
   """The identity of the dataset prepared (or being prepared) in `directory`, else None.
   Falls back to a version-2 manifest when the state directory was removed or its identity
   file is damaged (not a JSON object with every identity field)."""
-  found = _load(os.path.join(directory, STATE_DIR, IDENTITY_FILE))
+  try:
+    found = dir_identity.read(identity_path(directory))
+  except dir_identity.IdentityDamaged:
+    found = None
   if found is not None and all(name in found for name in IDENTITY_FIELDS):
     return found
   for subset in SUBSETS:
-    manifest = _load(manifest_path(directory, subset))
+    manifest = json_files.load_object(manifest_path(directory, subset))
     if manifest and manifest.get('format_version') == FORMAT_VERSION:
       return {name: manifest.get(name) for name in IDENTITY_FIELDS}
   return None
 
 
+def identity_path(directory: str) -> str:
+  return os.path.join(directory, STATE_DIR, IDENTITY_FILE)
+
+
 def write_identity(directory: str, value: dict[str, Any]) -> None:
-  os.makedirs(os.path.join(directory, STATE_DIR), exist_ok=True)
-  _write_json(os.path.join(directory, STATE_DIR, IDENTITY_FILE), value)
+  dir_identity.claim(identity_path(directory), value)
 
 
 def dataset_files(directory: str) -> list[str]:
@@ -131,13 +123,13 @@ def stale_shards(directory: str, subset: str, listed: Sequence[str]) -> list[str
 
 
 def write(directory: str, manifest: dict[str, Any]) -> None:
-  _write_json(manifest_path(directory, manifest['subset']), manifest)
+  json_files.write_json(manifest_path(directory, manifest['subset']), manifest)
 
 
 def read(directory: str, subset: str) -> dict[str, Any]:
   """The manifest of `subset`; `ManifestError` naming the file and the fix if it is absent."""
   path = manifest_path(directory, subset)
-  manifest = _load(path)
+  manifest = json_files.load_object(path)
   if manifest is None and os.path.exists(path):
     raise ManifestError(f'{path} is damaged (not a JSON object): rerun //input_fn:prepare '
                         f'with --out={directory} to write it again')
@@ -208,19 +200,3 @@ def training_data_problems(directory: str, num_classes: int,
                    f'records (e.g. {both[0]}): train and test overlap; prepare again with '
                    '--overwrite')
   return found
-
-
-def _load(path: str) -> dict[str, Any] | None:
-  """The JSON object in `path`; None when missing, unreadable or not an object."""
-  try:
-    with open(path) as f:
-      value = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return value if isinstance(value, dict) else None
-
-
-def _write_json(path: str, value: Any) -> None:
-  with open(path + '.tmp', 'w') as f:
-    json.dump(value, f, indent=1)
-  os.replace(path + '.tmp', path)

@@ -50,16 +50,16 @@ import json
 import math
 import multiprocessing
 import os
-import sys
-import time
 from typing import Any, Callable
 
 from input_fn import flow_records, layouts
 from input_fn import manifest as manifest_lib
 from input_fn import ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
+from input_fn import dir_identity, json_files
+from command_line import entry
 from command_line.options import option
-from command_line.progress import progress_line
+from command_line.progress import Progress
 
 FORMAT_VERSION = 2
 SHARD_STATE_DIR = manifest_lib.STATE_DIR
@@ -107,12 +107,11 @@ class PrepareConfig:
   overwrite: bool = option(False, 'Replace the dataset --out holds, whatever it is: its '
                            'shards, manifests and resume state are removed first (other '
                            'files stay).')
-  stop_after_shards: int = option(0, 'For tests: stop, as if interrupted, after this many '
-                                  'shards (0: never).')
 
 
 class PrepareInterrupted(RuntimeError):
-  """Raised when `stop_after_shards` shards are done (simulated interruption)."""
+  """Raised by `prepare(..., stop_after_shards=N)` once N shards are done (an interruption,
+  simulated for tests)."""
 
 
 class PrepareError(ValueError):
@@ -304,9 +303,7 @@ def convert_shard(shard: dict[str, Any],
            'counts_per_class': dict(sorted(counts.items())), 'videos': videos,
            'skipped': skipped}
   state_path = _state_path(shard['out'], shard['file'])
-  with open(state_path + '.tmp', 'w') as f:
-    json.dump(state, f, indent=1, sort_keys=True)
-  os.replace(state_path + '.tmp', state_path)
+  json_files.write_json(state_path, state, sort_keys=True)
   return state
 
 
@@ -316,13 +313,9 @@ def _state_path(out: str, file: str) -> str:
 
 def _finished_state(out: str, file: str, fingerprint: str) -> dict[str, Any] | None:
   """The state of a shard finished with the same fingerprint, else None."""
-  try:
-    with open(_state_path(out, file)) as f:
-      state = json.load(f)
-  except (OSError, ValueError):
-    return None
+  state = json_files.load_object(_state_path(out, file))
   path = os.path.join(out, file)
-  if not isinstance(state, dict) or state.get('fingerprint') != fingerprint or not os.path.exists(path) or \
+  if state is None or state.get('fingerprint') != fingerprint or not os.path.exists(path) or \
       state.get('file_identity') != _file_identity(path):
     return None
   return state
@@ -338,29 +331,6 @@ def _file_identity(path: str) -> list[int]:
 # --- Whole preparation ---------------------------------------------------------------------
 
 
-
-
-class _Progress:
-  """Prints `videos done/total, rate, ETA` at most every second (every 10 s if not a tty)."""
-
-  def __init__(self, label: str, total: int, stream=sys.stderr):
-    self.label, self.total, self.stream = label, total, stream
-    self.done, self.start, self.last = 0, time.time(), 0.0
-    self.tty = hasattr(stream, 'isatty') and stream.isatty()
-
-  def add(self, n: int) -> None:
-    now = time.time()
-    if self.done == 0:  # rate from the first finished video on (workers start slowly)
-      self.start, self.last = now, now
-    self.done += n
-    if now - self.last >= (1 if self.tty else 10) or self.done >= self.total:
-      self.last = now
-      rate = (self.done - 1) / max(now - self.start, 1e-6)
-      line = progress_line(f'prepare: {self.label}:', self.done, self.total, rate,
-                           [f'{rate:.1f} videos/s'], unit='videos')
-      self.stream.write(('\r' + line + ('\n' if self.done >= self.total else ''))
-                        if self.tty else line + '\n')
-      self.stream.flush()
 
 
 def _source_paths(config: PrepareConfig) -> dict[str, str]:
@@ -477,10 +447,11 @@ def check_out_dir(config: PrepareConfig) -> None:
     found = ['it holds prepared files without a dataset identity (an older prepare, or '
              'another tool)']
   else:
-    found = manifest_lib.differences(here, dataset_identity(config)) if here is not None else []
+    found = (dir_identity.differences(here, dataset_identity(config),
+                                      manifest_lib.IDENTITY_FIELDS) if here is not None else [])
   if found and not config.overwrite:
-    raise PrepareError(f'--out={config.out} holds another dataset ({"; ".join(found)}): '
-                       'use another --out, or --overwrite to replace it')
+    raise PrepareError(dir_identity.refusal(f'--out={config.out}', 'another dataset', found,
+                                            'use another --out, or --overwrite to replace it'))
 
 
 def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
@@ -495,11 +466,14 @@ def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
   manifest_lib.write_identity(config.out, asked)
 
 
-def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
+            stop_after_shards: int = 0) -> dict[str, Any]:
   """Runs the preparation; returns {subset: manifest}. See the module docstring.
   Raises `PrepareError` (bad options, --out holding another dataset, frames or flow in no
   known layout), `EmptySubset` (a subset without any record, after its manifest is
-  written), `InputError` (--strict) or FileNotFoundError (split files)."""
+  written), `InputError` (--strict) or FileNotFoundError (split files).
+  `stop_after_shards` > 0 (tests of resumption): raises `PrepareInterrupted` once that many
+  shards are written in this run, as if the run had been interrupted there."""
   check_config(config)
   check_out_dir(config)
   split, plans = plan(config)
@@ -523,14 +497,14 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print) -> dict[s
   total = sum(len(s['tasks']) for s in todo)
   workers = min(workers, max(len(todo), 1))
   log(f'prepare: {total} videos in {len(todo)} shards to convert with {workers} worker(s)')
-  progress = _Progress(','.join(plans), total)
+  progress = Progress(f'prepare: {",".join(plans)}:', total, 'videos')
   completed_this_run = 0
 
   def finished(state: dict[str, Any]) -> None:
     nonlocal completed_this_run
     states[state['file']] = state
     completed_this_run += 1
-    if config.stop_after_shards and completed_this_run >= config.stop_after_shards:
+    if stop_after_shards and completed_this_run >= stop_after_shards:
       raise PrepareInterrupted(f'stopped after {completed_this_run} shard(s)')
 
   if todo and workers <= 1:
@@ -631,23 +605,16 @@ def summary_line(manifest: dict[str, Any]) -> str:
           f'{f"; {len(unread)} unusable line(s) in {files}" if unread else ""}')
 
 
-def main(argv: list[str]) -> int:
-  if len(argv) > 1:
-    print(f'prepare: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
-    return 2
-  config = cli.options_from_flags(PrepareConfig)
+def _run(config: PrepareConfig) -> None:
   try:
     prepare(config)
   except InputError as e:
-    print(f'prepare: --strict: {e}', file=sys.stderr)
-    return 1
-  except (PrepareError, FileNotFoundError) as e:
-    print(f'prepare: {e}', file=sys.stderr)
-    return 2
-  return 0
+    raise entry.Failed(f'--strict: {e}') from None
+
+
+PROGRAM = entry.Program('prepare', _run, PrepareConfig, check=check_config,
+                        refused=(PrepareError, FileNotFoundError))
 
 
 if __name__ == '__main__':
-  from command_line import cli
-  cli.define_flags(PrepareConfig)
-  cli.run(main)
+  PROGRAM.start()

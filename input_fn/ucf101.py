@@ -415,10 +415,3 @@ def count_flow_frames(flow_root: str, video: str) -> tuple[int, str | None]:
       return 0, reason
     counts.append(count)
   return min(counts), None
-
-
-def read_flow(flow_root: str, video: str, indices: Sequence[int]) -> np.ndarray:
-  """Reads flow frames as uint8 [T, H, W, 2]: channel 0 is u (x), channel 1 is v (y)."""
-  u_folder, v_folder = flow_folders(flow_root, video)
-  return np.stack([read_frames(u_folder, indices, grayscale=True),
-                   read_frames(v_folder, indices, grayscale=True)], axis=-1)

@@ -174,8 +174,8 @@ class PrepareTest(tf.test.TestCase):
     prepare.prepare(self.config(self.clean, whole), log=lambda s: None)
     resumed = self.create_tempdir().full_path
     with self.assertRaises(prepare.PrepareInterrupted):
-      prepare.prepare(self.config(self.clean, resumed, stop_after_shards=3),
-                      log=lambda s: None)
+      prepare.prepare(self.config(self.clean, resumed), log=lambda s: None,
+                      stop_after_shards=3)
     # A shard being written when the run died leaves a partial temporary file.
     with open(os.path.join(resumed, 'test-00004-of-00007.tfrecord.tmp'), 'wb') as f:
       f.write(b'partial')

@@ -27,11 +27,17 @@ FLOW_FLAGFILE = os.path.join(ROOT, 'flow.flags')
 
 
 def read_flagfile(path: str, base_dir: str) -> params_lib.TrainParams:
-  """The params `//towers:train --flagfile=path` builds: the train binary's own flags
-  parse the file, and relative paths resolve against `base_dir` (the user's directory)."""
+  """The params `//towers:train --flagfile=path` builds from the repository root: the train
+  binary's own flags parse the file (a nested --flagfile resolves against the root, as for
+  the user who runs there), and relative paths resolve against `base_dir`."""
   values = flags.FlagValues()
   towers_flags.define_flags(values)
-  values(['train', f'--flagfile={path}'])
+  cwd = os.getcwd()
+  os.chdir(ROOT)
+  try:
+    values(['train', f'--flagfile={path}'])
+  finally:
+    os.chdir(cwd)
   return towers_flags.params_from_flags(values, working_dir=base_dir)
 
 

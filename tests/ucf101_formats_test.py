@@ -32,6 +32,13 @@ def write_frames(folder: str, count: int, height: int = 20, width: int = 30,
     cv2.imwrite(ucf101.frame_path(folder, i), image)
 
 
+def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
+  """The video's flow frames at `indices` as uint8 [T, H, W, 2] (u, v) from their JPEGs."""
+  u_folder, v_folder = ucf101.flow_folders(flow_root, video)
+  return np.stack([ucf101.read_frames(u_folder, indices, grayscale=True),
+                   ucf101.read_frames(v_folder, indices, grayscale=True)], axis=-1)
+
+
 class SplitFilesTest(absltest.TestCase):
 
   def setUp(self):
@@ -166,7 +173,7 @@ class FramesAndFlowTest(absltest.TestCase):
     write_frames(u, 6, grayscale=True, value=40)
     write_frames(v, 5, grayscale=True, value=200)
     self.assertEqual(ucf101.count_flow_frames(root, 'v_YoYo_g08_c01'), (5, None))
-    flow = ucf101.read_flow(root, 'v_YoYo_g08_c01', [0, 4])
+    flow = read_flow(root, 'v_YoYo_g08_c01', [0, 4])
     self.assertEqual(flow.shape, (2, 20, 30, 2))
     self.assertEqual(flow.dtype, np.uint8)
     np.testing.assert_allclose(flow[..., 0], 40, atol=3)

@@ -26,7 +26,7 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from command_line import cli, working_dir
+from command_line import cli, entry, working_dir
 from towers import classifier
 from command_line.options import option
 from towers.training import protocol
@@ -54,11 +54,6 @@ class ClassifyOptions:
   output: str = option('', 'Also write the results here: .json or .csv.', path=True)
 
 
-def _error(message: str) -> int:
-  print(f'classify: {message}', file=sys.stderr)
-  return 2
-
-
 def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
   """Writes `results` as JSON or CSV, by the extension of `path`."""
   os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
@@ -84,35 +79,34 @@ class Progress:
             flush=True)
 
 
-def main(argv: list[str]) -> int:
-  verbose = cli.options_from_flags(console.ConsoleOptions).verbose
-  console.configure(verbose)
-  if not verbose:  # the results are the output; TensorFlow's loading notes are not
-    absl_logging.set_verbosity(absl_logging.WARNING)
-  options = cli.options_from_flags(ClassifyOptions)
-  videos = [working_dir.user_path(v) for v in argv[1:]]
+def check_options(options: ClassifyOptions) -> None:
+  """Raises `entry.Refused` naming the first option that cannot work."""
   if not options.model:
-    return _error('give --model (an export directory or a model_dir)')
-  if not videos:
-    return _error('give the videos to classify: files, frame folders, list files or '
-                  'directories, after the flags')
+    raise entry.Refused('give --model (an export directory or a model_dir)')
   if options.output and not options.output.lower().endswith(('.json', '.csv')):
-    return _error(f'--output={options.output}: must end in .json or .csv')
-  try:
-    loaded = classifier.load(options.model, options.flow_model, options.flow_weight)
-    for stream in loaded.streams:
-      if not stream.described:
-        print(f'classify: warning: {stream.model.export} carries no class names nor frame '
-              'size (exported before they were): classes are shown as class_<i>, frames '
-              'are used as decoded', file=sys.stderr)
-    clips = options.clips or classifier.default_clips(loaded)
-    results = classifier.classify(videos, loaded, clips, options.crops,
-                                  options.top_k, batch_size=options.batch_size,
-                                  progress=Progress())
-  except classifier.ClassifyError as e:
-    return _error(str(e))
+    raise entry.Refused(f'--output={options.output}: must end in .json or .csv')
+
+
+def run(options: ClassifyOptions, arguments: list[str]) -> int:
+  """Classifies the videos named by `arguments`; 0 when every one was, 1 when any failed."""
+  if not cli.options_from_flags(console.ConsoleOptions).verbose:
+    absl_logging.set_verbosity(absl_logging.WARNING)  # the results are the output
+  videos = [working_dir.user_path(v) for v in arguments]
+  if not videos:
+    raise entry.Refused('give the videos to classify: files, frame folders, list files or '
+                        'directories, after the flags')
+  loaded = classifier.load(options.model, options.flow_model, options.flow_weight)
+  for stream in loaded.streams:
+    if not stream.described:
+      print(f'classify: warning: {stream.model.export} carries no class names nor frame '
+            'size (exported before they were): classes are shown as class_<i>, frames '
+            'are used as decoded', file=sys.stderr)
+  clips = options.clips or classifier.default_clips(loaded)
+  results = classifier.classify(videos, loaded, clips, options.crops,
+                                options.top_k, batch_size=options.batch_size,
+                                progress=Progress())
   if not results:
-    return _error(f'no video found in {" ".join(argv[1:])}')
+    raise entry.Refused(f'no video found in {" ".join(arguments)}')
   for result in results:
     print(classifier.result_line(result), flush=True)
   failed = [r for r in results if not r.ok]
@@ -126,7 +120,9 @@ def main(argv: list[str]) -> int:
   return 1 if failed else 0
 
 
+PROGRAM = entry.Program('classify', run, ClassifyOptions, check=check_options,
+                        refused=(classifier.ClassifyError,), arguments=True, verbose=True)
+
+
 if __name__ == '__main__':
-  cli.define_flags(ClassifyOptions)
-  cli.define_flags(console.ConsoleOptions)
-  cli.run(main)
+  PROGRAM.start()

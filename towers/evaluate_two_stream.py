@@ -20,7 +20,7 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from command_line import cli
+from command_line import entry
 from towers import two_stream
 from command_line.options import option
 
@@ -62,58 +62,51 @@ def _unwritable(path: str) -> str | None:
   return None
 
 
-def main(argv: list[str]) -> int:
-  if len(argv) > 1:
-    print(f'evaluate_two_stream: unexpected arguments: {" ".join(argv[1:])}', file=sys.stderr)
-    return 2
-  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
-  options = cli.options_from_flags(EvaluateTwoStreamOptions)
+def check_options(options: EvaluateTwoStreamOptions) -> None:
+  """Raises `entry.Refused` naming the first option that cannot work (before any model
+  is loaded)."""
   missing = [f'--{name}' for name in ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
              if not getattr(options, name)]
   if missing:
-    print(f'evaluate_two_stream: give {", ".join(missing)}', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'give {", ".join(missing)}')
   if options.eval_clips < 1 or options.eval_batch_size < 1:
-    print('evaluate_two_stream: eval_clips and eval_batch_size must be positive',
-          file=sys.stderr)
-    return 2
+    raise entry.Refused('eval_clips and eval_batch_size must be positive')
   if options.eval_crops not in (1, 3):
-    print(f'evaluate_two_stream: --eval_crops={options.eval_crops}: must be 1 or 3',
-          file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--eval_crops={options.eval_crops}: must be 1 or 3')
   if not 0.0 <= options.flow_weight <= 1.0:  # also refuses nan
-    print(f'evaluate_two_stream: --flow_weight={options.flow_weight} must be in [0, 1] (the '
-          'Flow stream\'s share of the fusion)', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--flow_weight={options.flow_weight} must be in [0, 1] (the Flow '
+                        'stream\'s share of the fusion)')
   problem = _unwritable(options.json_out)
   if problem:
-    print(f'evaluate_two_stream: --json_out={options.json_out}: {problem}', file=sys.stderr)
-    return 2
-  try:
-    models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
-              for stream in ('rgb', 'flow')}
-    for stream, model in models.items():
-      warning = two_stream.check_stream(model, getattr(options, f'{stream}_model'),
-                                        getattr(options, f'{stream}_data'))
-      if warning:
-        print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
-    rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
-                                           options.eval_clips, options.eval_batch_size,
-                                           crops_per_video=options.eval_crops)
-                 for stream in ('rgb', 'flow'))
-    result = two_stream.report(rgb, flow, options.flow_weight)
-  except (two_stream.TwoStreamError, FileNotFoundError) as e:
-    print(f'evaluate_two_stream: {e}', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--json_out={options.json_out}: {problem}')
+
+
+def run(options: EvaluateTwoStreamOptions) -> None:
+  """Loads both models, predicts every test video of each stream, prints and writes the
+  table."""
+  models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
+            for stream in ('rgb', 'flow')}
+  for stream, model in models.items():
+    warning = two_stream.check_stream(model, getattr(options, f'{stream}_model'),
+                                      getattr(options, f'{stream}_data'))
+    if warning:
+      print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
+  rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
+                                         options.eval_clips, options.eval_batch_size,
+                                         crops_per_video=options.eval_crops)
+               for stream in ('rgb', 'flow'))
+  result = two_stream.report(rgb, flow, options.flow_weight)
   print(two_stream.format_table(result))
   os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   with open(options.json_out, 'w') as f:
     json.dump(result, f, indent=1)
   print(f'written to {options.json_out}')
-  return 0
+
+
+PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
+                        check=check_options,
+                        refused=(two_stream.TwoStreamError, FileNotFoundError), verbose=True)
 
 
 if __name__ == '__main__':
-  cli.define_flags(EvaluateTwoStreamOptions)
-  cli.define_flags(console.ConsoleOptions)
-  cli.run(main)
+  PROGRAM.start()

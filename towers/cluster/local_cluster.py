@@ -13,7 +13,8 @@ When a task fails, one line names it and its exit code, the others are stopped, 
 launcher exits 1 (an evaluator that fails is named, but training goes on); Ctrl-C stops
 all at once (exit 130). Flags it does not know are passed to every task (so any train
 flag works; their help: `bazel run //towers:train -- --help`). The launcher's own:
---ps, --workers, --no_evaluator, --network. Real clusters: see docs/cluster.md. On a machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
+--ps, --workers, --[no]evaluator, --network. Real clusters: see docs/cluster.md. On a
+machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
 every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
 ps tasks and the evaluator see none (`towers/cluster/gpus.py`).
 
@@ -44,7 +45,7 @@ from typing import IO, Callable, Sequence
 
 from absl import flags
 
-from command_line import cli
+from command_line import entry
 from towers.cluster.spec import pick_free_ports
 from command_line.options import option
 from command_line.progress import SESSION_READY
@@ -324,7 +325,7 @@ class LocalClusterOptions:
   """The launcher's own flags; every other flag goes to each task's `towers.train`."""
   ps: int = option(1, 'Number of ps tasks.')
   workers: int = option(2, 'Training workers, the chief included.')
-  no_evaluator: bool = option(False, 'Start no evaluator.')
+  evaluator: bool = option(True, 'Start an evaluator task (--noevaluator: none).')
   network: str = option('isolated', 'isolated: a private loopback-only network namespace; '
                         'host: the host network.', choices=('isolated', 'host'))
 
@@ -351,22 +352,23 @@ def parse_flags(argv: list[str]) -> list[str]:
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
 
 
-def main(argv: list[str]) -> int:
-  options = cli.options_from_flags(LocalClusterOptions)
-  train_args = argv[1:]
+def check_options(options: LocalClusterOptions) -> None:
+  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster."""
   if options.ps < 0 or options.workers < 1:
-    print(f'local_cluster: --ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
-          'and --workers >= 1 (the first worker is the chief)', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
+                        'and --workers >= 1 (the first worker is the chief)')
   if options.ps == 0:
-    print(f'local_cluster: --ps=0 --workers={options.workers}: the variables of a training '
-          'cluster live on its ps tasks; use --ps=1 or more (or //towers:train without a '
-          'cluster)', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'--ps=0 --workers={options.workers}: the variables of a training '
+                        'cluster live on its ps tasks; use --ps=1 or more (or //towers:train '
+                        'without a cluster)')
+
+
+def run(options: LocalClusterOptions, train_args: list[str]) -> int:
+  """Starts the cluster with `train_args` for every task; its exit code (see
+  `LocalCluster.run`)."""
   problem = _sync_problem(train_args, options.workers)
   if problem:
-    print(f'local_cluster: {problem}', file=sys.stderr)
-    return 2
+    raise entry.Refused(problem)
   log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
   try:
     os.makedirs(log_dir, exist_ok=True)
@@ -374,9 +376,8 @@ def main(argv: list[str]) -> int:
       pass
     os.remove(os.path.join(log_dir, '.write_probe'))
   except OSError as e:
-    print(f'local_cluster: cannot write the task logs to {log_dir} ({e.strerror}): start it '
-          'from a writable working directory', file=sys.stderr)
-    return 2
+    raise entry.Refused(f'cannot write the task logs to {log_dir} ({e.strerror}): start it '
+                        'from a writable working directory') from None
   if options.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(__file__, sys.argv[1:])
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
@@ -385,7 +386,7 @@ def main(argv: list[str]) -> int:
   elif os.environ.get(ISOLATED_ENV):
     print('local_cluster: network isolated: a new namespace with loopback only')
   cluster = LocalCluster(options.ps, options.workers, train_args,
-                         evaluator=not options.no_evaluator, log_dir=log_dir)
+                         evaluator=options.evaluator, log_dir=log_dir)
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
   started = time.time()
   code = cluster.run()
@@ -393,6 +394,9 @@ def main(argv: list[str]) -> int:
   return code
 
 
+PROGRAM = entry.Program('local_cluster', run, LocalClusterOptions, check=check_options,
+                        arguments=True)
+
+
 if __name__ == '__main__':
-  cli.define_flags(LocalClusterOptions)
-  cli.run(main, flags_parser=parse_flags)
+  PROGRAM.start(flags_parser=parse_flags)

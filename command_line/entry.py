@@ -1,0 +1,111 @@
+"""The one entry of every program: options -> validation -> run -> one line and an exit code.
+
+    PROGRAM = entry.Program('prepare', run, PrepareConfig, check=check_config,
+                            refused=(PrepareError, FileNotFoundError))
+    if __name__ == '__main__': PROGRAM.start()
+
+`Program.main(argv)` (absl's main) reads the options object from the parsed flags, calls
+`check(options)` (which raises, or returns a line naming the problem), then `run(options)`
+(`run(options, arguments)` when the program takes positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
+exit code:
+
+  2  refused before any work: a flag absl cannot parse (unknown flag, value not of its
+     type or choices), positional arguments the program does not take, an option value
+     `command_line.options.build` rejects, `Refused` or a `refused` exception type
+     (raised by `check` or by `run` before it starts its work);
+  1  the run failed: `Failed` or a `failed` exception type.
+
+`run` returns its own exit code (None means 0); any other exception is a bug and keeps its
+traceback. `verbose=True` also defines `--verbose` and configures the console
+(`command_line.console`) before `check`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any, Callable, Sequence
+
+from absl import flags
+
+from command_line import cli, console
+from command_line.options import OptionsError
+
+REFUSED = 2
+FAILED = 1
+
+
+class Refused(ValueError):
+  """Options or input that cannot work, found before any work (exit 2). The message
+  names the flag, file or count and the fix."""
+
+
+class Failed(RuntimeError):
+  """The run started and could not finish (exit 1). The message says what and where."""
+
+
+def error_line(program: str, message: Any) -> str:
+  """The one line a program prints for a problem: `<program>: <message>`."""
+  return f'{program}: {message}'
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+  """A command-line program: its name (the prefix of its lines), its options dataclass
+  (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
+  before any work, and `run`. `refused` / `failed`: the exception types that end it with exit 2 / 1."""
+  name: str
+  run: Callable[..., int | None]
+  options: type | None = None
+  check: Callable[[Any], str | None] | None = None
+  refused: tuple[type[BaseException], ...] = ()
+  failed: tuple[type[BaseException], ...] = ()
+  arguments: bool = False
+  verbose: bool = False
+
+  def define_flags(self) -> None:
+    """Defines the options' flags (and --verbose when `verbose`)."""
+    if self.options is not None:
+      cli.define_flags(self.options)
+    if self.verbose:
+      cli.define_flags(console.ConsoleOptions)
+
+  def main(self, argv: Sequence[str]) -> int:
+    """absl's main: `argv[1:]` are the positional arguments left after the flags."""
+    arguments = list(argv[1:])
+    if arguments and not self.arguments:
+      return self._error(f'unexpected arguments: {" ".join(arguments)}', REFUSED)
+    if self.verbose:
+      console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
+    try:
+      options = cli.options_from_flags(self.options) if self.options is not None else None
+      problem = self.check(options) if self.check is not None else None
+      if problem:
+        raise Refused(problem)
+      code = self.run(options, arguments) if self.arguments else self.run(options)
+    except (Refused, OptionsError, *self.refused) as e:
+      return self._error(e, REFUSED)
+    except (Failed, *self.failed) as e:
+      return self._error(e, FAILED)
+    return code or 0
+
+  def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,
+            define: bool = True) -> None:
+    """Defines the flags (unless `define` is False: the module defined them) and runs
+    `main` from the user's working directory (`cli.run`); exits with its code.
+    `flags_parser(argv)` -> remaining argv, default absl's full parse (`flags.FLAGS(argv)`)."""
+    if define:
+      self.define_flags()
+    parser = flags_parser or (lambda argv: flags.FLAGS(argv))
+
+    def parse(argv: list[str]) -> list[str]:
+      try:
+        return parser(argv)
+      except flags.Error as e:
+        sys.exit(self._error(e, REFUSED))
+
+    cli.run(self.main, parse)
+
+  def _error(self, message: Any, code: int) -> int:
+    print(error_line(self.name, message), file=sys.stderr, flush=True)
+    return code

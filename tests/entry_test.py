@@ -1,0 +1,103 @@
+"""Specification of the one entry of every program (command_line/entry.py) and of the one
+progress line of counted jobs (command_line/progress.Progress): what a user sees when a
+program refuses, fails or succeeds, and its exit code."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+from command_line import entry, progress  # entry: also what the program below runs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A program on the entry: --size must be positive (check), --fail makes the run fail,
+# --late refuses from inside run, --code sets the run's own exit code.
+PROGRAM = textwrap.dedent('''
+    from __future__ import annotations
+    import dataclasses
+    from command_line import entry
+    from command_line.options import option
+
+    class ToolError(ValueError):
+      pass
+
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+      size: int = option(1, 'Size.')
+      mode: str = option('a', 'Mode.', choices=('a', 'b'))
+      fail: bool = option(False, 'Fail.')
+      late: bool = option(False, 'Refuse in run.')
+      code: int = option(0, 'Exit code of the run.')
+
+    def check(options):
+      if options.size < 1:
+        return f'--size must be >= 1, got {options.size}'
+
+    def run(options):
+      if options.late:
+        raise ToolError('--late: refused')
+      if options.fail:
+        raise entry.Failed('the run failed at step 3')
+      print('ran', flush=True)
+      return options.code
+
+    entry.Program('tool', run, Options, check=check, refused=(ToolError,)).start()
+''')
+
+
+def run_tool(*args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, '-c', PROGRAM, *args], capture_output=True,
+                        text=True, timeout=120, check=False,
+                        env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+class EntryTest(unittest.TestCase):
+
+  def assert_one_line(self, done: subprocess.CompletedProcess, code: int, line: str) -> None:
+    self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+    self.assertEqual(done.stderr.strip().splitlines(), [line], done.stderr)
+    self.assertEqual(done.stdout, '')  # nothing ran
+
+  def test_a_run_that_works_exits_with_its_own_code(self):
+    done = run_tool()
+    self.assertEqual((done.returncode, done.stdout, done.stderr), (0, 'ran\n', ''))
+    self.assertEqual(run_tool('--code=3').returncode, 3)
+
+  def test_what_is_refused_before_any_work_is_one_line_and_exit_2(self):
+    self.assert_one_line(run_tool('--size=0'), entry.REFUSED, 'tool: --size must be >= 1, got 0')
+    self.assert_one_line(run_tool('--late'), entry.REFUSED, 'tool: --late: refused')
+    self.assert_one_line(run_tool('extra', 'words'), entry.REFUSED, 'tool: unexpected arguments: extra words')
+    self.assert_one_line(run_tool('--mode=c'), entry.REFUSED,
+                         'tool: flag --mode=c: value should be one of <a|b>')
+    self.assert_one_line(run_tool('--sise=2'), entry.REFUSED,
+                         "tool: Unknown command line flag 'sise'. Did you mean: size ?")
+
+  def test_a_failed_run_is_one_line_and_exit_1(self):
+    self.assert_one_line(run_tool('--fail'), entry.FAILED, 'tool: the run failed at step 3')
+
+
+class ProgressTest(unittest.TestCase):
+
+  def test_progress_prints_the_one_line_format_at_the_end_and_counts_a_second_unit(self):
+    stream = io.StringIO()
+    line = progress.Progress('extract_flow:', 3, 'videos', amount_unit='flow frames',
+                             stream=stream)
+    for frames in (10, 20, 30):
+      line.add(1, frames)
+    last = stream.getvalue().splitlines()[-1]
+    self.assertRegex(last, r'^extract_flow: 3/3 videos \(100%\)  [\d.]+ videos/s  '
+                           r'[\d.]+ flow frames/s  ETA 0s$')
+    self.assertEqual((line.done, line.amount), (3, 60))
+
+  def test_eta_reads_like_every_other_line(self):
+    self.assertEqual(progress.format_duration(70), '1m10s')
+    self.assertIn('ETA 1m10s', progress.progress_line('x:', 30, 100, 1.0))
+
+
+if __name__ == '__main__':
+  unittest.main()
