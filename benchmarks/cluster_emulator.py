@@ -55,7 +55,7 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from benchmarks import cluster_model
+from benchmarks import cluster_model, machine
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
 from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
@@ -67,7 +67,6 @@ from command_line.options import option
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
-CPU_NAME = 'AMD EPYC (Zen 3, AVX2, no AVX-512), 2 cores'
 MB = 1e6
 SYSTEMS = ('ours', 'ps_strategy', 'multi_worker_mirrored')
 # Modes each system has: TensorFlow's v1 ParameterServerStrategy is asynchronous by
@@ -381,7 +380,8 @@ def run(options: EmulatorOptions) -> int:
   shapes = variable_shapes(options.model, options.num_classes)
   compute = (compute_shares(options.model, options.num_classes)
              if options.overlap and any(system == 'ours' for system, _ in pairs) else None)
-  print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {CPU_NAME}: {describe(options)}')
+  print(f'cluster_emulator {time.strftime("%Y-%m-%d")} on {machine.machine_name()}: '
+        f'{describe(options)}')
   for line in skipped:
     print(f'cluster_emulator: {line}')
   print('| system | mode | nodes | examples/s per worker | eff. vs 1 node | eff. vs compute | '

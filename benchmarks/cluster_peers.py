@@ -64,6 +64,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import machine
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from model_fn.training_hooks import progress_step
 from command_line import cli, entry
@@ -79,7 +80,6 @@ tf1 = tf.compat.v1
 SYSTEMS = ('ours_async', 'ours_sync', 'ps_strategy', 'multi_worker_mirrored',
            'replica_device_setter')
 OURS = ('ours_async', 'ours_sync')
-CPU = 'AMD EPYC (Zen 3, AVX2, no AVX-512), 2 cores'
 NETWORK = ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_size=32')
 COMMON = ('--data_source=synthetic', '--num_towers=1', '--save_checkpoints_steps=100000',
           '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
@@ -378,7 +378,8 @@ def print_ratios(title: str, ours: list[str], peers: list[str],
 
 def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> None:
   """Prints the per-system table, ours/peer throughput ratios and this library's targets."""
-  print(f'\n{CPU}; c3d_small 8x32x32, replica batch {options.replica_batch}, global batch '
+  print(f'\n{machine.machine_name()}; c3d_small 8x32x32, replica batch '
+        f'{options.replica_batch}, global batch '
         f'{2 * options.replica_batch}, {options.repeats} interleaved repeat(s); model '
         f'{model / 1e6:.3f} MB per replica step (2 x parameters + batch-norm statistics)')
   print('| system | examples/s median (min-max) | CPU ms per example, all tasks (min-max) | '
@@ -464,7 +465,8 @@ def run(options: PeersOptions) -> int:
   runs: dict[str, list[Run]] = {s.name: [] for s in systems}
   total = len(systems) * options.repeats
   began = time.time()
-  print(f'cluster_peers {time.strftime("%Y-%m-%d")}: {total} runs ({CPU})', flush=True)
+  print(f'cluster_peers {time.strftime("%Y-%m-%d")}: {total} runs ({machine.machine_name()})',
+        flush=True)
   failures: dict[str, list[str]] = {s.name: [] for s in systems}
   for repeat in range(options.repeats):
     for system in systems:

@@ -54,6 +54,7 @@ from typing import Any, Callable
 import cv2
 import numpy as np
 
+from benchmarks import machine
 from command_line import console, entry
 from command_line.options import option
 
@@ -454,7 +455,7 @@ def report(results: dict[str, Measurement], options: InputBenchmarkOptions,
   header = (f'| {"route":<38} | {"clips/s":>8} | {"CPU ms/clip":>11} | '
             "   x PIL loader" f' | {"% of decode limit":>17} |')
   lines = [f'input benchmark: {T} frames per clip, {S}x{S} crop, 341x256 JPEG frames, '
-           f'batch {options.batch_size}, {cores} cores ({cpu_name()}), '
+           f'batch {options.batch_size}, {cores} cores ({machine.cpu_name()}), '
            f'{cpu_allocator()}; '
            f'{options.seconds:.0f} s per route, median of {options.rounds} interleaved '
            f'rounds', '', header, f'|{"-" * 40}|{"-" * 10}|{"-" * 13}|{"-" * 17}|{"-" * 19}|']
@@ -504,22 +505,6 @@ def cpu_allocator() -> str:
   faults on it cost about 15% of the TFRecord route's CPU (docs/input.md)."""
   value = os.environ.get('TF_CPU_ALLOCATOR_USE_BFC', '').strip().lower()
   return 'BFC CPU allocator' if value in ('1', 'true') else 'default CPU allocator (malloc)'
-
-
-def cpu_name() -> str:
-  """The CPU model from /proc/cpuinfo and its widest vector unit: 'AMD EPYC, AVX2, no
-  AVX-512' ('CPU unknown' where there is no /proc/cpuinfo)."""
-  try:
-    with open('/proc/cpuinfo', encoding='utf-8') as f:
-      lines = f.read().splitlines()
-  except OSError:
-    return 'CPU unknown'
-  model = next((l.split(':', 1)[1].strip() for l in lines if l.startswith('model name')),
-               'CPU unknown')
-  flags = set(next((l.split(':', 1)[1].split() for l in lines if l.startswith('flags')), []))
-  vector = 'AVX-512' if 'avx512f' in flags else 'AVX2, no AVX-512' if 'avx2' in flags else \
-      'no AVX2'
-  return f'{model}, {vector}'
 
 
 PROGRAM = entry.Program('input_benchmark', lambda options: print(run(options)),

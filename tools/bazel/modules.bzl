@@ -29,6 +29,7 @@ MODULES = {
             ":emulated_network",
             ":emulated_peer_task_lib",
             ":emulated_task_lib",
+            ":machine",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
@@ -48,6 +49,7 @@ MODULES = {
         ("cluster_peers.py", True, [
             ":cluster_bytes",
             ":cluster_peer_task_lib",
+            ":machine",
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
@@ -100,6 +102,7 @@ MODULES = {
             "//towers:flags",
         ]),
         ("input_benchmark.py", True, [
+            ":machine",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
@@ -112,6 +115,7 @@ MODULES = {
             "//input_fn:ucf101",
             "//towers:params",
         ]),
+        ("machine.py", False, []),
         ("scaling_model.py", True, [
             ":cluster_model",
             ":flop_count",
