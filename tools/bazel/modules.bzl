@@ -299,6 +299,7 @@ MODULES = {
     "tests": [
         ("__init__.py", False, []),
         ("cluster_testing.py", False, [
+            "//command_line:progress",
             "//model_fn:training_hooks",
             "//towers/cluster:local_cluster_lib",
         ]),
