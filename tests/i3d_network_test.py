@@ -4,12 +4,11 @@ endpoints, small inputs, the network registry and the params contract."""
 from __future__ import annotations
 
 import os
-import unittest
 
 import numpy as np
 import tensorflow as tf
 
-import i3d_test_lib as lib
+from tests import i3d_test_lib as lib
 from benchmarks import i3d_memory
 from model_fn import layers
 from model_fn.networks import build_network, i3d
@@ -139,4 +138,4 @@ class I3dNamesTest(tf.test.TestCase):
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()
-  unittest.main()
+  tf.test.main()

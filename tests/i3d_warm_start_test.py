@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import unittest
 
 import numpy as np
 import tensorflow as tf
 
-import i3d_test_lib as lib
+from tests import i3d_test_lib as lib
 from model_fn import freezing, layers, tower_model_fn, warm_start
 from towers import preflight
 from model_fn.networks import build_network
@@ -232,4 +231,4 @@ class FreezingTest(tf.test.TestCase):
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()
-  unittest.main()
+  tf.test.main()

@@ -8,12 +8,11 @@ import dataclasses
 import os
 import shutil
 import tempfile
-import unittest
 
 import tensorflow as tf
 from absl import flags
 
-import i3d_test_lib as lib
+from tests import i3d_test_lib as lib
 from input_fn import manifest
 from towers import flags as towers_flags
 from towers import preflight
@@ -104,4 +103,4 @@ class Ucf101FlagsTest(tf.test.TestCase):
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()
-  unittest.main()
+  tf.test.main()

@@ -667,6 +667,7 @@ TEST_DEPS = {
         "//towers:flags",
     ],
     "i3d_network_test": [
+        ":i3d_test_lib",
         "//benchmarks:i3d_memory_lib",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
@@ -674,10 +675,12 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "i3d_towers_test": [
+        ":i3d_test_lib",
         "//model_fn:tower_model_fn",
         "//towers:params",
     ],
     "i3d_warm_start_test": [
+        ":i3d_test_lib",
         "//model_fn/networks",
         "//model_fn:freezing",
         "//model_fn:layers",
@@ -853,6 +856,7 @@ TEST_DEPS = {
         "//towers:two_stream",
     ],
     "ucf101_flags_test": [
+        ":i3d_test_lib",
         "//input_fn:manifest",
         "//towers:flags",
         "//towers:params",
