@@ -2,14 +2,15 @@
 sources' imports, so a change reruns exactly the specs that import what it changed."""
 
 import os
-import unittest
+
+from absl.testing import absltest
 
 from tools import build_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class BuildFilesTest(unittest.TestCase):
+class BuildFilesTest(absltest.TestCase):
 
   def test_modules_bzl_matches_the_imports(self):
     with open(os.path.join(ROOT, build_files.OUTPUT), encoding='utf-8') as f:
@@ -27,4 +28,4 @@ class BuildFilesTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  absltest.main()

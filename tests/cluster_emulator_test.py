@@ -16,7 +16,8 @@ import os
 import re
 import subprocess
 import sys
-import unittest
+
+from absl.testing import absltest
 
 from towers.cluster.local_cluster import isolation_command
 
@@ -35,8 +36,8 @@ def table_row(output: str, system: str, mode: str) -> list[str]:
   return [cell.strip() for cell in rows[0].strip('|').split('|')]
 
 
-@unittest.skipIf(isolation_command() is None, 'this machine allows no network namespaces')
-class ClusterEmulatorTest(unittest.TestCase):
+@absltest.skipIf(isolation_command() is None, 'this machine allows no network namespaces')
+class ClusterEmulatorTest(absltest.TestCase):
 
   def check_two_nodes_on_shaped_links(self, system: str, mode: str) -> None:
     result = subprocess.run(
@@ -61,4 +62,4 @@ class ClusterEmulatorTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  absltest.main()

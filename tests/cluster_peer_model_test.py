@@ -9,7 +9,6 @@
   against the placement TensorFlow's real strategy object makes.
 """
 
-import unittest
 
 import tensorflow as tf
 
@@ -18,7 +17,7 @@ from benchmarks import cluster_model
 tf1 = tf.compat.v1
 
 
-class RingAllReduceTest(unittest.TestCase):
+class RingAllReduceTest(tf.test.TestCase):
 
   def test_bytes_per_worker_per_step(self):
     self.assertEqual(cluster_model.ring_allreduce_bytes(100.0, 1), 0.0)
@@ -36,7 +35,7 @@ class RingAllReduceTest(unittest.TestCase):
     self.assertAlmostEqual(cluster_model.allreduce_sync_step_seconds(1.0, 100.0, 1, 50.0), 1.0)
 
 
-class RoundRobinTest(unittest.TestCase):
+class RoundRobinTest(tf.test.TestCase):
 
   def test_shares_in_creation_order(self):
     self.assertEqual(cluster_model.round_robin_shares([1, 2, 4, 8, 16], 2), [21.0, 10.0])
@@ -63,4 +62,4 @@ class RoundRobinTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  tf.test.main()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
+from command_line.progress import SESSION_READY
 from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import LocalCluster
 
@@ -13,7 +15,9 @@ TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
               '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
               '--lr_schedule=constant', '--lr_values=0.02', '--save_checkpoints_steps=40',
               '--log_every_steps=10', '--synthetic_eval_examples=32',
-              '--verbose']  # the specs read TensorFlow's own lines too
+              '--verbose']  # slurm_test still reads TensorFlow's 'Exiting evaluation'
+
+SESSION_LINE = re.compile(re.escape(SESSION_READY) + r' (\d+) to \d+')
 
 
 def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
@@ -28,6 +32,10 @@ def progress_steps(lines: list[str]) -> list[int]:
   return [s for s in map(progress_step, lines) if s is not None]
 
 
+def session_steps(lines: list[str]) -> list[int]:
+  """The global step each training session started from (`training from step N to M`), in
+  `lines`: 0 for fresh variables, the checkpoint's step after a restore."""
+  return [int(m.group(1)) for m in map(SESSION_LINE.search, lines) if m]
 
 
 def wait_until(condition, timeout: float, what: str, period: float = 0.5) -> None:

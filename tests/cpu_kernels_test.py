@@ -4,8 +4,8 @@ a TF_ENABLE_ONEDNN_OPTS that the user set wins."""
 import os
 import subprocess
 import sys
-import unittest
 
+import tensorflow as tf
 from tensorflow.python.util import _pywrap_util_port
 
 PROBE = ('import towers, tensorflow; '
@@ -22,7 +22,7 @@ def probe(**env_overrides: str) -> str:
   return done.stdout.strip()
 
 
-class CpuKernelsTest(unittest.TestCase):
+class CpuKernelsTest(tf.test.TestCase):
 
   def test_bazel_runs_every_test_with_onednn_on(self):
     # tools/python/python3, the toolchain's interpreter, sets it when the caller did not.
@@ -37,4 +37,4 @@ class CpuKernelsTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  tf.test.main()

@@ -2,7 +2,8 @@
 
 import dataclasses
 import os
-import unittest
+
+from absl.testing import absltest
 
 from docs import flags_doc
 from towers.params import TrainParams
@@ -10,7 +11,7 @@ from towers.params import TrainParams
 ROOT = flags_doc.runfiles_root()
 
 
-class FlagsDocTest(unittest.TestCase):
+class FlagsDocTest(absltest.TestCase):
 
   @classmethod
   def setUpClass(cls):
@@ -48,4 +49,4 @@ class FlagsDocTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  absltest.main()

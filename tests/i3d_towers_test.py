@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import unittest
 
 import numpy as np
 import tensorflow as tf
 
-import i3d_test_lib as lib
+from tests import i3d_test_lib as lib
 from model_fn import tower_model_fn
 from towers import params as params_lib
 
@@ -83,4 +82,4 @@ class I3dTowersTest(tf.test.TestCase):
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()
-  unittest.main()
+  tf.test.main()

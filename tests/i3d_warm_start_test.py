@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import unittest
 
 import numpy as np
 import tensorflow as tf
 
-import i3d_test_lib as lib
+from tests import i3d_test_lib as lib
 from model_fn import freezing, layers, tower_model_fn, warm_start
 from towers import preflight
 from model_fn.networks import build_network
@@ -43,10 +42,12 @@ def by_name() -> dict[str, tf.Variable]:
 
 
 class WarmStartTest(tf.test.TestCase):
+  """Specs that only restore share one graph per network and device (`graph`)."""
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
+    cls.graphs = {}
     cls.dir = tempfile.mkdtemp()
     cls.rgb_prefix = os.path.join(cls.dir, 'rgb_imagenet', 'model.ckpt')
     cls.rgb = lib.write_checkpoint(cls.rgb_prefix, lib.fixture('rgb_imagenet'), seed=1)
@@ -59,10 +60,19 @@ class WarmStartTest(tf.test.TestCase):
     shutil.rmtree(cls.dir, ignore_errors=True)
     super().tearDownClass()
 
+  def graph(self, params, device: str | None = None) -> tf.Graph:
+    """The graph holding `build(params, device)`, built once per network and device: each
+    spec only adds its restore ops to it and runs it in a session of its own."""
+    key = (params.stream, params.num_classes, params.head, params.pretrained_classes, device)
+    if key not in self.graphs:
+      self.graphs[key] = tf.Graph()
+      with self.graphs[key].as_default():
+        build(params, device)
+    return self.graphs[key]
+
   def restore(self, params, device=None, config=None):
-    """Builds, initialises, warm-starts; returns ({name: value before}, {name: after})."""
-    with tf.Graph().as_default():
-      build(params, device)
+    """Initialises, warm-starts; returns ({name: value before}, {name: after})."""
+    with self.graph(params, device).as_default():
       init_fn = warm_start.make_warm_start_init_fn(params, tf1.global_variables())
       self.assertIsNotNone(init_fn)
       variables = by_name()
@@ -74,8 +84,7 @@ class WarmStartTest(tf.test.TestCase):
     return before, after
 
   def test_none_without_checkpoint_flag(self):
-    with tf.Graph().as_default():
-      build(make())
+    with self.graph(make()).as_default():
       self.assertIsNone(warm_start.make_warm_start_init_fn(make(), tf1.global_variables()))
 
   def test_keep_restores_all_230_exactly(self):
@@ -102,8 +111,7 @@ class WarmStartTest(tf.test.TestCase):
 
   def test_kinetics600_layout_reshapes(self):
     params = make(warm_start_from=self.kin600_prefix, warm_start_scope='RGB/inception_i3d/=')
-    with tf.Graph().as_default():
-      build(params)
+    with self.graph(params).as_default():
       plan = warm_start.plan_warm_start(params, tf1.global_variables())
     self.assertLen(plan.restored, 228)
     self.assertIn('Logits/Conv3d_0c_1x1/conv_3d/w', plan.unused)
@@ -135,8 +143,7 @@ class WarmStartTest(tf.test.TestCase):
 
   def test_missing_checkpoint_says_what_to_download(self):
     missing = os.path.join(self.dir, 'data', 'checkpoints', 'rgb_imagenet', 'model.ckpt')
-    with tf.Graph().as_default():
-      build(make())
+    with self.graph(make()).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(make(warm_start_from=missing), tf1.global_variables())
     message = str(e.exception)
@@ -155,8 +162,7 @@ class WarmStartTest(tf.test.TestCase):
 
   def test_mismatches_are_listed(self):
     # Kinetics-600 names without the scope mapping: every variable is missing.
-    with tf.Graph().as_default():
-      build(make())
+    with self.graph(make()).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(make(warm_start_from=self.kin600_prefix),
                                            tf1.global_variables())
@@ -166,8 +172,7 @@ class WarmStartTest(tf.test.TestCase):
     self.assertIn('--warm_start_scope=RGB/inception_i3d/=', message)
     # head=keep with 101 classes against a 400-class checkpoint: the Logits shapes differ.
     params = make(head='keep', warm_start_from=self.rgb_prefix)
-    with tf.Graph().as_default():
-      build(params)
+    with self.graph(params).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(params, tf1.global_variables())
     self.assertIn('2 with other shapes', str(e.exception))
@@ -175,7 +180,7 @@ class WarmStartTest(tf.test.TestCase):
 
   def test_optimizer_slots_are_not_restored(self):
     params = make(warm_start_from=self.rgb_prefix)
-    with tf.Graph().as_default():
+    with tf.Graph().as_default():  # its own graph: the optimizer adds slot variables
       clips, logits = build(params)
       tf1.train.MomentumOptimizer(0.1, 0.9).minimize(tf.reduce_sum(logits))
       plan = warm_start.plan_warm_start(params, tf1.global_variables())
@@ -226,4 +231,4 @@ class FreezingTest(tf.test.TestCase):
 
 if __name__ == '__main__':
   tf1.disable_eager_execution()
-  unittest.main()
+  tf.test.main()

@@ -8,7 +8,8 @@ Every import counts, including those inside functions.
 
 import ast
 import os
-import unittest
+
+from absl.testing import absltest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ('command_line', 'model_fn', 'input_fn', 'towers', 'benchmarks')
@@ -78,7 +79,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
   return []
 
 
-class LayeringTest(unittest.TestCase):
+class LayeringTest(absltest.TestCase):
 
   @classmethod
   def setUpClass(cls):
@@ -127,4 +128,4 @@ class LayeringTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  absltest.main()

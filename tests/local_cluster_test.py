@@ -14,6 +14,8 @@ from tests.cluster_testing import TRAIN_ARGS, make_cluster, progress_steps, wait
 from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
 
+EVALUATION_LINE = re.compile(r'evaluation at step (\d+): ')
+
 
 def seconds_between(lines: list[str], first: str, then: str) -> float:
   """Seconds from the first line holding `first` to the first holding `then`, by the
@@ -34,8 +36,10 @@ class LocalClusterTest(tf.test.TestCase):
     self.assertEqual(cluster.run(timeout_secs=600), 0, cluster.failed_tasks())
     self.assertGreaterEqual(checkpoint_step(model_dir), 160)
     self.assertNotEmpty(progress_steps(cluster.output('chief')))
-    evaluations = [l for l in cluster.output('evaluator') if 'Saving dict for global step' in l]
-    self.assertNotEmpty(evaluations)
+    evaluated = [int(m.group(1)) for m in map(EVALUATION_LINE.search, cluster.output('evaluator'))
+                 if m]
+    self.assertNotEmpty(evaluated, 'the evaluator prints one line per evaluation')
+    self.assertGreaterEqual(max(evaluated), 160, 'the last evaluation is of the final checkpoint')
     self.assertTrue(any('evaluator: evaluated the final checkpoint' in l
                         for l in cluster.output('evaluator')))
     best = os.path.join(model_dir, 'export', 'best')
@@ -76,7 +80,7 @@ class LocalClusterTest(tf.test.TestCase):
 
   def _launch(self, model_dir, max_steps):
     command = [sys.executable, '-m', 'towers.cluster.local_cluster', '--ps=1', '--workers=2',
-               '--noevaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
+               '--no_evaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
                f'--max_steps={max_steps}']
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)

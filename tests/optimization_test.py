@@ -19,10 +19,11 @@ def rates(params, steps):
 
 class LearningRateTest(tf.test.TestCase):
 
-  def test_piecewise_like_the_users_script(self):
-    params = make_params()  # defaults are the user's 10k/20k/... schedule
-    got = rates(params, [0, 9999, 10000, 10001, 20001, 30001, 40001, 50001, 90000])
-    self.assertAllClose(got, [1e-3, 1e-3, 1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5, 5e-5])
+  def test_piecewise_holds_each_rate_up_to_and_including_its_boundary(self):
+    params = make_params(lr_schedule='piecewise', lr_values=[0.3, 0.2, 0.1],
+                         lr_boundaries=[10, 20])
+    got = rates(params, [0, 10, 11, 20, 21, 100000])
+    self.assertAllClose(got, [0.3, 0.3, 0.2, 0.2, 0.1, 0.1])
 
   def test_linear_warmup_then_schedule(self):
     params = make_params(lr_schedule='constant', lr_values=[0.4], warmup_steps=4)

@@ -163,9 +163,12 @@ MACRO = '''def py_modules(data = {}):
         )
 
 def py_tests(tests):
-    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS."""
+    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS
+    plus `extra_deps` for modules a spec runs without importing them."""
     for name, attrs in tests.items():
-        native.py_test(name = name, srcs = [name + ".py"], deps = TEST_DEPS[name], **attrs)
+        attrs = dict(attrs)
+        extra = attrs.pop("extra_deps", [])
+        native.py_test(name = name, srcs = [name + ".py"], deps = TEST_DEPS[name] + extra, **attrs)
 '''
 
 

@@ -327,6 +327,7 @@ MODULES = {
     "tests": [
         ("__init__.py", False, []),
         ("cluster_testing.py", False, [
+            "//command_line:progress",
             "//model_fn:training_hooks",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -725,6 +726,7 @@ TEST_DEPS = {
         "//towers:flags",
     ],
     "i3d_network_test": [
+        ":i3d_test_lib",
         "//benchmarks:i3d_memory_lib",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
@@ -732,10 +734,12 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "i3d_towers_test": [
+        ":i3d_test_lib",
         "//model_fn:tower_model_fn",
         "//towers:params",
     ],
     "i3d_warm_start_test": [
+        ":i3d_test_lib",
         "//model_fn/networks",
         "//model_fn:freezing",
         "//model_fn:layers",
@@ -914,6 +918,7 @@ TEST_DEPS = {
         "//towers:two_stream",
     ],
     "ucf101_flags_test": [
+        ":i3d_test_lib",
         "//input_fn:manifest",
         "//towers:flags",
         "//towers:params",
@@ -965,6 +970,9 @@ def py_modules(data = {}):
         )
 
 def py_tests(tests):
-    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS."""
+    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS
+    plus `extra_deps` for modules a spec runs without importing them."""
     for name, attrs in tests.items():
-        native.py_test(name = name, srcs = [name + ".py"], deps = TEST_DEPS[name], **attrs)
+        attrs = dict(attrs)
+        extra = attrs.pop("extra_deps", [])
+        native.py_test(name = name, srcs = [name + ".py"], deps = TEST_DEPS[name] + extra, **attrs)
