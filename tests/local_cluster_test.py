@@ -80,7 +80,7 @@ class LocalClusterTest(tf.test.TestCase):
 
   def _launch(self, model_dir, max_steps):
     command = [sys.executable, '-m', 'towers.cluster.local_cluster', '--ps=1', '--workers=2',
-               '--no_evaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
+               '--noevaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
                f'--max_steps={max_steps}']
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
