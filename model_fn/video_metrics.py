@@ -52,6 +52,7 @@ def video_accuracy(video_index: tf.Tensor, logits: tf.Tensor, labels: tf.Tensor,
         index, tf.constant(max_videos, tf.int64),
         message=f'video_index must be < max_videos={max_videos} (raise max_eval_videos)')
     with tf.control_dependencies([in_range]):
+      index = tf.identity(index)  # the scatters read the index only once it was checked
       probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
       update = tf.group(
           tf1.scatter_add(sums, index, probabilities),
