@@ -199,8 +199,8 @@ class FreezingTest(tf.test.TestCase):
     x = np.random.default_rng(0).uniform(-1, 1, CLIP + [3]).astype(np.float32)
     with tf.Graph().as_default():
       tf1.set_random_seed(0)
-      spec = tower_model_fn.model_fn(tf.constant(x), tf.constant([1, 2], tf.int64),
-                                     tf.estimator.ModeKeys.TRAIN, params)
+      spec = tower_model_fn.make_model_fn()(tf.constant(x), tf.constant([1, 2], tf.int64),
+                                            tf.estimator.ModeKeys.TRAIN, params)
       all_trainable = tf1.trainable_variables()
       with tf1.Session() as sess:
         sess.run(tf1.global_variables_initializer())

@@ -157,7 +157,7 @@ class RunChecksTest(tf.test.TestCase):
   def test_cluster_evaluator_waits_between_checkpoint_checks(self):
     task = ClusterTask({'chief': ('127.0.0.1:1',), 'ps': ('127.0.0.1:2',)}, 'evaluator', 0,
                        'flags')
-    with mock.patch.object(runner.training, 'train_and_evaluate',
+    with mock.patch.object(runner.estimator_loop, 'run',
                            return_value={}) as evaluate, \
         mock.patch.dict(os.environ, {}, clear=False):
       runner.run_task(make_params(throttle_secs=0), task)

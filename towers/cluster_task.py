@@ -5,7 +5,7 @@ own `tf.distribute.Server` and passes it only `gpu_options` from the session con
 a CPU cluster every task would have one CPU device and all towers would silently share
 it. Here each ps, chief and worker starts its server itself with the full session config
 (`device_count`), then the chief and workers call `Estimator.train` against that server.
-The evaluator runs `train_and_evaluate`'s continuous evaluation (it serves nothing).
+The evaluator runs `estimator_loop.run`'s continuous evaluation (it serves nothing).
 Before any of it, `assign_gpus` decides which GPUs the task sees (a ps none, the
 evaluator none unless asked, each trainer its own: `towers/cluster/gpus.py`).
 
@@ -29,7 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from model_fn.devices import resolve_tower_devices
-from towers import inputs, training
+from towers import estimator_loop, inputs
 from towers.cluster import shutdown
 from towers.cluster.gpus import RoleGpus, apply_role_gpus, plan_role_gpus
 from towers.cluster.model_ready import ModelReadyHook
@@ -51,7 +51,7 @@ def run_task(params, task: ClusterTask) -> dict:
   if task.task_type == 'evaluator':
     # With throttle_secs=0 the Estimator's evaluator loop spins on the latest checkpoint,
     # logging a warning each pass (hundreds per second); wait between checks instead.
-    return training.train_and_evaluate(dataclasses.replace(
+    return estimator_loop.run(dataclasses.replace(
         params, throttle_secs=max(params.throttle_secs, EVALUATOR_CHECK_SECS)), cluster=task)
   check_port_free(task)
   server = start_server(params, task)
@@ -63,7 +63,7 @@ def run_task(params, task: ClusterTask) -> dict:
     logging.info('ps %d: the chief says training is over (%s); exiting%s', task.task_index,
                  message, '' if step is None else f' {shutdown.PS_FINAL_STEP} {step}')
     return {}
-  finished = training.finished_step(params)
+  finished = estimator_loop.finished_step(params)
   if finished is not None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                  params.model_dir, finished, params.max_steps)
