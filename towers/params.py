@@ -74,8 +74,11 @@ class TrainParams:
       'with ps tasks they always live on the ps tasks (--ps_placement).',
       choices=('cpu', 'gpu0', 'balanced'))
   strategy: str = must_match(
-      'towers', 'towers: this library\'s tower model_fn; mirrored: '
-      'tf.distribute.MirroredStrategy on the same devices, for comparison.',
+      'towers', 'towers: this library\'s tower model_fn (every option applies). mirrored: '
+      'the same network, loss and optimizer under tf.distribute.MirroredStrategy on the same '
+      'devices of one machine, to check results against TensorFlow\'s own strategy; it '
+      'refuses the options it does not apply (ema_decay, clip_gradient_norm, sync_replicas, '
+      'accumulate_steps, bn_update=mean, variable_device, transfer_dtype) and a cluster.',
       choices=('towers', 'mirrored'))
   gpu_memory_fraction: float = may_change(
       0.0, 'Share of each GPU\'s memory this process may take (per_process_gpu_memory_fraction); '

@@ -51,6 +51,9 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   params = as_params(params)
   task = cluster_spec.resolve_cluster(params)
   if task is not None:
+    if params.strategy != 'towers':
+      raise ParamsError(f'strategy={params.strategy} trains on one machine, but a cluster is '
+                        f'configured ({task.source}): use strategy=towers')
     if network is not None:
       raise ParamsError('train_and_evaluate(network=...) trains on one machine, but a cluster '
                         f'is configured ({task.source}): register the network '
