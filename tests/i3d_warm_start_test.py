@@ -164,8 +164,9 @@ class WarmStartTest(tf.test.TestCase):
     self.assertIn('228 missing', message)
     self.assertIn('RGB/inception_i3d/Mixed_5c/Branch_3/Conv3d_0b_1x1/conv_3d/w', message)
     self.assertIn('--warm_start_scope=RGB/inception_i3d/=', message)
-    # head=keep with 101 classes against a 400-class checkpoint: the Logits shapes differ.
-    params = make(head='keep', warm_start_from=self.rgb_prefix)
+    # head=keep with 101 classes against a 400-class checkpoint (pretrained_classes wrongly
+    # says 101, so the params pass): the Logits shapes differ.
+    params = make(head='keep', warm_start_from=self.rgb_prefix, pretrained_classes=101)
     with tf.Graph().as_default():
       build(params)
       with self.assertRaises(warm_start.WarmStartError) as e:

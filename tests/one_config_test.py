@@ -48,7 +48,7 @@ class OneConfigTest(tf.test.TestCase):
     self.assertEqual(hash(params), hash(dataclasses.replace(params)))
 
   def test_network_checks_come_from_the_registry(self):
-    with self.assertRaisesRegex(ParamsError, 'trainable_from=Mixed_4b is not an endpoint of '
+    with self.assertRaisesRegex(ParamsError, "trainable_from='Mixed_4b' is not an endpoint of "
                                 'model=c3d_small'):
       TrainParams(trainable_from='Mixed_4b')
     with self.assertRaisesRegex(ParamsError, 'warm_start_from .* got model=c3d_small'):

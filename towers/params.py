@@ -318,7 +318,7 @@ def _check(p: TrainParams) -> None:
                       f'({", ".join(networks.names())})')
   network = networks.spec(p.model)
   if p.trainable_from and p.trainable_from not in network.endpoints:
-    raise ParamsError(f'trainable_from={p.trainable_from} is not an endpoint of '
+    raise ParamsError(f'trainable_from={p.trainable_from!r} is not an endpoint of '
                       f'model={p.model} ({", ".join(network.endpoints) or "it has none"})')
   if p.warm_start_from and not network.warm_start:
     able = [name for name in networks.names() if networks.spec(name).warm_start]
