@@ -339,7 +339,7 @@ def _mirrored_spec(features, labels, mode, params, network: Network | None = Non
   sums the replicas' gradients in `apply_gradients`. So each replica's loss is
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
   as the towers' rule. Batch-norm moving statistics follow each replica's batch and are
-  MEAN-aggregated over replicas. `params.validate` rejects the options this path does
+  MEAN-aggregated over replicas. A TrainParams with strategy=mirrored refuses the options it does
   not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas,
   accumulate_steps); accumulate_steps is refused here too, for callers (the tf.distribute
   peers of benchmarks/) whose params say strategy=towers.

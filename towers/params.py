@@ -149,8 +149,9 @@ class TrainParams:
       '600 Kinetics-600).')
   trainable_from: str = must_match(
       '', 'Freeze every endpoint of the network before this one (they keep their '
-      'warm-start values); empty trains all variables. I3D endpoints: '
-      f'{", ".join(networks.spec("i3d").endpoints)}.')
+      'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
+          f'model={name}: {", ".join(networks.spec(name).endpoints)}' for name in networks.names()
+          if networks.spec(name).endpoints) + '.')
 
   # --- Run ---------------------------------------------------------------------------------
   batch_size: int = must_match(
@@ -403,7 +404,7 @@ def _check(p: TrainParams) -> None:
   _check_mirrored(p)
 
 
-def mirrored_ignored(p: TrainParams) -> list[str]:
+def _mirrored_ignored(p: TrainParams) -> list[str]:
   """The options set in `p` that `strategy=mirrored` does not apply: clipping and EMA
   would act per replica, accumulation is built only in the towers' graph, batch-norm
   statistics come from each replica (MEAN-aggregated), tf.distribute places the
@@ -422,7 +423,7 @@ def mirrored_ignored(p: TrainParams) -> list[str]:
 
 
 def _check_mirrored(p: TrainParams) -> None:
-  ignored = mirrored_ignored(p) if p.strategy == 'mirrored' else []
+  ignored = _mirrored_ignored(p) if p.strategy == 'mirrored' else []
   if ignored:
     raise ParamsError(f'strategy=mirrored does not apply {", ".join(ignored)}: leave '
                       f'{"it" if len(ignored) == 1 else "them"} unset or use strategy=towers')
