@@ -8,8 +8,8 @@ config to run it with. The same timing method then applies to every row
 
 * `reference_step`: the network on one device, plain `tf.compat.v1.gradients` and
   `apply_gradients`, no tower machinery (no split, no custom getter, no gradient averaging);
-* `towers_step`: `model_fn.tower_model_fn.model_fn` (this project) on N devices;
-* `mirrored_step`: `model_fn.tower_model_fn.mirrored_model_fn` under
+* `towers_step`: `model_fn.tower_model_fn.make_model_fn()` (this project) on N devices;
+* `mirrored_step`: `model_fn.tower_model_fn.make_model_fn(strategy='mirrored')` under
   `tf.distribute.MirroredStrategy` on the same N devices, wired as Estimator does it
   (`extended.call_for_each_replica`, then `strategy.group` of the train ops).
 
@@ -98,15 +98,15 @@ def towers_step(params: TrainParams) -> StepGraph:
   with graph.as_default():
     tf1.set_random_seed(params.random_seed)
     clips, labels = _synthetic_batch(params)
-    spec = tower_model_fn.model_fn(clips, labels, tf.estimator.ModeKeys.TRAIN, params)
+    spec = tower_model_fn.make_model_fn()(clips, labels, tf.estimator.ModeKeys.TRAIN, params)
     init_op = _init_op()
   return StepGraph(graph, spec.train_op, init_op,
                    session_config(devices, devices.num_towers))
 
 
 def mirrored_step(params: TrainParams) -> StepGraph:
-  """`mirrored_model_fn` under MirroredStrategy on the towers' devices. Each replica takes
-  its contiguous share of the host batch, as a distributed dataset would hand it over.
+  """`make_model_fn(strategy='mirrored')` on the towers' devices. Each replica takes its
+  contiguous share of the host batch, as a distributed dataset would hand it over.
   Needs the eager runtime to expose enough CPU devices (`ensure_logical_cpus`) first."""
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   replicas = devices.num_towers
@@ -124,7 +124,7 @@ def mirrored_step(params: TrainParams) -> StepGraph:
       def replica_fn(all_clips, all_labels):
         index = tf.distribute.get_replica_context().replica_id_in_sync_group
         start = index * per_replica
-        spec = tower_model_fn.mirrored_model_fn(
+        spec = tower_model_fn.make_model_fn(strategy='mirrored')(
             all_clips[start:start + per_replica], all_labels[start:start + per_replica],
             tf.estimator.ModeKeys.TRAIN, params)
         return spec.train_op

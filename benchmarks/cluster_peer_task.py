@@ -7,10 +7,10 @@
                          (tf.compat.v1.train.replica_device_setter over the ps tasks)
 
 Every peer trains the same network, loss and optimizer as `--strategy=mirrored` does
-(`tower_model_fn.mirrored_model_fn`, one replica per process) on the same synthetic input
-(`towers.inputs`), through `tf.estimator.train_and_evaluate` exactly as a TensorFlow user
-would, so TensorFlow starts the servers and creates the sessions. The chief and workers
-log the project's progress lines (`ProgressHook`), which `cluster_peers` reads.
+(`tower_model_fn.make_model_fn(strategy='mirrored')`, one replica per process) on the same
+synthetic input (`towers.inputs`), through `tf.estimator.train_and_evaluate` exactly as a
+TensorFlow user would, so TensorFlow starts the servers and creates the sessions. The chief
+and workers log the project's progress lines (`ProgressHook`), which `cluster_peers` reads.
 
 `--batch_size` is what the Estimator's input_fn is given: under MultiWorkerMirroredStrategy
 that is the global batch (each of the R replicas gets batch_size / R), otherwise one
@@ -56,8 +56,8 @@ def make_strategy(peer: str) -> tf.distribute.Strategy | None:
 
 
 def peer_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
-  """`mirrored_model_fn` plus the progress hook; logs the replica's batch size."""
-  spec = tower_model_fn.mirrored_model_fn(features, labels, mode, params)
+  """`make_model_fn(strategy='mirrored')` plus the progress hook; logs the replica's batch size."""
+  spec = tower_model_fn.make_model_fn(strategy='mirrored')(features, labels, mode, params)
   if mode != tf.estimator.ModeKeys.TRAIN:
     return spec
   clips, _ = tower_model_fn.split_features(features)

@@ -32,7 +32,7 @@ CONCERNS = (
     ('benchmarks', 'Benchmarks'),
 )
 SECTION = re.compile(r'^\s*#\s*-{3}\s*(.+?)\s*-*\s*$')
-FIELD = re.compile(r'^\s*(\w+)\s*:\s*[^=]+=\s*option\(')
+FIELD = re.compile(r'^\s*(\w+)\s*:\s*[^=]+=\s*\w+\(')  # name: type = option(...)-like
 BINARY = re.compile(r'py_binary\(\s*name\s*=\s*"(\w+)"(.*?)\n\)', re.S)
 MAIN = re.compile(r'main\s*=\s*"([\w/]+)\.py"')
 

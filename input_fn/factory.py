@@ -38,29 +38,14 @@ def _manifest_source(data_dir: str) -> str | None:
   return None
 
 
-def data_param_problems(params: Any) -> list[str]:
-  """One line per data parameter out of its range (names the parameter and its value);
-  checked before any work."""
-  found = [f'{name} must be positive, got {getattr(params, name)}'
-           for name in ('eval_clips', 'shuffle_buffer', 'max_eval_videos')
-           if getattr(params, name) < 1]
-  found += [f'{name} must be >= 0, got {getattr(params, name)}'
-            for name in ('frame_short_side', 'input_threads') if getattr(params, name) < 0]
-  return found
-
-
 def stream_data_problem(params: Any) -> str | None:
-  """Why `params.data_source`/`data_dir` cannot give clips of `params.stream`, saying what
-  to run; None when they can (or when data_dir does not exist: reported elsewhere)."""
-  stream, source, data_dir = getattr(params, 'stream', 'rgb'), params.data_source, params.data_dir
+  """Why the files in `params.data_dir` cannot give clips of `params.stream` (a validated
+  TrainParams: a source that cannot give flow at all is refused when it is made), saying
+  what to run; None when they can (or when data_dir does not exist: reported elsewhere)."""
+  stream, source, data_dir = params.stream, params.data_source, params.data_dir
   extract = ('bazel run //input_fn:extract_flow -- --data_dir=<UCF101 root holding UCF-101/>')
   prepare = ('bazel run //input_fn:prepare -- --source=flow --data_dir=<UCF101 root holding '
              'tvl1_flow/> --out=<new directory>')
-  if stream == 'flow' and source in ('synthetic', 'videos'):
-    return (f'stream=flow needs 2-channel optical flow, but data_source={source} gives RGB '
-            f'clips: extract TV-L1 flow once ({extract}), then use --data_source=frames '
-            f'(reads <data_dir>/{ucf101.FLOW_DIR_NAME}) or prepare flow records ({prepare}) '
-            'for --data_source=tfrecord')
   if not data_dir or not os.path.isdir(data_dir):
     return None
   if stream == 'flow' and source == 'frames':
@@ -81,7 +66,8 @@ def stream_data_problem(params: Any) -> str | None:
 
 
 def check_data_params(params: Any, mode: str) -> None:
-  """Raises ValueError naming the data parameter that cannot work. Prepared data
+  """Raises ValueError naming the data parameter that cannot work with the files in
+  data_dir (`params` is a validated TrainParams: its values are in range). Prepared data
   (tfrecord) must fit the model: every label < num_classes and, for training, train and
   test disjoint by video (`manifest.training_data_problems`); the subset `mode` reads must
   hold at least one record (`manifest.ManifestError` otherwise)."""
@@ -92,10 +78,6 @@ def check_data_params(params: Any, mode: str) -> None:
     raise ValueError(f'data_source={params.data_source} needs data_dir')
   if not os.path.isdir(params.data_dir):
     raise ValueError(f'data_dir={params.data_dir!r} is not a directory')
-  if params.split not in (1, 2, 3):
-    raise ValueError(f'split must be 1, 2 or 3, got {params.split}')
-  for problem in data_param_problems(params):
-    raise ValueError(problem)
   problem = stream_data_problem(params)
   if problem:
     raise ValueError(problem)

@@ -1,7 +1,10 @@
 """The Estimator `model_fn` that trains, evaluates and serves a network over towers.
 
-    model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec
-    make_model_fn(network)   # the same for the user's own network(clips, ctx) -> logits
+    make_model_fn(network=None, strategy='towers')
+        -> model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec
+
+`network` is the user's own `network(clips, ctx) -> logits`, None the registered network
+`params.model`; `strategy` 'mirrored' builds it under tf.distribute.MirroredStrategy.
 
 `features`: float32 clips [B, T, H, W, C] in [-1, 1] (or uint8 in [0, 255], scaled on each
 tower's device), or a dict with key 'clips' (and,
@@ -20,7 +23,7 @@ run one after another on each tower device and summed into one gradient per vari
 (`accumulation.py`): the same rule over all k x batch_size clips, one update per step.
 
 Besides `towers`, `--strategy=mirrored` reuses the same network and rule with one tower
-per `tf.distribute` replica (see `mirrored_spec`); both share `mean_loss` and
+per `tf.distribute` replica (see `_mirrored_spec`); both share `mean_loss` and
 `build_train_op`.
 """
 
@@ -63,24 +66,14 @@ def make_model_fn(network: Network | None = None, strategy: str = 'towers'
   if strategy == 'mirrored':
     def estimator_model_fn(features, labels, mode, params, config=None):
       del config  # tf.distribute places the variables
-      return mirrored_spec(features, labels, mode, params, network)
+      return _mirrored_spec(features, labels, mode, params, network)
   else:
     def estimator_model_fn(features, labels, mode, params, config=None):
-      return towers_spec(features, labels, mode, params, config, network)
+      return _towers_spec(features, labels, mode, params, config, network)
   return estimator_model_fn
 
 
-def model_fn(features, labels, mode, params, config=None) -> tf.estimator.EstimatorSpec:
-  """The tower model_fn of the registered network `params.model`."""
-  return towers_spec(features, labels, mode, params, config)
-
-
-def mirrored_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
-  """`params.model` under `tf.distribute.MirroredStrategy` (see `mirrored_spec`)."""
-  return mirrored_spec(features, labels, mode, params)
-
-
-def towers_spec(features, labels, mode, params, config=None, network: Network | None = None
+def _towers_spec(features, labels, mode, params, config=None, network: Network | None = None
                 ) -> tf.estimator.EstimatorSpec:
   """The towers' EstimatorSpec. `network(clips, ctx) -> logits` defaults to the registered
   network `params.model`. In a cluster (`config` with ps tasks) variables go to the ps
@@ -338,7 +331,7 @@ def _ema_scaffold(params) -> tf1.train.Scaffold | None:
   return tf1.train.Scaffold(saver=tf1.train.Saver(ema.variables_to_restore()))
 
 
-def mirrored_spec(features, labels, mode, params, network: Network | None = None
+def _mirrored_spec(features, labels, mode, params, network: Network | None = None
                   ) -> tf.estimator.EstimatorSpec:
   """The same network, loss and train op under `tf.distribute.MirroredStrategy`.
 
@@ -346,7 +339,7 @@ def mirrored_spec(features, labels, mode, params, network: Network | None = None
   sums the replicas' gradients in `apply_gradients`. So each replica's loss is
   S_r / B + weight_loss / R (B global batch, R replicas): the summed gradient is the same
   as the towers' rule. Batch-norm moving statistics follow each replica's batch and are
-  MEAN-aggregated over replicas. `params.validate` rejects the options this path does
+  MEAN-aggregated over replicas. A TrainParams with strategy=mirrored refuses the options it does
   not apply (clipping and EMA would act per replica; bn_update=mean, sync_replicas,
   accumulate_steps); accumulate_steps is refused here too, for callers (the tf.distribute
   peers of benchmarks/) whose params say strategy=towers.

@@ -38,6 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from model_fn.layers import variable_name
+from model_fn import networks
 from model_fn.networks import i3d
 
 tf1 = tf.compat.v1
@@ -147,9 +148,9 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
 
   Raises `WarmStartError` listing every missing tensor and shape mismatch.
   """
-  if params.model != 'i3d':
-    raise WarmStartError(f'warm_start_from is for model=i3d (DeepMind\'s checkpoints), '
-                         f'got model={params.model}')
+  if not networks.spec(params.model).warm_start:
+    raise WarmStartError(f'warm_start_from restores DeepMind\'s checkpoints into a network '
+                         f'registered with warm_start=True, got model={params.model}')
   prefix = resolve_checkpoint(params.warm_start_from, params.stream)
   ckpt_shapes = {n: tuple(s) for n, s in tf.train.list_variables(prefix)}
   scope_map = parse_scope_map(params.warm_start_scope)
@@ -211,9 +212,9 @@ def make_warm_start_init_fn(params, variables: list) -> InitFn | None:
   before the graph is finalized); raises `WarmStartError` now when the checkpoint is
   missing or does not fit. Logs what it restores and what it leaves fresh.
   """
-  if not getattr(params, 'warm_start_from', ''):
+  if not params.warm_start_from:
     return None
-  model_dir = getattr(params, 'model_dir', '')
+  model_dir = params.model_dir
   if model_dir and tf.io.gfile.isdir(model_dir) and tf.train.latest_checkpoint(model_dir):
     # Estimator restores model_dir and would not run init_fn: the run resumes.
     tf1.logging.info('warm start skipped: %s has a checkpoint, training resumes from it',

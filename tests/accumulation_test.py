@@ -54,8 +54,8 @@ def _initial_values(batch_norm):
 
 def step(clips, labels, init, params):
   """Every global variable after one training step of the tower model_fn from `init`."""
-  return tower_testing.model_fn_step(tower_model_fn.model_fn, clips, labels, init, params,
-                                     trainable_only=False)
+  return tower_testing.model_fn_step(tower_model_fn.make_model_fn(), clips, labels, init,
+                                     params, trainable_only=False)
 
 
 class AccumulationEquivalenceTest(tf.test.TestCase):
@@ -103,8 +103,8 @@ class MicroBatchOrderTest(tf.test.TestCase):
     params = _params(True, num_towers=towers, batch_size=4, accumulate_steps=k)
     clips, labels = _data(k * 4)
     with tf.Graph().as_default() as graph:
-      tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                              tf.estimator.ModeKeys.TRAIN, params)
+      tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                     tf.estimator.ModeKeys.TRAIN, params)
       ops = graph.get_operations()
     device = lambda op: tf.DeviceSpec.from_string(op.device).device_index  # noqa: E731
     scope = lambda j: f'micro_batch_{j}/' if j else ''  # noqa: E731
@@ -132,8 +132,8 @@ class SixteenBitTransferTest(tf.test.TestCase):
     params = _params(num_towers=2, batch_size=4, accumulate_steps=2, transfer_dtype='bfloat16')
     clips, labels = _data(8)
     with tf.Graph().as_default() as graph:
-      tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                              tf.estimator.ModeKeys.TRAIN, params)
+      tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                     tf.estimator.ModeKeys.TRAIN, params)
       names = [op.name.split('/')[-1] for op in graph.get_operations() if op.type == 'Cast']
       trainable = len(tf1.trainable_variables())
     self.assertEqual(sum(n.startswith('pull_cast') for n in names), trainable)
@@ -148,8 +148,8 @@ class MirroredRefusesAccumulationTest(tf.test.TestCase):
     with tf.Graph().as_default():
       with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 is built only in the '
                                   'towers.*set accumulate_steps=1'):
-        tower_model_fn.mirrored_model_fn(tf.constant(clips), tf.constant(labels),
-                                         tf.estimator.ModeKeys.TRAIN, params)
+        tower_model_fn.make_model_fn(strategy='mirrored')(tf.constant(clips), tf.constant(labels),
+                                                          tf.estimator.ModeKeys.TRAIN, params)
 
 
 class AccumulationInputTest(tf.test.TestCase):
@@ -159,9 +159,9 @@ class AccumulationInputTest(tf.test.TestCase):
     with tf.Graph().as_default():
       with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 needs 2 x batch_size=4 = 8 '
                                   'clips per training batch, the input gives 4'):
-        tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                tf.estimator.ModeKeys.TRAIN,
-                                _params(batch_size=4, accumulate_steps=2))
+        tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                       tf.estimator.ModeKeys.TRAIN,
+                                       _params(batch_size=4, accumulate_steps=2))
 
   def test_a_step_reads_k_micro_batches(self):
     params = _params(batch_size=4, accumulate_steps=3, synthetic_train_examples=32)

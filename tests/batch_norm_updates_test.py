@@ -20,8 +20,8 @@ def moving_statistics_after_one_step(bn_update, num_towers, clips):
                        model_dir='/tmp/unused')
   with tf.Graph().as_default():
     tf1.set_random_seed(3)
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.zeros([len(clips)], tf.int64),
-                                   tf.estimator.ModeKeys.TRAIN, params)
+    spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.zeros([len(clips)], tf.int64),
+                                          tf.estimator.ModeKeys.TRAIN, params)
     variables = {v.op.name: v for v in tf1.global_variables()}
     w = variables['c3d_small/block1/conv_3d/w']
     moving = [variables[f'c3d_small/block1/batch_norm/moving_{s}'] for s in ('mean', 'variance')]

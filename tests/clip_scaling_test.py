@@ -23,8 +23,8 @@ def eval_loss(clips: np.ndarray) -> tuple[float, tf.Graph]:
   graph = tf.Graph()
   with graph.as_default():
     tf1.set_random_seed(1)
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(LABELS),
-                                   tf.estimator.ModeKeys.EVAL, PARAMS)
+    spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(LABELS),
+                                          tf.estimator.ModeKeys.EVAL, PARAMS)
     with tf1.Session(graph=graph, config=tf1.ConfigProto(device_count={'CPU': 2})) as sess:
       sess.run(tf1.global_variables_initializer())
       return float(sess.run(spec.loss)), graph

@@ -29,8 +29,8 @@ def build_training_graph(tf_config, params):
   clips = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
   labels = (np.arange(8) % 3).astype(np.int64)
   with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                   tf.estimator.ModeKeys.TRAIN, params, config)
+    spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                          tf.estimator.ModeKeys.TRAIN, params, config)
   return spec, config
 
 

@@ -104,7 +104,7 @@ class RefusedNetworksTest(tf.test.TestCase):
 class ModelFnTest(tf.test.TestCase):
 
   def test_every_model_fn_is_accepted_by_the_estimator(self):
-    for fn in (tower_model_fn.model_fn, tower_model_fn.mirrored_model_fn,
+    for fn in (tower_model_fn.make_model_fn(), tower_model_fn.make_model_fn(strategy='mirrored'),
                tower_model_fn.make_model_fn(tiny_network),
                tower_model_fn.make_model_fn(tiny_network, 'mirrored')):
       tf.estimator.Estimator(fn, model_dir=self.get_temp_dir(), params=make_params())

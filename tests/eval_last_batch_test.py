@@ -78,7 +78,7 @@ class EvalLastBatchTest(tf.test.TestCase):
     from model_fn import tower_model_fn  # pylint: disable=g-import-not-at-top
     with tf.Graph().as_default():
       clips = tf.compat.v1.placeholder(tf.float32, [None, 4, 16, 16, 3])
-      tower_model_fn.model_fn({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
+      tower_model_fn.make_model_fn()({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
       devices = {op.name.split('/')[0]: op.device for op in tf.compat.v1.get_default_graph()
                  .get_operations() if op.name.startswith('tower_') and op.type == 'Conv3D'}
     self.assertEqual(sorted(devices), ['tower_0', 'tower_1', 'tower_2', 'tower_3'])

@@ -59,8 +59,8 @@ def main(recipe: str, cap_gib: float) -> int:
     with tf.device('/device:CPU:0'):
       clips_var = tf1.get_local_variable('clips', initializer=clips, trainable=False)
       labels_var = tf1.get_local_variable('labels', initializer=labels, trainable=False)
-    spec = tower_model_fn.model_fn(clips_var.read_value(), labels_var.read_value(),
-                                   tf.estimator.ModeKeys.TRAIN, params)
+    spec = tower_model_fn.make_model_fn()(clips_var.read_value(), labels_var.read_value(),
+                                          tf.estimator.ModeKeys.TRAIN, params)
     init = tf.group(tf1.global_variables_initializer(), tf1.local_variables_initializer())
     config = session_config(devices, devices.num_towers, gpu_memory_fraction=fraction)
     try:

@@ -163,7 +163,8 @@ class GpuTierTest(tf.test.TestCase):
     with tf.Graph().as_default() as graph:
       clips_in = tf1.placeholder(tf.as_dtype(clips.dtype), clips.shape)
       labels_in = tf1.placeholder(tf.int64, labels.shape)
-      spec = tower_model_fn.model_fn(clips_in, labels_in, tf.estimator.ModeKeys.TRAIN, params)
+      spec = tower_model_fn.make_model_fn()(clips_in, labels_in, tf.estimator.ModeKeys.TRAIN,
+                                            params)
       metadata = tf1.RunMetadata()
       with tf1.Session(config=session_config(devices, devices.num_towers)) as sess:
         sess.run(tf1.global_variables_initializer())
@@ -218,8 +219,8 @@ class GpuTierTest(tf.test.TestCase):
                                                 labels, init, 0.5, 0.01)
     devices = resolve_tower_devices(params.num_towers)
     with tf.Graph().as_default():
-      spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                     tf.estimator.ModeKeys.TRAIN, params)
+      spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                            tf.estimator.ModeKeys.TRAIN, params)
       with tf1.Session(config=session_config(devices, devices.num_towers)) as sess:
         sess.run(tf1.global_variables_initializer())
         tower_testing.load_values(sess, init)

@@ -48,7 +48,8 @@ class I3dTowersTest(tf.test.TestCase):
     config = tf.estimator.RunConfig(
         model_dir=model_dir, save_checkpoints_steps=100, tf_random_seed=0,
         session_config=tf1.ConfigProto(device_count={'CPU': 2}, allow_soft_placement=True))
-    estimator = tf.estimator.Estimator(tower_model_fn.model_fn, config=config, params=params)
+    estimator = tf.estimator.Estimator(tower_model_fn.make_model_fn(), config=config,
+                                       params=params)
     estimator.train(input_fn, steps=1)
 
     reader = tf.train.load_checkpoint(model_dir)

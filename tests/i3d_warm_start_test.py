@@ -170,8 +170,9 @@ class WarmStartTest(tf.test.TestCase):
     self.assertIn('228 missing', message)
     self.assertIn('RGB/inception_i3d/Mixed_5c/Branch_3/Conv3d_0b_1x1/conv_3d/w', message)
     self.assertIn('--warm_start_scope=RGB/inception_i3d/=', message)
-    # head=keep with 101 classes against a 400-class checkpoint: the Logits shapes differ.
-    params = make(head='keep', warm_start_from=self.rgb_prefix)
+    # head=keep with 101 classes against a 400-class checkpoint (pretrained_classes wrongly
+    # says 101, so the params pass): the Logits shapes differ.
+    params = make(head='keep', warm_start_from=self.rgb_prefix, pretrained_classes=101)
     with self.graph(params).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(params, tf1.global_variables())
@@ -204,8 +205,8 @@ class FreezingTest(tf.test.TestCase):
     x = np.random.default_rng(0).uniform(-1, 1, CLIP + [3]).astype(np.float32)
     with tf.Graph().as_default():
       tf1.set_random_seed(0)
-      spec = tower_model_fn.model_fn(tf.constant(x), tf.constant([1, 2], tf.int64),
-                                     tf.estimator.ModeKeys.TRAIN, params)
+      spec = tower_model_fn.make_model_fn()(tf.constant(x), tf.constant([1, 2], tf.int64),
+                                            tf.estimator.ModeKeys.TRAIN, params)
       all_trainable = tf1.trainable_variables()
       with tf1.Session() as sess:
         sess.run(tf1.global_variables_initializer())

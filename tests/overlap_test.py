@@ -45,8 +45,8 @@ def training_graph(**overrides) -> tf.Graph:
   graph = tf.Graph()
   with graph.as_default():
     with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
-      tower_model_fn.model_fn(tf.zeros([8, 4, 16, 16, 3]), tf.zeros([8], tf.int64),
-                              tf.estimator.ModeKeys.TRAIN, params, config)
+      tower_model_fn.make_model_fn()(tf.zeros([8, 4, 16, 16, 3]), tf.zeros([8], tf.int64),
+                                     tf.estimator.ModeKeys.TRAIN, params, config)
   return graph
 
 

@@ -1,10 +1,9 @@
 """Specification: a parameter that cannot work stops the run before any work, in one line.
 
-`make_params` (so `build_estimator`, `train_and_evaluate` and `//towers:train` alike)
-refuses counts below their minimum (--eval_clips=0, --input_threads=-1,
---shuffle_buffer=0, --eval_steps=-1), an empty --model_dir, --variable_device=ps without a
-cluster, and options that --strategy=mirrored does not apply (--transfer_dtype=float16
-among them). The
+Making a `TrainParams` (so `build_estimator`, `train_and_evaluate` and `//towers:train`
+alike) refuses counts below their minimum (--eval_clips=0, --input_threads=-1,
+--shuffle_buffer=0, --eval_steps=-1), an empty --model_dir, and options that
+--strategy=mirrored does not apply (--transfer_dtype=float16 among them). The
 preflight refuses --tower_devices naming GPUs the machine does not have (soft placement
 would put those towers on the CPU without a word), a model_dir that cannot be written and
 --backup_workers that leave no worker to aggregate. The binary prints one `error:` line and
@@ -32,8 +31,6 @@ REFUSED = {
     'input_threads=-1': 'input_threads must be >= 0, got -1',
     'shuffle_buffer=0': 'shuffle_buffer must be positive, got 0',
     'eval_steps=-1': 'eval_steps must be >= 0, got -1',
-    'variable_device=ps': 'variable_device=ps places variables on a cluster\'s ps tasks, but '
-                          'no cluster is given',
     'strategy=mirrored transfer_dtype=float16': 'strategy=mirrored does not apply '
                                                 'transfer_dtype=float16',
     'model_dir=': 'model_dir is empty',
@@ -75,10 +72,6 @@ class RunRefusalsTest(tf.test.TestCase):
       with self.subTest(flags):
         self.assert_one_error_line(self.train_binary(*(f'--{f}' for f in flags.split())),
                                    message)
-
-  def test_ps_variables_are_accepted_in_a_cluster(self):
-    make_params(TINY, variable_device='ps', ps_hosts=['127.0.0.1:1'],
-                worker_hosts=['127.0.0.1:2'], task_type='worker')
 
   def test_towers_on_gpus_the_machine_lacks_are_refused(self):
     if tf.config.list_physical_devices('GPU'):

@@ -23,8 +23,8 @@ def _run_traced_step(num_towers, variable_device, tower_devices=()):
   clips = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
   labels = np.arange(8, dtype=np.int64) % 3
   with tf.Graph().as_default():
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                   tf.estimator.ModeKeys.TRAIN, params)
+    spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                          tf.estimator.ModeKeys.TRAIN, params)
     variables = {v.op.name: v.device for v in tf1.global_variables()}
     metadata = tf1.RunMetadata()
     with tf1.Session(config=tower_testing.cpu_session_config(num_cpus)) as sess:

@@ -98,9 +98,9 @@ class TrainSettingsTest(tf.test.TestCase):
     found = preflight.problems(make_params(TINY, model_dir=self.model_dir, accumulate_steps=2,
                                            lr_values=[0.02, 0.001]))
     self.assertLen(found, 1)
-    self.assertRegex(found[0], r'was trained with --accumulate_steps=1 --lr_values=0.01,0.001, '
-                               r'now --accumulate_steps=2 --lr_values=0.02,0.001: .*'
-                               r'--resume_changes=accumulate_steps,lr_values ')
+    self.assertRegex(found[0], r'was trained with --lr_values=0.01,0.001 --accumulate_steps=1, '
+                               r'now --lr_values=0.02,0.001 --accumulate_steps=2: .*'
+                               r'--resume_changes=lr_values,accumulate_steps ')
 
   def test_the_train_binary_stops_with_one_error_line_naming_the_flag(self):
     flags = [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'

@@ -81,8 +81,8 @@ def tower_step(transfer_dtype: str, round_start_to_bfloat16: bool = False, seed:
   graph = tf.Graph()
   with graph.as_default():
     tf1.set_random_seed(1)
-    spec = tower_model_fn.model_fn(tf.constant(clips), tf.constant(labels),
-                                   tf.estimator.ModeKeys.TRAIN, params)
+    spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
+                                          tf.estimator.ModeKeys.TRAIN, params)
     variables = tf1.trainable_variables()
     with two_device_session(graph) as session:
       session.run(tf1.global_variables_initializer())

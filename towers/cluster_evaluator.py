@@ -27,7 +27,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from towers import inputs, training
+from towers import estimator_loop, inputs
 from towers.cluster.chief_watchdog import chief_lost_message
 from towers.cluster.shutdown import reachable
 from towers.cluster.spec import ClusterTask
@@ -124,7 +124,7 @@ class Evaluator:
     self._poll_secs = poll_secs
     self._estimator = build_estimator(params, cluster=task)
     self._input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
-    self._exporters = training.make_exporters(params)
+    self._exporters = estimator_loop.make_exporters(params)
     self._pin_dir = os.path.join(params.model_dir, PIN_DIR)
     self.last_step: int | None = None
     self.last_failure: str | None = None

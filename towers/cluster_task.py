@@ -31,9 +31,9 @@ import tensorflow as tf
 from absl import logging
 
 from model_fn.devices import resolve_tower_devices
-from towers import inputs, training
-from towers.checkpoints import checkpoint_step
 from towers import cluster_evaluator as evaluator
+from towers import estimator_loop, inputs
+from towers.checkpoints import checkpoint_step
 from towers.cluster import shutdown, time_limit
 from towers.cluster.chief_watchdog import ChiefWatchdog
 from towers.cluster.gpus import RoleGpus, apply_role_gpus, plan_role_gpus
@@ -71,7 +71,7 @@ def run_task(params, task: ClusterTask) -> dict:
     logging.info('ps %d: the chief says training is over (%s); exiting%s', task.task_index,
                  message, '' if step is None else f' {shutdown.PS_FINAL_STEP} {step}')
     return {}
-  finished = training.finished_step(params)
+  finished = estimator_loop.finished_step(params)
   if finished is not None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                  params.model_dir, finished, params.max_steps)

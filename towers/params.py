@@ -12,122 +12,152 @@ Units: steps are global steps; learning rates are per step; batch sizes are glob
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Mapping
 
 from model_fn import networks
 from model_fn.networks import i3d
-from command_line.options import CHOICES, HELP, PATH, OptionsError, convert, option  # noqa: F401  (re-exported)
+from command_line.options import CHOICES, OptionsError, convert, option
+
+# How a resume treats each field (its `RESUME` metadata), declared on the field itself:
+# STRUCTURE decides the network's variables and can never change within a model_dir;
+# MUST_MATCH is a learning setting that must match model_dir's record unless
+# --resume_changes names it (`towers/train_settings.py`); MAY_CHANGE is free on a resume
+# (steps, cadences, evaluation, devices, cluster, paths).
+RESUME = 'resume'
+STRUCTURE = 'structure'
+MUST_MATCH = 'must_match'
+MAY_CHANGE = 'may_change'
+
+
+def _resume_option(resume: str):
+  """`option(...)` whose field also declares how a resume treats it."""
+  def make(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
+           path: bool = False) -> Any:
+    made = option(default, help_text, choices, path)
+    return dataclasses.field(default=default, metadata={**made.metadata, RESUME: resume})
+  return make
+
+
+structure = _resume_option(STRUCTURE)
+must_match = _resume_option(MUST_MATCH)
+may_change = _resume_option(MAY_CHANGE)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainParams:
-  """All knobs of a training run. Construct with `make_params`, which validates."""
+  """All knobs of a training run, valid whenever it exists: construction (directly, through
+  `make_params` or `dataclasses.replace`) converts lists to tuples and raises `ParamsError`
+  naming the first invalid parameter. Each field declares how a resume treats it (`RESUME`)."""
 
   # --- Model -------------------------------------------------------------------------------
-  model: str = option(
+  model: str = structure(
       'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
       'with model_fn.networks.register().')
-  num_classes: int = option(101, 'Number of output classes.')
-  clip_frames: int = option(16, 'Frames per clip fed to the network.')
-  crop_size: int = option(112, 'Height and width of the clip crop, in pixels.')
-  batch_norm: bool = option(True, 'Use batch normalisation in the network.')
-  bn_update: str = option(
+  num_classes: int = structure(101, 'Number of output classes.')
+  clip_frames: int = must_match(16, 'Frames per clip fed to the network.')
+  crop_size: int = must_match(112, 'Height and width of the clip crop, in pixels.')
+  batch_norm: bool = structure(True, 'Use batch normalisation in the network.')
+  bn_update: str = must_match(
       'main', 'Where batch-norm moving statistics come from: the main tower only, or the '
       'size-weighted mean of all towers.', choices=('main', 'mean'))
-  dropout_keep: float = option(1.0, 'Keep probability of dropout before the classifier.')
+  dropout_keep: float = must_match(1.0, 'Keep probability of dropout before the classifier.')
 
   # --- Towers and devices ------------------------------------------------------------------
-  num_towers: int = option(
+  num_towers: int = may_change(
       -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).')
-  tower_devices: tuple[str, ...] = option(
+  tower_devices: tuple[str, ...] = may_change(
       (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
       'num_towers virtual CPU devices.')
-  variable_device: str = option(
-      'cpu', 'Where variables live: cpu (host as parameter server), gpu0 (first tower '
-      'device), balanced (greedy by byte size over tower devices), ps (the cluster\'s ps '
-      'tasks, greedy by byte size).', choices=('cpu', 'gpu0', 'balanced', 'ps'))
-  strategy: str = option(
-      'towers', 'towers: this library\'s tower model_fn; mirrored: '
-      'tf.distribute.MirroredStrategy on the same devices, for comparison.',
+  variable_device: str = may_change(
+      'cpu', 'Where variables live on one machine: cpu (host as parameter server), gpu0 '
+      '(first tower device), balanced (greedy by byte size over tower devices). In a cluster '
+      'with ps tasks they always live on the ps tasks (--ps_placement).',
+      choices=('cpu', 'gpu0', 'balanced'))
+  strategy: str = must_match(
+      'towers', 'towers: this library\'s tower model_fn (every option applies). mirrored: '
+      'the same network, loss and optimizer under tf.distribute.MirroredStrategy on the same '
+      'devices of one machine, to check results against TensorFlow\'s own strategy; it '
+      'refuses the options it does not apply (ema_decay, clip_gradient_norm, sync_replicas, '
+      'accumulate_steps, bn_update=mean, variable_device, transfer_dtype) and a cluster.',
       choices=('towers', 'mirrored'))
-  gpu_memory_fraction: float = option(
+  gpu_memory_fraction: float = may_change(
       0.0, 'Share of each GPU\'s memory this process may take (per_process_gpu_memory_fraction); '
       '0: none reserved up front, memory grows as needed (allow_growth), so processes '
       'sharing a GPU can all start.')
-  gpus_per_worker: int = option(
+  gpus_per_worker: int = may_change(
       0, 'Cluster: GPUs each trainer (chief or worker) sees when several trainers share a '
       'machine; trainer k of that machine sees its k-th group of this many. 0: num_towers '
       '(with num_towers=-1 a trainer alone on its machine sees every GPU). A ps never sees '
       'a GPU.')
-  evaluator_gpu: bool = option(
+  evaluator_gpu: bool = may_change(
       False, 'Cluster: the evaluator may use the GPUs its machine gives it (sharing them with '
       'a trainer); default it runs on the CPU and sees no GPU.')
 
   # --- Optimisation ------------------------------------------------------------------------
-  optimizer: str = option('momentum', 'Optimizer.',
-                          choices=('momentum', 'sgd', 'adam', 'rmsprop'))
-  momentum: float = option(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
-  lr_schedule: str = option(
+  optimizer: str = must_match('momentum', 'Optimizer.',
+                              choices=('momentum', 'sgd', 'adam', 'rmsprop'))
+  momentum: float = must_match(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
+  lr_schedule: str = must_match(
       'piecewise', 'Learning-rate schedule.',
       choices=('piecewise', 'cosine', 'exponential', 'constant'))
-  lr_boundaries: tuple[int, ...] = option(
+  lr_boundaries: tuple[int, ...] = must_match(
       (10000, 20000, 30000, 40000, 50000),
       'Piecewise schedule: global steps at which the rate changes.')
-  lr_values: tuple[float, ...] = option(
+  lr_values: tuple[float, ...] = must_match(
       (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5),
       'Piecewise schedule: one more value than boundaries. lr_values[0] is also the base '
       'rate of the cosine, exponential and constant schedules.')
-  lr_decay_steps: int = option(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
-  lr_decay_rate: float = option(0.5, 'Exponential schedule: factor per lr_decay_steps.')
-  warmup_steps: int = option(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
-  lr_reference_batch: int = option(
+  lr_decay_steps: int = must_match(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
+  lr_decay_rate: float = must_match(0.5, 'Exponential schedule: factor per lr_decay_steps.')
+  warmup_steps: int = must_match(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
+  lr_reference_batch: int = must_match(
       0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.')
-  weight_decay: float = option(
+  weight_decay: float = must_match(
       0.0, 'L2 weight decay: adds weight_decay * sum(l2_loss(w)) over conv/dense kernels '
       '(variables named w or kernel), once per step.')
-  ema_decay: float = option(
+  ema_decay: float = must_match(
       0.0, 'Exponential moving average of the weights (e.g. 0.9999); 0 disables. When on, '
       'EVAL, PREDICT and export use the averaged weights.')
-  clip_gradient_norm: float = option(0.0, 'Clip the averaged gradients to this global norm; 0 '
-                                     'disables. In a cluster, clipping needs every gradient '
-                                     'before any is pushed, so pushes no longer overlap '
-                                     'backprop (docs/scaling.md).')
+  clip_gradient_norm: float = must_match(
+      0.0, 'Clip the averaged gradients to this global norm; 0 disables. In a cluster, '
+      'clipping needs every gradient before any is pushed, so pushes no longer overlap '
+      'backprop (docs/scaling.md).')
 
   # --- I3D and fine-tuning -----------------------------------------------------------------
-  stream: str = option(
+  stream: str = structure(
       'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
       'and v, from //input_fn:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
       '//towers:evaluate_two_stream fuses two trained models per video.',
       choices=tuple(i3d.STREAMS))
-  warm_start_from: str = option(
+  warm_start_from: str = may_change(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
       'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True)
-  warm_start_scope: str = option(
+  warm_start_scope: str = may_change(
       '', 'Maps graph names to checkpoint names for the warm start: '
       '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
       '"RGB/inception_i3d/=" for the Kinetics-600 checkpoint, whose names have no prefix. '
       'Empty: the names are the same.')
-  head: str = option(
+  head: str = structure(
       'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
       'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
       'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
       '(num_classes must equal the checkpoint\'s).', choices=i3d.HEADS)
-  pretrained_classes: int = option(
+  pretrained_classes: int = structure(
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
       '600 Kinetics-600).')
-  trainable_from: str = option(
+  trainable_from: str = must_match(
       '', 'Freeze every endpoint of the network before this one (they keep their '
-      'warm-start values); empty trains all variables. I3D endpoints: '
-      f'{", ".join(networks.spec("i3d").endpoints)}.')
+      'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
+          f'model={name}: {", ".join(networks.spec(name).endpoints)}' for name in networks.names()
+          if networks.spec(name).endpoints) + '.')
 
   # --- Run ---------------------------------------------------------------------------------
-  batch_size: int = option(
+  batch_size: int = must_match(
       24, 'Clips per micro-batch per worker, split across the towers (a worker step reads '
       'accumulate_steps x batch_size clips).')
-  accumulate_steps: int = option(
+  accumulate_steps: int = must_match(
       1, 'Micro-batches per training step (k): each step reads k x batch_size clips, each '
       'tower device runs k micro-batches of its share of batch_size one after another '
       '(micro-batch j+1\'s forward waits for micro-batch j\'s backward: peak activation '
@@ -136,65 +166,65 @@ class TrainParams:
       'is pulled once and one gradient per variable pushed per step, so network traffic '
       'per example falls k-fold. lr_reference_batch scaling counts k x batch_size. '
       'Evaluation is unchanged (eval_batch_size).')
-  eval_batch_size: int = option(0, 'Global evaluation batch size; 0 means batch_size.')
-  max_steps: int = option(1000, 'Stop training at this global step.')
-  eval_steps: int = option(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
-  strict_eval: bool = option(
+  eval_batch_size: int = may_change(0, 'Global evaluation batch size; 0 means batch_size.')
+  max_steps: int = may_change(1000, 'Stop training at this global step.')
+  eval_steps: int = may_change(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
+  strict_eval: bool = may_change(
       False, 'An evaluation that saw fewer videos than the test list holds (videos prepare '
       'skipped, records lost to damage, unreadable videos on the direct route) is an error '
       'instead of a warning. An evaluation of no video is an error either way.')
-  save_checkpoints_steps: int = option(500, 'Write a checkpoint every this many steps.')
-  keep_checkpoint_max: int = option(5, 'Checkpoints kept in model_dir.')
-  log_every_steps: int = option(50, 'Progress line and summaries every this many steps.')
-  throttle_secs: int = option(0, 'Minimum seconds between evaluations during training.')
-  random_seed: int = option(0, 'Graph-level random seed.')
-  model_dir: str = option('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
-  resume_changes: tuple[str, ...] = option(
+  save_checkpoints_steps: int = may_change(500, 'Write a checkpoint every this many steps.')
+  keep_checkpoint_max: int = may_change(5, 'Checkpoints kept in model_dir.')
+  log_every_steps: int = may_change(50, 'Progress line and summaries every this many steps.')
+  throttle_secs: int = may_change(0, 'Minimum seconds between evaluations during training.')
+  random_seed: int = may_change(0, 'Graph-level random seed.')
+  model_dir: str = may_change('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
+  resume_changes: tuple[str, ...] = may_change(
       (), 'Learning settings (towers/train_settings.py: e.g. lr_values, batch_size) allowed '
       'to differ from those model_dir was trained with, when it holds a checkpoint; the '
       'change and its step are kept in model_dir/train_settings.json. Empty: resuming with '
       'any other learning setting stops before training (max_steps, cadences, evaluation '
       'and device flags may always change). Changes that need variables the checkpoint '
       'lacks (another optimizer than sgd, ema_decay from 0) cannot be allowed.')
-  export_savedmodel: bool = option(True, 'Export a SavedModel after the final evaluation.')
+  export_savedmodel: bool = may_change(True, 'Export a SavedModel after the final evaluation.')
 
   # --- Cluster -----------------------------------------------------------------------------
-  ps_hosts: tuple[str, ...] = option(
+  ps_hosts: tuple[str, ...] = may_change(
       (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG, '
       'else SLURM).')
-  worker_hosts: tuple[str, ...] = option(
+  worker_hosts: tuple[str, ...] = may_change(
       (), 'Cluster from flags: host:port of every training worker; the first is the chief.')
-  task_type: str = option(
+  task_type: str = may_change(
       '', 'Cluster from flags: this process\'s role. worker index 0 is the chief.',
       choices=('', 'chief', 'worker', 'ps', 'evaluator'))
-  task_index: int = option(0, 'Cluster from flags: index of this task in its host list.')
-  slurm_num_ps: int = option(
+  task_index: int = may_change(0, 'Cluster from flags: index of this task in its host list.')
+  slurm_num_ps: int = may_change(
       1, 'Cluster from SLURM: how many of the step\'s tasks are ps tasks (spread over the '
       'nodes first; see docs/cluster.md).')
-  slurm_port: int = option(
+  slurm_port: int = may_change(
       8888, 'Cluster from SLURM: port of the first task on each node; its k-th task listens '
       'on slurm_port + k.')
-  sync_replicas: bool = option(
+  sync_replicas: bool = must_match(
       False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
-  backup_workers: int = option(
+  backup_workers: int = may_change(
       0, 'With sync_replicas: a step aggregates the first (workers - backup_workers) '
       'gradients and drops the stragglers.')
-  transfer_dtype: str = option(
+  transfer_dtype: str = must_match(
       'float32', 'Type in which the towers\' host receives parameters from the variables\' '
       'device (the ps in a cluster) and sends gradients back; bfloat16 or float16 halve the '
       'bytes per step, the variables and their updates stay float32 (model_fn/transfer.py).',
       choices=('float32', 'bfloat16', 'float16'))
-  ps_placement: str = option(
-      'largest_first', 'How variable_device=ps (a cluster) spreads the trainable variables '
+  ps_placement: str = may_change(
+      'largest_first', 'How a cluster spreads the trainable variables '
       'over the ps tasks. largest_first: the network is first built once in a separate '
       'graph to list its variables, then the largest goes first, each to the ps holding the '
       'fewest bytes. greedy: each variable as it is created, to the ps holding the fewest bytes. '
       'Only devices differ, not names: checkpoints interchange; all tasks of a cluster must '
       'use the same value.', choices=('largest_first', 'greedy'))
-  ps_unreachable_secs: int = option(
+  ps_unreachable_secs: int = may_change(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')
-  worker_lost_secs: int = option(
+  worker_lost_secs: int = may_change(
       120, 'At max_steps the chief waits for every worker\'s last step before its final '
       'checkpoint; a worker unreachable this long meanwhile is counted as failed.')
   chief_lost_secs: int = option(
@@ -203,40 +233,45 @@ class TrainParams:
       'waited for).')
 
   # --- Data --------------------------------------------------------------------------------
-  data_source: str = option(
+  data_source: str = must_match(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
       'shards written by //input_fn:prepare in data_dir (the fast route). videos: raw UCF101 '
       '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
       'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
       choices=('synthetic', 'tfrecord', 'videos', 'frames'))
-  data_dir: str = option(
+  data_dir: str = may_change(
       '', 'Dataset directory. tfrecord: the --out directory of //input_fn:prepare. '
       'videos/frames: the UCF101 root holding UCF-101/ or jpegs_256/ and the split files '
       '(in ucfTrainTestlist/ or the root itself).', path=True)
-  split: int = option(
+  split: int = must_match(
       1, 'UCF101 official split (1, 2 or 3) for the videos and frames sources; tfrecord '
       'data holds the split it was prepared from.')
-  eval_clips: int = option(
+  eval_clips: int = may_change(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
       'predictions of one video are averaged for the video-level accuracy.')
-  eval_crops: int = option(
+  eval_crops: int = may_change(
       1, 'Crops per evaluation clip: 1 (centre) or 3 (start, centre and end of the frame\'s '
       'long side). A video\'s prediction averages its eval_clips x eval_crops views.')
-  shuffle_buffer: int = option(
+  shuffle_buffer: int = may_change(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
       'x 3 bytes). Files are also shuffled and read interleaved.')
-  max_eval_videos: int = option(
+  max_eval_videos: int = may_change(
       4096, 'Upper bound on the number of videos in the evaluation split: size of the '
       'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).')
-  frame_short_side: int = option(
+  frame_short_side: int = must_match(
       256, 'videos source: frames are resized so their short side is this many pixels '
       '(0 keeps the decoded size), matching //input_fn:prepare --short_side.')
-  input_threads: int = option(
+  input_threads: int = may_change(
       0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.')
-  synthetic_train_examples: int = option(
+  synthetic_train_examples: int = must_match(
       512, 'synthetic data_source: number of training clips per epoch.')
-  synthetic_eval_examples: int = option(
+  synthetic_eval_examples: int = may_change(
       128, 'synthetic data_source: number of evaluation clips.')
+
+  def __post_init__(self) -> None:
+    for f in dataclasses.fields(self):
+      object.__setattr__(self, f.name, convert(f, getattr(self, f.name), ParamsError))
+    _check(self)
 
   @property
   def effective_eval_batch_size(self) -> int:
@@ -249,7 +284,6 @@ class TrainParams:
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
-_FIELDS = {f.name: f for f in dataclasses.fields(TrainParams)}
 
 
 class ParamsError(OptionsError):
@@ -268,14 +302,17 @@ def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> Tr
   if unknown:
     raise ParamsError(f'unknown parameter(s): {", ".join(unknown)} '
                       f'(known: {", ".join(FIELD_NAMES)})')
-  converted = {name: convert(_FIELDS[name], value, ParamsError) for name, value in merged.items()}
-  params = TrainParams(**converted)
-  validate(params)
-  return params
+  return TrainParams(**merged)
 
 
-def validate(p: TrainParams) -> None:
-  """Raises `ParamsError` naming the first invalid parameter."""
+def fields_by_resume(*resumes: str) -> tuple[str, ...]:
+  """The TrainParams fields whose `RESUME` is one of `resumes`, in declaration order."""
+  return tuple(f.name for f in dataclasses.fields(TrainParams) if f.metadata[RESUME] in resumes)
+
+
+def _check(p: TrainParams) -> None:
+  """Raises `ParamsError` naming the first invalid parameter or combination (the checks
+  that need no file, device or cluster; `towers/preflight.py` does those)."""
   for f in dataclasses.fields(TrainParams):
     choices = f.metadata.get(CHOICES)
     value = getattr(p, f.name)
@@ -284,10 +321,17 @@ def validate(p: TrainParams) -> None:
   if p.model not in networks.names():
     raise ParamsError(f'model={p.model!r} is not a registered network '
                       f'({", ".join(networks.names())})')
-  endpoints = networks.all_endpoints()
-  if p.trainable_from and p.trainable_from not in endpoints:
-    raise ParamsError(f'trainable_from={p.trainable_from!r} is not a network endpoint '
-                      f'({", ".join(endpoints)})')
+  network = networks.spec(p.model)
+  if p.trainable_from and p.trainable_from not in network.endpoints:
+    raise ParamsError(f'trainable_from={p.trainable_from!r} is not an endpoint of '
+                      f'model={p.model} ({", ".join(network.endpoints) or "it has none"})')
+  if p.warm_start_from and not network.warm_start:
+    able = [name for name in networks.names() if networks.spec(name).warm_start]
+    raise ParamsError(f'warm_start_from restores a checkpoint into a registered network that '
+                      f'declares one (model={" or ".join(able)}), got model={p.model}: leave '
+                      '--warm_start_from empty or change --model')
+  for problem in network.param_problems(p):
+    raise ParamsError(problem)
   positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'accumulate_steps',
               'max_steps',
               'save_checkpoints_steps', 'log_every_steps', 'keep_checkpoint_max')
@@ -341,11 +385,14 @@ def validate(p: TrainParams) -> None:
     raise ParamsError('model_dir is empty: name the directory for checkpoints and exports')
   if p.split not in (1, 2, 3):
     raise ParamsError(f'split must be 1, 2 or 3 (the UCF101 official splits), got {p.split}')
-  if p.variable_device == 'ps' and not (p.ps_hosts or p.worker_hosts or p.task_type or
-                                         _cluster_in_environment()):
-    raise ParamsError('variable_device=ps places variables on a cluster\'s ps tasks, but no '
-                      'cluster is given (--ps_hosts/--worker_hosts, TF_CONFIG or SLURM): use '
-                      'variable_device=cpu, gpu0 or balanced on one machine')
+  if p.stream == 'flow' and p.data_source in ('synthetic', 'videos'):
+    raise ParamsError(
+        f'stream=flow needs 2-channel optical flow, but data_source={p.data_source} gives RGB '
+        'clips: extract TV-L1 flow once (bazel run //input_fn:extract_flow -- '
+        '--data_dir=<UCF101 root holding UCF-101/>), then use --data_source=frames (reads '
+        '<data_dir>/tvl1_flow) or prepare flow records (bazel run //input_fn:prepare -- '
+        '--source=flow --data_dir=<UCF101 root holding tvl1_flow/> --out=<new directory>) '
+        'for --data_source=tfrecord')
   if p.strict_eval and p.eval_steps:
     raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
                       'reads part of it: set eval_steps=0')
@@ -362,7 +409,7 @@ def validate(p: TrainParams) -> None:
   _check_mirrored(p)
 
 
-def mirrored_ignored(p: TrainParams) -> list[str]:
+def _mirrored_ignored(p: TrainParams) -> list[str]:
   """The options set in `p` that `strategy=mirrored` does not apply: clipping and EMA
   would act per replica, accumulation is built only in the towers' graph, batch-norm
   statistics come from each replica (MEAN-aggregated), tf.distribute places the
@@ -380,14 +427,8 @@ def mirrored_ignored(p: TrainParams) -> list[str]:
   return ignored
 
 
-def _cluster_in_environment() -> bool:
-  """Whether TF_CONFIG names a cluster or this process is a Slurm step task (the cluster
-  sources of `towers/cluster/spec.py` besides the flags)."""
-  return bool(os.environ.get('TF_CONFIG') or os.environ.get('SLURM_JOB_ID'))
-
-
 def _check_mirrored(p: TrainParams) -> None:
-  ignored = mirrored_ignored(p) if p.strategy == 'mirrored' else []
+  ignored = _mirrored_ignored(p) if p.strategy == 'mirrored' else []
   if ignored:
     raise ParamsError(f'strategy=mirrored does not apply {", ".join(ignored)}: leave '
                       f'{"it" if len(ignored) == 1 else "them"} unset or use strategy=towers')

@@ -2,10 +2,10 @@
 
     preflight.check(params)   # raises PreflightError listing every problem
 
-Covers the I3D fine-tuning flags: the `--warm_start_from` checkpoint must be there (index
-and weights; the message says what to download from DeepMind's kinetics-i3d repository
-and where to put it), `--trainable_from` must name an endpoint of the network (from the
-registry), I3D-only flags must not be set for other models; a file data
+The checks here read files or devices; the checks of the parameters alone run whenever a
+`TrainParams` is made (`towers/params.py`). The `--warm_start_from` checkpoint must be
+there (index and weights; the message says what to download from DeepMind's kinetics-i3d
+repository and where to put it); a file data
 source needs a `--data_dir` holding that source, and prepared data must fit the model
 (labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
 under a file; a model_dir with a checkpoint must fit the graph (`towers/resume_check.py`:
@@ -23,7 +23,7 @@ import tempfile
 import tensorflow as tf
 
 from input_fn import direct, factory, manifest, ucf101
-from model_fn import networks, warm_start
+from model_fn import warm_start
 from towers import resume_check, train_settings
 
 
@@ -44,30 +44,15 @@ def problems(params, num_workers: int = 1) -> list[str]:
   """Every problem found, as messages; empty when the run can start. `num_workers`: the
   cluster's training workers, chief included (sync_replicas aggregates them)."""
   found = []
-  network = networks.spec(params.model)
-  if params.warm_start_from:
-    if not network.warm_start:
-      found.append(f'warm_start_from is for model=i3d (DeepMind\'s Kinetics checkpoints), '
-                   f'got model={params.model}')
-    elif not _has_checkpoint(params.model_dir):
-      try:
-        warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
-      except warm_start.WarmStartError as e:
-        found.append(str(e))
-  if params.trainable_from and params.trainable_from not in network.endpoints:
-    found.append(f'trainable_from={params.trainable_from} is not an endpoint of '
-                 f'model={params.model} ({", ".join(network.endpoints) or "it has none"})')
-  if params.model == 'i3d' and params.head == 'keep' and params.warm_start_from and \
-      params.num_classes != params.pretrained_classes:
-    found.append(f'head=keep restores the checkpoint\'s Logits, which needs num_classes equal '
-                 f'to its classes ({params.pretrained_classes}), got num_classes='
-                 f'{params.num_classes}; use head=replace (a new {params.num_classes}-way '
-                 'layer) or head=stack')
+  if params.warm_start_from and not _has_checkpoint(params.model_dir):
+    try:
+      warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
+    except warm_start.WarmStartError as e:
+      found.append(str(e))
   found += _data_problems(params)
-  if hasattr(params, 'data_source'):
-    problem = factory.stream_data_problem(params)
-    if problem:
-      found.append(problem)
+  problem = factory.stream_data_problem(params)
+  if problem:
+    found.append(problem)
   found += _model_dir_problems(params.model_dir)
   found += _device_problems(params)
   found += _cluster_problems(params, num_workers)
@@ -81,8 +66,7 @@ def problems(params, num_workers: int = 1) -> list[str]:
 def _data_problems(params) -> list[str]:
   """--data_dir must exist and hold what data_source reads; prepared data must fit the
   model (labels < num_classes, train and test disjoint: `manifest.training_data_problems`)."""
-  data_source = getattr(params, 'data_source', 'synthetic')
-  data_dir = getattr(params, 'data_dir', '')
+  data_source, data_dir = params.data_source, params.data_dir
   if data_source == 'synthetic':
     return []
   what = _DATA_DIR_CONTENTS.get(data_source, 'the files of that source (see --helpfull)')

@@ -8,20 +8,19 @@ ends in a long NotFoundError. Here the graph's model variables (built by the tow
 in PREDICT mode, in a throwaway graph, without weights) are compared by name and shape with
 `tf.train.list_variables(checkpoint)`; optimizer slots and other checkpoint-only variables
 are ignored. Each message names the variable, both shapes and the flag that most likely
-changed (num_classes, model, head or stream). Runs with --strategy=mirrored are not
-checked (their variables are created under the strategy).
+changed (num_classes, model, or the flag the network's registry entry names, e.g. I3D's
+stream or head). Runs with --strategy=mirrored are not checked (their variables are
+created under the strategy).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from model_fn import tower_model_fn
+from model_fn import networks, tower_model_fn
 from model_fn.networks import input_channels
 
 tf1 = tf.compat.v1
-# Leading variable scope of each stream's I3D variables (`model_fn/networks/i3d.py`).
-STREAM_SCOPES = {'rgb': 'RGB/', 'flow': 'Flow/'}
 
 
 def graph_variables(params) -> dict[str, list[int]]:
@@ -29,7 +28,7 @@ def graph_variables(params) -> dict[str, list[int]]:
   with tf.Graph().as_default():
     clips = tf1.placeholder(tf.float32, [None, params.clip_frames, params.crop_size,
                                          params.crop_size, input_channels(params)])
-    tower_model_fn.model_fn({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
+    tower_model_fn.make_model_fn()({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
     return {v.op.name: v.shape.as_list() for v in tf1.global_variables()}
 
 
@@ -72,12 +71,9 @@ def _likely_flag(params, stored_shape, wanted_shape) -> str:
 
 def _likely_scope_flag(params, missing: list[str], stored: dict) -> str:
   """The flag that most likely changed, for graph variables the checkpoint lacks."""
-  if params.model == 'i3d':
-    for stream, scope in STREAM_SCOPES.items():
-      if stream != params.stream and any(n.startswith(scope) for n in stored):
-        return f'it was trained with --stream={stream}, now --stream={params.stream}'
-    if any('stacked_head' in n for n in missing):
-      return f'it was trained without --head=stack (now --head={params.head})'
+  hint = networks.spec(params.model).missing_hint(params, missing, stored)
+  if hint:
+    return hint
   if all('batch_norm' in n for n in missing) and params.batch_norm:
     return 'it was trained with --batch_norm=false, now --batch_norm=true'
   scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})

@@ -31,6 +31,7 @@ import tensorflow as tf
 from absl import logging
 
 from input_fn import manifest, ucf101
+from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
 RECORD_FILE = 'train_settings.json'
@@ -38,17 +39,10 @@ RECORD_FILE = 'train_settings.json'
 # settings hold their count and digest), read by //towers:evaluate_two_stream.
 TRAIN_VIDEO_NAMES = 'train_video_names'
 FORMAT_VERSION = 1
-# Learning settings that are TrainParams fields (flags); `_relevant` drops those the run's
-# other choices make inert, so changing them stops nothing.
-FIELD_SETTINGS = (
-    'model', 'num_classes', 'clip_frames', 'crop_size', 'batch_norm', 'bn_update',
-    'dropout_keep', 'stream', 'head', 'pretrained_classes', 'trainable_from',
-    'batch_size', 'accumulate_steps',
-    'optimizer', 'momentum', 'lr_schedule', 'lr_boundaries', 'lr_values', 'lr_decay_steps',
-    'lr_decay_rate', 'warmup_steps', 'lr_reference_batch', 'weight_decay', 'ema_decay',
-    'clip_gradient_norm',
-    'strategy', 'sync_replicas', 'transfer_dtype',
-    'data_source', 'split', 'frame_short_side', 'synthetic_train_examples')
+# Learning settings that are TrainParams fields (flags): those declared STRUCTURE or
+# MUST_MATCH (`towers/params.py`); `_relevant` drops those the run's other choices make
+# inert, so changing them stops nothing.
+FIELD_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE, params_lib.MUST_MATCH)
 # Learning settings derived from the cluster and the data, with the flags that decide them.
 DERIVED_SETTINGS = {
     'workers_per_step': 'with --sync_replicas: chief + workers - --backup_workers',
@@ -58,8 +52,7 @@ SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 # Settings that decide the network's variables: a checkpoint of one cannot be continued
 # with another (resource variables would even restore into other shapes without a word), so
 # --resume_changes cannot allow them.
-STRUCTURE_SETTINGS = ('model', 'num_classes', 'batch_norm', 'stream', 'head',
-                      'pretrained_classes')
+STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE)
 
 
 class ResumeSettingsError(ValueError):

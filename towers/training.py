@@ -1,102 +1,81 @@
-"""`train_and_evaluate` for a TrainParams: the library call behind `//towers:train`."""
+"""`train_and_evaluate(params_or_dict, network=None)`: the one way to train (`//towers:train`).
+
+    from towers import train_and_evaluate
+    metrics = train_and_evaluate({'model_dir': '/tmp/run', 'num_towers': 2, 'max_steps': 100})
+
+It gives the binary's guarantees from Python: the params are validated (`TrainParams`), the
+cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/cluster/spec.py`;
+none trains on this machine), the preflight checks files, devices, data and a resumed
+model_dir's graph and learning settings (`towers/preflight.py`), and training records its
+settings in model_dir (`towers/train_settings.py`). Problems raise the exceptions whose
+messages `//towers:train` prints as its one `error:` line (`START_ERRORS`, exit code 2;
+`END_ERRORS`, exit code 1).
+"""
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Mapping
 
-import tensorflow as tf
 from absl import logging
 
+from input_fn.manifest import ManifestError
+from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
-from model_fn.tower_model_fn import TOP_1
-from towers import export_info, inputs
-from towers.checkpoints import checkpoint_step
-from towers.cluster.spec import ClusterTask
-from towers.estimator import build_estimator, serving_input_receiver_fn
-from towers.params import TrainParams
+from towers import cluster_task, estimator_loop, preflight
+from towers.cluster import spec as cluster_spec
+from towers.cluster.shutdown import TrainingIncomplete
+from towers.cluster_evaluator import EvaluationFailed
+from towers.estimator import as_params
+from towers.estimator_loop import protocol
+from towers.params import ParamsError, TrainParams
+
+# What stops a run: before training, nothing trained (the binary exits 2) ...
+START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError)
+# ... or after it started, when it cannot end in right numbers (the binary exits 1).
+END_ERRORS = (EvalCoverageError, TrainingIncomplete, EvaluationFailed)
 
 
-def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
-  return current_eval_result[TOP_1] > best_eval_result[TOP_1]
+def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
+                       network: Network | None = None) -> dict[str, Any]:
+  """Trains `params` (a TrainParams, or a dict of flag names to values: missing keys take
+  the flags' defaults) to `max_steps` with periodic evaluation, exports the best top-1
+  model to model_dir/export/best and returns the final evaluation metrics ({} when model_dir
+  already holds a checkpoint at max_steps, and for cluster tasks other than the
+  evaluator). `network(clips, ctx) -> logits` is the user's own network (see
+  `build_estimator`; one machine only); None trains `params.model`.
+
+  Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
+  `ClusterError` (the cluster), `PreflightError` (files, devices, data, or a model_dir
+  trained with other settings: 'cannot start:' and one '- ' line per problem),
+  `ManifestError` (prepared data); after: `EvalCoverageError`, `TrainingIncomplete`,
+  `EvaluationFailed` (the cluster evaluator's final evaluation).
+  """
+  params = as_params(params)
+  task = cluster_spec.resolve_cluster(params)
+  if task is not None:
+    if params.strategy != 'towers':
+      raise ParamsError(f'strategy={params.strategy} trains on one machine, but a cluster is '
+                        f'configured ({task.source}): use strategy=towers')
+    if network is not None:
+      raise ParamsError('train_and_evaluate(network=...) trains on one machine, but a cluster '
+                        f'is configured ({task.source}): register the network '
+                        '(model_fn.networks.register) and pass its name as model')
+    cluster_task.assign_gpus(params, task)  # before anything initialises TensorFlow's devices
+  if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
+    preflight.check(params, task.num_workers if task else 1)
+  logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
+               'model_dir %s', params.model, params.max_steps, params.examples_per_step,
+               params.accumulate_steps, params.batch_size, params.model_dir)
+  if task is None:
+    return estimator_loop.run(params, network)
+  return cluster_task.run_task(params, task)
 
 
-class EvaluationLine(tf.estimator.Exporter):
-  """Logs one line per evaluation (`evaluation_line`); exports nothing."""
-
-  @property
-  def name(self) -> str:
-    return 'evaluation_line'
-
-  def export(self, estimator, export_path, checkpoint_path, eval_result,
-             is_the_final_export) -> None:
-    del export_path, checkpoint_path, is_the_final_export
-    params = estimator.params
-    logging.info('%s', evaluation_line(eval_result, protocol(params.eval_clips,
-                                                             params.eval_crops)))
-
-
-def protocol(clips: int, crops: int) -> str:
-  """'3 clips x 1 crop': the views a video-level number averages."""
-  return f'{clips} clip{"s" * (clips != 1)} x {crops} crop{"s" * (crops != 1)}'
-
-
-def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
-  """'evaluation at step N: top-1 0.8500  top-5 1.0000  ...  loss 0.4123' (the metrics
-  present, in that order); with `views` (`protocol`) '... video 0.9000 (3 clips x 1 crop)'.
-  top-1, top-5 and mean per class are per view, video per video."""
-  names = [('accuracy/top_1', 'top-1'), ('accuracy/top_5', 'top-5'),
-           ('accuracy/mean_per_class', 'mean per class'), ('accuracy/video', 'video'),
-           ('loss', 'loss')]
-  parts = [f'{label} {float(metrics[key]):.4f}' + (f' ({views})' if views and label == 'video'
-                                                    else '')
-           for key, label in names if key in metrics]
-  return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
-
-
-def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
-  """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
-  best top-1 model exported to model_dir/export/best."""
-  exporters = [EvaluationLine()]
-  if params.export_savedmodel:
-    # Class names and input settings, copied into every export's assets.extra/.
-    assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
-    exporters.append(tf.estimator.BestExporter(
-        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
-        compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
-  return exporters
-
-
-def finished_step(params: TrainParams) -> int | None:
-  """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
-  step = checkpoint_step(params.model_dir)
-  return step if step is not None and step >= params.max_steps else None
-
-
-def train_and_evaluate(params: TrainParams, network: Network | None = None,
-                       cluster: ClusterTask | None = None) -> dict[str, Any]:
-  """Trains to `max_steps` with periodic evaluation; exports the best top-1 model to
-  `model_dir/export/best` (with class names and input settings, `towers/export_info.py`);
-  returns the final evaluation metrics. `network` is the user's own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A model_dir already trained to max_steps returns {} at once. With `cluster` (the
-  evaluator's task) it only evaluates, each new checkpoint until the final one."""
-  finished = finished_step(params)
-  if finished is not None and cluster is None:
-    logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
-                 params.model_dir, finished, params.max_steps)
-    return {}
-  estimator = build_estimator(params, network, cluster=cluster)
-  exporters = make_exporters(params)
-  train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
-                                      max_steps=params.max_steps)
-  eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
-                                    steps=params.eval_steps or None, exporters=exporters,
-                                    throttle_secs=params.throttle_secs, start_delay_secs=0)
-  result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-  metrics = result[0] if result and result[0] else {}
-  if metrics and params.export_savedmodel:
-    logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
-  return metrics
+def final_metrics_text(params: TrainParams, metrics: dict[str, Any]) -> str:
+  """'final metrics at step N (accuracy/video: 5 clips x 1 crop per video):' and the table."""
+  return (f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '
+          f'{protocol(params.eval_clips, params.eval_crops)} per video):\n'
+          f'{metrics_table(metrics)}')
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:

@@ -33,12 +33,18 @@ class NetworkSpec:
   names `--trainable_from` accepts, in network order (empty: the network cannot be
   partly frozen); `endpoint_of(variable_name)` names the endpoint a variable belongs to
   (None outside every endpoint). `warm_start` says whether `--warm_start_from` can
-  restore it (DeepMind's I3D checkpoints).
+  restore it (DeepMind's I3D checkpoints). `param_problems(params)` lists what this
+  network cannot build from `params` (checked whenever a TrainParams is made);
+  `missing_hint(params, missing, stored)` names the flag that most likely changed when a
+  checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None.
   """
   build: Callable[[Any], Network]
   endpoints: tuple[str, ...] = ()
   endpoint_of: Callable[[str], str | None] = lambda name: None
   warm_start: bool = False
+  param_problems: Callable[[Any], list[str]] = lambda params: []
+  missing_hint: Callable[[Any, list[str], dict], str | None] = (
+      lambda params, missing, stored: None)
 
 
 _REGISTRY: dict[str, NetworkSpec] = {}
@@ -46,12 +52,16 @@ _REGISTRY: dict[str, NetworkSpec] = {}
 
 def register(name: str, build: Callable[[Any], Network], endpoints: tuple[str, ...] = (),
              endpoint_of: Callable[[str], str | None] | None = None,
-             warm_start: bool = False) -> None:
-  """Adds a network under `name` (an error if the name is taken)."""
+             warm_start: bool = False,
+             param_problems: Callable[[Any], list[str]] | None = None,
+             missing_hint: Callable[[Any, list[str], dict], str | None] | None = None) -> None:
+  """Adds a network under `name` (an error if the name is taken); see `NetworkSpec`."""
   if name in _REGISTRY:
     raise ValueError(f'a network named {name!r} is already registered')
-  _REGISTRY[name] = NetworkSpec(build, tuple(endpoints),
-                                endpoint_of or NetworkSpec.endpoint_of, warm_start)
+  defaults = NetworkSpec(build)
+  _REGISTRY[name] = NetworkSpec(build, tuple(endpoints), endpoint_of or defaults.endpoint_of,
+                                warm_start, param_problems or defaults.param_problems,
+                                missing_hint or defaults.missing_hint)
 
 
 def names() -> tuple[str, ...]:
@@ -88,4 +98,5 @@ register('c3d_small', lambda p: c3d_small.build(
 register('i3d', lambda p: i3d.build(
     p.num_classes, stream=p.stream, dropout_keep=p.dropout_keep, head=p.head,
     pretrained_classes=p.pretrained_classes),
-         endpoints=i3d.VARIABLE_ENDPOINTS, endpoint_of=i3d.endpoint_of, warm_start=True)
+         endpoints=i3d.VARIABLE_ENDPOINTS, endpoint_of=i3d.endpoint_of, warm_start=True,
+         param_problems=i3d.param_problems, missing_hint=i3d.missing_hint)

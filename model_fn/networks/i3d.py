@@ -89,6 +89,30 @@ def endpoint_of(variable_name: str) -> str | None:
   return None
 
 
+def param_problems(params) -> list[str]:
+  """What I3D cannot build from `params`: head=keep restores the checkpoint's Logits, so
+  num_classes must equal its classes."""
+  if params.head == 'keep' and params.warm_start_from and \
+      params.num_classes != params.pretrained_classes:
+    return [f'head=keep restores the checkpoint\'s Logits, which needs num_classes equal '
+            f'to its classes ({params.pretrained_classes}), got num_classes='
+            f'{params.num_classes}; use head=replace (a new {params.num_classes}-way '
+            'layer) or head=stack']
+  return []
+
+
+def missing_hint(params, missing: list[str], stored: dict) -> str | None:
+  """The flag that most likely changed when a checkpoint (`stored` names) lacks the
+  graph's variables `missing`: another --stream (its scope) or another --head."""
+  for stream in STREAMS:
+    if stream != params.stream and any(n.startswith(stream_scope(stream) + '/')
+                                       for n in stored):
+      return f'it was trained with --stream={stream}, now --stream={params.stream}'
+  if any(STACKED_HEAD in n for n in missing):
+    return f'it was trained without --head=stack (now --head={params.head})'
+  return None
+
+
 def _stream(stream: str) -> tuple[str, int]:
   if stream not in STREAMS:
     raise ValueError(f'stream={stream!r} is not one of {", ".join(STREAMS)}')

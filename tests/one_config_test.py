@@ -1,0 +1,106 @@
+"""Specification: one config, valid whenever it exists, and one way to train from Python.
+
+A `TrainParams` is checked when it is made, however it is made (directly,
+`dataclasses.replace`, `make_params`, a dict given to `build_estimator`), and every field
+says how a resume treats it. `towers.train_and_evaluate(dict(...))` gives the guarantees of
+`//towers:train`: it trains, records the learning settings, and stops a resume with other
+settings with the message the binary prints after `error:`.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from towers import ParamsError, TrainParams, build_estimator, train_and_evaluate
+from towers import params as params_lib
+from towers import preflight, resume_check, train_settings
+
+LIMIT = 300
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+for name in ('TF_CONFIG', 'SLURM_JOB_ID'):
+  ENV.pop(name, None)
+TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
+            num_towers=1, max_steps=2, save_checkpoints_steps=2, log_every_steps=1,
+            synthetic_train_examples=8, synthetic_eval_examples=4, eval_clips=1,
+            export_savedmodel=False)
+
+
+class OneConfigTest(tf.test.TestCase):
+
+  def test_a_trainparams_made_any_way_is_checked(self):
+    with self.assertRaisesRegex(ParamsError, 'batch_size must be positive, got -3'):
+      TrainParams(batch_size=-3)
+    with self.assertRaisesRegex(ParamsError, 'batch_size'):
+      build_estimator(TrainParams(batch_size=-3))
+    with self.assertRaisesRegex(ParamsError, "optimizer='adagrad' is not one of"):
+      dataclasses.replace(TrainParams(), optimizer='adagrad')
+    with self.assertRaisesRegex(ParamsError, 'lr_values must all be > 0'):
+      TrainParams(lr_schedule='constant', lr_values=(-1.0,))
+
+  def test_lists_become_tuples_so_params_stay_immutable(self):
+    params = TrainParams(lr_boundaries=[1, 2], lr_values=[0.1, 0.01, 0.001])
+    self.assertEqual(params.lr_values, (0.1, 0.01, 0.001))
+    self.assertEqual(hash(params), hash(dataclasses.replace(params)))
+
+  def test_network_checks_come_from_the_registry(self):
+    with self.assertRaisesRegex(ParamsError, "trainable_from='Mixed_4b' is not an endpoint of "
+                                'model=c3d_small'):
+      TrainParams(trainable_from='Mixed_4b')
+    with self.assertRaisesRegex(ParamsError, 'warm_start_from .* got model=c3d_small'):
+      TrainParams(warm_start_from='/nowhere')
+    with self.assertRaisesRegex(ParamsError, 'head=keep .* got num_classes=101'):
+      TrainParams(model='i3d', head='keep', warm_start_from='/nowhere', num_classes=101)
+
+  def test_every_field_declares_how_a_resume_treats_it(self):
+    kinds = (params_lib.STRUCTURE, params_lib.MUST_MATCH, params_lib.MAY_CHANGE)
+    for f in dataclasses.fields(TrainParams):
+      with self.subTest(f.name):
+        self.assertIn(f.metadata.get(params_lib.RESUME), kinds)
+    self.assertEqual(set(train_settings.FIELD_SETTINGS),
+                     set(params_lib.fields_by_resume(params_lib.STRUCTURE,
+                                                     params_lib.MUST_MATCH)))
+    self.assertEqual(set(train_settings.STRUCTURE_SETTINGS),
+                     set(params_lib.fields_by_resume(params_lib.STRUCTURE)))
+    self.assertIn('batch_size', train_settings.FIELD_SETTINGS)
+    self.assertNotIn('max_steps', train_settings.FIELD_SETTINGS)
+
+
+class OneWayToTrainTest(tf.test.TestCase):
+
+  def test_a_dict_trains_and_a_mismatched_resume_stops_as_the_binary_does(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    metrics = train_and_evaluate(dict(TINY, model_dir=model_dir))
+    self.assertEqual(int(metrics['global_step']), 2)
+    with open(os.path.join(model_dir, train_settings.RECORD_FILE)) as f:
+      self.assertEqual(json.load(f)['settings']['batch_size'], 2)
+
+    changed = dict(TINY, model_dir=model_dir, max_steps=4, batch_size=1)
+    with self.assertRaises(preflight.PreflightError) as stopped:
+      train_and_evaluate(changed)
+    message = str(stopped.exception)
+    self.assertIn('was trained with --batch_size=2, now --batch_size=1', message)
+
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', *(f'--{k}={v}' for k, v in changed.items())],
+        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    self.assertIn(f'error: {message}\n', done.stderr)
+    self.assertEqual(tf.train.latest_checkpoint(model_dir).rsplit('-', 1)[1], '2')
+
+  def test_a_resume_with_another_structure_names_the_flag(self):
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    train_and_evaluate(dict(TINY, model_dir=model_dir))
+    found = resume_check.problems(params_lib.make_params(TINY, model_dir=model_dir,
+                                                         num_classes=4))
+    self.assertLen(found, 1)
+    self.assertIn('--num_classes=3, now --num_classes=4', found[0])
+
+
+if __name__ == '__main__':
+  tf.test.main()
