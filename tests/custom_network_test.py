@@ -44,12 +44,12 @@ class ReadmeExampleTest(tf.test.TestCase):
   def test_readme_example_trains_evaluates_and_exports(self):
     namespace = {'__name__': 'readme_example'}
     exec(compile(readme_example(), README, 'exec'), namespace)  # pylint: disable=exec-used
-    params, metrics = namespace['params'], namespace['metrics']
-    self.addCleanup(shutil.rmtree, params.model_dir, True)
+    model_dir, metrics = namespace['params']['model_dir'], namespace['metrics']
+    self.addCleanup(shutil.rmtree, model_dir, True)
     self.assertEqual(metrics['global_step'], 60)
     for key in ('accuracy/top_1', 'accuracy/top_5', 'accuracy/mean_per_class', 'loss'):
       self.assertIn(key, metrics)
-    checkpoint = tf.train.latest_checkpoint(params.model_dir)
+    checkpoint = tf.train.latest_checkpoint(model_dir)
     names = dict(tf.train.list_variables(checkpoint))
     # One set of variables, named as in a one-tower graph.
     self.assertFalse([n for n in names if n.startswith('tower_')])
@@ -60,7 +60,7 @@ class ReadmeExampleTest(tf.test.TestCase):
     moving_variance = tf.train.load_variable(checkpoint, 'my_net/bn2/moving_variance')
     self.assertGreater(abs(moving_mean).max(), 1e-3)
     self.assertGreater(abs(moving_variance - 1.0).max(), 1e-3)
-    self.assertTrue(os.listdir(os.path.join(params.model_dir, 'export', 'best')))
+    self.assertTrue(os.listdir(os.path.join(model_dir, 'export', 'best')))
 
 
 class RefusedNetworksTest(tf.test.TestCase):

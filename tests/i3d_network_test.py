@@ -110,7 +110,8 @@ class I3dNamesTest(tf.test.TestCase):
 
   def test_stack_head_variables(self):
     params = params_lib.make_params(model='i3d', num_classes=7, head='stack',
-                                    pretrained_classes=400, stream='flow')
+                                    pretrained_classes=400, stream='flow',
+                                    data_source='tfrecord')
     with tf.Graph().as_default():
       logits = build_network(params)(tf1.placeholder(tf.float32, [1, 8, 32, 32, 2]),
                                      layers.TowerContext())
