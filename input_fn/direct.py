@@ -57,7 +57,7 @@ class VideoSource:
 
   def __init__(self, params: Any):
     self.kind = params.data_source
-    self.stream = getattr(params, 'stream', 'rgb')
+    self.stream = params.stream
     self.short_side = params.frame_short_side
     root = params.data_dir
     split_dir = ucf101.find_dir(root, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
@@ -127,11 +127,13 @@ class VideoSource:
       folders = [info.path if info and os.path.isdir(info.path) else (
           ucf101.find_child(self.frames_dir, entry.name) or
           os.path.join(self.frames_dir or '', entry.name))]
+    counts = []
     for folder in folders:
-      _, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+      count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
       if reason:
         return reason
-    return None
+      counts.append(count)
+    return _uv_mismatch(counts) if self.stream == 'flow' else None
 
   def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
     """`load` for the flow stream: u and v planes stacked on the last axis."""
@@ -143,12 +145,23 @@ class VideoSource:
       if reason:
         raise IOError(f'{reason}: run //input_fn:extract_flow')
       counts.append(count)
-    indices = choose(min(counts))
+    mismatch = _uv_mismatch(counts)
+    if mismatch:
+      raise IOError(mismatch)
+    indices = choose(counts[0])
     planes = [np.stack([flow.resize_codes(f, self.short_side) for f in
                         ucf101.read_frames(folder, indices.reshape(-1), grayscale=True)])
               for folder in folders]
     frames = np.stack(planes, axis=-1)
     return frames.reshape(indices.shape + frames.shape[1:])
+
+
+def _uv_mismatch(counts: list[int]) -> str | None:
+  """Why u and v planes of `counts` frames cannot pair up (never cut to the shorter)."""
+  if len(set(counts)) > 1:
+    return (f'u/v length mismatch: u has {counts[0]} frames, v {counts[1]}: extract its flow '
+            'again (//input_fn:extract_flow)')
+  return None
 
 
 def readable_videos(params: Any, subset: str) -> tuple[int, int, list[str]]:
@@ -229,7 +242,7 @@ def input_fn(mode: str, params: Any,
     dataset = dataset.batch(pipeline.replica_batch_size(params, True, input_context),
                             drop_remainder=True)
   else:
-    M = getattr(params, 'eval_crops', 1)
+    M = params.eval_crops
     K = params.eval_clips * M  # views per video
 
     def prepare_clips(clips, label, index):

@@ -466,7 +466,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
   listed = dict(manifest.shard_paths(params.data_dir, 'train' if training else 'test'))
   files, shard_records = shard_files(list(listed), num_shards, shard_index)
   T, S = params.clip_frames, params.crop_size
-  stream = getattr(params, 'stream', 'rgb')
+  stream = params.stream
 
   dataset = tf.data.Dataset.from_tensor_slices(
       (files, tf.constant([listed[f] for f in files], tf.int64)))
@@ -501,7 +501,7 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
       return features, label
     dataset = dataset.map(features_labels, num_parallel_calls=threads)
   else:
-    M = getattr(params, 'eval_crops', 1)
+    M = params.eval_crops
     K = params.eval_clips * M  # views per video
     dataset = dataset.map(
         lambda i, record: (i,) + eval_clips(record, T, S, params.eval_clips,

@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import factory, flow, make_synthetic_ucf101, pipeline, prepare, ucf101
+from input_fn import direct, factory, flow, make_synthetic_ucf101, pipeline, prepare, ucf101
 from towers import params as params_lib
 from towers import preflight
 
@@ -136,6 +136,19 @@ class FlowInputTest(tf.test.TestCase):
 
   def test_direct_frames_route_gives_the_same_clips(self):
     self.check_train_clips(self.clips(self.direct_params(), TRAIN, 10))
+
+  def test_direct_route_never_cuts_u_and_v_of_different_lengths(self):
+    data = os.path.join(self.create_tempdir().full_path, 'ucf')
+    shutil.copytree(self.data, data)
+    split = ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), 1)
+    uneven = split.train[1]
+    v_folder = os.path.join(data, ucf101.FLOW_DIR_NAME, 'v', uneven.name)
+    os.remove(os.path.join(v_folder, sorted(os.listdir(v_folder))[-1]))
+    source = direct.VideoSource(self.params(data_source='frames', data_dir=data,
+                                            frame_short_side=0))
+    self.assertIn(f'u/v length mismatch: u has {FLOW_FRAMES} frames, v {FLOW_FRAMES - 1}',
+                  source.problem(uneven))
+    self.assertIsNone(source.problem(split.train[2]))
 
   def test_eval_clips_are_centre_crops_never_flipped(self):
     for params in (self.params(), self.direct_params()):

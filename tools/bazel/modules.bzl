@@ -694,6 +694,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
     ],
     "flow_input_test": [
+        "//input_fn:direct",
         "//input_fn:factory",
         "//input_fn:flow",
         "//input_fn:make_synthetic_ucf101_lib",
