@@ -169,16 +169,18 @@ class FlowInputTest(tf.test.TestCase):
 
   # --- What stops before training ----------------------------------------------------------
 
-  def test_stream_flow_without_flow_data_stops_in_preflight_saying_what_to_run(self):
+  def test_stream_flow_without_flow_data_stops_before_training_saying_what_to_run(self):
     rgb_tfr = os.path.join(self.root, 'rgb_tfr')
     os.makedirs(rgb_tfr, exist_ok=True)
     with open(os.path.join(rgb_tfr, 'train.manifest.json'), 'w') as f:
       json.dump({'source': 'videos'}, f)
     no_flow = os.path.join(self.root, 'no_flow')
     os.makedirs(no_flow, exist_ok=True)
+    # Sources that give RGB clips: refused when the params are made, before any file is read.
+    for values in (dict(data_source='videos', data_dir=self.data), dict(data_source='synthetic')):
+      with self.assertRaisesRegex(params_lib.ParamsError, '//input_fn:extract_flow'):
+        self.params(**values)
     cases = [
-        (self.params(data_source='videos', data_dir=self.data), '//input_fn:extract_flow'),
-        (self.params(data_source='synthetic'), '//input_fn:extract_flow'),
         (self.params(data_source='frames', data_dir=no_flow),
          f'extract_flow -- --data_dir={no_flow}'),
         (self.params(data_dir=rgb_tfr), 'holds RGB records .* --source=flow'),
