@@ -991,4 +991,5 @@ def py_tests(tests):
     for name, attrs in tests.items():
         attrs = dict(attrs)
         extra = attrs.pop("extra_deps", [])
-        native.py_test(name = name, srcs = [name + ".py"], deps = TEST_DEPS[name] + extra, **attrs)
+        deps = TEST_DEPS[name] + [d for d in extra if d not in TEST_DEPS[name]]
+        native.py_test(name = name, srcs = [name + ".py"], deps = deps, **attrs)
