@@ -413,7 +413,17 @@ def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass
 
   zero = tf.constant(0, tf.int64)
   dataset = dataset.scan((zero, zero, zero), step)
-  return dataset.filter(lambda ok, *rest: ok).map(lambda ok, *rest: rest)
+  return dataset.filter(_is_ok).map(_without_ok)
+
+
+def _is_ok(ok: tf.Tensor, *rest: tf.Tensor) -> tf.Tensor:
+  del rest
+  return ok
+
+
+def _without_ok(ok: tf.Tensor, *rest: tf.Tensor) -> tuple[tf.Tensor, ...]:
+  del ok
+  return rest
 
 
 # --- The input_fn --------------------------------------------------------------------------
