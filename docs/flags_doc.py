@@ -70,7 +70,7 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
     module_globals = runpy.run_module(binary.module, run_name='__main__', alter_sys=False)
   except ImportError as e:
     raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}); add '
-                        f'{binary.label} to the deps of //docs:flags_doc_lib') from e
+                        f'{binary.label} to PROGRAMS in tools/bazel/py_rules.bzl') from e
   finally:
     cli.define_flags, cli.run = real_define, real_run
   if not recorded:

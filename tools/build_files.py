@@ -3,9 +3,10 @@
     bazel run //tools:build_files            # rewrite tools/bazel/modules.bzl
     bazel run //tools:build_files -- --check # exit 1 when it is stale
 
-Each package's BUILD calls `py_modules()` (from modules.bzl): one `py_library` per module,
-named after it (`__init__.py` after the package directory; a module that runs as a program,
-`if __name__ == '__main__':`, as `<name>_lib`, beside the py_binary its BUILD declares).
+Each package's BUILD calls `py_modules()` (tools/bazel/py_rules.bzl, which reads this data):
+one `py_library` per module, named after it (`__init__.py` after the package directory; a
+module that runs as a program, `if __name__ == '__main__':`, as `<name>_lib`, beside the
+py_binary its BUILD declares).
 A module's deps are the project modules it imports, at any depth (imports inside functions
 count), and those it names by a dotted string (`python -m towers.train`). Test files
 (`tests/*_test.py`) get their deps in TEST_DEPS; tests/BUILD keeps their size, tags and data.
@@ -128,7 +129,7 @@ def render(modules: dict[str, dict]) -> str:
   lines += ['}', '', 'TEST_DEPS = {']
   for name in sorted(tests):
     lines.append(f'    "{name}": {_list(tests[name], 4)},')
-  lines += ['}', '', MACRO]
+  lines += ['}', '']
   return '\n'.join(lines)
 
 
@@ -139,38 +140,6 @@ def _list(items: list[str], indent: int) -> str:
   return '[\n' + ''.join(f'{pad}"{i}",\n' for i in items) + ' ' * indent + ']'
 
 
-MACRO = '''def py_modules(data = {}):
-    """One py_library per module of this package (a program's module: `<name>_lib`).
-
-    data: module name -> its data files. The programs' py_binary targets are written by hand.
-    """
-    package = native.package_name()
-    default_name = package.split("/")[-1]
-    native.filegroup(
-        name = "py_files",  # every module, listed or not: for the specs that read the sources
-        srcs = native.glob(["*.py"]),
-        visibility = ["//visibility:public"],
-    )
-    for filename, program, deps in MODULES.get(package, []):
-        stem = filename[:-len(".py")]
-        name = default_name if stem == "__init__" else stem
-        native.py_library(
-            name = name + "_lib" if program else name,
-            srcs = [filename],
-            deps = deps,
-            data = data.get(name, []),
-            visibility = ["//visibility:public"],
-        )
-
-def py_tests(tests):
-    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS
-    plus `extra_deps` for modules a spec runs without importing them."""
-    for name, attrs in tests.items():
-        attrs = dict(attrs)
-        extra = attrs.pop("extra_deps", [])
-        deps = TEST_DEPS[name] + [d for d in extra if d not in TEST_DEPS[name]]
-        native.py_test(name = name, srcs = [name + ".py"], deps = deps, **attrs)
-'''
 
 
 def main(argv: list[str]) -> int:

@@ -961,35 +961,3 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
 }
-
-def py_modules(data = {}):
-    """One py_library per module of this package (a program's module: `<name>_lib`).
-
-    data: module name -> its data files. The programs' py_binary targets are written by hand.
-    """
-    package = native.package_name()
-    default_name = package.split("/")[-1]
-    native.filegroup(
-        name = "py_files",  # every module, listed or not: for the specs that read the sources
-        srcs = native.glob(["*.py"]),
-        visibility = ["//visibility:public"],
-    )
-    for filename, program, deps in MODULES.get(package, []):
-        stem = filename[:-len(".py")]
-        name = default_name if stem == "__init__" else stem
-        native.py_library(
-            name = name + "_lib" if program else name,
-            srcs = [filename],
-            deps = deps,
-            data = data.get(name, []),
-            visibility = ["//visibility:public"],
-        )
-
-def py_tests(tests):
-    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS
-    plus `extra_deps` for modules a spec runs without importing them."""
-    for name, attrs in tests.items():
-        attrs = dict(attrs)
-        extra = attrs.pop("extra_deps", [])
-        deps = TEST_DEPS[name] + [d for d in extra if d not in TEST_DEPS[name]]
-        native.py_test(name = name, srcs = [name + ".py"], deps = deps, **attrs)

@@ -1,0 +1,55 @@
+"""The rules every package's BUILD uses; the data they read is generated into modules.bzl."""
+
+load("//tools/bazel:modules.bzl", "MODULES", "TEST_DEPS")
+
+# Every program a user runs with `bazel run`: docs/flags.md documents each one
+# (//docs:flags_doc) and console_test starts each one.
+PROGRAMS = [
+    "//benchmarks:cluster_emulator",
+    "//benchmarks:cluster_peers",
+    "//benchmarks:cluster_traffic",
+    "//benchmarks:i3d_memory",
+    "//benchmarks:input_benchmark",
+    "//benchmarks:scaling_model",
+    "//benchmarks:time_to_accuracy",
+    "//benchmarks:towers_benchmark",
+    "//input_fn:extract_flow",
+    "//input_fn:make_synthetic_ucf101",
+    "//input_fn:prepare",
+    "//towers:classify",
+    "//towers:evaluate_two_stream",
+    "//towers:train",
+    "//towers/cluster:local_cluster",
+]
+
+def py_modules(data = {}):
+    """One py_library per module of this package (a program's module: `<name>_lib`).
+
+    data: module name -> its data files. The programs' py_binary targets are written by hand.
+    """
+    package = native.package_name()
+    default_name = package.split("/")[-1]
+    native.filegroup(
+        name = "py_files",  # every module, listed or not: for the specs that read the sources
+        srcs = native.glob(["*.py"]),
+        visibility = ["//visibility:public"],
+    )
+    for filename, program, deps in MODULES.get(package, []):
+        stem = filename[:-len(".py")]
+        name = default_name if stem == "__init__" else stem
+        native.py_library(
+            name = name + "_lib" if program else name,
+            srcs = [filename],
+            deps = deps,
+            data = data.get(name, []),
+            visibility = ["//visibility:public"],
+        )
+
+def py_tests(tests):
+    """One py_test per entry of `tests` (name -> size, tags, data...), deps from TEST_DEPS
+    plus `extra_deps` for modules a spec runs without importing them."""
+    for name, attrs in tests.items():
+        attrs = dict(attrs)
+        extra = attrs.pop("extra_deps", [])
+        deps = TEST_DEPS[name] + [d for d in extra if d not in TEST_DEPS[name]]
+        native.py_test(name = name, srcs = [name + ".py"], deps = deps, **attrs)
