@@ -90,7 +90,7 @@ class Measurement:
 
 def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, str]:
   """Synthetic UCF101 at 320x240 with frame folders, and its prepared TFRecords."""
-  from input_fn import make_synthetic_ucf101, prepare
+  from data_tools import make_synthetic_ucf101, prepare
   data = os.path.join(root, 'ucf')
   out = os.path.join(root, 'tfrecords')
   # Frame folders at the short side 256 of jpegs_256, like jpegs_256.
@@ -331,7 +331,8 @@ def make_flow_records(root: str, tfrecords: str, data: str) -> str:
   prepared RGB frames (see the module docstring), written as tvl1_flow/ and prepared with
   --source=flow. Returns the records' directory."""
   import tensorflow as tf
-  from input_fn import flow, prepare, records, ucf101
+  from data_tools import prepare
+  from input_fn import flow, records, ucf101
   for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
     for raw in tf.data.TFRecordDataset(path):
       parsed = records.parse(raw)

@@ -1,7 +1,7 @@
 """The one progress-line format of the project: done/total, percentage, rates and ETA.
 
 Used by training (`model_fn/training_hooks.ProgressHook`: steps) and, through `Progress`,
-by the data tools (`input_fn/prepare`, `input_fn/extract_flow`: videos), so every long job
+by the data tools (`data_tools/prepare`, `data_tools/extract_flow`: videos), so every long job
 reads the same way:
 
     step 300/1200 (25%)  loss 1.2345  150.2 examples/s  9.39 steps/s  ETA 1m36s

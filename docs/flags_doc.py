@@ -27,7 +27,7 @@ OUTPUT = 'docs/flags.md'
 # Packages whose binaries the page documents, with the concern each one serves.
 CONCERNS = (
     ('towers', 'Training and evaluation'),
-    ('input_fn', 'Data preparation'),
+    ('data_tools', 'Data preparation'),
     ('towers/cluster', 'Clusters'),
     ('benchmarks', 'Benchmarks'),
 )

@@ -8,7 +8,7 @@ OpenCV work); this is the slow route: prepare TFRecords for real training.
 data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi`, frames resized so the short side is
 params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` (with
 `<data_dir>/rgb.txt` when present for the claimed counts), same resizing rule. With
-params.stream='flow', 'frames' reads the TV-L1 flow of //input_fn:extract_flow instead:
+params.stream='flow', 'frames' reads the TV-L1 flow of //data_tools:extract_flow instead:
 `<data_dir>/tvl1_flow/{u,v}/<video>/frame%06d.jpg` (or the rows of `<data_dir>/flow.txt`),
 2-channel clips (u, v), resized with their displacements (`flow.resize_codes`).
 Split files: `<data_dir>/ucfTrainTestlist/` or `<data_dir>`. Bad videos are skipped and
@@ -143,7 +143,7 @@ class VideoSource:
     for folder in folders:
       count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
       if reason:
-        raise IOError(f'{reason}: run //input_fn:extract_flow')
+        raise IOError(f'{reason}: run //data_tools:extract_flow')
       counts.append(count)
     mismatch = _uv_mismatch(counts)
     if mismatch:
@@ -160,7 +160,7 @@ def _uv_mismatch(counts: list[int]) -> str | None:
   """Why u and v planes of `counts` frames cannot pair up (never cut to the shorter)."""
   if len(set(counts)) > 1:
     return (f'u/v length mismatch: u has {counts[0]} frames, v {counts[1]}: extract its flow '
-            'again (//input_fn:extract_flow)')
+            'again (//data_tools:extract_flow)')
   return None
 
 

@@ -43,8 +43,8 @@ def stream_data_problem(params: Any) -> str | None:
   TrainParams: a source that cannot give flow at all is refused when it is made), saying
   what to run; None when they can (or when data_dir does not exist: reported elsewhere)."""
   stream, source, data_dir = params.stream, params.data_source, params.data_dir
-  extract = ('bazel run //input_fn:extract_flow -- --data_dir=<UCF101 root holding UCF-101/>')
-  prepare = ('bazel run //input_fn:prepare -- --source=flow --data_dir=<UCF101 root holding '
+  extract = ('bazel run //data_tools:extract_flow -- --data_dir=<UCF101 root holding UCF-101/>')
+  prepare = ('bazel run //data_tools:prepare -- --source=flow --data_dir=<UCF101 root holding '
              'tvl1_flow/> --out=<new directory>')
   if not data_dir or not os.path.isdir(data_dir):
     return None
@@ -52,7 +52,7 @@ def stream_data_problem(params: Any) -> str | None:
     flow_dir = os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
     if not all(os.path.isdir(os.path.join(flow_dir, c)) for c in ('u', 'v')):
       return (f'stream=flow with data_source=frames reads {flow_dir}/u and /v, which are '
-              f'not there: run `bazel run //input_fn:extract_flow -- --data_dir={data_dir}`')
+              f'not there: run `bazel run //data_tools:extract_flow -- --data_dir={data_dir}`')
   if source == 'tfrecord':
     prepared = _manifest_source(data_dir)
     if stream == 'flow' and prepared not in (None, 'flow'):

@@ -1,6 +1,6 @@
 """The table of contents of a prepared directory: exactly one dataset per directory.
 
-`//input_fn:prepare --out=DIR` writes, per subset (train, test), `DIR/<subset>.manifest.json`:
+`//data_tools:prepare --out=DIR` writes, per subset (train, test), `DIR/<subset>.manifest.json`:
 
   format_version  2 (version 1 manifests, without identity, still read by the pipeline)
   kind            what the records hold: 'rgb' (JPEG frames) or 'flow' (u and v JPEGs)
@@ -8,7 +8,7 @@
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
                    'flow_dir', 'flow_list'}: the resolved paths they were read from
   split, short_side, jpeg_quality, videos_per_shard   the settings
-  layout          frames/flow: the file layout read (`input_fn/layouts.py`); '' for videos
+  layout          frames/flow: the file layout read (`data_tools/layouts.py`); '' for videos
   subset, num_listed (lines of the subset's split list: every video it names, whatever
   became of it), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
@@ -131,13 +131,13 @@ def read(directory: str, subset: str) -> dict[str, Any]:
   path = manifest_path(directory, subset)
   manifest = json_files.load_object(path)
   if manifest is None and os.path.exists(path):
-    raise ManifestError(f'{path} is damaged (not a JSON object): rerun //input_fn:prepare '
+    raise ManifestError(f'{path} is damaged (not a JSON object): rerun //data_tools:prepare '
                         f'with --out={directory} to write it again')
   if manifest is None:
     raise ManifestError(f'{path} is missing or unreadable: {directory} holds no prepared '
-                        f'{subset} data; run //input_fn:prepare with --out={directory}')
+                        f'{subset} data; run //data_tools:prepare with --out={directory}')
   if not isinstance(manifest.get('shards'), list):
-    raise ManifestError(f'{path} is damaged (no list of shards): rerun //input_fn:prepare '
+    raise ManifestError(f'{path} is damaged (no list of shards): rerun //data_tools:prepare '
                         f'with --out={directory} to write it again')
   return manifest
 
@@ -151,10 +151,10 @@ def shard_paths(directory: str, subset: str) -> list[tuple[str, int]]:
   if missing:
     raise ManifestError(f'{len(missing)} of the {len(rows)} {subset} shards listed in '
                         f'{manifest_path(directory, subset)} are missing (first: {missing[0]}); '
-                        f'rerun //input_fn:prepare with --out={directory} to rewrite them')
+                        f'rerun //data_tools:prepare with --out={directory} to rewrite them')
   if not rows:
     raise ManifestError(f'{manifest_path(directory, subset)} lists no shard: rerun '
-                        f'//input_fn:prepare with --out={directory}')
+                        f'//data_tools:prepare with --out={directory}')
   return rows
 
 

@@ -398,7 +398,7 @@ def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass
         message=f'{NO_READABLE_RECORD}: none of the {records_per_pass} {what.split()[0]} '
                 f'records could be read in two passes over the {what} (every one is damaged: '
                 'corrupt record, undecodable JPEG, no frames or label out of range); prepare '
-                'the data again (//input_fn:prepare, same flags)')
+                'the data again (//data_tools:prepare, same flags)')
 
     def report():
       log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,

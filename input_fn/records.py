@@ -1,4 +1,4 @@
-"""The TFRecord schema written by `//input_fn:prepare`: one `tf.train.Example` per video.
+"""The TFRecord schema written by `//data_tools:prepare`: one `tf.train.Example` per video.
 
 Features:
   `frames`      bytes list, one JPEG (RGB, 3 channels) per frame, in time order; empty in

@@ -9,7 +9,7 @@ Formats (all text files may have CRLF line endings; blank lines are ignored):
 * Frame folders: `jpegs_256/<video>/frame000001.jpg` (1-based, `%06d`) with the info list
   `rgb.txt`, rows `"<video> <path> <nframes> <label0>"` (label 0-based). Real folders may hold
   1-3 frames fewer than `nframes` says; that is tolerated (the frames on disk are used).
-  Other file names (`img_%05d.jpg`, ...) via `pattern=` (`input_fn/layouts.py`).
+  Other file names (`img_%05d.jpg`, ...) via `pattern=` (`data_tools/layouts.py`).
 * Optical flow: `tvl1_flow/{u,v}/<video>/frame%06d.jpg`, one grayscale JPEG per channel.
 
 Names are matched case-insensitively everywhere: the official lists spell
@@ -37,7 +37,7 @@ SPLIT_DIR_NAMES = ('ucfTrainTestlist', '')
 VIDEO_DIR_NAMES = ('UCF-101', 'UCF101', '')
 FRAMES_DIR_NAMES = ('jpegs_256', '')
 FRAME_LIST_NAME = 'rgb.txt'
-FLOW_DIR_NAME = 'tvl1_flow'  # //input_fn:extract_flow's output under the UCF101 root
+FLOW_DIR_NAME = 'tvl1_flow'  # //data_tools:extract_flow's output under the UCF101 root
 FLOW_LIST_NAME = 'flow.txt'  # I3D_Finetune's flow list: name path-with-{:s} nframes label0
 FRAME_PATTERN = 'frame%06d.jpg'
 FRAME_RE = re.compile(r'^frame(\d{6})\.jpg$', re.IGNORECASE)

@@ -58,7 +58,7 @@ class EvalCoverageHook(tf1.train.SessionRunHook):
       raise EvalCoverageError(f'{line}: --strict_eval refuses metrics of part of the eval '
                               'set; the input_fn warnings count the damaged records, the '
                               'test manifest the videos prepare skipped: fix those and '
-                              'prepare the data again (//input_fn:prepare, same flags)')
+                              'prepare the data again (//data_tools:prepare, same flags)')
     else:
       logging.warning('%s: the metrics cover only these; %d were lost (videos prepare or the '
                       'input_fn skipped, damaged records: see the test manifest and the '

@@ -23,7 +23,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, make_synthetic_ucf101, pipeline, prepare, records, ucf101
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import direct, pipeline, records, ucf101
 from input_fn import video_io
 from towers import classifier, export_info, two_stream
 from towers import params as params_lib
@@ -134,7 +136,7 @@ class ClassifyTest(tf.test.TestCase):
         self.assertGreater(close.mean(), 0.93, (folder, crops))  # a clip 1 frame off: < 0.85
 
   def test_flow_is_computed_as_the_training_flow_was_extracted(self):
-    """On the fly, the flow model's clips hold the codes //input_fn:extract_flow wrote for
+    """On the fly, the flow model's clips hold the codes //data_tools:extract_flow wrote for
     the same frame pairs (up to its JPEG rounding), with the export's TV-L1 settings."""
     stream = classifier.load_stream(self.model('flow'))
     for video in self.test_videos[:4]:

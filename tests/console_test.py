@@ -82,7 +82,7 @@ class TrainingOutputTest(absltest.TestCase):
 # Every program a user starts (its py_binary's main module).
 BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.classify',
             'towers.cluster.local_cluster',
-            'input_fn.prepare', 'input_fn.make_synthetic_ucf101', 'input_fn.extract_flow',
+            'data_tools.prepare', 'data_tools.make_synthetic_ucf101', 'data_tools.extract_flow',
             'benchmarks.towers_benchmark', 'benchmarks.input_benchmark',
             'benchmarks.time_to_accuracy', 'benchmarks.scaling_model',
             'benchmarks.cluster_traffic', 'benchmarks.i3d_memory',

@@ -16,7 +16,9 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, manifest, pipeline, prepare
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import manifest, pipeline
 from model_fn.eval_coverage import EvalCoverageError
 from towers import build_estimator, inputs
 from towers.params import make_params

@@ -1,5 +1,5 @@
-"""Specification: the data tools (//input_fn:prepare, //input_fn:extract_flow,
-//input_fn:make_synthetic_ucf101) as a new user meets them, run as real processes.
+"""Specification: the data tools (//data_tools:prepare, //data_tools:extract_flow,
+//data_tools:make_synthetic_ucf101) as a new user meets them, run as real processes.
 
 * What the user names wins over what is discovered, and the manifest says what was read:
   `--frames_dir` / `--flow_dir` beat the lists found in data_dir; extract_flow writes only
@@ -33,7 +33,9 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import extract_flow, flow, make_synthetic_ucf101, manifest, records, ucf101
+from data_tools import extract_flow, make_synthetic_ucf101
+
+from input_fn import flow, manifest, records, ucf101
 
 LIMIT = 300  # seconds for one process
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
@@ -50,7 +52,7 @@ def run(module: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def prepare(data: str, out: str, *args: str) -> subprocess.CompletedProcess:
-  return run('input_fn.prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
+  return run('data_tools.prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
              *args)
 
 
@@ -176,13 +178,13 @@ class DataToolsTest(tf.test.TestCase):
     """extract_flow into the default --out, then with other TV-L1 settings (refused), then
     as the refusal suggests: another --out, and the prepare it suggests for that."""
     data = os.path.join(cls.root, 'videos')
-    first = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     lists = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     other = ['--short_side=0', '--tvl1_scales=2', '--tvl1_warps=2', '--tvl1_epsilon=0.1']
-    refused = run('input_fn.extract_flow', f'--data_dir={data}', *other)
+    refused = run('data_tools.extract_flow', f'--data_dir={data}', *other)
     flow_b = os.path.join(data, 'flowB')
-    second = run('input_fn.extract_flow', f'--data_dir={data}', f'--out={flow_b}', *other)
+    second = run('data_tools.extract_flow', f'--data_dir={data}', f'--out={flow_b}', *other)
     after = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     out = os.path.join(cls.root, 'out_flow_b')
@@ -197,12 +199,12 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    first = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     videos = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1')
     shutil.copy(os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g05_c01.avi'),
                 os.path.join(videos, REPLACED + '.avi'))
-    second = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
-    third = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    second = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    third = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'first': first, 'second': second, 'third': third,
             'flow': os.path.join(data, ucf101.FLOW_DIR_NAME)}
 
@@ -212,15 +214,15 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     path = os.path.join(data, ucf101.FLOW_DIR_NAME, extract_flow.MANIFEST)
     refused = {}
     for name, text in (('invalid', '{"settings": '), ('empty', '{}'), ('list', '[1, 2]')):
       with open(path, 'w') as f:
         f.write(text)
-      refused[name] = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+      refused[name] = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     os.remove(path)  # as the line says
-    again = run('input_fn.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    again = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'refused': refused, 'again': again}
 
   @classmethod
@@ -264,7 +266,7 @@ class DataToolsTest(tf.test.TestCase):
     self.assertIn('use another --out (and give it to prepare as --flow_dir)',
                   one_line(runs['refused']))
     self.assertEqual(runs['second'].returncode, 0, runs['second'].stderr)
-    self.assertIn(f'//input_fn:prepare --source=flow --flow_dir={runs["flow_b"]}',
+    self.assertIn(f'//data_tools:prepare --source=flow --flow_dir={runs["flow_b"]}',
                   runs['second'].stdout)
     # Only flowB's own list is new; the lists of the first extraction and data_dir's are
     # byte for byte what they were.
@@ -294,7 +296,7 @@ class DataToolsTest(tf.test.TestCase):
         '--short_side=-8': '--short_side must be >= 0'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flag: run('input_fn.extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
+          lambda flag: run('data_tools.extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
           cases)))
     for flag, expected in cases.items():
       line = one_line(results[flag])
@@ -315,7 +317,7 @@ class DataToolsTest(tf.test.TestCase):
              ('--write_flow', '--min_frames=1'): '--write_flow needs --min_frames >= 2'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flags: run('input_fn.make_synthetic_ucf101', f'--out={out}', *flags), cases)))
+          lambda flags: run('data_tools.make_synthetic_ucf101', f'--out={out}', *flags), cases)))
     for flags, expected in cases.items():
       self.assertIn(expected, one_line(results[flags]), flags)
     self.assertFalse(os.path.exists(out))
@@ -451,7 +453,7 @@ class DataToolsTest(tf.test.TestCase):
       with open(manifest.manifest_path(out, 'test'), 'w') as f:
         f.write(text)
       with self.assertRaisesRegex(manifest.ManifestError,
-                                  r'test.manifest.json is damaged .*rerun //input_fn:prepare'):
+                                  r'test.manifest.json is damaged .*rerun //data_tools:prepare'):
         manifest.read(out, 'test')
 
 

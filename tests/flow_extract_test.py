@@ -1,5 +1,5 @@
 """TV-L1 flow extraction: the motion it recovers, its 8-bit coding and layout, and the
-//input_fn:extract_flow tool (processes, canonical names, bad videos, resumption, settings).
+//data_tools:extract_flow tool (processes, canonical names, bad videos, resumption, settings).
 
 Frames are tiny (at most 40x32) and the solver runs with coarse settings, so the whole spec
 takes seconds of TV-L1.
@@ -13,7 +13,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import extract_flow, flow, make_synthetic_ucf101, ucf101
+from data_tools import extract_flow, make_synthetic_ucf101
+
+from input_fn import flow, ucf101
 
 FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
 

@@ -15,7 +15,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, factory, flow, make_synthetic_ucf101, pipeline, prepare, ucf101
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import direct, factory, flow, pipeline, ucf101
 from towers import params as params_lib
 from towers import preflight
 
@@ -95,7 +97,7 @@ class FlowInputTest(tf.test.TestCase):
     self.assertEqual(train['num_records'], train['num_listed'] - 1)
     self.assertEqual(train['skipped_by_kind'], {'missing flow folder': 1})
     self.assertIn(self.missing, train['skipped'][0]['reason'])
-    self.assertIn('run //input_fn:extract_flow', train['skipped'][0]['reason'])
+    self.assertIn('run //data_tools:extract_flow', train['skipped'][0]['reason'])
     self.assertEqual(test['num_records'], test['num_listed'])
 
   def test_prepare_uses_the_rows_of_flow_txt_when_given(self):
@@ -178,7 +180,7 @@ class FlowInputTest(tf.test.TestCase):
     os.makedirs(no_flow, exist_ok=True)
     # Sources that give RGB clips: refused when the params are made, before any file is read.
     for values in (dict(data_source='videos', data_dir=self.data), dict(data_source='synthetic')):
-      with self.assertRaisesRegex(params_lib.ParamsError, '//input_fn:extract_flow'):
+      with self.assertRaisesRegex(params_lib.ParamsError, '//data_tools:extract_flow'):
         self.params(**values)
     cases = [
         (self.params(data_source='frames', data_dir=no_flow),

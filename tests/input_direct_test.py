@@ -8,7 +8,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import factory, make_synthetic_ucf101
+from data_tools import make_synthetic_ucf101
+
+from input_fn import factory
 from towers import params as params_lib
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL

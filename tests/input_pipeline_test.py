@@ -11,7 +11,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, factory, make_synthetic_ucf101, manifest, pipeline, prepare
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import direct, factory, manifest, pipeline
 from input_fn import records
 from input_fn import video_io
 from towers import params as params_lib

@@ -1,7 +1,8 @@
 """Specifies the project's layers from its source: imports point down and never in a circle.
 
 Layers, bottom first: `command_line` (the command-line convention, no TensorFlow, no project
-imports); `model_fn` and `input_fn` (the library: never import `towers`); `towers.cluster`
+imports); `model_fn` and `input_fn` (the library: never import `towers` or the data tools);
+`data_tools` (programs that make and prepare datasets: never import `towers`); `towers.cluster`
 (roles and cluster processes: never imports the rest of `towers`); `towers`; `benchmarks`.
 Every import counts, including those inside functions.
 """
@@ -12,7 +13,7 @@ import os
 from absl.testing import absltest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ('command_line', 'model_fn', 'input_fn', 'towers', 'benchmarks')
+PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'towers', 'benchmarks')
 
 
 def _module_name(path: str) -> str:
@@ -89,10 +90,16 @@ class LayeringTest(absltest.TestCase):
     return {m: deps for m, deps in self.modules.items() if package_of(m) == package}
 
   def test_the_library_never_imports_towers(self):
-    for package in ('model_fn', 'input_fn', 'command_line'):
+    for package in ('model_fn', 'input_fn', 'data_tools', 'command_line'):
       for module, deps in self.imports_from(package).items():
         self.assertFalse({d for d in deps if d.split('.')[0] == 'towers'},
                          f'{module} imports towers')
+
+  def test_the_library_never_imports_the_data_tools(self):
+    for package in ('model_fn', 'input_fn', 'command_line'):
+      for module, deps in self.imports_from(package).items():
+        self.assertFalse({d for d in deps if d.split('.')[0] == 'data_tools'},
+                         f'{module} imports the data tools')
 
   def test_command_line_is_the_bottom_layer_and_loads_no_tensorflow(self):
     for module in self.imports_from('command_line'):

@@ -1,4 +1,4 @@
-"""//input_fn:prepare: records, manifest, every bad input reported (not fatal), --strict,
+"""//data_tools:prepare: records, manifest, every bad input reported (not fatal), --strict,
 resume after an interruption, idempotent reruns."""
 
 import glob
@@ -10,7 +10,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, prepare, records, ucf101
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import records, ucf101
 
 SPLIT = 'ucfTrainTestlist'
 

@@ -1,7 +1,7 @@
 """Specification: a prepared directory holds exactly one dataset, and its manifest is the
 table of contents.
 
-`//input_fn:prepare` into a directory that holds another dataset (other split, shard plan,
+`//data_tools:prepare` into a directory that holds another dataset (other split, shard plan,
 source) stops and names the difference unless --overwrite, which replaces it; the pipeline
 reads exactly the files the manifest lists; a resume converts changed or repaired videos
 again; the summary adds up; records lost to a damaged shard are counted as records;
@@ -19,7 +19,9 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, manifest, pipeline, prepare, records
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import manifest, pipeline, records
 from towers import params as params_lib
 
 LIMIT = 240  # seconds for one process
@@ -189,8 +191,8 @@ class PreparedDatasetTest(tf.test.TestCase):
     out = self.create_tempdir().full_path
     common = [f'--data_dir={self.clean}', f'--out={out}', '--short_side=0', '--workers=1',
               '--subsets=train']
-    self.assertEqual(run('input_fn.prepare', *common).returncode, 0)
-    done = run('input_fn.prepare', *common, '--split=2')
+    self.assertEqual(run('data_tools.prepare', *common).returncode, 0)
+    done = run('data_tools.prepare', *common, '--split=2')
     self.assertEqual(done.returncode, 2, done.stderr)
     self.assertRegex(done.stderr.strip().splitlines()[-1],
                      r'^prepare: --out=.* holds another dataset \(split: 1 here, 2 asked\): use '
@@ -203,7 +205,7 @@ class PreparedDatasetTest(tf.test.TestCase):
     os.makedirs(os.path.dirname(class_index))
     with open(class_index, 'w') as f:
       f.write('1 ApplyEyeMakeup\n')
-    done = run('input_fn.make_synthetic_ucf101', f'--out={root}', '--classes=2', '--groups=8',
+    done = run('data_tools.make_synthetic_ucf101', f'--out={root}', '--classes=2', '--groups=8',
                '--min_frames=2', '--max_frames=2')
     self.assertEqual(done.returncode, 2, done.stderr)
     self.assertIn('was not written by make_synthetic_ucf101', done.stderr)

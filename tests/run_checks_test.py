@@ -16,7 +16,9 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, manifest, prepare
+from data_tools import make_synthetic_ucf101, prepare
+
+from input_fn import manifest
 from towers import build_estimator, inputs, preflight, resume_check
 from towers.params import make_params
 
@@ -131,7 +133,7 @@ class RunChecksTest(tf.test.TestCase):
     tfrecord = preflight.problems(make_params(data_source='tfrecord', data_dir=empty,
                                               model_dir=model_dir))
     self.assertRegex(tfrecord[0], 'train.manifest.json is missing or unreadable: .* holds no '
-                                  'prepared train data; run //input_fn:prepare')
+                                  'prepared train data; run //data_tools:prepare')
     videos = preflight.problems(make_params(data_source='videos', data_dir=empty,
                                             model_dir=model_dir))
     self.assertRegex(videos[0], 'holds no classInd.txt')

@@ -17,7 +17,7 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, prepare
+from data_tools import make_synthetic_ucf101, prepare
 from towers import build_estimator, inputs, preflight, train_settings
 from towers.params import make_params
 

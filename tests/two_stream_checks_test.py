@@ -16,7 +16,7 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import make_synthetic_ucf101, prepare
+from data_tools import make_synthetic_ucf101, prepare
 from towers import params as params_lib
 from towers import train_settings, two_stream
 from towers.training import train_and_evaluate

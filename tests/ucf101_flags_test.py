@@ -76,7 +76,7 @@ class Ucf101FlagsTest(tf.test.TestCase):
                   message)
     self.assertIn('model.ckpt.data-00000-of-00001', message)
     self.assertIn('kinetics-i3d', message)
-    self.assertIn('//input_fn:prepare', message)
+    self.assertIn('//data_tools:prepare', message)
     self.assertLen(preflight.problems(p), 2)
 
   def test_preflight_passes_when_everything_is_there(self):

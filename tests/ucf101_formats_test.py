@@ -13,7 +13,9 @@ import cv2
 import numpy as np
 from absl.testing import absltest
 
-from input_fn import make_synthetic_ucf101, ucf101, video_io
+from data_tools import make_synthetic_ucf101
+
+from input_fn import ucf101, video_io
 
 
 def write(path: str, lines: list[str], newline: str = '\r\n') -> str:

@@ -18,7 +18,7 @@ import ast
 import os
 import sys
 
-PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'towers',
+PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools', 'towers',
             'towers/cluster', 'benchmarks', 'tests')
 OUTPUT = 'tools/bazel/modules.bzl'
 # Modules whose targets are written by hand (their deps are programs found at run time).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The built-in demo, end to end: synthetic UCF101 (.avi files and the official split files)
-# -> sharded TFRecords (//input_fn:prepare) -> two towers (//towers:train, demo_ucf101.flags).
+# -> sharded TFRecords (//data_tools:prepare) -> two towers (//towers:train, demo_ucf101.flags).
 # Each step is skipped when its output is already there. Extra arguments go to the trainer;
 # --verbose also shows Bazel's build messages and TensorFlow's own logs. Prints its elapsed
 # time at the end.
@@ -14,9 +14,9 @@ for arg in "$@"; do
 done
 data=runs/synthetic_ucf101
 if [ ! -f "$data/videos/.make_synthetic_ucf101.json" ]; then
-  bazel run "${bazel_quiet[@]}" //input_fn:make_synthetic_ucf101 -- --out="$data/videos"
+  bazel run "${bazel_quiet[@]}" //data_tools:make_synthetic_ucf101 -- --out="$data/videos"
 fi
 # Idempotent and resumable: finished shards are kept.
-bazel run "${bazel_quiet[@]}" //input_fn:prepare -- --source=videos \
+bazel run "${bazel_quiet[@]}" //data_tools:prepare -- --source=videos \
   --data_dir="$data/videos" --out="$data/tfrecord" --short_side=0
 bazel run "${bazel_quiet[@]}" //towers:train -- --flagfile=towers/demo_ucf101.flags "$@"

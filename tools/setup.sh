@@ -123,7 +123,7 @@ fi
 .venv/bin/python3 - <<'PY'
 import cv2, numpy, tensorflow as tf
 from tensorflow import estimator  # noqa: F401  (fails loudly if tf.estimator is missing)
-if not hasattr(cv2, "optflow"):  # TV-L1 flow (//input_fn:extract_flow) needs the contrib build
+if not hasattr(cv2, "optflow"):  # TV-L1 flow (//data_tools:extract_flow) needs the contrib build
     raise SystemExit("[setup] cv2 has no optflow module: run "
                      "'.venv/bin/python3 -m pip uninstall -y opencv-python-headless' "
                      "then 'bash tools/setup.sh' again")

@@ -12,7 +12,7 @@ centre, 3 along the long side), scaled to [-1, 1]; the video's probabilities are
 softmax of its views. The flow stream computes TV-L1 flow (`input_fn/flow.py`) of the frames
 it needs, with the settings its training flow was extracted with.
 
-A video is a video file, a folder of frame images (`frame%06d.jpg`, as //input_fn:prepare
+A video is a video file, a folder of frame images (`frame%06d.jpg`, as //data_tools:prepare
 reads), a list file (`.txt`/`.list`: one video per line, its first field, relative to the
 list's folder or, as UCF101's split lists, to the video folder beside it) or a directory
 searched for both. A video that cannot be read, or has fewer

@@ -31,9 +31,9 @@ class EvaluateTwoStreamOptions:
                           'an exported SavedModel directory.', path=True)
   flow_model: str = option('', 'Flow stream: its model_dir or an exported SavedModel.',
                            path=True)
-  rgb_data: str = option('', 'RGB eval data: the --out of //input_fn:prepare (test shards).',
+  rgb_data: str = option('', 'RGB eval data: the --out of //data_tools:prepare (test shards).',
                          path=True)
-  flow_data: str = option('', 'Flow eval data: the --out of //input_fn:prepare '
+  flow_data: str = option('', 'Flow eval data: the --out of //data_tools:prepare '
                           '--source=flow.', path=True)
   flow_weight: float = option(0.5, 'Weight of the Flow stream in the fusion; RGB gets '
                               '1 - flow_weight. 0.5: equal weights.')

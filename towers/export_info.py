@@ -33,7 +33,7 @@ ASSETS_DIR = 'assets.extra'
 CLASS_NAMES_FILE = 'class_names.txt'
 INFO_FILE = 'video_model.json'
 FORMAT_VERSION = 1
-FLOW_MANIFEST = 'flow.manifest.json'  # written by //input_fn:extract_flow in its flow root
+FLOW_MANIFEST = 'flow.manifest.json'  # written by //data_tools:extract_flow in its flow root
 
 
 def _channels(stream: str) -> int:

@@ -126,7 +126,7 @@ class TrainParams:
   # --- I3D and fine-tuning -----------------------------------------------------------------
   stream: str = structure(
       'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
-      'and v, from //input_fn:extract_flow). For i3d it also picks the variables\' scope '
+      'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
       '//towers:evaluate_two_stream fuses two trained models per video.',
       choices=tuple(i3d.STREAMS))
@@ -235,12 +235,12 @@ class TrainParams:
   # --- Data --------------------------------------------------------------------------------
   data_source: str = must_match(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
-      'shards written by //input_fn:prepare in data_dir (the fast route). videos: raw UCF101 '
+      'shards written by //data_tools:prepare in data_dir (the fast route). videos: raw UCF101 '
       '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
       'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
       choices=('synthetic', 'tfrecord', 'videos', 'frames'))
   data_dir: str = may_change(
-      '', 'Dataset directory. tfrecord: the --out directory of //input_fn:prepare. '
+      '', 'Dataset directory. tfrecord: the --out directory of //data_tools:prepare. '
       'videos/frames: the UCF101 root holding UCF-101/ or jpegs_256/ and the split files '
       '(in ucfTrainTestlist/ or the root itself).', path=True)
   split: int = must_match(
@@ -260,7 +260,7 @@ class TrainParams:
       'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).')
   frame_short_side: int = must_match(
       256, 'videos source: frames are resized so their short side is this many pixels '
-      '(0 keeps the decoded size), matching //input_fn:prepare --short_side.')
+      '(0 keeps the decoded size), matching //data_tools:prepare --short_side.')
   input_threads: int = may_change(
       0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.')
   synthetic_train_examples: int = must_match(
@@ -388,9 +388,9 @@ def _check(p: TrainParams) -> None:
   if p.stream == 'flow' and p.data_source in ('synthetic', 'videos'):
     raise ParamsError(
         f'stream=flow needs 2-channel optical flow, but data_source={p.data_source} gives RGB '
-        'clips: extract TV-L1 flow once (bazel run //input_fn:extract_flow -- '
+        'clips: extract TV-L1 flow once (bazel run //data_tools:extract_flow -- '
         '--data_dir=<UCF101 root holding UCF-101/>), then use --data_source=frames (reads '
-        '<data_dir>/tvl1_flow) or prepare flow records (bazel run //input_fn:prepare -- '
+        '<data_dir>/tvl1_flow) or prepare flow records (bazel run //data_tools:prepare -- '
         '--source=flow --data_dir=<UCF101 root holding tvl1_flow/> --out=<new directory>) '
         'for --data_source=tfrecord')
   if p.strict_eval and p.eval_steps:

@@ -28,7 +28,7 @@ from towers import resume_check, train_settings
 
 
 _DATA_DIR_CONTENTS = {
-    'tfrecord': 'the TFRecord shards of UCF101, made once with `bazel run //input_fn:prepare '
+    'tfrecord': 'the TFRecord shards of UCF101, made once with `bazel run //data_tools:prepare '
                 '-- --source=videos --data_dir=<UCF101 root> --out=<this data_dir>`',
     'videos': 'the UCF101 root: UCF-101/ (the .avi class folders) and the split files '
               '(ucfTrainTestlist/)',

@@ -6,7 +6,7 @@ model_dir, any network). Each is read back as the SavedModel its training export
 input `clips` float32 [None, T, S, S, C] says the clip shape and the stream (C = 3 rgb,
 C = 2 flow); its output `probabilities` [None, num_classes] is the softmax.
 
-For each stream, every record of its eval data (the `test` shards of `//input_fn:prepare`)
+For each stream, every record of its eval data (the `test` shards of `//data_tools:prepare`)
 gives `clips_per_video` clips x `crops_per_video` crops sampled as in training's evaluation
 (starts spread evenly; centre crop, or three along the long side; no flip); the video's
 probabilities are the mean of its views' softmax.
@@ -186,7 +186,7 @@ def _manifest(data_dir: str) -> dict[str, Any]:
   path = manifest_lib.manifest_path(data_dir, 'test')
   if not tf.io.gfile.exists(path):
     raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
-                         'of //input_fn:prepare (its test shards)')
+                         'of //data_tools:prepare (its test shards)')
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 

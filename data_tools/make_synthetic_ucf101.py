@@ -1,6 +1,6 @@
 """Writes a small synthetic UCF101: real .avi files and the official split files.
 
-  bazel run //input_fn:make_synthetic_ucf101 -- --out=/tmp/ucf_synth --classes=6
+  bazel run //data_tools:make_synthetic_ucf101 -- --out=/tmp/ucf_synth --classes=6
 
 Layout (exactly the release's):
   <out>/UCF-101/<Class>/v_<Class>_gGG_cCC.avi     MJPG AVI (written and read by OpenCV)
@@ -11,7 +11,7 @@ Layout (exactly the release's):
   ("<video> jpegs_256/<video> <nframes> <label0>").
   with --write_flow also <out>/tvl1_flow/{u,v}/<video>/frame%06d.jpg and
   <out>/tvl1_flow/flow.txt, computed from the .avi files by the TV-L1 extractor
-  (//input_fn:extract_flow) with SYNTHETIC_FLOW settings.
+  (//data_tools:extract_flow) with SYNTHETIC_FLOW settings.
 
 The directory also gets `<out>/.make_synthetic_ucf101.json` (the options). A non-empty
 --out without it (e.g. a real UCF101 root) is refused: nothing there is overwritten. A
@@ -52,7 +52,7 @@ WRITTEN = ('UCF-101', 'ucfTrainTestlist', 'jpegs_256', ucf101.FRAME_LIST_NAME,
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticOptions:
-  """The options of //input_fn:make_synthetic_ucf101 (one flag per field)."""
+  """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)
   classes: int = option(6, 'Number of classes (8 directions per speed level).')
@@ -66,7 +66,7 @@ class SyntheticOptions:
   seed: int = option(0, 'Random seed (same seed, same files).')
   write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
   write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
-                            '//input_fn:extract_flow, with its flow.txt).')
+                            '//data_tools:extract_flow, with its flow.txt).')
 
 
 class SyntheticError(ValueError):
@@ -203,7 +203,7 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
   if options.write_frames:
     _write_lines(os.path.join(out, ucf101.FRAME_LIST_NAME), frame_rows)
   if options.write_flow:
-    from input_fn import extract_flow
+    from data_tools import extract_flow
     extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=out, **SYNTHETIC_FLOW))
   return {'classes': names, 'videos': len(videos), 'out': out}
 

@@ -1,14 +1,14 @@
 """Converts a UCF101 split (raw videos or frame folders) into sharded TFRecords.
 
-  bazel run //input_fn:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
-  bazel run //input_fn:prepare -- --source=flow --data_dir=/data/UCF101 --out=/data/ucf101_flow
+  bazel run //data_tools:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
+  bazel run //data_tools:prepare -- --source=flow --data_dir=/data/UCF101 --out=/data/ucf101_flow
 
---source=flow converts the TV-L1 flow of //input_fn:extract_flow (`tvl1_flow/{u,v}/<video>/`,
+--source=flow converts the TV-L1 flow of //data_tools:extract_flow (`tvl1_flow/{u,v}/<video>/`,
 or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
-`input_fn/flow_records.py`); same split rules, shards, manifest and resumption.
+`data_tools/flow_records.py`); same split rules, shards, manifest and resumption.
 Frame and flow files may be in other projects' layouts (TSN's `<video>/img_00001.jpg`,
 denseflow's `<video>/flow_x_00001.jpg`, ...): detected, or named with --layout
-(`input_fn/layouts.py`); files in no known layout stop before any work.
+(`data_tools/layouts.py`); files in no known layout stop before any work.
 
 A folder named by a flag wins over a list found in data_dir (--frames_dir over
 data_dir/rgb.txt, --flow_dir over data_dir/flow.txt); the manifest's `source_paths` and
@@ -52,7 +52,7 @@ import multiprocessing
 import os
 from typing import Any, Callable
 
-from input_fn import flow_records, layouts
+from data_tools import flow_records, layouts
 from input_fn import manifest as manifest_lib
 from input_fn import ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
@@ -67,14 +67,14 @@ SHARD_STATE_DIR = manifest_lib.STATE_DIR
 
 @dataclasses.dataclass(frozen=True)
 class PrepareConfig:
-  """What to convert and how: the options of //input_fn:prepare (one flag per field).
+  """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   data_dir: str = option('', 'UCF101 root (required).', path=True)
   out: str = option('', 'Output directory for shards and manifests (required); holds one '
                     'dataset.', path=True)
   source: str = option('videos', 'videos: UCF-101/<Class>/*.avi; frames: '
                        'jpegs_256/<video>/frame%06d.jpg or img_%05d.jpg; flow: tvl1_flow/'
-                       '{u,v}/<video>/frame%06d.jpg (//input_fn:extract_flow), or '
+                       '{u,v}/<video>/frame%06d.jpg (//data_tools:extract_flow), or '
                        '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
   split: int = option(1, 'Official split: 1, 2 or 3.')

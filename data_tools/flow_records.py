@@ -3,7 +3,7 @@ until the record is serialized).
 
 Input per video, in this order of preference: its row of I3D_Finetune's `flow.txt`
 (`<video> <path with {:s}> <nframes> <label0>`, the `{:s}` standing for u or v), else its
-files under `<flow_dir>` in the task's layout (`input_fn/layouts.py`; this project's
+files under `<flow_dir>` in the task's layout (`data_tools/layouts.py`; this project's
 `<flow_dir>/{u,v}/<video>/`, names matched case-insensitively, so the HandStand/Handstand
 spellings meet). u and v must hold the same number of frames: a video whose channels differ
 is skipped (`u/v length mismatch`), never cut to the shorter one. The u and v JPEGs are
@@ -20,7 +20,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from input_fn import flow, layouts, ucf101, video_io
+from data_tools import layouts
+
+from input_fn import flow, ucf101, video_io
 from input_fn.ucf101 import Problem
 
 
@@ -43,7 +45,7 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
       kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
           'missing flow frames')
       return None, Problem(channel.folder, 0, f'{reason} ({where}): run '
-                           '//input_fn:extract_flow', kind)
+                           '//data_tools:extract_flow', kind)
     counts.append(count)
   if counts[0] != counts[1]:
     where_u, where_v = (os.path.join(f.folder, f.name) for f in files)

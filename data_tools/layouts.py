@@ -192,6 +192,6 @@ def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, st
             f'{len(sample)} of the {len(videos)} listed videos')
   hint = ' (or name the file pattern with --layout)' if pattern == AUTO else ''
   if flow and not os.path.isdir(root) and not listed:
-    hint += '; compute the flow with //input_fn:extract_flow'
+    hint += '; compute the flow with //data_tools:extract_flow'
   raise LayoutError(f'{flag}={root}: found {describe(root, sample, listed)}; expected '
                     f'{expected} for {looked}{hint}')

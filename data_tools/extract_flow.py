@@ -1,9 +1,9 @@
 """Extracts TV-L1 optical flow from raw UCF101 videos, in the community release's layout.
 
-  bazel run //input_fn:extract_flow -- --data_dir=data/ucf101/UCF101
+  bazel run //data_tools:extract_flow -- --data_dir=data/ucf101/UCF101
 
 Reads every `<videos_dir>/<Class>/v_<Class>_gGG_cCC.avi`, decodes it (short side resized
-to --short_side, like //input_fn:prepare), converts the frames to grayscale and writes
+to --short_side, like //data_tools:prepare), converts the frames to grayscale and writes
 `<out>/{u,v}/<video>/frame%06d.jpg` (frame t: the flow from frame t to t+1; see
 `input_fn/flow.py` for the 8-bit coding) under the video's canonical name
 (`ucf101.canonical_name`: the class spelled as in classInd.txt). Also writes:
@@ -12,7 +12,7 @@ to --short_side, like //input_fn:prepare), converts the frames to grayscale and 
   reason and kind, as prepare reports them).
 * `<out>/flow.txt` (when classInd.txt is found): I3D_Finetune's list,
   `<video> {:s}/<video> <flow frames> <label0>` (paths relative to the list), read by
-  `//input_fn:prepare --source=flow --flow_dir=<out>`. Nothing is written outside `<out>`.
+  `//data_tools:prepare --source=flow --flow_dir=<out>`. Nothing is written outside `<out>`.
 * `<out>/.flow_sources.jsonl`: per video, the identity of the .avi its flow was computed
   from (size, mtime) and the settings.
 
@@ -326,7 +326,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
       f'skipped {manifest["num_skipped"]}{": " + kinds if kinds else ""}')
   if not options.data_dir or os.path.realpath(out) != os.path.realpath(
       os.path.join(options.data_dir, ucf101.FLOW_DIR_NAME)):
-    log(f'extract_flow: to make flow records of it: //input_fn:prepare --source=flow '
+    log(f'extract_flow: to make flow records of it: //data_tools:prepare --source=flow '
         f'--flow_dir={out}')
   return manifest
 
