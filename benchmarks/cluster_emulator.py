@@ -370,8 +370,8 @@ def runs(options: EmulatorOptions) -> tuple[list[tuple[str, str]], list[str]]:
   return pairs, skipped
 
 
-def run(options: EmulatorOptions) -> int:
-  """Prints the table; 2 when the emulated network cannot be set up."""
+def run(options: EmulatorOptions) -> None:
+  """Prints the table; refused (exit 2) when the emulated network cannot be set up."""
   if not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(SCRIPT, sys.argv[1:])
     raise entry.Refused('needs network namespaces (unshare --net --map-root-user); this '
@@ -392,26 +392,22 @@ def run(options: EmulatorOptions) -> int:
     # Counted once here rather than in every emulated worker (~8 s CPU each for I3D).
     compute_file = (write_compute_shares(compute, os.path.join(scratch, 'compute.json'))
                     if compute else '')
-    return print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
+    print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
                       else None, compute_file)
 
 
 def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
                shapes: list[tuple[str, tuple[int, ...]]], layers: Layers | None,
-               compute_shares_file: str) -> int:
-  """Measures every (system, mode) pair at every node count and prints its row; 2 if
-  the emulated network cannot be set up."""
+               compute_shares_file: str) -> None:
+  """Measures every (system, mode) pair at every node count and prints its row; raises
+  `NetworkSetupError` (exit 2) if the emulated network cannot be set up."""
   ideal = options.batch_size / options.emulate_compute
   for system, mode in pairs:
     sync = mode == 'sync'
     one_node = None
     for nodes in options.nodes:
       shares = model_shares(options, system, shapes, nodes)
-      try:
-        m = measure(options, system, nodes, sync, compute_shares_file)
-      except NetworkSetupError as e:
-        print(f'cluster_emulator: {e}', file=sys.stderr)
-        return 2
+      m = measure(options, system, nodes, sync, compute_shares_file)
       per_worker = m.worker_steps_per_second / nodes * options.batch_size * \
           options.accumulate_steps
       if nodes == 1:
@@ -425,10 +421,10 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
             f'{percentile(m.step_seconds, 0.5):.2f} / {percentile(m.step_seconds, 0.9):.2f} | '
             f'{m.sent_per_step[busiest] / MB:.3f} / {m.received_per_step[busiest] / MB:.3f} | '
             f'{model_bytes / MB:.3f} | {m.busiest_link_use:.0%} |', flush=True)
-  return 0
 
 
-PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem)
+PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem,
+                        refused=(NetworkSetupError,))
 
 
 if __name__ == '__main__':

@@ -16,7 +16,7 @@ user typed. The library never imports this module.
     if __name__ == '__main__': cli.run(main)
 
 Programs do this through `command_line/entry.py` (`entry.Program(...).start()`), which also
-maps what goes wrong to one `<program>: <message>` line and exit code 2 or 1.
+maps what goes wrong to one `<program>: error: <message>` line and its exit code.
 """
 
 from __future__ import annotations

@@ -6,18 +6,22 @@
 
 `Program.main(argv)` (absl's main) reads the options object from the parsed flags, calls
 `check(options)` (which raises, or returns a line naming the problem), then `run(options)`
-(`run(options, arguments)` when the program takes positional arguments). What goes wrong is one line on stderr, `<name>: <message>`, and an
-exit code:
+(`run(options, arguments)` when the program takes positional arguments). What goes wrong
+is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit code:
 
   2  refused before any work: a flag absl cannot parse (unknown flag, value not of its
      type or choices), positional arguments the program does not take, an option value
      `command_line.options.build` rejects, `Refused` or a `refused` exception type
      (raised by `check` or by `run` before it starts its work);
-  1  the run failed: `Failed` or a `failed` exception type.
+  1  the run failed: `Failed` or a `failed` exception type;
+  N  an `exits` exception type `(type, N)`: an ending a caller tells apart by its code
+     (e.g. //towers:train's 4, the chief was lost). `refused` and `failed` come first.
 
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. `verbose=True` also defines `--verbose` and configures the console
-(`command_line.console`) before `check`.
+(`command_line.console`) before `check`. A program that reads its flags another way
+(`options=None`; //towers:train reads TrainParams through towers/flags.py) defines them
+itself, calls `start(define=False)` and reads them in `run`.
 """
 
 from __future__ import annotations
@@ -45,21 +49,23 @@ class Failed(RuntimeError):
 
 
 def error_line(program: str, message: Any) -> str:
-  """The one line a program prints for a problem: `<program>: <message>`."""
-  return f'{program}: {message}'
+  """The one line a program prints for a problem: `<program>: error: <message>`."""
+  return f'{program}: error: {message}'
 
 
 @dataclasses.dataclass(frozen=True)
 class Program:
   """A command-line program: its name (the prefix of its lines), its options dataclass
   (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
-  before any work, and `run`. `refused` / `failed`: the exception types that end it with exit 2 / 1."""
+  before any work, and `run`. `refused` / `failed`: the exception types that end it with exit
+  2 / 1; `exits`: (exception type, exit code) pairs for endings with a code of their own."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
   check: Callable[[Any], str | None] | None = None
   refused: tuple[type[BaseException], ...] = ()
   failed: tuple[type[BaseException], ...] = ()
+  exits: tuple[tuple[type[BaseException], int], ...] = ()
   arguments: bool = False
   verbose: bool = False
 
@@ -87,6 +93,8 @@ class Program:
       return self._error(e, REFUSED)
     except (Failed, *self.failed) as e:
       return self._error(e, FAILED)
+    except tuple(kind for kind, _ in self.exits) as e:
+      return self._error(e, next(code for kind, code in self.exits if isinstance(e, kind)))
     return code or 0
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,

@@ -34,7 +34,7 @@ class ClusterRefusalsTest(tf.test.TestCase):
 
   def assert_refused(self, done: subprocess.CompletedProcess, *parts: str) -> None:
     self.assertEqual(done.returncode, 2, done.stdout[-2000:] + done.stderr[-2000:])
-    lines = [l for l in done.stderr.splitlines() if l.startswith('local_cluster:')]
+    lines = [l for l in done.stderr.splitlines() if l.startswith('local_cluster: error: ')]
     self.assertLen(lines, 1, done.stderr)
     for part in parts:
       self.assertIn(part, lines[0])

@@ -46,12 +46,12 @@ class ClusterShutdownTest(tf.test.TestCase):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=4',))
     # worker1 is never started: its port refuses connections.
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1)
-    errors = [l for l in cluster.output('chief') if l.startswith('error: ')]
+    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
     address = cluster.cluster["worker"][0]
-    self.assertEqual(errors, [f'error: training reached max_steps={MAX_STEPS} without worker 0 '
-                              f'({address}): stopped answering for 4 s before it finished '
-                              '(--worker_lost_secs); its updates since the last one the ps '
-                              'received are lost'])
+    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
+                              f'worker 0 ({address}): stopped answering for 4 s before it '
+                              'finished (--worker_lost_secs); its updates since the last one '
+                              'the ps received are lost'])
     self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
     self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
 

@@ -131,6 +131,7 @@ class MeasuringProgramsRefuseBadFlagsTest(absltest.TestCase):
     self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
     lines = process.stderr.strip().splitlines()
     self.assertLen(lines, 1, process.stderr)
+    self.assertStartsWith(lines[0], f'{module.rsplit(".", 1)[-1]}: error: ')
     self.assertIn(named, lines[0])
 
   def test_cluster_peers(self):

@@ -74,7 +74,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 1, done.stderr[-3000:])
     self.assertNotIn('Traceback', done.stderr)
-    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
     self.assertLen(errors, 1, done.stderr[-3000:])
     self.assertIn(f'none of the {self.records} training records', errors[0])
 

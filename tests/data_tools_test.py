@@ -300,13 +300,13 @@ class DataToolsTest(tf.test.TestCase):
           cases)))
     for flag, expected in cases.items():
       line = one_line(results[flag])
-      self.assertStartsWith(line, 'extract_flow: ')
+      self.assertStartsWith(line, 'extract_flow: error: ')
       self.assertIn(expected, line)
     self.assertIn('--short_side must be >= 0',
                   one_line(prepare(self.data, out, '--short_side=-8')))
     self.assertEqual(one_line(prepare(self.data, out, '--source=frames',
                                       f'--frames_dir={out}')),
-                     f'prepare: --frames_dir={out} is not a folder (it does not exist)')
+                     f'prepare: error: --frames_dir={out} is not a folder (it does not exist)')
     self.assertFalse(os.path.exists(out))
 
   def test_make_synthetic_ucf101_refuses_impossible_sizes_before_writing(self):
@@ -406,7 +406,7 @@ class DataToolsTest(tf.test.TestCase):
 
   def test_an_unknown_layout_stops_with_one_line_naming_found_and_expected(self):
     line = one_line(self.results['png'])
-    self.assertEqual(line, f'prepare: --frames_dir={os.path.join(self.root, "png")}: found '
+    self.assertEqual(line, f'prepare: error: --frames_dir={os.path.join(self.root, "png")}: found '
                      '{video}/image-%04d.png; expected {video}/frame%06d.jpg or '
                      '{video}/img_%05d.jpg for the 16 listed videos (or name the file pattern '
                      'with --layout)')
@@ -419,7 +419,7 @@ class DataToolsTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
     self.assertNotIn('Traceback', result.stderr)
     self.assertStartsWith(result.stderr.strip().splitlines()[-1],
-                          'prepare: test: 0 records of 14 listed videos (skipped 14 '
+                          'prepare: error: test: 0 records of 14 listed videos (skipped 14 '
                           'undecodable video; first: ')
     # The manifests say what the lists named and what was written.
     out = os.path.join(self.root, 'out_broken')
@@ -435,7 +435,7 @@ class DataToolsTest(tf.test.TestCase):
     open(os.path.join(data, SPLIT, 'testlist01.txt'), 'w').close()
     result = prepare(data, os.path.join(data, 'out'), '--subsets=test')
     self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-    self.assertIn('prepare: test: the test list of split 1 names no video',
+    self.assertIn('prepare: error: test: the test list of split 1 names no video',
                   result.stderr.strip().splitlines()[-1])
 
   # --- Damaged files of prepare ---------------------------------------------------------------

@@ -16,7 +16,8 @@ from command_line import entry, progress  # entry: also what the program below r
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A program on the entry: --size must be positive (check), --fail makes the run fail,
-# --late refuses from inside run, --code sets the run's own exit code.
+# --late refuses from inside run, --code sets the run's own exit code, --lost ends it with
+# an exception mapped to its own exit code (5).
 PROGRAM = textwrap.dedent('''
     from __future__ import annotations
     import dataclasses
@@ -26,6 +27,9 @@ PROGRAM = textwrap.dedent('''
     class ToolError(ValueError):
       pass
 
+    class PeerLost(RuntimeError):
+      pass
+
     @dataclasses.dataclass(frozen=True)
     class Options:
       size: int = option(1, 'Size.')
@@ -33,6 +37,7 @@ PROGRAM = textwrap.dedent('''
       fail: bool = option(False, 'Fail.')
       late: bool = option(False, 'Refuse in run.')
       code: int = option(0, 'Exit code of the run.')
+      lost: bool = option(False, 'Lose the peer.')
 
     def check(options):
       if options.size < 1:
@@ -43,10 +48,13 @@ PROGRAM = textwrap.dedent('''
         raise ToolError('--late: refused')
       if options.fail:
         raise entry.Failed('the run failed at step 3')
+      if options.lost:
+        raise PeerLost('peer 1 stopped answering')
       print('ran', flush=True)
       return options.code
 
-    entry.Program('tool', run, Options, check=check, refused=(ToolError,)).start()
+    entry.Program('tool', run, Options, check=check, refused=(ToolError,),
+                  exits=((PeerLost, 5),)).start()
 ''')
 
 
@@ -69,16 +77,21 @@ class EntryTest(unittest.TestCase):
     self.assertEqual(run_tool('--code=3').returncode, 3)
 
   def test_what_is_refused_before_any_work_is_one_line_and_exit_2(self):
-    self.assert_one_line(run_tool('--size=0'), entry.REFUSED, 'tool: --size must be >= 1, got 0')
-    self.assert_one_line(run_tool('--late'), entry.REFUSED, 'tool: --late: refused')
-    self.assert_one_line(run_tool('extra', 'words'), entry.REFUSED, 'tool: unexpected arguments: extra words')
+    self.assert_one_line(run_tool('--size=0'), entry.REFUSED,
+                         'tool: error: --size must be >= 1, got 0')
+    self.assert_one_line(run_tool('--late'), entry.REFUSED, 'tool: error: --late: refused')
+    self.assert_one_line(run_tool('extra', 'words'), entry.REFUSED,
+                         'tool: error: unexpected arguments: extra words')
     self.assert_one_line(run_tool('--mode=c'), entry.REFUSED,
-                         'tool: flag --mode=c: value should be one of <a|b>')
+                         'tool: error: flag --mode=c: value should be one of <a|b>')
     self.assert_one_line(run_tool('--sise=2'), entry.REFUSED,
-                         "tool: Unknown command line flag 'sise'. Did you mean: size ?")
+                         "tool: error: Unknown command line flag 'sise'. Did you mean: size ?")
 
   def test_a_failed_run_is_one_line_and_exit_1(self):
-    self.assert_one_line(run_tool('--fail'), entry.FAILED, 'tool: the run failed at step 3')
+    self.assert_one_line(run_tool('--fail'), entry.FAILED, 'tool: error: the run failed at step 3')
+
+  def test_an_exception_given_its_own_exit_code_is_one_line_and_that_code(self):
+    self.assert_one_line(run_tool('--lost'), 5, 'tool: error: peer 1 stopped answering')
 
 
 class ProgressTest(unittest.TestCase):

@@ -205,7 +205,7 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 2, result.stderr)
     self.assertIn('evaluator 0: the evaluator runs on the CPU (--evaluator_gpu to give it a '
                   'GPU): no GPU visible', result.stderr)
-    self.assertIn('error: cannot start', result.stderr)
+    self.assertIn('train: error: cannot start', result.stderr)
 
   def test_visibility_set_after_tensorflow_initialised_is_refused(self):
     code = ('import tensorflow as tf\n'

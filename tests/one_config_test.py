@@ -90,7 +90,7 @@ class OneWayToTrainTest(tf.test.TestCase):
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-3000:])
     self.assertNotIn('Traceback', done.stderr)
-    self.assertIn(f'error: {message}\n', done.stderr)
+    self.assertIn(f'train: error: {message}\n', done.stderr)
     self.assertEqual(tf.train.latest_checkpoint(model_dir).rsplit('-', 1)[1], '2')
 
   def test_a_resume_with_another_structure_names_the_flag(self):

@@ -195,8 +195,8 @@ class PreparedDatasetTest(tf.test.TestCase):
     done = run('data_tools.prepare', *common, '--split=2')
     self.assertEqual(done.returncode, 2, done.stderr)
     self.assertRegex(done.stderr.strip().splitlines()[-1],
-                     r'^prepare: --out=.* holds another dataset \(split: 1 here, 2 asked\): use '
-                     r'another --out, or --overwrite to replace it$')
+                     r'^prepare: error: --out=.* holds another dataset \(split: 1 here, 2 '
+                     r'asked\): use another --out, or --overwrite to replace it$')
     self.assertLen(videos_in_files(out, 'train'), 8)
 
   def test_make_synthetic_refuses_a_directory_it_did_not_write(self):

@@ -68,7 +68,7 @@ class RunChecksTest(tf.test.TestCase):
          f'--data_dir={self.data}', '--num_classes=2', f'--model_dir={model_dir}',
          '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])
-    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
     self.assertLen(errors, 1)
     self.assertIn('set --num_classes=4', done.stderr)
     self.assertIsNone(tf.train.latest_checkpoint(model_dir))

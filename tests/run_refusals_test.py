@@ -6,8 +6,9 @@ alike) refuses counts below their minimum (--eval_clips=0, --input_threads=-1,
 --strategy=mirrored does not apply (--transfer_dtype=float16 among them). The
 preflight refuses --tower_devices naming GPUs the machine does not have (soft placement
 would put those towers on the CPU without a word), a model_dir that cannot be written and
---backup_workers that leave no worker to aggregate. The binary prints one `error:` line and
-exits 2, without a traceback.
+--backup_workers that leave no worker to aggregate. The binary prints one
+`train: error: ...` line and exits 2, without a traceback; so it does for a misspelt flag or
+a stray argument.
 """
 
 import os
@@ -55,7 +56,7 @@ class RunRefusalsTest(tf.test.TestCase):
   def assert_one_error_line(self, done: subprocess.CompletedProcess, text: str) -> None:
     self.assertEqual(done.returncode, 2, done.stderr[-3000:])
     self.assertNotIn('Traceback', done.stderr)
-    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
     self.assertLen(errors, 1, done.stderr[-3000:])
     self.assertIn(text, done.stderr)
 
@@ -72,6 +73,12 @@ class RunRefusalsTest(tf.test.TestCase):
       with self.subTest(flags):
         self.assert_one_error_line(self.train_binary(*(f'--{f}' for f in flags.split())),
                                    message)
+
+  def test_a_misspelt_flag_or_a_stray_argument_is_refused_in_one_line(self):
+    self.assert_one_error_line(self.train_binary('--num_tower=2'),
+                               "Unknown command line flag 'num_tower'. Did you mean: num_towers")
+    self.assert_one_error_line(self.train_binary('ucf101.flags'),
+                               'unexpected arguments: ucf101.flags')
 
   def test_towers_on_gpus_the_machine_lacks_are_refused(self):
     if tf.config.list_physical_devices('GPU'):

@@ -110,7 +110,7 @@ class TrainSettingsTest(tf.test.TestCase):
          f'--model_dir={self.model_dir}'],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])
-    errors = [l for l in done.stderr.splitlines() if l.startswith('error:')]
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
     self.assertLen(errors, 1)
     self.assertIn('was trained with --batch_size=2, now --batch_size=4', done.stderr)
     self.assertEqual(step_of(self.model_dir), 1)

@@ -80,6 +80,8 @@ class ZeroDataTest(tf.test.TestCase):
     self.assertEqual(done.returncode, 2, done.stderr[-3000:])
     self.assertNotIn('Traceback', done.stderr)
     self.assertNotIn('training from step', done.stderr + done.stdout)
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
+    self.assertLen(errors, 1, done.stderr[-3000:])
     for part in parts:
       self.assertIn(part, done.stderr)
 

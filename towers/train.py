@@ -5,13 +5,19 @@
 Relative paths, in flags and for --flagfile itself, resolve against the directory you ran
 `bazel run` from. Every flag is a field of `towers.params.TrainParams`. In a cluster (flags,
 TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every node.
+
+Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: ...` line):
+0 trained (the final metrics on stdout); 2 refused before training (a flag,
+`training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
+input record); 4 the evaluator lost the chief (CHIEF_LOST_EXIT_CODE); 75 stopped for the
+job's time limit, with its own status line (STOPPED_EXIT_CODE).
 """
 
 from __future__ import annotations
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from command_line import console
 
@@ -21,7 +27,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 import tensorflow as tf
 
 from input_fn import pipeline
-from command_line import cli
+from command_line import cli, entry
 from towers import flags as towers_flags
 from towers import training
 from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
@@ -32,35 +38,30 @@ towers_flags.define_flags()
 cli.define_flags(console.ConsoleOptions)
 
 
-def main(argv: list[str]) -> int:
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
-  console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
+def run(options: None) -> int:
+  """Trains the TrainParams of the flags; prints the final metrics. A damaged input that
+  leaves no readable record is `entry.Failed`; the time limit's stop is a status line."""
+  del options  # the flags are TrainParams' (towers/flags.py)
+  params = towers_flags.params_from_flags(flags.FLAGS)
   try:
-    params = towers_flags.params_from_flags(flags.FLAGS)
     metrics = training.train_and_evaluate(params)
-  except training.START_ERRORS as e:
-    print(f'error: {e}', file=sys.stderr)
-    return 2
-  except training.END_ERRORS as e:
-    print(f'error: {e}', file=sys.stderr)
-    return 1
   except tf.errors.InvalidArgumentError as e:
     line = pipeline.input_error_line(e.message)
     if line is None:
       raise
-    print(f'error: {line}', file=sys.stderr)
-    return 1
+    raise entry.Failed(line) from None
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     return STOPPED_EXIT_CODE
-  except ChiefLost as e:
-    print(f'error: {e}', file=sys.stderr)
-    return CHIEF_LOST_EXIT_CODE
   if metrics:
     print(training.final_metrics_text(params, metrics))
   return 0
 
 
+PROGRAM = entry.Program('train', run, refused=training.START_ERRORS,
+                        failed=training.END_ERRORS, exits=((ChiefLost, CHIEF_LOST_EXIT_CODE),),
+                        verbose=True)
+
+
 if __name__ == '__main__':
-  cli.run(main)
+  PROGRAM.start(define=False)

@@ -8,7 +8,7 @@ cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/clus
 none trains on this machine), the preflight checks files, devices, data and a resumed
 model_dir's graph and learning settings (`towers/preflight.py`), and training records its
 settings in model_dir (`towers/train_settings.py`). Problems raise the exceptions whose
-messages `//towers:train` prints as its one `error:` line (`START_ERRORS`, exit code 2;
+messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`, exit code 2;
 `END_ERRORS`, exit code 1).
 """
 

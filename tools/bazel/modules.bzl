@@ -464,6 +464,7 @@ MODULES = {
             ":training",
             "//command_line:cli",
             "//command_line:console",
+            "//command_line:entry",
             "//input_fn:pipeline",
             "//towers/cluster:chief_watchdog",
             "//towers/cluster:time_limit",
