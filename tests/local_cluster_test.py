@@ -1,6 +1,8 @@
 """Specification: `local_cluster` runs 2 ps, a chief, a worker and an evaluator on loopback,
 trains the demo with 2 towers per worker to a checkpoint and exports the best model."""
 
+import contextlib
+import io
 import os
 import re
 import signal
@@ -74,8 +76,13 @@ class LocalClusterTest(tf.test.TestCase):
     cluster = make_cluster(model_dir, num_ps=1, num_workers=1, max_steps=10,
                            extra_args=('--optimizer=adagrad',))
     self.addCleanup(cluster.stop_all)
-    self.assertEqual(cluster.run(timeout_secs=600), 1)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+      self.assertEqual(cluster.run(timeout_secs=600), 1)
     self.assertIn('chief', cluster.failed_tasks())
+    # Each task refuses the optimizer (exit 2); the launcher names the first in its one line.
+    self.assertRegex(stderr.getvalue(), r'(?m)^local_cluster: error: \w+ failed '
+                                        r'with exit code 2')
 
 
   def _launch(self, model_dir, max_steps):

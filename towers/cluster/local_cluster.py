@@ -241,8 +241,8 @@ class LocalCluster:
           break
         if deadline is not None and time.time() > deadline:
           running = [t.name for t in self.tasks.values() if t.process.poll() is None]
-          print(f'local_cluster: still running after {timeout_secs:.0f} s: '
-                f'{", ".join(running)}; stopping them', file=sys.stderr)
+          print(entry.error_line('local_cluster', f'still running after {timeout_secs:.0f} s: '
+                                 f'{", ".join(running)}; stopping them'), file=sys.stderr)
           return 1
         time.sleep(poll_secs)
     except KeyboardInterrupt:
@@ -257,9 +257,10 @@ class LocalCluster:
       evaluator_reported = True
     if failed:
       first = self.tasks[failed[0]]
-      print(f'local_cluster: {first.name} failed with exit code {first.process.returncode}'
-            f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
-            f'its log: {self._log_hint(first)}', file=sys.stderr)
+      print(entry.error_line(
+          'local_cluster', f'{first.name} failed with exit code {first.process.returncode}'
+          f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
+          f'its log: {self._log_hint(first)}'), file=sys.stderr)
       return 1
     if evaluator_reported or EVALUATOR in self.failed_tasks():
       print('local_cluster: training ended cleanly; the evaluator failed (see above)')
