@@ -99,7 +99,7 @@ class EmulatorOptions:
                                choices=tuple(transfer.TRANSFER_DTYPES))
   accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
   ps_placement: str = option('largest_first', 'Variable placement over the ps tasks '
-                             '(ours; training\'s default is largest_first).',
+                             '(ours; training in a cluster always places largest_first).',
                              choices=('greedy', 'largest_first'))
   overlap: bool = option(True, 'Compute split per layer by FLOPs, each layer\'s forward '
                          'after its pull and its push right after its backward, as training '

@@ -2,6 +2,7 @@
 
     optimizer = tf1.train.SyncReplicasOptimizer(...)
     hook = session_hook(optimizer, is_chief)   # instead of optimizer.make_session_run_hook
+    status_line(num_workers, backup_workers)   # the line each worker logs
 
 TensorFlow's own hook runs the chief's queue runner (take the workers' aggregated
 gradients, apply them, hand out the next step's tokens) as a thread of the session's
@@ -29,6 +30,16 @@ tf1 = tf.compat.v1
 # A blocked step of the chief's queue runner ends with one of these when the session
 # closes: the end of training, not an error.
 _ENDED = (tf.errors.OutOfRangeError, tf.errors.CancelledError)
+
+
+def status_line(num_workers: int, backup_workers: int) -> str:
+  """What each worker logs when it builds synchronous training of `num_workers` workers
+  (chief included) of which `backup_workers` are dropped as stragglers each step."""
+  aggregated = num_workers - backup_workers
+  if not backup_workers:
+    return f'synchronous updates: each step applies the gradients of all {num_workers} workers'
+  return (f'synchronous updates: each step applies the gradients of the first {aggregated} of '
+          f'{num_workers} workers (--backup_workers={backup_workers})')
 
 
 def session_hook(optimizer: tf1.train.SyncReplicasOptimizer, is_chief: bool

@@ -34,6 +34,7 @@ import functools
 from typing import Any, Callable
 
 import tensorflow as tf
+from absl import logging
 
 from model_fn import accumulation, batch_norm_updates, gradients, optimization, tower_graph
 from model_fn import eval_coverage, freezing, sync_replicas, training_hooks, transfer
@@ -77,7 +78,7 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
                 ) -> tf.estimator.EstimatorSpec:
   """The towers' EstimatorSpec. `network(clips, ctx) -> logits` defaults to the registered
   network `params.model`. In a cluster (`config` with ps tasks) variables go to the ps
-  tasks (`params.ps_placement`), whatever `variable_device` says; on one machine they
+  tasks, largest first (`_placement`), whatever `variable_device` says; on one machine they
   follow `variable_device`. In training with `accumulate_steps` k > 1 the batch holds k
   micro-batches, run one after another on each tower device (`accumulation.py`)."""
   clips, video_index = split_features(features)
@@ -149,16 +150,16 @@ def check_logits(logits: tf.Tensor, num_classes: int) -> None:
 
 def _placement(params, devices: tuple[str, ...], config, network: Network | None
                ) -> VariablePlacement:
-  """The ps tasks in a cluster (`config` with ps tasks), else `params.variable_device`.
-  With `ps_placement=largest_first` the trainable variables are listed first
-  (`trainable_sizes`)."""
+  """In a cluster (`config` with ps tasks) the ps tasks, the trainable variables listed
+  first (`trainable_sizes`) and placed largest first, each on the least-loaded ps; the
+  others (moving statistics, the global step) on the least-loaded ps as created. Else
+  `params.variable_device`."""
   num_ps = config.num_ps_replicas if config is not None else 0
   if not num_ps:
     return make_placement(params.variable_device, devices)
-  planned = trainable_sizes(params, network) if params.ps_placement == 'largest_first' else ()
   return make_placement('ps', devices, ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
                         host_device=f'/job:{config.task_type}/task:{config.task_id}'
-                                    '/device:CPU:0', planned=planned)
+                                    '/device:CPU:0', planned=trainable_sizes(params, network))
 
 
 def trainable_sizes(params, network: Network | None = None) -> tuple[tuple[str, int], ...]:
@@ -224,6 +225,7 @@ def build_train_op(params, pairs: list[tuple[tf.Tensor, tf.Variable]],
         optimizer, replicas_to_aggregate=num_workers - params.backup_workers,
         total_num_replicas=num_workers)
     hooks = (sync_replicas.session_hook(optimizer, is_chief),)
+    logging.info('%s', sync_replicas.status_line(num_workers, params.backup_workers))
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
   train_op, ema = _with_ema(apply_op, updates, params)
   scaffold = tf1.train.Scaffold(

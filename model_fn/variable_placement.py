@@ -101,8 +101,8 @@ class LargestFirstPlacement(ParameterServerPlacement):
 
   A variable not in `planned` (batch-norm moving statistics, the global step) falls back
   to the greedy rule on top of the planned loads. Only devices change, never names, so
-  checkpoints interchange with the greedy placement; every task of a cluster must use the
-  same placement (they share their flags)."""
+  checkpoints interchange with the greedy placement. Training in a cluster always places
+  its variables so (`tower_model_fn`), on every task alike."""
 
   def __init__(self, ps_devices: Sequence[str], planned: Sequence[tuple[str, int]],
                worker_host: str = '/device:CPU:0') -> None:

@@ -12,6 +12,7 @@ import time
 
 import tensorflow as tf
 
+from model_fn.training_hooks import progress_step
 from tests.cluster_testing import TRAIN_ARGS, make_cluster, progress_steps, wait_until
 from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
@@ -21,10 +22,11 @@ EVALUATION_LINE = re.compile(r'evaluation at step (\d+): ')
 
 def seconds_between(lines: list[str], first: str, then: str) -> float:
   """Seconds from the first line holding `first` to the first holding `then`, by the
-  HH:MM:SS.ffffff of absl's line prefix (runs here do not cross midnight)."""
+  HH:MM:SS the console puts before each line (whole seconds; runs here do not cross
+  midnight)."""
   def time_of(text: str) -> float:
     line = next(l for l in lines if text in l)
-    h, m, sec = re.search(r'(\d\d):(\d\d):(\d\d\.\d+)', line).groups()
+    h, m, sec = re.search(r'(\d\d):(\d\d):(\d\d)', line).groups()
     return 3600 * int(h) + 60 * int(m) + float(sec)
   return time_of(then) - time_of(first)
 
@@ -59,7 +61,8 @@ class LocalClusterTest(tf.test.TestCase):
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(timeout_secs=600), 0, cluster.failed_tasks())
     self.assertGreaterEqual(checkpoint_step(model_dir), 40)
-    sync_line = 'SyncReplicasV2: replicas_to_aggregate=2; total_num_replicas=3'
+    sync_line = ('synchronous updates: each step applies the gradients of the first 2 of 3 '
+                 'workers (--backup_workers=1)')
     built_sync = [n for n in ('chief', 'worker1', 'worker2')
                   if any(sync_line in l for l in cluster.output(n))]
     self.assertEqual(built_sync, ['chief', 'worker1', 'worker2'])
@@ -114,7 +117,7 @@ class LocalClusterTest(tf.test.TestCase):
     def chief_trains():
       line = process.stdout.readline()
       lines.append(line)
-      return '[chief]' in line and 'step = ' in line
+      return '[chief]' in line and progress_step(line) is not None
     wait_until(chief_trains, 240, 'the chief to train', period=0)
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=60)

@@ -1,11 +1,12 @@
-"""Specification: `--ps_placement` spreads the trainable variables over the ps tasks.
+"""Specification: a cluster spreads the trainable variables over the ps tasks largest first.
 
-largest_first (default) lists the network's variables first (a throw-away build) and
-places them largest first, each on the least-loaded ps: for I3D's real variables (the
-names and shapes of DeepMind's checkpoint) over 10 ps the busiest ps holds exactly the
-largest variable, 8.0 MB, where greedy in creation order holds 10.3 MB. In a real
-cluster graph every variable lands where the placement says, names unchanged; variables
-the plan does not know (batch-norm moving statistics, the global step) go greedily."""
+The model_fn lists the network's variables first (a throw-away build) and places them
+largest first, each on the least-loaded ps: for I3D's real variables (the names and
+shapes of DeepMind's checkpoint) over 10 ps the busiest ps holds exactly the largest
+variable, 8.0 MB, where the same rule in creation order would put 10.3 MB on one. In a
+real cluster graph every trainable variable lands where that plan says; variables the
+plan does not know (batch-norm moving statistics, the global step) go to the
+least-loaded ps as created. There is no flag: every task computes the same plan."""
 
 import dataclasses
 import json
@@ -66,14 +67,16 @@ class I3dOverTenPsTest(tf.test.TestCase):
     sizes = [v.num_bytes for v in self.variables]
     planned = [(v.name, v.num_bytes) for v in self.variables]
     largest_first = per_ps_bytes(self.variables, PS_10, planned)
-    greedy = per_ps_bytes(self.variables, PS_10, ())
+    in_creation_order = greedy_reference(sizes, 10)
     self.assertEqual(sum(largest_first), sum(sizes))
     self.assertEqual(max(largest_first), max(sizes))  # the floor: one ps holds the largest
-    self.assertEqual(greedy, greedy_reference(sizes, 10))
     self.assertEqual(largest_first, greedy_reference(sorted(sizes, reverse=True), 10))
-    # The figures docs/scaling.md quotes (MB = 1e6 bytes).
+    # Without a plan (the fallback for unplanned variables) the library follows the rule
+    # in creation order.
+    self.assertEqual(per_ps_bytes(self.variables, PS_10, ()), in_creation_order)
+    # The figures docs/scaling.md and docs/cluster.md quote (MB = 1e6 bytes).
     self.assertEqual(round(max(largest_first) / 1e6, 1), 8.0)
-    self.assertEqual(round(max(greedy) / 1e6, 1), 10.3)
+    self.assertEqual(round(max(in_creation_order) / 1e6, 1), 10.3)
     self.assertEqual(round(sum(sizes) / 10 / 1e6, 2), 4.95)
 
   def test_creation_order_does_not_matter_to_largest_first(self):
@@ -85,15 +88,16 @@ class I3dOverTenPsTest(tf.test.TestCase):
 
 PARAMS = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=8,
               num_towers=2, model_dir='/tmp/unused_ps_placement')
+NUM_PS = 3
 TF_CONFIG = {'cluster': {'chief': ['localhost:1'], 'worker': ['localhost:2'],
-                         'ps': ['localhost:3', 'localhost:4', 'localhost:5']},
+                         'ps': [f'localhost:{3 + i}' for i in range(NUM_PS)]},
              'task': {'type': 'chief', 'index': 0}}
 
 
-def cluster_variables(ps_placement: str, network=None) -> dict[str, str]:
+def cluster_variables(network=None) -> dict[str, str]:
   """variable name -> device in the chief's training graph, placed as the Estimator does
   (`network` None: the registered `params.model`)."""
-  params = make_params(PARAMS, ps_placement=ps_placement)
+  params = make_params(PARAMS)
   config = run_config(params, cluster.from_tf_config(json.dumps(TF_CONFIG)))
   clips = np.zeros((8, 4, 16, 16, 3), np.float32)
   with tf.Graph().as_default():
@@ -104,6 +108,12 @@ def cluster_variables(ps_placement: str, network=None) -> dict[str, str]:
     return {v.op.name: v.device for v in tf1.global_variables()}
 
 
+def ps_task(device: str) -> int:
+  spec = tf.DeviceSpec.from_string(device)
+  assert spec.job == 'ps', device
+  return spec.task
+
+
 class ClusterGraphPlacementTest(tf.test.TestCase):
 
   @classmethod
@@ -111,50 +121,52 @@ class ClusterGraphPlacementTest(tf.test.TestCase):
     super().setUpClass()
     cls.trainable = [v for v in network_variables(build_network(make_params(PARAMS)),
                                                   (4, 16, 16, 3)) if v.trainable]
-    cls.placed = {policy: cluster_variables(policy) for policy in ('largest_first', 'greedy')}
+    cls.placed = cluster_variables()
 
-  def test_variables_land_where_the_placement_says(self):
-    trainable = self.trainable
-    expected = make_placement('ps', ['/device:CPU:0'], ps_devices=[
-        f'/job:ps/task:{i}' for i in range(3)], planned=[(v.name, v.num_bytes) for v in trainable])
-    placed = self.placed['largest_first']
-    for v in trainable:
-      self.assertEqual(tf.DeviceSpec.from_string(placed[v.name]).task,
-                       tf.DeviceSpec.from_string(expected.device_for(v.name, v.shape,
-                                                                     tf.float32)).task, v.name)
-    greedy = self.placed['greedy']
-    self.assertEqual(set(placed), set(greedy), 'names do not depend on the placement')
-    moved = [v.name for v in trainable if placed[v.name] != greedy[v.name]]
-    self.assertNotEmpty(moved, 'the flag must change where some variable lives')
-    for name in set(placed) - {v.name for v in trainable}:  # moving statistics, global step
-      self.assertEqual(tf.DeviceSpec.from_string(placed[name]).job, 'ps', name)
+  def bytes_per_ps(self, placed) -> list[int]:
+    """The trainable variables' bytes on each ps task of `placed`."""
+    load = [0] * NUM_PS
+    for v in self.trainable:
+      load[ps_task(placed[v.name])] += v.num_bytes
+    return load
 
-  def test_largest_first_evens_the_bytes_per_ps(self):
-    sizes = {v.name: v.num_bytes for v in self.trainable}
+  def test_the_trainable_variables_are_placed_largest_first(self):
+    sizes = [v.num_bytes for v in self.trainable]
+    self.assertEqual(self.bytes_per_ps(self.placed),
+                     greedy_reference(sorted(sizes, reverse=True), NUM_PS))
+    plan = make_placement('ps', ['/device:CPU:0'], ps_devices=[
+        f'/job:ps/task:{i}' for i in range(NUM_PS)], planned=[(v.name, v.num_bytes)
+                                                              for v in self.trainable])
+    for v in self.trainable:
+      self.assertEqual(ps_task(self.placed[v.name]),
+                       ps_task(plan.device_for(v.name, v.shape, tf.float32)), v.name)
 
-    def busiest(placed):
-      load = {}
-      for name, size in sizes.items():
-        load[placed[name]] = load.get(placed[name], 0) + size
-      return max(load.values())
+  def test_the_busiest_ps_holds_less_than_in_creation_order(self):
+    sizes = [v.num_bytes for v in self.trainable]
+    self.assertLess(max(self.bytes_per_ps(self.placed)), max(greedy_reference(sizes, NUM_PS)))
 
-    self.assertLess(busiest(self.placed['largest_first']), busiest(self.placed['greedy']))
+  def test_variables_the_plan_does_not_know_go_to_the_ps_tasks_too(self):
+    others = set(self.placed) - {v.name for v in self.trainable}
+    self.assertIn('global_step', others)
+    self.assertTrue([name for name in others if 'moving_' in name], sorted(others))
+    for name in others:  # moving statistics, global step
+      self.assertIn(ps_task(self.placed[name]), range(NUM_PS), name)
 
   def test_every_graph_of_a_run_places_from_one_throw_away_build(self):
     # Training, each evaluation and the export build their own graph with the same
     # params: the variables are listed once (I3D's throw-away build costs ~2.7 s).
     remembered = tower_model_fn._remembered_trainable_sizes  # pylint: disable=protected-access
     before = remembered.cache_info()
-    placed_again = cluster_variables('largest_first')
+    placed_again = cluster_variables()
     after = remembered.cache_info()
-    self.assertEqual(placed_again, self.placed['largest_first'])
+    self.assertEqual(placed_again, self.placed)
     self.assertEqual(after.misses, before.misses)
     self.assertEqual(after.hits, before.hits + 1)
 
   def test_an_unhashable_network_object_is_placed_too(self):
     # A user's network may be an object that cannot be a cache key (a dataclass with
     # eq=True has no hash): its variables are listed for every graph instead.
-    params = make_params(PARAMS, ps_placement='largest_first')
+    params = make_params(PARAMS)
 
     @dataclasses.dataclass
     class UserNetwork:
@@ -168,7 +180,7 @@ class ClusterGraphPlacementTest(tf.test.TestCase):
       hash(network)
     self.assertEqual(tower_model_fn.trainable_sizes(params, network),
                      tower_model_fn.trainable_sizes(params))
-    self.assertEqual(cluster_variables('largest_first', network), self.placed['largest_first'])
+    self.assertEqual(cluster_variables(network), self.placed)
 
 
 if __name__ == '__main__':

@@ -30,7 +30,7 @@ import unittest
 
 import tensorflow as tf
 
-from tests.cluster_testing import TRAIN_ARGS, wait_until
+from tests.cluster_testing import TRAIN_ARGS, session_steps, wait_until
 from tests.slurm_testing import (KILL_WAIT, MultiNodeSlurm, consecutive_free_ports,
                                  leftover_processes, missing_reason)
 from towers.checkpoints import checkpoint_step
@@ -107,6 +107,12 @@ class SlurmNodesTest(tf.test.TestCase):
       time.sleep(0.2)
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
 
+  def assert_resumed_from(self, step, max_steps):
+    """The rerun's training session started at `step`, the latest checkpoint's (restored,
+    not fresh variables): `training from step <step> to <max_steps>` in the job's log."""
+    rerun = [line for line in self.log().splitlines() if line.endswith(f' to {max_steps}')]
+    self.assertIn(step, session_steps(rerun), self.log()[-4000:])
+
   def assert_completed(self, state):
     self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
     self.assertGreaterEqual(checkpoint_step(self.model_dir), MAX_STEPS)
@@ -147,12 +153,11 @@ class SlurmNodesTest(tf.test.TestCase):
     self.assertEqual(self.slurm.wait_job(job, LIMIT)[0], 'CANCELLED')
     self.assert_no_process_left(within_secs=KILL_WAIT + 5 - (time.time() - cancelled))
     saved = checkpoint_step(self.model_dir)  # readable: a complete checkpoint
-    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
     self.write_flags('--save_checkpoints_steps=10', f'--max_steps={saved + 30}')
     _, state = self.run_job(args)
     self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
     self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
-    self.assertRegex(self.log(), r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assert_resumed_from(saved, saved + 30)
     self.assert_no_process_left()
 
   def test_a_lost_node_is_named_and_the_requeued_job_resumes(self):
@@ -166,14 +171,13 @@ class SlurmNodesTest(tf.test.TestCase):
     wait_until(lambda: self.slurm.job_state(job)[0] == 'PENDING', LIMIT, 'the job requeued')
     self.assert_no_process_left(within_secs=KILL_WAIT + 5)
     saved = checkpoint_step(self.model_dir)
-    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
     self.write_flags('--save_checkpoints_steps=10', f'--max_steps={saved + 30}')
     self.slurm.start_node('n3')  # the node comes back: the requeued job runs again
     state = self.slurm.wait_job(job, LIMIT)
     self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
     log = self.log()
     self.assertRegex(log, r'JOB \d+ ON n1 CANCELLED AT \S+ DUE TO NODE FAILURE')
-    self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assert_resumed_from(saved, saved + 30)
     self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
     self.assert_no_process_left()
 
@@ -194,13 +198,12 @@ class SlurmNodesTest(tf.test.TestCase):
     wait_until(lambda: re.search(stop_line, self.log()), LIMIT, 'the chief to stop')
     saved = int(re.search(stop_line, self.log()).group(1))
     self.assertGreaterEqual(saved, 20)
-    latest = os.path.basename(tf.train.latest_checkpoint(self.model_dir))
     self.write_flags('--save_checkpoints_steps=100000', f'--max_steps={saved + 30}')
     state = self.slurm.wait_job(job, LIMIT)
     self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
     log = self.log()
     self.assertIn(f'requeueing job {job}', log)
-    self.assertRegex(log, r'Restoring parameters from \S*/%s\n' % re.escape(latest))
+    self.assert_resumed_from(saved, saved + 30)  # the checkpoint the chief wrote at the stop
     self.assertNotIn('stopping the job', log)
     self.assertGreaterEqual(checkpoint_step(self.model_dir), saved + 30)
     self.assert_no_process_left()

@@ -9,6 +9,7 @@ made on purpose with --resume_changes is kept in the record's history; a model_d
 trained before records existed resumes with a warning and gets one.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -199,6 +200,23 @@ class TrainSettingsTest(tf.test.TestCase):
     os.remove(path)
     train(2, model_dir=self.model_dir)
     self.assertEqual(step_of(self.model_dir), 2)
+
+  def test_a_record_naming_a_setting_this_version_no_longer_has_resumes(self):
+    # Older runs recorded settings since removed as flags (ps_placement: a cluster now
+    # always places largest first); a resume ignores them and the new record drops them.
+    path = train_settings.record_path(self.model_dir)
+    with open(path) as f:
+      stored = json.load(f)
+    stored['settings']['ps_placement'] = 'greedy'
+    with open(path, 'w') as f:
+      json.dump(stored, f)
+    self.assertEqual(preflight.problems(make_params(TINY, model_dir=self.model_dir,
+                                                    max_steps=2)), [])
+    train(2, model_dir=self.model_dir)
+    self.assertEqual(step_of(self.model_dir), 2)
+    stored = train_settings.read_record(self.model_dir)
+    self.assertNotIn('ps_placement', stored['settings'])
+    self.assertEqual(stored['history'], [])
 
 
 class SettingsTest(tf.test.TestCase):

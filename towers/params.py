@@ -71,7 +71,8 @@ class TrainParams:
   variable_device: str = may_change(
       'cpu', 'Where variables live on one machine: cpu (host as parameter server), gpu0 '
       '(first tower device), balanced (greedy by byte size over tower devices). In a cluster '
-      'with ps tasks they always live on the ps tasks (--ps_placement).',
+      'with ps tasks they always live on the ps tasks, the largest first, each on the ps '
+      'holding the fewest bytes.',
       choices=('cpu', 'gpu0', 'balanced'))
   strategy: str = must_match(
       'towers', 'towers: this library\'s tower model_fn (every option applies). mirrored: '
@@ -214,13 +215,6 @@ class TrainParams:
       'device (the ps in a cluster) and sends gradients back; bfloat16 or float16 halve the '
       'bytes per step, the variables and their updates stay float32 (model_fn/transfer.py).',
       choices=('float32', 'bfloat16', 'float16'))
-  ps_placement: str = may_change(
-      'largest_first', 'How a cluster spreads the trainable variables '
-      'over the ps tasks. largest_first: the network is first built once in a separate '
-      'graph to list its variables, then the largest goes first, each to the ps holding the '
-      'fewest bytes. greedy: each variable as it is created, to the ps holding the fewest bytes. '
-      'Only devices differ, not names: checkpoints interchange; all tasks of a cluster must '
-      'use the same value.', choices=('largest_first', 'greedy'))
   ps_unreachable_secs: int = may_change(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
       '(TensorFlow alone would retry forever).')

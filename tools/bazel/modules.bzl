@@ -781,6 +781,7 @@ TEST_DEPS = {
     ],
     "local_cluster_test": [
         ":cluster_testing",
+        "//model_fn:training_hooks",
         "//towers/cluster:local_cluster_lib",
         "//towers:checkpoints",
     ],
