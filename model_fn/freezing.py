@@ -18,11 +18,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import tensorflow as tf
+from absl import logging
 
 from model_fn import networks
 from model_fn.layers import variable_name
-
-tf1 = tf.compat.v1
 
 
 def frozen_endpoints(model: str, trainable_from: str) -> tuple[str, ...]:
@@ -53,6 +52,6 @@ def trainable_variables(params, variables: Sequence[tf.Variable]) -> list:
   if frozen and not n_frozen:
     raise ValueError(f'trainable_from={trainable_from} freezes no variable: none of the '
                      f'{len(variables)} variables is under a {params.model} endpoint before it')
-  tf1.logging.info('trainable_from=%s: %d variables frozen (endpoints before it), %d trained',
-                   trainable_from, n_frozen, len(kept))
+  logging.info('trainable_from=%s: %d variables frozen (endpoints before it), %d trained',
+               trainable_from, n_frozen, len(kept))
   return kept

@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from model_fn.layers import variable_name
 from model_fn import networks
@@ -217,8 +218,7 @@ def make_warm_start_init_fn(params, variables: list) -> InitFn | None:
   model_dir = params.model_dir
   if model_dir and tf.io.gfile.isdir(model_dir) and tf.train.latest_checkpoint(model_dir):
     # Estimator restores model_dir and would not run init_fn: the run resumes.
-    tf1.logging.info('warm start skipped: %s has a checkpoint, training resumes from it',
-                     model_dir)
+    logging.info('warm start skipped: %s has a checkpoint, training resumes from it', model_dir)
     return None
   plan = plan_warm_start(params, variables)
   feeds, assigns = [], []
@@ -239,8 +239,8 @@ def make_warm_start_init_fn(params, variables: list) -> InitFn | None:
     feed_dict = {ph: np.reshape(reader.get_tensor(r.checkpoint_name),
                                 r.variable.shape.as_list()) for ph, r in feeds}
     session.run(assign_op, feed_dict=feed_dict)
-    tf1.logging.info('warm start: restored %d variables (%d parameters) from %s',
-                     len(plan.restored), plan.restored_parameters, plan.checkpoint)
+    logging.info('warm start: restored %d variables (%d parameters) from %s',
+                 len(plan.restored), plan.restored_parameters, plan.checkpoint)
 
   return init_fn
 
