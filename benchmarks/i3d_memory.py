@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from model_fn import freezing, layers
-from model_fn.networks import i3d
+from model_fn.networks import i3d, i3d_names
 from command_line.options import option
 
 tf1 = tf.compat.v1
@@ -82,7 +82,7 @@ def _bytes(t: tf.Tensor) -> int | None:
 def estimate(frames: int = 64, crop: int = 224, trainable_from: str = '',
              stream: str = 'rgb', num_classes: int = 101) -> MemoryEstimate:
   """Builds the graph for one clip and measures it (see the module docstring)."""
-  channels = i3d.STREAMS[stream][1]
+  channels = i3d_names.STREAMS[stream][1]
   with tf.Graph().as_default() as graph:
     clips = tf1.placeholder(tf.float32, [1, frames, crop, crop, channels], name='clips')
     logits, _ = i3d.inception_i3d(clips, layers.TowerContext(is_training=True), num_classes,
@@ -94,7 +94,7 @@ def estimate(frames: int = 64, crop: int = 224, trainable_from: str = '',
                            if t.shape.rank == 5) for op in forward_ops)
     all_vars = tf1.trainable_variables()
     trained = freezing.frozen_endpoints('i3d', trainable_from)
-    variables = [v for v in all_vars if i3d.endpoint_of(v.op.name) not in trained]
+    variables = [v for v in all_vars if i3d_names.endpoint_of(v.op.name) not in trained]
     grads = tf1.gradients(loss, variables)
     del grads
     retained: dict[str, int] = {}

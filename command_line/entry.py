@@ -14,8 +14,8 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
      `command_line.options.build` rejects, `Refused` or a `refused` exception type
      (raised by `check` or by `run` before it starts its work);
   1  the run failed: `Failed` or a `failed` exception type;
-  N  an `exits` exception type `(type, N)`: an ending a caller tells apart by its code
-     (e.g. //towers:train's 4, the chief was lost). `refused` and `failed` come first.
+  N  `Ended(message, N)`: an ending a caller tells apart by its code (e.g. //towers:train's
+     4, the chief was lost).
 
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. `verbose=True` also defines `--verbose` and configures the console
@@ -48,6 +48,14 @@ class Failed(RuntimeError):
   """The run started and could not finish (exit 1). The message says what and where."""
 
 
+class Ended(RuntimeError):
+  """The run ended in a way its caller tells apart by the exit code `code`."""
+
+  def __init__(self, message: str, code: int):
+    super().__init__(message)
+    self.code = code
+
+
 def error_line(program: str, message: Any) -> str:
   """The one line a program prints for a problem: `<program>: error: <message>`."""
   return f'{program}: error: {message}'
@@ -58,14 +66,13 @@ class Program:
   """A command-line program: its name (the prefix of its lines), its options dataclass
   (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
   before any work, and `run`. `refused` / `failed`: the exception types that end it with exit
-  2 / 1; `exits`: (exception type, exit code) pairs for endings with a code of their own."""
+  2 / 1."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
   check: Callable[[Any], str | None] | None = None
   refused: tuple[type[BaseException], ...] = ()
   failed: tuple[type[BaseException], ...] = ()
-  exits: tuple[tuple[type[BaseException], int], ...] = ()
   arguments: bool = False
   verbose: bool = False
 
@@ -93,8 +100,8 @@ class Program:
       return self._error(e, REFUSED)
     except (Failed, *self.failed) as e:
       return self._error(e, FAILED)
-    except tuple(kind for kind, _ in self.exits) as e:
-      return self._error(e, next(code for kind, code in self.exits if isinstance(e, kind)))
+    except Ended as e:
+      return self._error(e, e.code)
     return code or 0
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,

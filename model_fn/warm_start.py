@@ -40,7 +40,7 @@ from absl import logging
 
 from model_fn.layers import variable_name
 from model_fn import networks
-from model_fn.networks import i3d
+from model_fn.networks import i3d_names
 
 tf1 = tf.compat.v1
 
@@ -155,7 +155,7 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
   prefix = resolve_checkpoint(params.warm_start_from, params.stream)
   ckpt_shapes = {n: tuple(s) for n, s in tf.train.list_variables(prefix)}
   scope_map = parse_scope_map(params.warm_start_scope)
-  scope = i3d.stream_scope(params.stream) + '/'
+  scope = i3d_names.stream_scope(params.stream) + '/'
   restored, fresh, missing, mismatched = [], [], [], []
   seen = set()
   for v in variables:
@@ -164,7 +164,7 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
       continue
     seen.add(name)
     if not name.startswith(scope) or (params.head == 'replace' and
-                                      i3d.endpoint_of(name) == 'Logits'):
+                                      i3d_names.endpoint_of(name) == 'Logits'):
       fresh.append(name)
       continue
     ck = checkpoint_name(name, scope_map)
@@ -189,10 +189,10 @@ def _mismatch_message(prefix, params, missing, mismatched, ckpt_shapes, any_rest
            f'warm_start_scope={params.warm_start_scope!r}): {len(missing)} missing, '
            f'{len(mismatched)} with other shapes.']
   if not any_restored and not missing and not mismatched:
-    lines.append(f'no variable under {i3d.stream_scope(params.stream)}/ to restore')
+    lines.append(f'no variable under {i3d_names.stream_scope(params.stream)}/ to restore')
   lines += [f'  missing: {m}' for m in missing]
   lines += [f'  shape: {m}' for m in mismatched]
-  scope = i3d.stream_scope(params.stream) + '/'
+  scope = i3d_names.stream_scope(params.stream) + '/'
   if missing and not any(n.startswith(scope) for n in ckpt_shapes):
     sample = next(iter(sorted(ckpt_shapes)), '')
     lines.append(f'hint: the checkpoint\'s names do not start with {scope} (e.g. {sample!r}); '

@@ -27,9 +27,6 @@ PROGRAM = textwrap.dedent('''
     class ToolError(ValueError):
       pass
 
-    class PeerLost(RuntimeError):
-      pass
-
     @dataclasses.dataclass(frozen=True)
     class Options:
       size: int = option(1, 'Size.')
@@ -49,12 +46,11 @@ PROGRAM = textwrap.dedent('''
       if options.fail:
         raise entry.Failed('the run failed at step 3')
       if options.lost:
-        raise PeerLost('peer 1 stopped answering')
+        raise entry.Ended('peer 1 stopped answering', 5)
       print('ran', flush=True)
       return options.code
 
-    entry.Program('tool', run, Options, check=check, refused=(ToolError,),
-                  exits=((PeerLost, 5),)).start()
+    entry.Program('tool', run, Options, check=check, refused=(ToolError,)).start()
 ''')
 
 
@@ -90,7 +86,7 @@ class EntryTest(unittest.TestCase):
   def test_a_failed_run_is_one_line_and_exit_1(self):
     self.assert_one_line(run_tool('--fail'), entry.FAILED, 'tool: error: the run failed at step 3')
 
-  def test_an_exception_given_its_own_exit_code_is_one_line_and_that_code(self):
+  def test_an_ending_with_its_own_exit_code_is_one_line_and_that_code(self):
     self.assert_one_line(run_tool('--lost'), 5, 'tool: error: peer 1 stopped answering')
 
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tests import i3d_test_lib as lib
 from benchmarks import i3d_memory
 from model_fn import layers
-from model_fn.networks import build_network, i3d
+from model_fn.networks import build_network, i3d, i3d_names
 from towers import params as params_lib
 
 tf1 = tf.compat.v1
@@ -24,7 +24,7 @@ def graph_variables(stream: str, num_classes: int = 400, shape=(None, 64, 224, 2
   """Builds I3D in a fresh graph (no computation) and returns its variables and endpoints;
   built once per arguments (the specs only read the result)."""
   with tf.Graph().as_default():
-    channels = i3d.STREAMS[stream][1]
+    channels = i3d_names.STREAMS[stream][1]
     clips = tf1.placeholder(tf.float32, [*shape, channels])
     _, end_points = i3d.inception_i3d(clips, layers.TowerContext(is_training=True),
                                       num_classes, stream)
@@ -64,7 +64,7 @@ class I3dNamesTest(tf.test.TestCase):
 
   def test_standard_endpoint_shapes(self):
     _, end_points = graph_variables('rgb')  # 64 frames of 224x224
-    self.assertEqual(list(end_points), list(i3d.ENDPOINTS[:-1]))  # up to Logits
+    self.assertEqual(list(end_points), list(i3d_names.ENDPOINTS[:-1]))  # up to Logits
     self.assertEqual(end_points['Conv3d_1a_7x7'], [None, 32, 112, 112, 64])
     self.assertEqual(end_points['Mixed_4f'], [None, 16, 14, 14, 832])
     self.assertEqual(end_points['Mixed_5c'], [None, 8, 7, 7, 1024])

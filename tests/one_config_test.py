@@ -4,7 +4,9 @@ A `TrainParams` is checked when it is made, however it is made (directly,
 `dataclasses.replace`, `make_params`, a dict given to `build_estimator`), and every field
 says how a resume treats it. `towers.train_and_evaluate(dict(...))` gives the guarantees of
 `//towers:train`: it trains, records the learning settings, and stops a resume with other
-settings with the message the binary prints after `error:`.
+settings with the message the binary prints after `error:`. The config, its flags and the
+training binary's module load no TensorFlow, so flags that cannot work are refused before
+TensorFlow starts.
 """
 
 import dataclasses
@@ -41,6 +43,17 @@ class OneConfigTest(tf.test.TestCase):
       dataclasses.replace(TrainParams(), optimizer='adagrad')
     with self.assertRaisesRegex(ParamsError, 'lr_values must all be > 0'):
       TrainParams(lr_schedule='constant', lr_values=(-1.0,))
+
+  def test_the_config_and_the_train_binary_load_no_tensorflow_until_training(self):
+    program = ('import sys; import towers.params, towers.flags, towers.train; '
+               'print(sorted(m for m in ("tensorflow", "numpy") if m in sys.modules))')
+    done = subprocess.run([sys.executable, '-c', program], capture_output=True, text=True,
+                          env=ENV, timeout=LIMIT, check=True)
+    self.assertEqual(done.stdout.strip(), '[]', done.stderr)
+    refused = subprocess.run([sys.executable, '-m', 'towers.train', '--batch_size=-3'],
+                             capture_output=True, text=True, env=ENV, timeout=LIMIT)
+    self.assertEqual((refused.returncode, refused.stderr),
+                     (2, 'train: error: batch_size must be positive, got -3\n'))
 
   def test_lists_become_tuples_so_params_stay_immutable(self):
     params = TrainParams(lr_boundaries=[1, 2], lr_values=[0.1, 0.01, 0.001])

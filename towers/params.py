@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from model_fn import networks
-from model_fn.networks import i3d
+from model_fn.networks import i3d_names
 from command_line.options import CHOICES, OptionsError, convert, option
 
 # How a resume treats each field (its `RESUME` metadata), declared on the field itself:
@@ -130,7 +130,7 @@ class TrainParams:
       'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
       '//towers:evaluate_two_stream fuses two trained models per video.',
-      choices=tuple(i3d.STREAMS))
+      choices=tuple(i3d_names.STREAMS))
   warm_start_from: str = may_change(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
@@ -144,7 +144,7 @@ class TrainParams:
       'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
       'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
       'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
-      '(num_classes must equal the checkpoint\'s).', choices=i3d.HEADS)
+      '(num_classes must equal the checkpoint\'s).', choices=i3d_names.HEADS)
   pretrained_classes: int = structure(
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
       '600 Kinetics-600).')

@@ -19,32 +19,40 @@ import sys
 
 from absl import flags
 
-from command_line import console
+from command_line import cli, console, entry
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-import tensorflow as tf
-
-from input_fn import pipeline
-from command_line import cli, entry
 from towers import flags as towers_flags
-from towers import training
-from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
-from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
-from towers.cluster_evaluator import ChiefLost
+from towers.params import ParamsError
 
 towers_flags.define_flags()
 cli.define_flags(console.ConsoleOptions)
 
 
 def run(options: None) -> int:
-  """Trains the TrainParams of the flags; prints the final metrics. A damaged input that
-  leaves no readable record is `entry.Failed`; the time limit's stop is a status line."""
+  """Trains the TrainParams of the flags; prints the final metrics. Flags that cannot work
+  are refused before TensorFlow loads. A damaged input that leaves no readable record is
+  `entry.Failed`; the time limit's stop is a status line, not an error."""
   del options  # the flags are TrainParams' (towers/flags.py)
   params = towers_flags.params_from_flags(flags.FLAGS)
+  # TensorFlow loads here, once the flags are known to make a TrainParams.
+  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf
+  from input_fn import pipeline
+  from towers import training
+  from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
+  from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
+  from towers.cluster_evaluator import ChiefLost
   try:
     metrics = training.train_and_evaluate(params)
+  except training.START_ERRORS as e:
+    raise entry.Refused(str(e)) from None
+  except training.END_ERRORS as e:
+    raise entry.Failed(str(e)) from None
+  except ChiefLost as e:
+    raise entry.Ended(str(e), CHIEF_LOST_EXIT_CODE) from None
   except tf.errors.InvalidArgumentError as e:
     line = pipeline.input_error_line(e.message)
     if line is None:
@@ -58,9 +66,7 @@ def run(options: None) -> int:
   return 0
 
 
-PROGRAM = entry.Program('train', run, refused=training.START_ERRORS,
-                        failed=training.END_ERRORS, exits=((ChiefLost, CHIEF_LOST_EXIT_CODE),),
-                        verbose=True)
+PROGRAM = entry.Program('train', run, refused=(ParamsError,), verbose=True)
 
 
 if __name__ == '__main__':

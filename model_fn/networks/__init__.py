@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-import tensorflow as tf
+from model_fn.networks import i3d_names
 
-from model_fn import layers
-from model_fn.networks import c3d_small, i3d
-
-Network = Callable[[tf.Tensor, layers.TowerContext], tf.Tensor]
+# network(clips: tf.Tensor, ctx: model_fn.layers.TowerContext) -> logits: tf.Tensor. The
+# registry itself loads no TensorFlow: the built-in networks' graph modules are imported
+# when one is built, so TrainParams (which checks --model and its options here) and a
+# program's flag checks run before TensorFlow starts.
+Network = Callable[[Any, Any], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,11 +93,19 @@ def input_channels(params) -> int:
   return 2 if params.stream == 'flow' else 3
 
 
-register('c3d_small', lambda p: c3d_small.build(
-    p.num_classes, use_batch_norm=p.batch_norm, dropout_keep=p.dropout_keep))
-# DeepMind's Unit3D always has batch norm: params.batch_norm does not apply.
-register('i3d', lambda p: i3d.build(
-    p.num_classes, stream=p.stream, dropout_keep=p.dropout_keep, head=p.head,
-    pretrained_classes=p.pretrained_classes),
-         endpoints=i3d.VARIABLE_ENDPOINTS, endpoint_of=i3d.endpoint_of, warm_start=True,
-         param_problems=i3d.param_problems, missing_hint=i3d.missing_hint)
+def _c3d_small(p) -> Network:
+  from model_fn.networks import c3d_small  # pylint: disable=import-outside-toplevel
+  return c3d_small.build(p.num_classes, use_batch_norm=p.batch_norm, dropout_keep=p.dropout_keep)
+
+
+def _i3d(p) -> Network:
+  """DeepMind's Unit3D always has batch norm: params.batch_norm does not apply."""
+  from model_fn.networks import i3d  # pylint: disable=import-outside-toplevel
+  return i3d.build(p.num_classes, stream=p.stream, dropout_keep=p.dropout_keep, head=p.head,
+                   pretrained_classes=p.pretrained_classes)
+
+
+register('c3d_small', _c3d_small)
+register('i3d', _i3d, endpoints=i3d_names.VARIABLE_ENDPOINTS, endpoint_of=i3d_names.endpoint_of,
+         warm_start=True, param_problems=i3d_names.param_problems,
+         missing_hint=i3d_names.missing_hint)

@@ -97,6 +97,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//model_fn/networks:i3d",
+            "//model_fn/networks:i3d_names",
             "//model_fn:freezing",
             "//model_fn:layers",
             "//towers:flags",
@@ -312,21 +313,23 @@ MODULES = {
         ("warm_start.py", False, [
             ":layers",
             "//model_fn/networks",
-            "//model_fn/networks:i3d",
+            "//model_fn/networks:i3d_names",
         ]),
     ],
     "model_fn/networks": [
         ("__init__.py", False, [
             ":c3d_small",
             ":i3d",
-            "//model_fn:layers",
+            ":i3d_names",
         ]),
         ("c3d_small.py", False, [
             "//model_fn:layers",
         ]),
         ("i3d.py", False, [
+            ":i3d_names",
             "//model_fn:layers",
         ]),
+        ("i3d_names.py", False, []),
     ],
     "tests": [
         ("__init__.py", False, []),
@@ -443,7 +446,7 @@ MODULES = {
         ("params.py", False, [
             "//command_line:options",
             "//model_fn/networks",
-            "//model_fn/networks:i3d",
+            "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", False, [
             ":resume_check",
@@ -461,6 +464,7 @@ MODULES = {
         ("train.py", True, [
             ":cluster_evaluator",
             ":flags",
+            ":params",
             ":training",
             "//command_line:cli",
             "//command_line:console",
@@ -742,6 +746,7 @@ TEST_DEPS = {
         "//benchmarks:i3d_memory_lib",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
+        "//model_fn/networks:i3d_names",
         "//model_fn:layers",
         "//towers:params",
     ],
