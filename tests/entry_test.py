@@ -9,7 +9,8 @@ import os
 import subprocess
 import sys
 import textwrap
-import unittest
+
+from absl.testing import absltest
 
 from command_line import entry, progress  # entry: also what the program below runs
 
@@ -60,7 +61,7 @@ def run_tool(*args: str) -> subprocess.CompletedProcess:
                         env=dict(os.environ, PYTHONPATH=ROOT))
 
 
-class EntryTest(unittest.TestCase):
+class EntryTest(absltest.TestCase):
 
   def assert_one_line(self, done: subprocess.CompletedProcess, code: int, line: str) -> None:
     self.assertEqual(done.returncode, code, done.stdout + done.stderr)
@@ -90,7 +91,7 @@ class EntryTest(unittest.TestCase):
     self.assert_one_line(run_tool('--lost'), 5, 'tool: error: peer 1 stopped answering')
 
 
-class ProgressTest(unittest.TestCase):
+class ProgressTest(absltest.TestCase):
 
   def test_progress_prints_the_one_line_format_at_the_end_and_counts_a_second_unit(self):
     stream = io.StringIO()
@@ -109,4 +110,4 @@ class ProgressTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-  unittest.main()
+  absltest.main()
