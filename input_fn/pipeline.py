@@ -30,12 +30,15 @@ gathers only those JPEG strings and decodes only the kept crop of each
 proto, undecodable JPEG, no frames, label out of range) is skipped, never fatal: skipped
 records are counted in records, including those a damaged file takes with it (each file
 yields exactly the number of records its manifest lists, see `read_listed_records`), and
-the running count is logged (TensorFlow warning log, `input_fn: skipped N bad record(s)`); `with_skipped_count=True` also puts the count in the
-features as `skipped_records` (int64 [b]).
+the running count is logged (TensorFlow's warning log, `input_fn: skipped N bad record(s)`,
+shown with --verbose); `with_skipped_count=True` also puts the count in the
+features as `skipped_records` (int64 [b]), and in training the records read so far (good
+and bad, every pass) as `records_read` (int64 [b]).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -342,18 +345,23 @@ def skip_and_count(dataset: tf.data.Dataset, what: str) -> tf.data.Dataset:
     emitted, reported = state
     skipped = element[0] - emitted
 
-    def report():
-      log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,
-                     '(corrupt record, undecodable JPEG, no frames or label out of range)',
-                     output_stream=tf.compat.v1.logging.warning)
-      with tf.control_dependencies([log]):
-        return tf.identity(skipped)
+    report = functools.partial(_report_skipped, skipped, what)
 
     reported = tf.cond(skipped > reported, report, lambda: reported)
     return (emitted + 1, reported), (skipped,) + tuple(element[1:])
 
   zero = tf.constant(0, tf.int64)
   return dataset.scan((zero, zero), step)
+
+
+def _report_skipped(skipped: tf.Tensor, what: str) -> tf.Tensor:
+  """`skipped` (int64 scalar), after logging the count as a TensorFlow warning (shown on
+  the console without --verbose)."""
+  log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,
+                 '(corrupt record, undecodable JPEG, no frames or label out of range)',
+                 output_stream=tf.compat.v1.logging.warning)
+  with tf.control_dependencies([log]):
+    return tf.identity(skipped)
 
 
 NO_READABLE_RECORD = 'input_fn: no readable record'
@@ -375,6 +383,7 @@ def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass
   worth of records in a row (all damaged) is an InvalidArgumentError starting with
   NO_READABLE_RECORD and naming the count, not a wait for a record that never comes.
 
+  Yields (bad records skipped so far, records read so far, *fn's values) per good record.
   Each record is computed in a one-element dataset with its own `ignore_errors`, which
   yields a marker instead when `fn` fails, so the failures are counted as they happen."""
   def one(i, record):
@@ -400,16 +409,11 @@ def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass
                 'corrupt record, undecodable JPEG, no frames or label out of range); prepare '
                 'the data again (//data_tools:prepare, same flags)')
 
-    def report():
-      log = tf.print('input_fn: skipped', skipped, 'bad record(s) of', what,
-                     '(corrupt record, undecodable JPEG, no frames or label out of range)',
-                     output_stream=tf.compat.v1.logging.warning)
-      with tf.control_dependencies([log]):
-        return tf.identity(skipped)
+    report = functools.partial(_report_skipped, skipped, what)
 
     with tf.control_dependencies([check]):
       reported = tf.cond(tf.logical_and(ok, skipped > reported), report, lambda: reported)
-    return (skipped, in_a_row, reported), (ok, skipped) + tuple(element[2:])
+    return (skipped, in_a_row, reported), (ok, skipped, element[1] + 1) + tuple(element[2:])
 
   zero = tf.constant(0, tf.int64)
   dataset = dataset.scan((zero, zero, zero), step)
@@ -504,10 +508,11 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     # Batch the uint8 clips, then scale whole batches: 4x less copying than float clips.
     dataset = dataset.batch(replica_batch_size(params, True, input_context), drop_remainder=True)
 
-    def features_labels(skipped, clip, label):
+    def features_labels(skipped, read, clip, label):
       features = {'clips': clip if uint8_clips else to_unit_range(clip)}
       if with_skipped_count:
         features['skipped_records'] = skipped
+        features['records_read'] = read
       return features, label
     dataset = dataset.map(features_labels, num_parallel_calls=threads)
   else:

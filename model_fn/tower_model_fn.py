@@ -11,7 +11,8 @@ tower's device), or a dict with key 'clips' (and,
 in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
 'videos_listed' int64 [B] for the evaluated-of-listed count (`eval_coverage.py`); in training,
 optionally 'skipped_records' int64 [B], the input's running count of bad records
-skipped, written as the summary `input/skipped_bad_records`). `labels`:
+skipped, written as the summary `input/skipped_bad_records` and shown in the progress lines
+against 'records_read' int64 [B], the records the input has read so far). `labels`:
 int64 [B]. `params`: a `towers.params.TrainParams`.
 
 Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.py`):
@@ -130,10 +131,15 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
   train = build_train_op(params, pairs, updates, num_workers,
                          config.is_chief if config is not None else True)
   _train_summaries(loss, weight_loss, train.learning_rate, grad_norm, outputs, global_batch)
+  skipped = None
   if isinstance(features, dict) and 'skipped_records' in features:
     tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
+    if 'records_read' in features:
+      skipped = training_hooks.SkippedRecords(tf.reduce_max(features['skipped_records']),
+                                              tf.reduce_max(features['records_read']))
   hooks = [training_hooks.ProgressHook(loss, params.examples_per_step, params.max_steps,
-                                       params.log_every_steps, params.model_dir), *train.hooks]
+                                       params.log_every_steps, params.model_dir, skipped),
+           *train.hooks]
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train.op, scaffold=train.scaffold,
                                     training_hooks=hooks)
 

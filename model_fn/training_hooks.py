@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import NamedTuple
 
 import tensorflow as tf
 from absl import logging
@@ -23,16 +24,26 @@ def progress_step(line: str) -> int | None:
   return int(match.group(1)) if match else None
 
 
+class SkippedRecords(NamedTuple):
+  """int64 scalars of the training input: bad records it dropped so far, and records it
+  read so far (good and bad; every pass over the data counts again)."""
+  skipped: tf.Tensor
+  read: tf.Tensor
+
+
 class ProgressHook(tf1.train.SessionRunHook):
   """Every `every_steps` steps: logs step, loss, examples/s and ETA to `max_steps`, and
-  writes `examples_per_second` as a summary to `summary_dir` (if given).
+  writes `examples_per_second` as a summary to `summary_dir` (if given). With `skipped`
+  (this process's input), a line after the input dropped a bad record also says
+  `skipped N bad of M records read`.
 
   Rates are measured between two log points, so the first line comes after warm-up.
   """
 
   def __init__(self, loss: tf.Tensor, global_batch: int, max_steps: int, every_steps: int,
-               summary_dir: str | None = None) -> None:
+               summary_dir: str | None = None, skipped: SkippedRecords | None = None) -> None:
     self._loss = loss
+    self._skipped = skipped
     self._global_batch = global_batch
     self._max_steps = max_steps
     self._every = every_steps
@@ -48,7 +59,10 @@ class ProgressHook(tf1.train.SessionRunHook):
     logging.info('%s %d to %d', SESSION_READY, session.run(self._global_step), self._max_steps)
 
   def before_run(self, run_context):
-    return tf1.train.SessionRunArgs({'step': self._global_step, 'loss': self._loss})
+    fetches = {'step': self._global_step, 'loss': self._loss}
+    if self._skipped is not None:
+      fetches['skipped'] = self._skipped._asdict()
+    return tf1.train.SessionRunArgs(fetches)
 
   def after_run(self, run_context, run_values) -> None:
     step, loss = run_values.results['step'], run_values.results['loss']
@@ -63,6 +77,9 @@ class ProgressHook(tf1.train.SessionRunHook):
     examples_per_sec = steps_per_sec * self._global_batch
     fields = [f'loss {loss:.4f}', f'{examples_per_sec:.1f} examples/s',
               f'{steps_per_sec:.2f} steps/s']
+    skipped = run_values.results.get('skipped')
+    if skipped and skipped['skipped']:
+      fields.append(f'skipped {skipped["skipped"]} bad of {skipped["read"]} records read')
     logging.info('%s', progress_line('step', step, self._max_steps, steps_per_sec, fields))
     if self._summary_dir:
       writer = tf1.summary.FileWriterCache.get(self._summary_dir)

@@ -1,6 +1,7 @@
 """Specification: data whose every record is damaged stops the run with one line.
 
-Damaged records are skipped and counted (a warning whenever the count grows). When two
+Damaged records are skipped and counted: the training binary's progress lines say how many
+of the records read were bad, at the damaged share of the data. When two
 passes' worth of training records in a row yield none that can be read, training cannot
 make a single step: it stops with one `error:` line naming the count, instead of waiting forever.
 A shard with some damaged records still trains. An evaluation that could read none of
@@ -9,6 +10,7 @@ its videos is an error, --strict_eval or not: no metric is computed on zero vide
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,6 @@ import tempfile
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
-
 from input_fn import manifest, pipeline
 from model_fn.eval_coverage import EvalCoverageError
 from towers import build_estimator, inputs
@@ -86,6 +87,25 @@ class DamagedTrainDataTest(tf.test.TestCase):
                                   max_steps=2)
     self.assertEqual(int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
                                                 'global_step')), 2)
+
+  def test_the_binary_counts_skipped_records_against_those_read_in_its_progress_lines(self):
+    data = self.damaged_copy(every_shard=False)
+    damaged = manifest.read(data, 'train')['shards'][0]['records']
+    flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
+             for k, v in dict(TINY, max_steps=40, log_every_steps=10).items()]
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train', *flags, f'--data_dir={data}',
+         f'--model_dir={self.create_tempdir().full_path}'],
+        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+    counts = [tuple(map(int, m.groups())) for m in re.finditer(
+        r'step \d+/40 .*  skipped (\d+) bad of (\d+) records read  ', done.stderr)]
+    self.assertNotEmpty(counts, done.stderr[-3000:])
+    skipped, read = counts[-1]
+    # Every pass reads each record once: the bad share of the records read is the damaged
+    # share of the data, give or take the pass in progress.
+    self.assertAlmostEqual(skipped / read, damaged / self.records,
+                           delta=damaged / self.records / 2 + 2 * damaged / read)
 
   def test_an_evaluation_of_zero_readable_videos_is_an_error_without_strict_eval(self):
     data = self.damaged_copy(every_shard=True, subset='test')
