@@ -1,11 +1,13 @@
 """Specification: a cluster ends by itself when training is done (real processes on
 loopback). The chief waits for the workers before its final checkpoint, so a worker that
 finishes late still has its last update in it (the ps, told to exit, holds no later step);
-then every ps exits 0. A worker that never
-finishes is named by the chief, which exits non-zero; the ps tasks still exit 0.
+then every ps exits 0. A worker that never finishes (never started, or stuck: its port
+answers, its step never ends) is named by the chief after --worker_lost_secs, and the chief
+exits non-zero; the ps tasks still exit 0.
 """
 
 import os
+import signal
 
 import tensorflow as tf
 
@@ -52,6 +54,24 @@ class ClusterShutdownTest(tf.test.TestCase):
                               f'worker 0 ({address}): stopped answering for 4 s before it '
                               'finished (--worker_lost_secs); its updates since the last one '
                               'the ps received are lost'])
+    self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
+    self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
+
+  def test_a_stuck_worker_that_still_answers_is_named_and_the_ps_still_exits_0(self):
+    cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=6',))
+    cluster.start('worker1')
+    self.assertTrue(cluster.wait_for_output('worker1', 'training from step', LIMIT),
+                    cluster.output('worker1'))
+    self.addCleanup(cluster.kill, 'worker1')
+    # Stopped, its port still accepts connections (the kernel answers), its step never ends.
+    cluster.tasks['worker1'].process.send_signal(signal.SIGSTOP)
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1, cluster.output('chief')[-20:])
+    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
+    address = cluster.cluster["worker"][0]
+    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
+                              f'worker 0 ({address}): answered for 6 s without finishing its '
+                              'last step (--worker_lost_secs): stuck; its updates since the '
+                              'last one the ps received are lost'])
     self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
     self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
 

@@ -220,7 +220,8 @@ class TrainParams:
       '(TensorFlow alone would retry forever).')
   worker_lost_secs: int = may_change(
       120, 'At max_steps the chief waits for every worker\'s last step before its final '
-      'checkpoint; a worker unreachable this long meanwhile is counted as failed.')
+      'checkpoint; a worker unreachable this long meanwhile, or answering this long without '
+      'finishing its step (stuck), is counted as failed.')
   chief_lost_secs: int = may_change(
       300, 'A worker, ps or evaluator whose chief stays unreachable this long before '
       'training is over exits with an error naming the chief (a chief restarted sooner is '

@@ -11,7 +11,8 @@ cluster reaches the same queue; they live as long as the task that holds them):
    runs ahead of the chief's `CheckpointSaverHook`), takes one token per worker. So the
    final checkpoint holds every worker's last update (its global step may pass max_steps by
    the few steps the workers were still running). A worker that sends no token and whose
-   port refuses connections for `lost_secs` is counted as failed for good.
+   port refuses connections for `lost_secs` is counted as failed for good; so is one whose
+   port answers for `lost_secs` without a token (a stuck process: one step takes far less).
 3. `training_done_ps<i>`, on each ps i. Once `Estimator.train` has returned (the checkpoint
    written), the chief puts one token there. `serve_until_training_done` waits for it and
    the ps then exits 0.
@@ -185,13 +186,15 @@ def _next(tokens: queue.Queue, timeout_secs: float | None = None):
 @dataclasses.dataclass
 class _Pending:
   address: str
-  down_since: float | None = None
+  down_since: float | None = None  # unreachable since (None: it answers)
+  up_since: float | None = None    # answering, without a token, since
 
 
 class WaitForWorkersHook(tf1.train.SessionRunHook):
   """Chief only, placed before its CheckpointSaverHook: at the end of training, waits
-  until every worker has reported done (or failed, or stayed unreachable `lost_secs`), so
-  that the final checkpoint holds every worker's last update.
+  until every worker has reported done (or failed, or stayed unreachable `lost_secs`, or
+  answered `lost_secs` without reporting), so that the final checkpoint holds every
+  worker's last update.
 
   After `end`, `failures` maps each failed worker's name to what happened. Once `skip` is
   set (training stops early, before the job's time limit) it waits no more.
@@ -250,7 +253,15 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
     for index, worker in list(pending.items()):
       if reachable(worker.address):
         worker.down_since = None
+        worker.up_since = worker.up_since or now
+        if now - worker.up_since >= self._lost_secs:
+          del pending[index]
+          self.failures[f'worker {index} ({worker.address})'] = (
+              f'answered for {self._lost_secs:.0f} s without finishing its last step '
+              '(--worker_lost_secs): stuck; its updates since the last one the ps received '
+              'are lost')
         continue
+      worker.up_since = None
       worker.down_since = worker.down_since or now
       if now - worker.down_since >= self._lost_secs:
         del pending[index]
