@@ -133,9 +133,10 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
   _train_summaries(loss, weight_loss, train.learning_rate, grad_norm, outputs, global_batch)
   skipped = None
   if isinstance(features, dict) and 'skipped_records' in features:
-    tf1.summary.scalar('input/skipped_bad_records', tf.reduce_max(features['skipped_records']))
+    skipped_so_far = tf.reduce_max(features['skipped_records'])
+    tf1.summary.scalar('input/skipped_bad_records', skipped_so_far)
     if 'records_read' in features:
-      skipped = training_hooks.SkippedRecords(tf.reduce_max(features['skipped_records']),
+      skipped = training_hooks.SkippedRecords(skipped_so_far,
                                               tf.reduce_max(features['records_read']))
   hooks = [training_hooks.ProgressHook(loss, params.examples_per_step, params.max_steps,
                                        params.log_every_steps, params.model_dir, skipped),

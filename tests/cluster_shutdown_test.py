@@ -29,6 +29,17 @@ class ClusterShutdownTest(tf.test.TestCase):
       cluster.start(name)
     return cluster, model_dir
 
+  def assert_chief_ends_without_worker_0(self, cluster, model_dir: str, why: str) -> None:
+    """The chief exits 1 with one error line naming worker 0 and `why`, after writing the
+    checkpoint at max_steps; the ps still exits 0."""
+    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1, cluster.output('chief')[-20:])
+    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
+    address = cluster.cluster['worker'][0]
+    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
+                              f'worker 0 ({address}): {why}'])
+    self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
+    self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
+
   def test_a_late_worker_s_last_update_is_in_the_final_checkpoint_and_every_task_exits_0(self):
     cluster, model_dir = self.run_cluster()
     self.assertTrue(cluster.wait_for_output('chief', WAITING, LIMIT), cluster.output('chief'))
@@ -47,15 +58,9 @@ class ClusterShutdownTest(tf.test.TestCase):
   def test_a_worker_that_never_finishes_is_named_and_the_ps_still_exits_0(self):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=4',))
     # worker1 is never started: its port refuses connections.
-    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1)
-    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
-    address = cluster.cluster["worker"][0]
-    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
-                              f'worker 0 ({address}): stopped answering for 4 s before it '
-                              'finished (--worker_lost_secs); its updates since the last one '
-                              'the ps received are lost'])
-    self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
-    self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
+    self.assert_chief_ends_without_worker_0(
+        cluster, model_dir, 'stopped answering for 4 s before it finished (--worker_lost_secs); '
+        'its updates since the last one the ps received are lost')
 
   def test_a_stuck_worker_that_still_answers_is_named_and_the_ps_still_exits_0(self):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=6',))
@@ -65,15 +70,9 @@ class ClusterShutdownTest(tf.test.TestCase):
     self.addCleanup(cluster.kill, 'worker1')
     # Stopped, its port still accepts connections (the kernel answers), its step never ends.
     cluster.tasks['worker1'].process.send_signal(signal.SIGSTOP)
-    self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1, cluster.output('chief')[-20:])
-    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
-    address = cluster.cluster["worker"][0]
-    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
-                              f'worker 0 ({address}): answered for 6 s without finishing its '
-                              'last step (--worker_lost_secs): stuck; its updates since the '
-                              'last one the ps received are lost'])
-    self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
-    self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
+    self.assert_chief_ends_without_worker_0(
+        cluster, model_dir, 'answered for 6 s without finishing its last step '
+        '(--worker_lost_secs): stuck; its updates since the last one the ps received are lost')
 
 
 if __name__ == '__main__':

@@ -72,6 +72,20 @@ class RealSlurmTest(tf.test.TestCase):
       log = f.read()
     return job, code, log
 
+  def use_batch_script(self, failing: tuple[str, int] | None = None) -> None:
+    """Sets the batch script's variables: one ps, free ports. `failing` = (task type, exit
+    code): a PYTHON under which tasks of that type exit at once with that code."""
+    ps_port = consecutive_free_ports(2)
+    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
+                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
+    if failing:
+      task_type, code = failing
+      self.env['PYTHON'] = os.path.join(self.work, 'python')
+      with open(self.env['PYTHON'], 'w') as f:
+        f.write(f'#!/bin/sh\ncase "$*" in *task_type={task_type}*) exit {code};; esac\n'
+                f'exec {sys.executable} "$@"\n')
+      os.chmod(self.env['PYTHON'], 0o755)
+
   def assert_ended_cleanly(self, job, code, log):
     self.assertEqual(self.slurm.job_state(job), ('COMPLETED', '0:0'), log[-4000:])
     self.assertEqual(code, 0)
@@ -80,9 +94,7 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
 
   def test_the_batch_script_on_one_node_completes(self):
-    ps_port = consecutive_free_ports(2)
-    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
-                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
+    self.use_batch_script()
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('the chief says training is over', log)
@@ -100,15 +112,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertIn('chief: every worker finished; writing the final checkpoint', log)
 
   def test_a_failing_task_fails_the_job_and_is_named(self):
-    ps_port = consecutive_free_ports(2)
-    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
-                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1),
-                    PYTHON=os.path.join(self.work, 'python'))
-    # A PYTHON whose trainer fails at once (as a bad flag would); ps and evaluator are real.
-    with open(self.env['PYTHON'], 'w') as f:
-      f.write(f'#!/bin/sh\ncase "$*" in *task_type=worker*) exit 7;; esac\n'
-              f'exec {sys.executable} "$@"\n')
-    os.chmod(self.env['PYTHON'], 0o755)
+    # A trainer that fails at once (as a bad flag would); ps and evaluator are real.
+    self.use_batch_script(failing=('worker', 7))
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assertEqual(self.slurm.job_state(job)[0], 'FAILED', log[-3000:])
     self.assertNotEqual(code, 0)
@@ -118,15 +123,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
 
   def test_a_failing_evaluator_does_not_stop_training(self):
-    ps_port = consecutive_free_ports(2)
-    self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
-                    PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1),
-                    PYTHON=os.path.join(self.work, 'python'))
-    # A PYTHON whose evaluator fails at once (as a crash would); ps and trainer are real.
-    with open(self.env['PYTHON'], 'w') as f:
-      f.write(f'#!/bin/sh\ncase "$*" in *task_type=evaluator*) exit 5;; esac\n'
-              f'exec {sys.executable} "$@"\n')
-    os.chmod(self.env['PYTHON'], 0o755)
+    # An evaluator that fails at once (as a crash would); ps and trainer are real.
+    self.use_batch_script(failing=('evaluator', 5))
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('warning: evaluator on', log)

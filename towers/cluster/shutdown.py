@@ -185,9 +185,11 @@ def _next(tokens: queue.Queue, timeout_secs: float | None = None):
 
 @dataclasses.dataclass
 class _Pending:
+  """A worker the chief still waits for: whether its port answered when last checked
+  (None: not checked yet), and since when it has been so."""
   address: str
-  down_since: float | None = None  # unreachable since (None: it answers)
-  up_since: float | None = None    # answering, without a token, since
+  answering: bool | None = None
+  since: float = 0.0
 
 
 class WaitForWorkersHook(tf1.train.SessionRunHook):
@@ -249,22 +251,19 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
       logging.info('chief: every worker finished; writing the final checkpoint')
 
   def _count_lost(self, pending: dict[int, _Pending]) -> None:
+    """Counts as failed each pending worker whose port has refused connections, or has
+    answered without a token (stuck), for `lost_secs`."""
     now = time.time()
     for index, worker in list(pending.items()):
-      if reachable(worker.address):
-        worker.down_since = None
-        worker.up_since = worker.up_since or now
-        if now - worker.up_since >= self._lost_secs:
-          del pending[index]
-          self.failures[f'worker {index} ({worker.address})'] = (
-              f'answered for {self._lost_secs:.0f} s without finishing its last step '
-              '(--worker_lost_secs): stuck; its updates since the last one the ps received '
-              'are lost')
+      answering = reachable(worker.address)
+      if answering != worker.answering:
+        worker.answering, worker.since = answering, now
+      if now - worker.since < self._lost_secs:
         continue
-      worker.up_since = None
-      worker.down_since = worker.down_since or now
-      if now - worker.down_since >= self._lost_secs:
-        del pending[index]
-        self.failures[f'worker {index} ({worker.address})'] = (
-            f'stopped answering for {self._lost_secs:.0f} s before it finished '
-            '(--worker_lost_secs); its updates since the last one the ps received are lost')
+      del pending[index]
+      what = (f'answered for {self._lost_secs:.0f} s without finishing its last step '
+              '(--worker_lost_secs): stuck' if answering else
+              f'stopped answering for {self._lost_secs:.0f} s before it finished '
+              '(--worker_lost_secs)')
+      self.failures[f'worker {index} ({worker.address})'] = (
+          f'{what}; its updates since the last one the ps received are lost')
