@@ -16,7 +16,16 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
 * `<out>/.flow_sources.jsonl`: per video, the identity of the .avi its flow was computed
   from (size, mtime) and the settings.
 
-* Processes: one per core (--workers), each OpenCV single-threaded.
+* Backends (--backend): `tensorflow`, TV-L1 ported to TensorFlow (`data_tools/tvl1.py`),
+  the frames of a video in batches of --tvl1_batch pairs, on the GPU; the default when
+  TensorFlow sees a GPU. `opencv`: OpenCV's DualTVL1, one process per core (--workers), each
+  single-threaded; the default on CPU, where it is faster per core (docs/input.md). Both write
+  the same layout and records, and agree to within one gray level on >99% of the pixels.
+* Split over nodes (--shard/--num_shards, or a Slurm array task's SLURM_ARRAY_TASK_ID and
+  SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
+  frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
+  finish, or any later run without a split, writes the manifest, flow.txt and the sources
+  record whole.
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
   summary gives flow frames/s per core.
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
@@ -35,6 +44,7 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
 import json
 import math
@@ -42,8 +52,11 @@ import multiprocessing
 import shutil
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+import numpy as np
+
+from data_tools import flow_shards
 from input_fn import flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
@@ -53,6 +66,7 @@ from command_line.progress import Progress
 
 MANIFEST = 'flow.manifest.json'
 SOURCES = '.flow_sources.jsonl'
+BACKENDS = ('tensorflow', 'opencv')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +86,15 @@ class ExtractFlowOptions:
   tvl1_epsilon: float = option(0.01, 'TV-L1 stopping threshold (OpenCV default 0.01; '
                                'larger is faster and coarser).')
   strict: bool = option(False, 'Stop at the first bad video instead of skipping it.')
+  backend: str = option('', 'TV-L1 implementation: tensorflow (data_tools/tvl1.py, batched, '
+                        'on the GPU) or opencv (one process per core); default: tensorflow '
+                        'when TensorFlow sees a GPU, else opencv (faster per CPU core).')
+  tvl1_batch: int = option(16, 'Frame pairs per TensorFlow batch (--backend=tensorflow).')
+  shard: int = option(-1, 'This process computes share number --shard (0-based) of '
+                      '--num_shards; default: a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
+                      'else 0.')
+  num_shards: int = option(0, 'Split the videos into this many shares balanced by frames '
+                           '(one per node); default: SLURM_ARRAY_TASK_COUNT, else 1.')
 
   @property
   def settings(self) -> dict[str, Any]:
@@ -117,6 +140,16 @@ def check_options(options: ExtractFlowOptions) -> None:
   if not math.isfinite(options.tvl1_epsilon) or options.tvl1_epsilon <= 0:
     raise OptionsError(f'--tvl1_epsilon must be a number > 0 (stopping threshold), got '
                        f'{options.tvl1_epsilon}')
+  if options.backend not in ('',) + BACKENDS:
+    raise OptionsError(f'--backend must be one of {", ".join(BACKENDS)} (or empty: '
+                       f'tensorflow with a GPU, else opencv), got {options.backend!r}')
+  if options.tvl1_batch < 1:
+    raise OptionsError(f'--tvl1_batch must be >= 1 (frame pairs per batch), got '
+                       f'{options.tvl1_batch}')
+  try:
+    flow_shards.from_environment(options.shard, options.num_shards)
+  except ValueError as e:
+    raise OptionsError(str(e)) from None
   if options.out and os.path.exists(options.out) and not os.path.isdir(options.out):
     raise OptionsError(f'--out={options.out} is a file, not a directory')
 
@@ -154,24 +187,64 @@ def _init_worker() -> None:
   cv2.setNumThreads(1)  # one process per core
 
 
-def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
-                  ) -> tuple[VideoTask, int, Problem | None]:
-  """Computes and writes one video's flow: (task, flow frames written, None) or
-  (task, 0, Problem saying why it was skipped)."""
-  task, out, settings = job
+def resolve_backend(backend: str) -> str:
+  """`backend`, or the default: tensorflow when TensorFlow sees a GPU, else opencv.
+  TensorFlow is imported only where an NVIDIA device exists."""
+  if backend:
+    return backend
+  if not (os.path.exists('/dev/nvidia0') or os.path.isdir('/proc/driver/nvidia/gpus')):
+    return 'opencv'
+  from data_tools import tensorflow_flow
+  return 'tensorflow' if tensorflow_flow.gpu_visible() else 'opencv'
+
+
+def decode_gray(task: VideoTask, settings: dict[str, Any]) -> np.ndarray | Problem:
+  """The video's grayscale frames uint8 [T, H, W] (T >= 2), or the Problem skipping it."""
   try:
     frames = video_io.decode_video(task.path, settings['short_side'])
   except video_io.VideoError as e:
     kind = ('empty file' if 'empty file' in str(e) else
             'no readable frame' if 'no readable frame' in str(e) else
             'truncated video' if 'truncated' in str(e) else 'undecodable video')
-    return task, 0, Problem(task.path, 0, str(e), kind)
+    return Problem(task.path, 0, str(e), kind)
   if len(frames) < 2:
-    return task, 0, Problem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
-  codes = flow.video_flow(flow.grayscale(frames),
-                          flow.tvl1(flow.Tvl1Settings(**settings['tvl1'])))
+    return Problem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
+  return flow.grayscale(frames)
+
+
+def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
+                  ) -> tuple[VideoTask, int, Problem | None]:
+  """Computes (OpenCV) and writes one video's flow: (task, flow frames written, None) or
+  (task, 0, Problem saying why it was skipped)."""
+  task, out, settings = job
+  gray = decode_gray(task, settings)
+  if isinstance(gray, Problem):
+    return task, 0, gray
+  codes = flow.video_flow(gray, flow.tvl1(flow.Tvl1Settings(**settings['tvl1'])))
   flow.write_flow(codes, out, task.name)
   return task, len(codes), None
+
+
+def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch: int
+                        ) -> Iterator[tuple[VideoTask, int, Problem | None]]:
+  """`extract_video`'s results with the TensorFlow backend, in this process: the next
+  video is decoded in a thread while the current one's flow is computed."""
+  from data_tools import tensorflow_flow
+  if not jobs:
+    return
+  engine = tensorflow_flow.TensorflowFlow(flow.Tvl1Settings(**jobs[0][2]['tvl1']), batch)
+  with concurrent.futures.ThreadPoolExecutor(1) as decoder:
+    upcoming = decoder.submit(decode_gray, jobs[0][0], jobs[0][2])
+    for i, (task, out, settings) in enumerate(jobs):
+      gray = upcoming.result()
+      if i + 1 < len(jobs):
+        upcoming = decoder.submit(decode_gray, jobs[i + 1][0], jobs[i + 1][2])
+      if isinstance(gray, Problem):
+        yield task, 0, gray
+        continue
+      codes = engine.video_flow(gray)
+      flow.write_flow(codes, out, task.name)
+      yield task, len(codes), None
 
 
 def _check_settings(out: str, settings: dict[str, Any]) -> None:
@@ -200,14 +273,17 @@ def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]
 
 
 def read_sources(out: str) -> dict[str, dict[str, Any]]:
-  """{video: identity} recorded in `<out>/.flow_sources.jsonl` (the last line of a video
-  wins; unreadable lines are ignored, so their videos are computed again)."""
+  """{video: identity} recorded in `<out>/.flow_sources.jsonl`, then in the shards' files
+  (`flow_shards`; the last line of a video wins; unreadable lines are ignored, so their
+  videos are computed again)."""
   recorded = {}
-  try:
-    with open(os.path.join(out, SOURCES)) as f:
-      lines = f.read().splitlines()
-  except OSError:
-    return recorded
+  lines = []
+  for path in [os.path.join(out, SOURCES)] + flow_shards.shard_source_files(out):
+    try:
+      with open(path) as f:
+        lines += f.read().splitlines()
+    except OSError:
+      continue
   for line in lines:
     try:
       row = json.loads(line)
@@ -223,8 +299,12 @@ def _flow_is_newer(out: str, task: VideoTask) -> bool:
   return all(os.stat(f).st_mtime_ns > video_mtime for f in ucf101.flow_folders(out, task.name))
 
 
-def _record_source(out: str, video: str, identity: dict[str, Any] | None) -> None:
-  with open(os.path.join(out, SOURCES), 'a') as f:
+def _record_source(out: str, video: str, identity: dict[str, Any] | None,
+                   shard: tuple[int, int] = (0, 1)) -> None:
+  """Appends a video's record to SOURCES, or to the shard's own file when split."""
+  path = (os.path.join(out, SOURCES) if shard[1] == 1 else
+          flow_shards.sources_path(out, *shard))
+  with open(path, 'a') as f:
     f.write(json.dumps({'video': video, 'source': identity}, sort_keys=True) + '\n')
 
 
@@ -235,10 +315,11 @@ def _remove_flow(out: str, video: str) -> None:
 
 def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
             ) -> dict[str, Any]:
-  """Runs the extraction (see the module docstring); returns the manifest. Raises
-  `OptionsError`, `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError`
-  (--strict)."""
+  """Runs the extraction (see the module docstring); returns the manifest (for a shard
+  that is not the last to finish: its part, with 'merged': False). Raises `OptionsError`,
+  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
   check_options(options)
+  shard = flow_shards.from_environment(options.shard, options.num_shards)
   videos_dir = options.videos_dir or ucf101.find_dir(options.data_dir, ucf101.VIDEO_DIR_NAMES)
   if not videos_dir or not os.path.isdir(videos_dir):
     raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
@@ -256,34 +337,48 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
     raise InputError(skipped[0])
   settings = options.settings
   _check_settings(out, settings)
+  backend = resolve_backend(options.backend)
   for channel in flow.CHANNELS:
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
   dir_identity.claim(manifest_path, {'settings': settings})  # before any frame
+  split = shard[1] > 1
+  mine = tasks
+  if split:
+    mine = flow_shards.share(tasks, [video_io.video_frame_count(t.path) for t in tasks],
+                             [t.name for t in tasks], *shard)
+    if shard[0] != 0:
+      skipped = []  # listing problems are reported by shard 0 only
   recorded = read_sources(out)
   identities = {t.name: source_identity(t, settings) for t in tasks}
-  adopted = [t for t in tasks if t.name not in recorded and flow.has_flow(out, t.name) and
+  adopted = [t for t in mine if t.name not in recorded and flow.has_flow(out, t.name) and
              _flow_is_newer(out, t)]
   for task in adopted:  # flow of an earlier extract_flow that kept no source records
-    _record_source(out, task.name, identities[task.name])
+    _record_source(out, task.name, identities[task.name], shard)
     recorded[task.name] = identities[task.name]
-  changed = [t for t in tasks if flow.has_flow(out, t.name) and
+  changed = [t for t in mine if flow.has_flow(out, t.name) and
              recorded.get(t.name) != identities[t.name]]
-  todo = [t for t in tasks if not flow.has_flow(out, t.name)] + changed
-  workers = min(options.workers or os.cpu_count() or 1, max(len(todo), 1))
+  todo = [t for t in mine if not flow.has_flow(out, t.name)] + changed
+  workers = (1 if backend == 'tensorflow' else
+             min(options.workers or os.cpu_count() or 1, max(len(todo), 1)))
   again = (f' ({len(changed)} whose video changed since its flow was computed: computed '
            'again)' if changed else '')
   kept = (f' ({len(adopted)} without a source record but newer than their video: kept)'
           if adopted else '')
-  log(f'extract_flow: {len(tasks)} videos in {videos_dir}, {len(tasks) - len(todo)} already '
-      f'done{kept}; {len(todo)} to compute{again} with {workers} process(es) into {out}')
+  share = f', shard {shard[0]} of {shard[1]}: {len(mine)} of them' if split else ''
+  how = ('with tensorflow' if backend == 'tensorflow' else
+         f'with {workers} process(es)')
+  log(f'extract_flow: {len(tasks)} videos in {videos_dir}{share}, {len(mine) - len(todo)} '
+      f'already done{kept}; {len(todo)} to compute{again} {how} into {out}')
   progress = Progress('extract_flow:', len(todo), 'videos', amount_unit='flow frames')
   start = time.time()
   jobs = [(t, out, settings) for t in todo]
-  if workers <= 1:
+  pool = None
+  if backend == 'tensorflow':
+    results = _tensorflow_results(jobs, options.tvl1_batch)
+  elif workers <= 1:
     _init_worker()
     results = map(extract_video, jobs)
-    pool = None
   else:
     # fork: the workers need only OpenCV and numpy and start before this process has run
     # any of it; spawn would re-import the caller's main module (TensorFlow) in every one.
@@ -293,37 +388,46 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
     for task, frames, problem in results:
       if problem is not None:
         _remove_flow(out, task.name)  # the flow of a video replaced by a bad one is stale
-        _record_source(out, task.name, None)
+        _record_source(out, task.name, None, shard)
         if options.strict:
           raise InputError(problem)
         skipped.append(problem)
       else:
-        _record_source(out, task.name, identities[task.name])
+        _record_source(out, task.name, identities[task.name], shard)
       progress.add(1, frames)
   finally:
     if pool is not None:
       pool.terminate()
       pool.join()
   elapsed = time.time() - start
-  recorded = read_sources(out)
-  current = [t for t in tasks if flow.has_flow(out, t.name) and
-             recorded.get(t.name) == identities[t.name]]
-  _write_sources(out, {t.name: recorded[t.name] for t in current})
-  manifest = _manifest(out, tasks, current, skipped, settings, videos_dir)
-  json_files.write_json(manifest_path, manifest)
-  if classes is not None:
-    _write_flow_list(out, current)
+  rate = progress.amount / max(elapsed, 1e-6)
+  speed = (f'{rate:.1f} flow frames/s (tensorflow)' if backend == 'tensorflow' else
+           f'{rate / workers:.1f} flow frames/s per core ({workers} process(es))')
+  if split:
+    flow_shards.write_part(out, *shard, {'settings': settings,
+                                         'skipped': [p.to_json() for p in skipped]})
+    parts = flow_shards.read_parts(out, shard[1])
+    if parts is not None and not flow_shards.claim_merge(out, shard[1]):
+      parts = None  # another shard that finished at the same moment merges
+    log(f'extract_flow: shard {shard[0]} of {shard[1]} computed {progress.amount:.0f} flow '
+        f'frames of {progress.done} videos in {elapsed:.1f} s = {speed}')
+    if parts is None:
+      log(f'extract_flow: other shards still running; the last to finish (or a rerun '
+          f'without --shard) writes {MANIFEST} and {ucf101.FLOW_LIST_NAME}')
+      return {'merged': False, 'shard': shard[0], 'num_shards': shard[1],
+              'skipped': [p.to_json() for p in skipped]}
+    skipped = [Problem(p['input'], p['line'], p['reason'], p['kind'])
+               for part in parts for p in part['skipped']]
+  manifest = _merge(out, tasks, skipped, settings, videos_dir, classes, options, log)
+  if not split:
+    kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
+    log(f'extract_flow: {manifest["num_with_flow"]} of {manifest["num_found"]} videos have '
+        f'flow in {out}; computed {progress.amount:.0f} flow frames of {progress.done} videos '
+        f'in {elapsed:.1f} s = {speed}; skipped {manifest["num_skipped"]}'
+        f'{": " + kinds if kinds else ""}')
   else:
-    if os.path.exists(os.path.join(out, ucf101.FLOW_LIST_NAME)):
-      os.remove(os.path.join(out, ucf101.FLOW_LIST_NAME))  # an earlier run's: not current
-    log(f'extract_flow: no {ucf101.CLASS_INDEX_FILE} under {options.data_dir or "(no --data_dir)"}'
-        f': {ucf101.FLOW_LIST_NAME} (needs the labels) not written')
-  per_core = progress.amount / max(elapsed, 1e-6) / workers
-  kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
-  log(f'extract_flow: {manifest["num_with_flow"]} of {manifest["num_found"]} videos have flow '
-      f'in {out}; computed {progress.amount:.0f} flow frames of {progress.done} videos in '
-      f'{elapsed:.1f} s = {per_core:.1f} flow frames/s per core ({workers} process(es)); '
-      f'skipped {manifest["num_skipped"]}{": " + kinds if kinds else ""}')
+    log(f'extract_flow: all {shard[1]} shards done: {manifest["num_with_flow"]} of '
+        f'{manifest["num_found"]} videos have flow in {out}; skipped {manifest["num_skipped"]}')
   if not options.data_dir or os.path.realpath(out) != os.path.realpath(
       os.path.join(options.data_dir, ucf101.FLOW_DIR_NAME)):
     log(f'extract_flow: to make flow records of it: //data_tools:prepare --source=flow '
@@ -331,13 +435,34 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   return manifest
 
 
+def _merge(out: str, tasks: list[VideoTask], skipped: list[Problem], settings: dict[str, Any],
+           videos_dir: str, classes: ucf101.ClassIndex | None, options: ExtractFlowOptions,
+           log: Callable[[str], None]) -> dict[str, Any]:
+  """Writes the manifest, flow.txt and SOURCES whole from what `out` holds (every shard's
+  records folded in), removes the shard records; returns the manifest."""
+  recorded = read_sources(out)
+  identities = {t.name: source_identity(t, settings) for t in tasks}
+  current = [t for t in tasks if flow.has_flow(out, t.name) and
+             recorded.get(t.name) == identities[t.name]]
+  _write_sources(out, {t.name: recorded[t.name] for t in current})
+  flow_shards.remove_records(out)
+  manifest = _manifest(out, tasks, current, skipped, settings, videos_dir)
+  json_files.write_json(os.path.join(out, MANIFEST), manifest)
+  if classes is not None:
+    _write_flow_list(out, current)
+  else:
+    if os.path.exists(os.path.join(out, ucf101.FLOW_LIST_NAME)):
+      os.remove(os.path.join(out, ucf101.FLOW_LIST_NAME))  # an earlier run's: not current
+    log(f'extract_flow: no {ucf101.CLASS_INDEX_FILE} under {options.data_dir or "(no --data_dir)"}'
+        f': {ucf101.FLOW_LIST_NAME} (needs the labels) not written')
+  return manifest
+
+
 def _write_sources(out: str, recorded: dict[str, dict[str, Any]]) -> None:
   """Rewrites the source records with one line per video that has current flow."""
-  path = os.path.join(out, SOURCES)
-  with open(path + '.tmp', 'w') as f:
-    f.writelines(json.dumps({'video': name, 'source': identity}, sort_keys=True) + '\n'
-                 for name, identity in sorted(recorded.items()))
-  os.replace(path + '.tmp', path)
+  json_files.write_text(os.path.join(out, SOURCES), ''.join(
+      json.dumps({'video': name, 'source': identity}, sort_keys=True) + '\n'
+      for name, identity in sorted(recorded.items())))
 
 
 def _manifest(out: str, tasks: list[VideoTask], current: list[VideoTask],
@@ -350,7 +475,8 @@ def _manifest(out: str, tasks: list[VideoTask], current: list[VideoTask],
                                     for p in skipped),
       'num_with_flow': len(with_flow), 'num_skipped': len(skipped),
       'skipped_by_kind': dict(sorted(collections.Counter(p.kind for p in skipped).items())),
-      'skipped': [p.to_json() for p in skipped],
+      'skipped': sorted((p.to_json() for p in skipped),
+                        key=lambda p: (p['input'], p['line'])),
   }
 
 
@@ -361,10 +487,8 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
     count, reason = ucf101.count_flow_frames(out, task.name)
     if not reason:
       rows.append(f'{task.name} {{:s}}/{task.name} {count} {task.label}')
-  path = os.path.join(out, ucf101.FLOW_LIST_NAME)
-  with open(path + '.tmp', 'w') as f:
-    f.write(''.join(row + '\n' for row in rows))
-  os.replace(path + '.tmp', path)
+  json_files.write_text(os.path.join(out, ucf101.FLOW_LIST_NAME),
+                        ''.join(row + '\n' for row in rows))
 
 
 def _run(options: ExtractFlowOptions) -> None:

@@ -227,29 +227,25 @@ class Tvl1:
     sources = tf.stack([i1, i1x, i1y], axis=-1)
     grid_x = tf.range(width, dtype=tf.float32)[None, None, :]
     grid_y = tf.range(height, dtype=tf.float32)[None, :, None]
-    zeros = tf.zeros_like(u1)
-    duals = (zeros, zeros, zeros, zeros)
     iterations = p.outer_iterations * p.inner_iterations
     median = p.median_filtering > 1
     if median and p.median_filtering != MEDIAN_SIZE:
       raise ValueError(f'only a {MEDIAN_SIZE}x{MEDIAN_SIZE} median is ported, got '
                        f'{p.median_filtering}')
-    for _ in range(p.warps):
+    def warp(w, u1, u2, p11, p12, p21, p22):
       warped = remap_cubic(sources, grid_x + u1, grid_y + u2)
       i1w, i1wx, i1wy = warped[..., 0], warped[..., 1], warped[..., 2]
       grad = i1wx * i1wx + i1wy * i1wy
       rho_c = i1w - i1wx * u1 - i1wy * u2 - i0
       no_grad = grad <= np.finfo(np.float32).eps
 
-      def step(n, active, u1, u2, p11, p12, p21, p22, i1wx=i1wx, i1wy=i1wy, grad=grad,
-               rho_c=rho_c, no_grad=no_grad):
+      def step(n, active, u1, u2, p11, p12, p21, p22):
         act = active[:, None, None]
         if median:
-          filtered = tf.cond(n % p.inner_iterations == 0,
-                             lambda: (tf.where(act, median5(u1), u1),
-                                      tf.where(act, median5(u2), u2)),
-                             lambda: (u1, u2))
-          u1, u2 = filtered
+          u1, u2 = tf.cond(n % p.inner_iterations == 0,
+                           lambda: (tf.where(act, median5(u1), u1),
+                                    tf.where(act, median5(u2), u2)),
+                           lambda: (u1, u2))
         rho = rho_c + (i1wx * u1 + i1wy * u2)
         threshold = l_t * grad
         fi = tf.where(no_grad, 0.0, -rho / tf.where(no_grad, 1.0, grad))
@@ -274,6 +270,10 @@ class Tvl1:
       active = tf.ones([tf.shape(u1)[0]], tf.bool)
       state = tf.while_loop(
           lambda n, active, *_: (n < iterations) & tf.reduce_any(active), step,
-          (tf.constant(0), active, u1, u2, *duals))
-      u1, u2, duals = state[2], state[3], tuple(state[4:])
-    return u1, u2
+          (tf.constant(0), active, u1, u2, p11, p12, p21, p22))
+      return (w + 1, *state[2:])
+
+    zeros = tf.zeros_like(u1)
+    state = tf.while_loop(lambda w, *_: w < p.warps, warp,
+                          (tf.constant(0), u1, u2, zeros, zeros, zeros, zeros))
+    return state[1], state[2]

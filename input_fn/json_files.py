@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from typing import Any
 
 
 def write_json(path: str, value: Any, sort_keys: bool = False) -> None:
-  """Writes `value` as JSON (indent 1) to `path` atomically: to `path.tmp`, then renamed
-  over `path`, so a reader sees the old file or the whole new one, never a part."""
-  with open(path + '.tmp', 'w') as f:
-    json.dump(value, f, indent=1, sort_keys=sort_keys)
-  os.replace(path + '.tmp', path)
+  """Writes `value` as JSON (indent 1) to `path` atomically (`write_text`)."""
+  write_text(path, json.dumps(value, indent=1, sort_keys=sort_keys))
+
+
+def write_text(path: str, text: str) -> None:
+  """Writes `text` to `path` atomically: to a temporary file named after this host and
+  process, then renamed over `path`, so a reader sees the old file or the whole new one,
+  and processes on several nodes writing the same path at once never mix their bytes."""
+  temporary = f'{path}.tmp-{socket.gethostname()}-{os.getpid()}'
+  try:
+    with open(temporary, 'w') as f:
+      f.write(text)
+    os.replace(temporary, path)
+  finally:
+    if os.path.exists(temporary):
+      os.remove(temporary)
 
 
 def load_object(path: str) -> dict[str, Any] | None:

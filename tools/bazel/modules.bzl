@@ -175,6 +175,8 @@ MODULES = {
     "data_tools": [
         ("__init__.py", False, []),
         ("extract_flow.py", True, [
+            ":flow_shards",
+            ":tensorflow_flow",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
@@ -190,6 +192,9 @@ MODULES = {
             "//input_fn:records",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+        ]),
+        ("flow_shards.py", False, [
+            "//input_fn:json_files",
         ]),
         ("layouts.py", False, [
             "//input_fn:ucf101",
@@ -215,6 +220,11 @@ MODULES = {
             "//input_fn:ucf101",
             "//input_fn:video_io",
         ]),
+        ("tensorflow_flow.py", False, [
+            ":tvl1",
+            "//input_fn:flow",
+        ]),
+        ("tvl1.py", False, []),
     ],
     "input_fn": [
         ("__init__.py", False, []),

@@ -1,0 +1,120 @@
+"""extract_flow split over processes and nodes: which videos a shard takes, and how shards
+writing one `--out` at once record their work without a race.
+
+* Share: every shard lists all videos the same way and splits them with the same rule, so
+  the shares are disjoint, cover every video and are the same on every run over the same
+  videos: videos sorted by (frames descending, name), each given to the shard with the
+  fewest frames so far (lowest index on ties). Frames are the container's announced count
+  (0 for an unreadable file; it still belongs to exactly one shard, which reports it).
+* Records: a shard appends its videos' source records to its own file
+  `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its part
+  `<out>/.flow_parts/<i>-of-<N>.json` (the videos it skipped and why). Nothing else in
+  `<out>` is written by two processes. The manifest, flow.txt and `.flow_sources.jsonl`
+  are written whole by a merge: by the last shard to finish (it sees every part), or by any
+  later run of extract_flow without --shard. The merge folds the shard source files into
+  `.flow_sources.jsonl` and removes them and the parts.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Any, Sequence, TypeVar
+
+from input_fn import json_files
+
+PARTS_DIR = '.flow_parts'
+SHARD_SOURCES = '.flow_sources.{shard}-of-{num_shards}.jsonl'
+
+T = TypeVar('T')
+
+
+def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[int, int]:
+  """(shard, num_shards): the flags when given (shard >= 0, num_shards >= 1), else a Slurm
+  array task's SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_COUNT, else
+  (0, 1). Raises ValueError naming the flag for a shard outside [0, num_shards)."""
+  if num_shards <= 0 and 'SLURM_ARRAY_TASK_COUNT' in environ:
+    num_shards = int(environ['SLURM_ARRAY_TASK_COUNT'])
+  if shard < 0 and 'SLURM_ARRAY_TASK_ID' in environ:
+    shard = int(environ['SLURM_ARRAY_TASK_ID']) - int(environ.get('SLURM_ARRAY_TASK_MIN', 0))
+  num_shards = max(num_shards, 1)
+  shard = max(shard, 0)
+  if shard >= num_shards:
+    raise ValueError(f'--shard={shard} must be below --num_shards={num_shards} (shards are '
+                     f'numbered 0..{num_shards - 1})')
+  return shard, num_shards
+
+
+def share(items: Sequence[T], frames: Sequence[int], names: Sequence[str], shard: int,
+          num_shards: int) -> list[T]:
+  """The items of `shard`, in their given order (see the module docstring for the rule)."""
+  if num_shards == 1:
+    return list(items)
+  loads = [0] * num_shards
+  mine = set()
+  for i in sorted(range(len(items)), key=lambda i: (-frames[i], names[i])):
+    owner = min(range(num_shards), key=lambda s: (loads[s], s))
+    loads[owner] += frames[i]
+    if owner == shard:
+      mine.add(i)
+  return [item for i, item in enumerate(items) if i in mine]
+
+
+def sources_path(out: str, shard: int, num_shards: int) -> str:
+  return os.path.join(out, SHARD_SOURCES.format(shard=shard, num_shards=num_shards))
+
+
+def shard_source_files(out: str) -> list[str]:
+  """Every shard's source-record file in `out`, sorted."""
+  return sorted(glob.glob(os.path.join(out, '.flow_sources.*-of-*.jsonl')))
+
+
+def part_path(out: str, shard: int, num_shards: int) -> str:
+  return os.path.join(out, PARTS_DIR, f'{shard}-of-{num_shards}.json')
+
+
+def write_part(out: str, shard: int, num_shards: int, part: dict[str, Any]) -> None:
+  """Records that `shard` is done, with `part` (JSON: its skipped videos)."""
+  os.makedirs(os.path.join(out, PARTS_DIR), exist_ok=True)
+  json_files.write_json(part_path(out, shard, num_shards), part)
+
+
+def read_parts(out: str, num_shards: int) -> list[dict[str, Any]] | None:
+  """Every part of a split into `num_shards`, or None while any is missing or unreadable."""
+  parts = []
+  for shard in range(num_shards):
+    part = json_files.load_object(part_path(out, shard, num_shards))
+    if part is None:
+      return None
+    parts.append(part)
+  return parts
+
+
+def claim_merge(out: str, num_shards: int) -> bool:
+  """True for exactly one of the shards that saw every part: it creates the merge lock
+  (O_EXCL) and does the merge; `remove_records` removes the lock."""
+  try:
+    os.close(os.open(os.path.join(out, PARTS_DIR, f'merge-{num_shards}.lock'),
+                     os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+  except FileExistsError:
+    return False
+  return True
+
+
+def remove_records(out: str) -> None:
+  """Removes the shard source files, every part and merge lock (after a merge has folded
+  them in)."""
+  for path in shard_source_files(out):
+    _remove(path)
+  folder = os.path.join(out, PARTS_DIR)
+  for name in os.listdir(folder) if os.path.isdir(folder) else []:
+    if re.fullmatch(r'\d+-of-\d+\.json|merge-\d+\.lock', name):
+      _remove(os.path.join(folder, name))
+
+
+def _remove(path: str) -> None:
+  try:
+    os.remove(path)
+  except FileNotFoundError:  # another merge removed it first
+    pass
