@@ -934,6 +934,12 @@ TEST_DEPS = {
         "//model_fn:transfer",
         "//towers:params",
     ],
+    "tvl1_test": [
+        ":i3d_test_lib",
+        "//data_tools:tvl1",
+        "//input_fn:flow",
+        "//input_fn:video_io",
+    ],
     "two_stream_checks_test": [
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
