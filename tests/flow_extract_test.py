@@ -13,7 +13,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from data_tools import extract_flow, make_synthetic_ucf101
+from data_tools import extract_flow, flow_shards, make_synthetic_ucf101
 
 from input_fn import flow, ucf101
 
@@ -37,6 +37,16 @@ def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
   u_folder, v_folder = ucf101.flow_folders(flow_root, video)
   return np.stack([ucf101.read_frames(u_folder, indices, grayscale=True),
                    ucf101.read_frames(v_folder, indices, grayscale=True)], axis=-1)
+
+
+def tree_bytes(root: str) -> dict[str, bytes]:
+  """{path relative to root: bytes} of every file under root."""
+  found = {}
+  for folder, _, files in os.walk(root):
+    for name in files:
+      with open(os.path.join(folder, name), 'rb') as f:
+        found[os.path.relpath(os.path.join(folder, name), root)] = f.read()
+  return found
 
 
 class Tvl1Test(tf.test.TestCase):
@@ -164,6 +174,41 @@ class ExtractFlowToolTest(tf.test.TestCase):
     logged = []
     self.extract(data, logged)
     self.assertIn('16 already done; 1 to compute with', logged[0])  # the bad video only
+
+  def test_three_shards_into_one_out_write_what_one_process_writes_byte_for_byte(self):
+    out = os.path.join(self.root, 'sharded')
+    results = [self.extract(self.data, [], out=out, shard=i, num_shards=3) for i in range(3)]
+    self.assertEqual([r.get('merged', True) for r in results], [False, False, True])
+    self.assertEqual(tree_bytes(out), tree_bytes(os.path.join(self.data, 'tvl1_flow')))
+    logged = []
+    self.extract(self.data, logged, out=out)  # a later run: nothing to do, same records
+    self.assertIn('16 already done; 1 to compute', logged[0])
+    self.assertEqual(tree_bytes(out), tree_bytes(os.path.join(self.data, 'tvl1_flow')))
+
+  def test_a_shard_out_of_range_is_refused_before_work(self):
+    with self.assertRaisesRegex(extract_flow.OptionsError,
+                                r'--shard=3 must be below --num_shards=3'):
+      self.extract(self.data, [], shard=3, num_shards=3)
+
+  def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
+    environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',
+               'SLURM_ARRAY_TASK_COUNT': '3'}
+    self.assertEqual(flow_shards.from_environment(-1, 0, environ), (1, 3))
+    self.assertEqual(flow_shards.from_environment(2, 0, environ), (2, 3))  # flags win
+    self.assertEqual(flow_shards.from_environment(-1, 0, {}), (0, 1))
+
+  def test_shares_are_disjoint_cover_every_video_and_balance_frames(self):
+    rng = np.random.default_rng(3)
+    frames = [int(f) for f in rng.integers(30, 300, 200)]
+    names = [f'v_{i:03d}' for i in range(200)]
+    shares = [flow_shards.share(names, frames, names, i, 4) for i in range(4)]
+    self.assertCountEqual(sum(shares, []), names)
+    loads = [sum(frames[names.index(n)] for n in share) for share in shares]
+    self.assertLess(max(loads) - min(loads), max(frames))
+    shuffled = list(rng.permutation(200))  # listed in another order: the same shares
+    again = flow_shards.share([names[i] for i in shuffled], [frames[i] for i in shuffled],
+                              [names[i] for i in shuffled], 2, 4)
+    self.assertCountEqual(again, shares[2])
 
   def test_a_folder_without_videos_is_an_error_naming_the_fix(self):
     with self.assertRaisesRegex(FileNotFoundError, 'no <Class>/v_<Class>_gGG_cCC.avi under '

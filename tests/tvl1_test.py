@@ -5,17 +5,22 @@
 - on real UCF101 frames (../shared/i3d/v_CricketShot_g04_c01_rgb.gif at 341x256, gray as
   extract_flow makes them), one pair with OpenCV's default settings: mean end-point
   difference <= 0.05 px and >= 99% of the 8-bit codes within one gray level;
-- a batch gives each pair what it gives alone (each pair stops on its own).
+- a batch gives each pair what it gives alone (each pair stops on its own);
+- //data_tools:extract_flow --backend=tensorflow writes what --backend=opencv writes: the
+  same files, manifest, flow.txt and source records, codes within one gray level.
 """
 
+import json
 import os
+import shutil
+import tempfile
 import unittest
 
 import cv2
 import numpy as np
 import tensorflow as tf
 
-from data_tools import tvl1
+from data_tools import extract_flow, make_synthetic_ucf101, tvl1
 from input_fn import flow, video_io
 from tests.i3d_test_lib import shared_i3d_dir
 
@@ -94,6 +99,38 @@ class AgreementTest(tf.test.TestCase):
     epe, _ = agreement(solver.calc(gray[0].astype(np.uint8), gray[1].astype(np.uint8), None),
                        together[0])
     self.assertLessEqual(epe, 0.05)
+
+
+class BackendTest(tf.test.TestCase):
+
+  def test_tensorflow_backend_writes_what_the_opencv_backend_writes(self):
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root)
+    data = os.path.join(root, 'ucf')
+    make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=40, height=32,
+                                       min_frames=3, max_frames=5, object_size=10)
+    with open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g09_c01.avi'),
+              'wb') as f:
+      f.write(b'not a video')
+    outs = {}
+    for backend in ('opencv', 'tensorflow'):
+      outs[backend] = os.path.join(root, backend)
+      extract_flow.extract(extract_flow.ExtractFlowOptions(
+          data_dir=data, out=outs[backend], short_side=0, workers=1, tvl1_scales=3,
+          tvl1_warps=2, backend=backend, tvl1_batch=2), log=lambda line: None)
+    listing = {b: sorted(os.path.relpath(os.path.join(d, f), o) for o in [outs[b]]
+                         for d, _, files in os.walk(o) for f in files) for b in outs}
+    self.assertEqual(listing['opencv'], listing['tensorflow'])
+    for name in (extract_flow.MANIFEST, 'flow.txt', extract_flow.SOURCES):
+      with open(os.path.join(outs['opencv'], name)) as a, \
+           open(os.path.join(outs['tensorflow'], name)) as b:
+        self.assertEqual(a.read(), b.read(), name)
+    with open(os.path.join(outs['tensorflow'], extract_flow.MANIFEST)) as f:
+      self.assertEqual(json.load(f)['skipped_by_kind'], {'undecodable video': 1})
+    codes = {b: np.stack([cv2.imread(os.path.join(outs[b], path), cv2.IMREAD_GRAYSCALE)
+                          for path in listing[b] if path.endswith('.jpg')]).astype(int)
+             for b in outs}
+    self.assertGreaterEqual(np.mean(np.abs(codes['opencv'] - codes['tensorflow']) <= 1), 0.99)
 
 
 if __name__ == '__main__':
