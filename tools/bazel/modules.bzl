@@ -707,6 +707,7 @@ TEST_DEPS = {
     ],
     "flow_extract_test": [
         "//data_tools:extract_flow_lib",
+        "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
         "//input_fn:flow",
         "//input_fn:ucf101",
@@ -721,6 +722,11 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//towers:params",
         "//towers:preflight",
+    ],
+    "flow_slurm_test": [
+        ":slurm_testing",
+        "//data_tools:extract_flow_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
     ],
     "gpu_roles_test": [
         "//towers/cluster:gpus",
@@ -936,6 +942,8 @@ TEST_DEPS = {
     ],
     "tvl1_test": [
         ":i3d_test_lib",
+        "//data_tools:extract_flow_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:tvl1",
         "//input_fn:flow",
         "//input_fn:video_io",

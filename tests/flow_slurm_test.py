@@ -1,0 +1,114 @@
+"""Specification: docs/cluster/extract_flow.sbatch as a 3-task Slurm array on 3 real Slurm
+nodes (tests/slurm_testing.py's MultiNodeSlurm: network, UTS and mount namespaces on one
+machine), all tasks writing one --out at once: every task completes, one per node, and the
+result is the same as one process's extraction, byte for byte (flow JPEGs, manifest,
+flow.txt, source records; no shard record left). OpenCV on tiny frames, for speed.
+
+Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`) or this
+is not root.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from absl.testing import absltest
+
+from data_tools import extract_flow, make_synthetic_ucf101
+from tests.slurm_testing import MultiNodeSlurm, missing_reason
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'extract_flow.sbatch')
+SETTINGS = ['--backend=opencv', '--workers=1', '--short_side=0', '--tvl1_scales=3',
+            '--tvl1_warps=3', '--tvl1_epsilon=0.05']
+LIMIT = 240  # seconds the array may take on a loaded 2-core machine
+
+
+def tree_bytes(root: str) -> dict[str, bytes]:
+  found = {}
+  for folder, _, files in os.walk(root):
+    for name in files:
+      with open(os.path.join(folder, name), 'rb') as f:
+        found[os.path.relpath(os.path.join(folder, name), root)] = f.read()
+  return found
+
+
+class FlowSlurmTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    reason = missing_reason()
+    if reason:
+      raise unittest.SkipTest(reason)
+    cls.slurm_dir = tempfile.mkdtemp(prefix='slurmfl', dir='/tmp')
+    cls.slurm = MultiNodeSlurm(cls.slurm_dir, nodes=3)
+    cls.slurm.start()
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.slurm.stop()
+    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+    super().tearDownClass()
+
+  def array_states(self, job: str) -> dict[str, tuple[str, str]]:
+    """{array task id: (JobState, ExitCode)} of every task of array job `job`."""
+    out = subprocess.run([*self.slurm.client, 'scontrol', 'show', 'job', '-o', job],
+                         env=self.slurm.env, capture_output=True, text=True, timeout=30,
+                         check=True).stdout
+    states = {}
+    for line in out.splitlines():
+      fields = dict(re.findall(r'(\w+)=(\S+)', line))
+      if 'JobState' in fields:
+        states[fields.get('ArrayTaskId', '?')] = (fields['JobState'], fields['ExitCode'])
+    return states
+
+  def wait_array(self, job: str) -> dict[str, tuple[str, str]]:
+    deadline = time.time() + LIMIT
+    while time.time() < deadline:
+      states = self.array_states(job)
+      if states and not any(s[0] in ('PENDING', 'RUNNING', 'CONFIGURING', 'COMPLETING')
+                            for s in states.values()):
+        return states
+      time.sleep(0.5)
+    self.slurm.scancel(job)
+    self.fail(f'array job {job} still running after {LIMIT} s: cancelled')
+
+  def test_a_three_node_array_writes_what_one_process_writes_byte_for_byte(self):
+    work = tempfile.mkdtemp(dir=self.slurm_dir)
+    data = os.path.join(work, 'ucf')
+    make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=24, height=16,
+                                       min_frames=3, max_frames=5, object_size=6)
+    with open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g09_c01.avi'),
+              'wb') as f:
+      f.write(b'not a video')
+    one = os.path.join(work, 'one_process')
+
+    extract_flow.extract(extract_flow.ExtractFlowOptions(
+        data_dir=data, out=one, backend='opencv', workers=1, short_side=0, tvl1_scales=3,
+        tvl1_warps=3, tvl1_epsilon=0.05), log=lambda line: None)
+
+    out = os.path.join(work, 'array')
+    env = {'PYTHON': sys.executable, 'PYTHONPATH': ROOT, 'PYTHONUNBUFFERED': '1',
+           'DATA_DIR': data, 'OUT': out, 'FLOW_FLAGS': ' '.join(SETTINGS)}
+    job = self.slurm.submit(['--array=0-2', '--gres=none', f'--output={work}/task-%a.out',
+                             SCRIPT], cwd=ROOT, env=env)
+    states = self.wait_array(job)
+    logs = ''
+    for task in range(3):
+      with open(os.path.join(work, f'task-{task}.out')) as f:
+        logs += f.read()
+    self.assertEqual(states, {str(t): ('COMPLETED', '0:0') for t in range(3)}, logs[-3000:])
+    hosts = set(re.findall(r'array task \d of 3 on (\w+)', logs))
+    self.assertEqual(hosts, {'n1', 'n2', 'n3'}, logs[-3000:])  # one task per node
+    self.assertIn('all 3 shards done: 16 of 17 videos have flow', logs)
+    self.assertEqual(tree_bytes(out), tree_bytes(one))
+
+
+if __name__ == '__main__':
+  absltest.main()
