@@ -9,7 +9,10 @@ printed, where TensorFlow sees no GPU. With one or more GPUs:
   * I3D with the 6 GB recipe (gtx1060.flags) trains under a 5 GiB memory cap (what a 6 GB
     card's allocator gets; per_process_gpu_memory_fraction on a larger card), with its
     step time and peak memory;
-  * towers against MirroredStrategy on the same GPUs, side by side in one run.
+  * towers against MirroredStrategy on the same GPUs, side by side in one run;
+  * TV-L1 flow in TensorFlow (data_tools/tvl1.py) on one GPU: >= 30 frame pairs/s at
+    341x256 with OpenCV's default settings (benchmarks/flow_benchmark.py's measurement),
+    agreeing with OpenCV (mean end-point difference <= 0.05 px).
 
 `tools/gpu_check.sh` runs this file and prints its table; with GPU_TIER_RESULTS set, each
 spec appends its measurements there as one JSON line (spec, gpu, towers, examples/s,
@@ -368,6 +371,34 @@ class GpuTierTest(tf.test.TestCase):
       record(self, f'c3d_small {name}', towers=self.num_gpus, examples_per_s=rate)
     print(f'towers / mirrored examples/s on {self.num_gpus} GPU(s): '
           f'{median["towers"] / median["mirrored"]:.2f}x', flush=True)
+  # --- TV-L1 flow on one GPU -------------------------------------------------------------
+
+  def test_tvl1_flow_runs_30_frame_pairs_per_second_at_341x256(self):
+    from benchmarks import flow_benchmark  # pylint: disable=import-outside-toplevel
+    try:
+      first, second = flow_benchmark.real_pairs(flow_benchmark.find_clip(''), 8)
+    except ValueError:  # no ../shared here: a real-looking texture moved by a known motion
+      rng = np.random.default_rng(0)
+      texture = cv2_blur(rng.integers(0, 256, (256, 341)).astype(np.uint8))
+      first, second = (np.stack([p] * 8) for p in flow_benchmark.shifted_pair(texture,
+                                                                             (1.3, -0.7)))
+    first, second = np.concatenate([first] * 8), np.concatenate([second] * 8)  # 64 pairs
+    with tf.device('/GPU:0'):
+      ours, timing, _, device = flow_benchmark.tensorflow_flow(first, second, batch=32)
+    self.assertEqual(device, 'GPU')
+    reference, _ = flow_benchmark.opencv_flow(first[:1], second[:1])
+    epe, _ = flow_benchmark.agreement(reference, ours[:1])
+    print(f'TV-L1 on the GPU: {timing.pairs_per_second:.1f} frame pairs/s at 341x256, '
+          f'EPE to OpenCV {epe:.4f} px', flush=True)
+    record(self, 'TV-L1 flow, frame pairs/s at 341x256', examples_per_s=timing.pairs_per_second)
+    self.assertLessEqual(epe, 0.05)
+    self.assertGreaterEqual(timing.pairs_per_second, 30.0)
+
+
+def cv2_blur(image: np.ndarray) -> np.ndarray:
+  import cv2  # pylint: disable=import-outside-toplevel
+  return cv2.GaussianBlur(image, (0, 0), 2.0)
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -5,7 +5,8 @@
 #
 # Says which GPUs TensorFlow sees (or why none: tools/gpu_report.py), runs every spec of
 # tests/gpu_tier_test.py with the project's .venv (PYTHON=... to use another interpreter),
-# then prints one table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP.
+# then prints one table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP
+# (for the TV-L1 flow spec, examples/s are frame pairs/s at 341x256, target >= 30).
 # Exit 0 when every spec passed, 1 when one failed or none could run (the reason is
 # printed), 2 when the interpreter is missing. Takes minutes on a GPU: the I3D spec alone
 # trains 5 steps of the 6 GB recipe.

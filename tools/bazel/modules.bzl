@@ -92,6 +92,14 @@ MODULES = {
         ("flop_count.py", False, [
             "//model_fn:layers",
         ]),
+        ("flow_benchmark.py", True, [
+            ":machine",
+            "//command_line:entry",
+            "//command_line:options",
+            "//data_tools:tensorflow_flow",
+            "//input_fn:flow",
+            "//input_fn:video_io",
+        ]),
         ("i3d_memory.py", True, [
             "//command_line:console",
             "//command_line:entry",

@@ -8,6 +8,7 @@ PROGRAMS = [
     "//benchmarks:cluster_emulator",
     "//benchmarks:cluster_peers",
     "//benchmarks:cluster_traffic",
+    "//benchmarks:flow_benchmark",
     "//benchmarks:i3d_memory",
     "//benchmarks:input_benchmark",
     "//benchmarks:scaling_model",

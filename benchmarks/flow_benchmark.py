@@ -1,0 +1,184 @@
+"""TV-L1 flow, side by side: OpenCV's DualTVL1 against its TensorFlow port (data_tools/tvl1.py).
+
+  bazel run //benchmarks:flow_benchmark [-- --pairs=4 --batch=4]
+
+Same real frames for both (the UCF101 clip ../shared/i3d/v_CricketShot_g04_c01_rgb.gif,
+resized to 341x256 and gray as extract_flow makes them, `--pairs` pairs spread over the
+clip), same settings (OpenCV's defaults). Prints:
+
+* throughput: frame pairs per second (wall clock) and per CPU-second (the process's CPU
+  time, all threads), OpenCV on one thread (extract_flow runs one process per core) and
+  TensorFlow on its device (the first GPU when TensorFlow sees one, else the CPU with all
+  cores) in batches of --batch pairs; TensorFlow's first call (building the graph) is
+  excluded, timed on its own;
+* agreement: mean end-point difference (px) between the two backends' flow and the share
+  of stored 8-bit codes (input_fn/flow.py's coding) within one gray level;
+* accuracy against ground truth: a real frame shifted by a known sub-pixel motion (Keys
+  cubic resampling of the frame, so the true flow is that motion at every pixel), mean
+  end-point error of each backend over the pixels at least 16 px from the border.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import cv2
+import numpy as np
+
+from benchmarks import machine
+from command_line import entry
+from command_line.options import option
+from input_fn import flow, video_io
+
+WIDTH, HEIGHT = 341, 256
+MOTIONS = ((0.37, -0.61), (2.3, 1.45))  # known sub-pixel motions (x, y) in pixels
+MARGIN = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowBenchmarkOptions:
+  clip: str = option('', 'A video whose frames to use (default: the real UCF101 clip in '
+                     '../shared/i3d beside the repository).', path=True)
+  pairs: int = option(4, 'Frame pairs measured per backend (OpenCV takes ~2 s per pair).')
+  batch: int = option(4, 'Frame pairs per TensorFlow batch.')
+
+
+def find_clip(given: str) -> str:
+  """`given`, else the real UCF101 clip in ../shared/i3d; ValueError naming --clip."""
+  if given:
+    return given
+  here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+  for folder in (os.environ.get('I3D_SHARED_DIR', ''),
+                 os.path.join(os.path.dirname(here), 'shared', 'i3d')):
+    path = os.path.join(folder, 'v_CricketShot_g04_c01_rgb.gif')
+    if folder and os.path.exists(path):
+      return path
+  raise ValueError('the real UCF101 clip (../shared/i3d/v_CricketShot_g04_c01_rgb.gif) is not '
+                   'beside the repository: give --clip=<video> or set I3D_SHARED_DIR')
+
+
+def real_pairs(clip: str, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+  """uint8 gray (first [N, 256, 341], second [N, 256, 341]) frame pairs spread over the clip."""
+  frames = video_io.decode_video(clip, 256)
+  gray = np.stack([cv2.resize(g, (WIDTH, HEIGHT), interpolation=cv2.INTER_AREA)
+                   for g in flow.grayscale(frames)])
+  starts = np.linspace(0, len(gray) - 2, pairs).round().astype(int)
+  return gray[starts], gray[starts + 1]
+
+
+def shifted_pair(frame: np.ndarray, motion: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+  """(frame, frame moved by `motion` px): second(x + d) = first(x), so the true flow from
+  first to second is `motion` at every pixel (cubic resampling, rounded to uint8)."""
+  h, w = frame.shape
+  map_x = (np.arange(w, dtype=np.float32)[None, :] - np.float32(motion[0])).repeat(h, 0)
+  map_y = (np.arange(h, dtype=np.float32)[:, None] - np.float32(motion[1])).repeat(w, 1)
+  moved = cv2.remap(frame.astype(np.float32), map_x, map_y, cv2.INTER_CUBIC,
+                    borderMode=cv2.BORDER_REFLECT)
+  return frame, np.clip(np.round(moved), 0, 255).astype(np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Throughput:
+  pairs: int
+  seconds: float      # wall clock
+  cpu_seconds: float  # this process, all threads
+
+  @property
+  def pairs_per_second(self) -> float:
+    return self.pairs / self.seconds
+
+  @property
+  def pairs_per_cpu_second(self) -> float:
+    return self.pairs / self.cpu_seconds
+
+
+def timed(function, *args) -> tuple[object, Throughput]:
+  wall, cpu = time.perf_counter(), time.process_time()
+  result = function(*args)
+  return result, (time.perf_counter() - wall, time.process_time() - cpu)
+
+
+def opencv_flow(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, Throughput]:
+  """OpenCV's DualTVL1, default settings, one thread: float [N, H, W, 2] and its timing."""
+  cv2.setNumThreads(1)
+  solver = flow.tvl1()
+  result, (wall, cpu) = timed(lambda: np.stack([solver.calc(a, b, None)
+                                                for a, b in zip(first, second)]))
+  return result, Throughput(len(first), wall, cpu)
+
+
+def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int
+                    ) -> tuple[np.ndarray, Throughput, float, str]:
+  """The TensorFlow port, default settings, batches of `batch`: (flow, timing of the pairs
+  after the first call, seconds of the first call (graph building + one batch), device)."""
+  from data_tools import tensorflow_flow as backend  # pylint: disable=import-outside-toplevel
+  device = 'GPU' if backend.gpu_visible() else 'CPU'
+  engine = backend.TensorflowFlow(flow.Tvl1Settings(), batch)
+  _, (first_call, _) = timed(engine.pairs_flow, first[:batch], second[:batch])
+  result, (wall, cpu) = timed(engine.pairs_flow, first, second)
+  return result, Throughput(len(first), wall, cpu), first_call, device
+
+
+def agreement(reference: np.ndarray, other: np.ndarray) -> tuple[float, float]:
+  """(mean end-point difference in px, share of 8-bit codes within one gray level)."""
+  epe = float(np.sqrt(((reference - other) ** 2).sum(-1)).mean())
+  codes = np.abs(flow.to_uint8(reference).astype(int) - flow.to_uint8(other).astype(int))
+  return epe, float((codes <= 1).mean())
+
+
+def endpoint_error(estimate: np.ndarray, motion: tuple[float, float]) -> float:
+  """Mean end-point error (px) of [H, W, 2] against a uniform `motion`, inner pixels."""
+  inner = estimate[MARGIN:-MARGIN, MARGIN:-MARGIN]
+  return float(np.sqrt(((inner - np.float32(motion)) ** 2).sum(-1)).mean())
+
+
+def run(options: FlowBenchmarkOptions) -> str:
+  first, second = real_pairs(find_clip(options.clip), options.pairs)
+  reference, opencv = opencv_flow(first, second)
+  ours, tensorflow, first_call, device = tensorflow_flow(first, second, options.batch)
+  epe, within_one = agreement(reference, ours)
+  truth_first, truth_second = zip(*(shifted_pair(first[0], m) for m in MOTIONS))
+  truth_first, truth_second = np.stack(truth_first), np.stack(truth_second)
+  truth_cv, _ = opencv_flow(truth_first, truth_second)
+  truth_tf, _, _, _ = tensorflow_flow(truth_first, truth_second, options.batch)
+  lines = [f'flow benchmark: TV-L1, OpenCV defaults (5 scales, 5 warps, epsilon 0.01), '
+           f'{options.pairs} real UCF101 frame pairs at {WIDTH}x{HEIGHT}; '
+           f'{machine.machine_name()}; {time.strftime("%Y-%m-%d")}', '',
+           '| backend | device | frame pairs/s | CPU s/pair | pairs per CPU-second | '
+           'x OpenCV per CPU-second |', '|---|---|---:|---:|---:|---:|']
+  for name, where, t in (('OpenCV DualTVL1', 'CPU, 1 thread', opencv),
+                         (f'TensorFlow (batch {options.batch})', device, tensorflow)):
+    lines.append(f'| {name} | {where} | {t.pairs_per_second:.2f} | '
+                 f'{t.cpu_seconds / t.pairs:.2f} | {t.pairs_per_cpu_second:.3f} | '
+                 f'{t.pairs_per_cpu_second / opencv.pairs_per_cpu_second:.2f} |')
+  lines += ['', f'TensorFlow first call (graph building + one batch): {first_call:.1f} s, '
+                'excluded above',
+            f'agreement, TensorFlow vs OpenCV: mean end-point difference {epe:.4f} px '
+            f'(target <= 0.05: {"met" if epe <= 0.05 else "NOT met"}); stored 8-bit codes '
+            f'within one gray level: {100 * within_one:.2f}% (target >= 99%: '
+            f'{"met" if within_one >= 0.99 else "NOT met"})', '',
+            '| known motion (x, y) px | OpenCV EPE px | TensorFlow EPE px |', '|---|---:|---:|']
+  for motion, a, b in zip(MOTIONS, truth_cv, truth_tf):
+    lines.append(f'| ({motion[0]:+.2f}, {motion[1]:+.2f}) | {endpoint_error(a, motion):.3f} | '
+                 f'{endpoint_error(b, motion):.3f} |')
+  return '\n'.join(lines)
+
+
+def options_problem(options: FlowBenchmarkOptions) -> str | None:
+  if options.pairs < 1 or options.batch < 1:
+    return f'--pairs and --batch must be >= 1, got {options.pairs} and {options.batch}'
+  try:
+    find_clip(options.clip)
+  except ValueError as e:
+    return str(e)
+  return None
+
+
+PROGRAM = entry.Program('flow_benchmark', lambda options: print(run(options)),
+                        FlowBenchmarkOptions, check=options_problem)
+
+
+if __name__ == '__main__':
+  PROGRAM.start()
