@@ -35,6 +35,13 @@ from input_fn import flow, video_io
 WIDTH, HEIGHT = 341, 256
 MOTIONS = ((0.37, -0.61), (2.3, 1.45))  # known sub-pixel motions (x, y) in pixels
 MARGIN = 16
+GTX1060_BYTES_PER_S = 192e9  # GDDR5, 192-bit at 8 Gbit/s
+GPU_BANDWIDTH_SHARE = 0.6    # assumed: achieved share of it by elementwise kernels
+# Assumed bytes per pixel per inner iteration (float32), counted from the step's code
+# (`Tvl1._one_scale.step`): unfused, each of its ~95 elementwise ops reads 2 arrays and
+# writes 1 (12 B); fused by XLA into ~3 kernels, the 10 arrays it reads, the 6 it writes
+# and ~6 intermediates between kernels, once each (~22 x 4 B).
+UNFUSED_BYTES, FUSED_BYTES = 95 * 12, 22 * 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,16 +116,35 @@ def opencv_flow(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, Thro
   return result, Throughput(len(first), wall, cpu)
 
 
-def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int
+def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int, xla: bool = False
                     ) -> tuple[np.ndarray, Throughput, float, str]:
   """The TensorFlow port, default settings, batches of `batch`: (flow, timing of the pairs
-  after the first call, seconds of the first call (graph building + one batch), device)."""
+  after the first call, seconds of the first call (graph building + one batch), device);
+  `xla`: compiled with XLA."""
   from data_tools import tensorflow_flow as backend  # pylint: disable=import-outside-toplevel
   device = 'GPU' if backend.gpu_visible() else 'CPU'
-  engine = backend.TensorflowFlow(flow.Tvl1Settings(), batch)
+  engine = backend.TensorflowFlow(flow.Tvl1Settings(), batch, xla)
   _, (first_call, _) = timed(engine.pairs_flow, first[:batch], second[:batch])
   result, (wall, cpu) = timed(engine.pairs_flow, first, second)
   return result, Throughput(len(first), wall, cpu), first_call, device
+
+
+def pixel_iterations(first: np.ndarray, second: np.ndarray) -> float:
+  """Mean inner iterations per pair, in full-frame units (pixel-iterations / H / W), each
+  pair alone (a batch runs until its slowest pair stops)."""
+  from data_tools import tvl1  # pylint: disable=import-outside-toplevel
+  graph = tvl1.Tvl1(*first.shape[1:])
+  work = [graph.flow_and_work(a[None].astype(np.float32), b[None].astype(np.float32))[1]
+          .numpy()[0] for a, b in zip(first, second)]
+  return float(np.mean(work)) / (first.shape[1] * first.shape[2])
+
+
+def gpu_estimate(iterations: float, bytes_per_pixel_iteration: float) -> float:
+  """Frame pairs/s on a GTX1060 (192 GB/s) if the iterations are memory-bound at
+  GPU_BANDWIDTH_SHARE of its bandwidth, moving `bytes_per_pixel_iteration`."""
+  seconds = iterations * WIDTH * HEIGHT * bytes_per_pixel_iteration / (
+      GTX1060_BYTES_PER_S * GPU_BANDWIDTH_SHARE)
+  return 1 / seconds
 
 
 def agreement(reference: np.ndarray, other: np.ndarray) -> tuple[float, float]:
@@ -143,6 +169,7 @@ def run(options: FlowBenchmarkOptions) -> str:
   truth_first, truth_second = np.stack(truth_first), np.stack(truth_second)
   truth_cv, _ = opencv_flow(truth_first, truth_second)
   truth_tf, _, _, _ = tensorflow_flow(truth_first, truth_second, options.batch)
+  iterations = pixel_iterations(first, second)
   lines = [f'flow benchmark: TV-L1, OpenCV defaults (5 scales, 5 warps, epsilon 0.01), '
            f'{options.pairs} real UCF101 frame pairs at {WIDTH}x{HEIGHT}; '
            f'{machine.machine_name()}; {time.strftime("%Y-%m-%d")}', '',
@@ -163,6 +190,13 @@ def run(options: FlowBenchmarkOptions) -> str:
   for motion, a, b in zip(MOTIONS, truth_cv, truth_tf):
     lines.append(f'| ({motion[0]:+.2f}, {motion[1]:+.2f}) | {endpoint_error(a, motion):.3f} | '
                  f'{endpoint_error(b, motion):.3f} |')
+  lines += ['', f'work: {iterations:.0f} full-frame inner iterations per pair (mean, each '
+                f'pair alone; {iterations * WIDTH * HEIGHT / 1e6:.1f} M pixel-iterations)',
+            f'GTX1060 estimate (memory-bound, {100 * GPU_BANDWIDTH_SHARE:.0f}% of '
+            f'{GTX1060_BYTES_PER_S / 1e9:.0f} GB/s): {gpu_estimate(iterations, UNFUSED_BYTES):.1f} '
+            f'pairs/s unfused ({UNFUSED_BYTES} B per pixel-iteration), '
+            f'{gpu_estimate(iterations, FUSED_BYTES):.1f} pairs/s fused by XLA '
+            f'({FUSED_BYTES} B)']
   return '\n'.join(lines)
 
 

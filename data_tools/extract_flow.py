@@ -90,6 +90,9 @@ class ExtractFlowOptions:
                         'on the GPU) or opencv (one process per core); default: tensorflow '
                         'when TensorFlow sees a GPU, else opencv (faster per CPU core).')
   tvl1_batch: int = option(16, 'Frame pairs per TensorFlow batch (--backend=tensorflow).')
+  tvl1_xla: bool = option(False, 'Compile the TensorFlow TV-L1 with XLA (--backend=tensorflow;'
+                          ' slower on CPU here, see docs/input.md; on a GPU use it where '
+                          'tools/gpu_check.sh measures it faster).')
   shard: int = option(-1, 'This process computes share number --shard (0-based) of '
                       '--num_shards; default: a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
                       'else 0.')
@@ -225,14 +228,14 @@ def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
   return task, len(codes), None
 
 
-def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch: int
-                        ) -> Iterator[tuple[VideoTask, int, Problem | None]]:
+def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch: int,
+                        xla: bool) -> Iterator[tuple[VideoTask, int, Problem | None]]:
   """`extract_video`'s results with the TensorFlow backend, in this process: the next
   video is decoded in a thread while the current one's flow is computed."""
   from data_tools import tensorflow_flow
   if not jobs:
     return
-  engine = tensorflow_flow.TensorflowFlow(flow.Tvl1Settings(**jobs[0][2]['tvl1']), batch)
+  engine = tensorflow_flow.TensorflowFlow(flow.Tvl1Settings(**jobs[0][2]['tvl1']), batch, xla)
   with concurrent.futures.ThreadPoolExecutor(1) as decoder:
     upcoming = decoder.submit(decode_gray, jobs[0][0], jobs[0][2])
     for i, (task, out, settings) in enumerate(jobs):
@@ -375,7 +378,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   jobs = [(t, out, settings) for t in todo]
   pool = None
   if backend == 'tensorflow':
-    results = _tensorflow_results(jobs, options.tvl1_batch)
+    results = _tensorflow_results(jobs, options.tvl1_batch, options.tvl1_xla)
   elif workers <= 1:
     _init_worker()
     results = map(extract_video, jobs)

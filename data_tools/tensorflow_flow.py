@@ -30,16 +30,18 @@ class TensorflowFlow:
   """`video_flow(frames_gray)`: uint8 [T, H, W] -> uint8 codes [T-1, H, W, 2], like
   `flow.video_flow` with OpenCV's solver."""
 
-  def __init__(self, settings: flow.Tvl1Settings, batch: int):
+  def __init__(self, settings: flow.Tvl1Settings, batch: int, xla: bool = False):
     if batch < 1:
       raise ValueError(f'batch must be >= 1, got {batch}')
     self._parameters = parameters(settings)
     self._batch = batch
+    self._xla = xla
     self._graphs: dict[tuple[int, int], tvl1.Tvl1] = {}
 
   def _graph(self, height: int, width: int) -> tvl1.Tvl1:
     if (height, width) not in self._graphs:
-      self._graphs[height, width] = tvl1.Tvl1(height, width, self._parameters)
+      self._graphs[height, width] = tvl1.Tvl1(height, width, self._parameters,
+                                                  jit_compile=self._xla)
     return self._graphs[height, width]
 
   def pairs_flow(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -23,7 +23,9 @@ CPU path (`calc`, `procOneScale`). What it takes from there, step for step:
   are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
 
 `Tvl1` builds the graph for one frame size; `flow(first, second)` maps uint8 or float
-[B, H, W] gray frames (0..255) to float32 [B, H, W, 2] displacements in pixels (x, y).
+[B, H, W] gray frames (0..255) to float32 [B, H, W, 2] displacements in pixels (x, y);
+`flow_and_work` also returns each pair's pixel-iterations (the sum over scales of the inner
+iterations it ran times that scale's pixels), the unit of work a throughput estimate counts.
 """
 
 from __future__ import annotations
@@ -192,10 +194,13 @@ class Tvl1:
                   for (h0, w0), (h1, w1) in zip(self.sizes, self.sizes[1:])]
     self._up = [(linear_resize_matrix(h1, h0, h1 / h0), linear_resize_matrix(w1, w0, w1 / w0))
                 for (h0, w0), (h1, w1) in zip(self.sizes, self.sizes[1:])]
-    self.flow = tf.function(self._flow, jit_compile=jit_compile, input_signature=[
-        tf.TensorSpec([None, height, width], tf.float32)] * 2)
+    signature = [tf.TensorSpec([None, height, width], tf.float32)] * 2
+    self.flow_and_work = tf.function(self._flow, jit_compile=jit_compile,
+                                     input_signature=signature)
+    self.flow = tf.function(lambda first, second: self._flow(first, second)[0],
+                            jit_compile=jit_compile, input_signature=signature)
 
-  def _flow(self, first: tf.Tensor, second: tf.Tensor) -> tf.Tensor:
+  def _flow(self, first: tf.Tensor, second: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     p = self.parameters
     pyramid = [(first, second)]
     for rows, cols in self._down:
@@ -205,18 +210,21 @@ class Tvl1:
     batch = tf.shape(first)[0]
     u1 = tf.zeros([batch, h, w])
     u2 = tf.zeros([batch, h, w])
+    work = tf.zeros([batch])
     for s in range(len(self.sizes) - 1, -1, -1):
-      u1, u2 = self._one_scale(pyramid[s][0], pyramid[s][1], u1, u2)
+      u1, u2, iterations = self._one_scale(pyramid[s][0], pyramid[s][1], u1, u2)
+      work += iterations * float(self.sizes[s][0] * self.sizes[s][1])
       if s == 0:
         break
       rows, cols = self._up[s - 1]
       u1 = resize(u1, rows, cols) * np.float32(1 / p.scale_step)
       u2 = resize(u2, rows, cols) * np.float32(1 / p.scale_step)
-    return tf.stack([u1, u2], axis=-1)
+    return tf.stack([u1, u2], axis=-1), work
 
   def _one_scale(self, i0: tf.Tensor, i1: tf.Tensor, u1: tf.Tensor, u2: tf.Tensor
-                 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """procOneScale: warps x (outer x inner iterations) at one pyramid level."""
+                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """procOneScale: warps x (outer x inner iterations) at one pyramid level; returns u1,
+    u2 and the inner iterations each pair ran [B]."""
     p = self.parameters
     height, width = i0.shape[1], i0.shape[2]
     scaled_epsilon = np.float32(p.epsilon * p.epsilon * height * width)
@@ -232,14 +240,14 @@ class Tvl1:
     if median and p.median_filtering != MEDIAN_SIZE:
       raise ValueError(f'only a {MEDIAN_SIZE}x{MEDIAN_SIZE} median is ported, got '
                        f'{p.median_filtering}')
-    def warp(w, u1, u2, p11, p12, p21, p22):
+    def warp(w, count, u1, u2, p11, p12, p21, p22):
       warped = remap_cubic(sources, grid_x + u1, grid_y + u2)
       i1w, i1wx, i1wy = warped[..., 0], warped[..., 1], warped[..., 2]
       grad = i1wx * i1wx + i1wy * i1wy
       rho_c = i1w - i1wx * u1 - i1wy * u2 - i0
       no_grad = grad <= np.finfo(np.float32).eps
 
-      def step(n, active, u1, u2, p11, p12, p21, p22):
+      def step(n, count, active, u1, u2, p11, p12, p21, p22):
         act = active[:, None, None]
         if median:
           u1, u2 = tf.cond(n % p.inner_iterations == 0,
@@ -265,15 +273,17 @@ class Tvl1:
                    (p21 + taut * u2x) / ng2, (p22 + taut * u2y) / ng2)
         old = (u1, u2, p11, p12, p21, p22)
         kept = [tf.where(act, new, before) for new, before in zip(updated, old)]
-        return (n + 1, active & (error > scaled_epsilon), *kept)
+        return (n + 1, count + tf.cast(active, tf.float32), active & (error > scaled_epsilon),
+                *kept)
 
       active = tf.ones([tf.shape(u1)[0]], tf.bool)
       state = tf.while_loop(
-          lambda n, active, *_: (n < iterations) & tf.reduce_any(active), step,
-          (tf.constant(0), active, u1, u2, p11, p12, p21, p22))
-      return (w + 1, *state[2:])
+          lambda n, count, active, *_: (n < iterations) & tf.reduce_any(active), step,
+          (tf.constant(0), count, active, u1, u2, p11, p12, p21, p22))
+      return (w + 1, state[1], *state[3:])
 
     zeros = tf.zeros_like(u1)
     state = tf.while_loop(lambda w, *_: w < p.warps, warp,
-                          (tf.constant(0), u1, u2, zeros, zeros, zeros, zeros))
-    return state[1], state[2]
+                          (tf.constant(0), tf.zeros([tf.shape(u1)[0]]), u1, u2, zeros, zeros,
+                           zeros, zeros))
+    return state[2], state[3], state[1]
