@@ -116,11 +116,11 @@ def opencv_flow(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, Thro
   return result, Throughput(len(first), wall, cpu)
 
 
-def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int, xla: bool = False
+def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int, xla: bool | None = None
                     ) -> tuple[np.ndarray, Throughput, float, str]:
   """The TensorFlow port, default settings, batches of `batch`: (flow, timing of the pairs
   after the first call, seconds of the first call (graph building + one batch), device);
-  `xla`: compiled with XLA."""
+  `xla`: compiled with XLA (None: extract_flow's default, on a GPU only)."""
   from data_tools import tensorflow_flow as backend  # pylint: disable=import-outside-toplevel
   device = 'GPU' if backend.gpu_visible() else 'CPU'
   engine = backend.TensorflowFlow(flow.Tvl1Settings(), batch, xla)
@@ -129,14 +129,15 @@ def tensorflow_flow(first: np.ndarray, second: np.ndarray, batch: int, xla: bool
   return result, Throughput(len(first), wall, cpu), first_call, device
 
 
-def pixel_iterations(first: np.ndarray, second: np.ndarray) -> float:
-  """Mean inner iterations per pair, in full-frame units (pixel-iterations / H / W), each
-  pair alone (a batch runs until its slowest pair stops)."""
+def pixel_iterations(first: np.ndarray, second: np.ndarray) -> tuple[float, float]:
+  """Inner iterations per pair in full-frame units (pixel-iterations / H / W): (mean over
+  the pairs each alone, per pair of the whole batch, which runs each warp until its slowest
+  pair stops)."""
   from data_tools import tvl1  # pylint: disable=import-outside-toplevel
   graph = tvl1.Tvl1(*first.shape[1:])
-  work = [graph.flow_and_work(a[None].astype(np.float32), b[None].astype(np.float32))[1]
-          .numpy()[0] for a, b in zip(first, second)]
-  return float(np.mean(work)) / (first.shape[1] * first.shape[2])
+  _, alone, batch = graph.flow_and_work(first.astype(np.float32), second.astype(np.float32))
+  pixels = first.shape[1] * first.shape[2]
+  return float(np.mean(alone.numpy())) / pixels, float(batch.numpy()) / pixels
 
 
 def gpu_estimate(iterations: float, bytes_per_pixel_iteration: float) -> float:
@@ -169,7 +170,7 @@ def run(options: FlowBenchmarkOptions) -> str:
   truth_first, truth_second = np.stack(truth_first), np.stack(truth_second)
   truth_cv, _ = opencv_flow(truth_first, truth_second)
   truth_tf, _, _, _ = tensorflow_flow(truth_first, truth_second, options.batch)
-  iterations = pixel_iterations(first, second)
+  iterations, batch_iterations = pixel_iterations(first, second)
   lines = [f'flow benchmark: TV-L1, OpenCV defaults (5 scales, 5 warps, epsilon 0.01), '
            f'{options.pairs} real UCF101 frame pairs at {WIDTH}x{HEIGHT}; '
            f'{machine.machine_name()}; {time.strftime("%Y-%m-%d")}', '',
@@ -191,11 +192,14 @@ def run(options: FlowBenchmarkOptions) -> str:
     lines.append(f'| ({motion[0]:+.2f}, {motion[1]:+.2f}) | {endpoint_error(a, motion):.3f} | '
                  f'{endpoint_error(b, motion):.3f} |')
   lines += ['', f'work: {iterations:.0f} full-frame inner iterations per pair (mean, each '
-                f'pair alone; {iterations * WIDTH * HEIGHT / 1e6:.1f} M pixel-iterations)',
+                f'pair alone; {iterations * WIDTH * HEIGHT / 1e6:.1f} M pixel-iterations); '
+                f'{batch_iterations:.0f} in one batch of the {options.pairs} pairs (each warp '
+                'runs until its slowest pair stops)',
             f'GTX1060 estimate (memory-bound, {100 * GPU_BANDWIDTH_SHARE:.0f}% of '
-            f'{GTX1060_BYTES_PER_S / 1e9:.0f} GB/s): {gpu_estimate(iterations, UNFUSED_BYTES):.1f} '
-            f'pairs/s unfused ({UNFUSED_BYTES} B per pixel-iteration), '
-            f'{gpu_estimate(iterations, FUSED_BYTES):.1f} pairs/s fused by XLA '
+            f'{GTX1060_BYTES_PER_S / 1e9:.0f} GB/s, the batch\'s work): '
+            f'{gpu_estimate(batch_iterations, UNFUSED_BYTES):.1f} pairs/s unfused '
+            f'({UNFUSED_BYTES} B per pixel-iteration), '
+            f'{gpu_estimate(batch_iterations, FUSED_BYTES):.1f} pairs/s fused by XLA '
             f'({FUSED_BYTES} B)']
   return '\n'.join(lines)
 

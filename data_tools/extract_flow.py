@@ -90,9 +90,10 @@ class ExtractFlowOptions:
                         'on the GPU) or opencv (one process per core); default: tensorflow '
                         'when TensorFlow sees a GPU, else opencv (faster per CPU core).')
   tvl1_batch: int = option(16, 'Frame pairs per TensorFlow batch (--backend=tensorflow).')
-  tvl1_xla: bool = option(False, 'Compile the TensorFlow TV-L1 with XLA (--backend=tensorflow;'
-                          ' slower on CPU here, see docs/input.md; on a GPU use it where '
-                          'tools/gpu_check.sh measures it faster).')
+  tvl1_xla: str = option('auto', 'Compile the TensorFlow TV-L1 with XLA (--backend=tensorflow):'
+                         ' auto = on a GPU (where fusing its elementwise steps cuts the memory '
+                         'traffic ~13x), not on CPU (slower there); tools/gpu_check.sh '
+                         'measures both on a GPU.', choices=('auto', 'on', 'off'))
   shard: int = option(-1, 'This process computes share number --shard (0-based) of '
                       '--num_shards; default: a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
                       'else 0.')
@@ -229,7 +230,7 @@ def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
 
 
 def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch: int,
-                        xla: bool) -> Iterator[tuple[VideoTask, int, Problem | None]]:
+                        xla: bool | None) -> Iterator[tuple[VideoTask, int, Problem | None]]:
   """`extract_video`'s results with the TensorFlow backend, in this process: the next
   video is decoded in a thread while the current one's flow is computed."""
   from data_tools import tensorflow_flow
@@ -378,7 +379,8 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   jobs = [(t, out, settings) for t in todo]
   pool = None
   if backend == 'tensorflow':
-    results = _tensorflow_results(jobs, options.tvl1_batch, options.tvl1_xla)
+    results = _tensorflow_results(jobs, options.tvl1_batch,
+                                  {'auto': None, 'on': True, 'off': False}[options.tvl1_xla])
   elif workers <= 1:
     _init_worker()
     results = map(extract_video, jobs)

@@ -30,12 +30,14 @@ class TensorflowFlow:
   """`video_flow(frames_gray)`: uint8 [T, H, W] -> uint8 codes [T-1, H, W, 2], like
   `flow.video_flow` with OpenCV's solver."""
 
-  def __init__(self, settings: flow.Tvl1Settings, batch: int, xla: bool = False):
+  def __init__(self, settings: flow.Tvl1Settings, batch: int, xla: bool | None = None):
+    """`xla`: compile with XLA; None: where TensorFlow sees a GPU (fused, the iterations
+    move ~13x fewer bytes: benchmarks/flow_benchmark.py), not on CPU (slower there)."""
     if batch < 1:
       raise ValueError(f'batch must be >= 1, got {batch}')
     self._parameters = parameters(settings)
     self._batch = batch
-    self._xla = xla
+    self._xla = gpu_visible() if xla is None else xla
     self._graphs: dict[tuple[int, int], tvl1.Tvl1] = {}
 
   def _graph(self, height: int, width: int) -> tvl1.Tvl1:

@@ -24,8 +24,10 @@ CPU path (`calc`, `procOneScale`). What it takes from there, step for step:
 
 `Tvl1` builds the graph for one frame size; `flow(first, second)` maps uint8 or float
 [B, H, W] gray frames (0..255) to float32 [B, H, W, 2] displacements in pixels (x, y);
-`flow_and_work` also returns each pair's pixel-iterations (the sum over scales of the inner
-iterations it ran times that scale's pixels), the unit of work a throughput estimate counts.
+`flow_and_work` also returns each pair's pixel-iterations [B] (the sum over scales of the
+inner iterations it ran times that scale's pixels) and the batch's (the iterations the
+batch ran, until its slowest pair stopped, times the pixels, per pair): the units of work a
+throughput estimate counts.
 """
 
 from __future__ import annotations
@@ -200,7 +202,8 @@ class Tvl1:
     self.flow = tf.function(lambda first, second: self._flow(first, second)[0],
                             jit_compile=jit_compile, input_signature=signature)
 
-  def _flow(self, first: tf.Tensor, second: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  def _flow(self, first: tf.Tensor, second: tf.Tensor
+            ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     p = self.parameters
     pyramid = [(first, second)]
     for rows, cols in self._down:
@@ -211,20 +214,22 @@ class Tvl1:
     u1 = tf.zeros([batch, h, w])
     u2 = tf.zeros([batch, h, w])
     work = tf.zeros([batch])
+    batch_work = tf.constant(0.0)
     for s in range(len(self.sizes) - 1, -1, -1):
-      u1, u2, iterations = self._one_scale(pyramid[s][0], pyramid[s][1], u1, u2)
+      u1, u2, iterations, ran = self._one_scale(pyramid[s][0], pyramid[s][1], u1, u2)
       work += iterations * float(self.sizes[s][0] * self.sizes[s][1])
+      batch_work += ran * float(self.sizes[s][0] * self.sizes[s][1])
       if s == 0:
         break
       rows, cols = self._up[s - 1]
       u1 = resize(u1, rows, cols) * np.float32(1 / p.scale_step)
       u2 = resize(u2, rows, cols) * np.float32(1 / p.scale_step)
-    return tf.stack([u1, u2], axis=-1), work
+    return tf.stack([u1, u2], axis=-1), work, batch_work
 
   def _one_scale(self, i0: tf.Tensor, i1: tf.Tensor, u1: tf.Tensor, u2: tf.Tensor
-                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     """procOneScale: warps x (outer x inner iterations) at one pyramid level; returns u1,
-    u2 and the inner iterations each pair ran [B]."""
+    u2, the inner iterations each pair ran [B] and those the batch ran (scalar)."""
     p = self.parameters
     height, width = i0.shape[1], i0.shape[2]
     scaled_epsilon = np.float32(p.epsilon * p.epsilon * height * width)
@@ -240,7 +245,7 @@ class Tvl1:
     if median and p.median_filtering != MEDIAN_SIZE:
       raise ValueError(f'only a {MEDIAN_SIZE}x{MEDIAN_SIZE} median is ported, got '
                        f'{p.median_filtering}')
-    def warp(w, count, u1, u2, p11, p12, p21, p22):
+    def warp(w, ran, count, u1, u2, p11, p12, p21, p22):
       warped = remap_cubic(sources, grid_x + u1, grid_y + u2)
       i1w, i1wx, i1wy = warped[..., 0], warped[..., 1], warped[..., 2]
       grad = i1wx * i1wx + i1wy * i1wy
@@ -280,10 +285,10 @@ class Tvl1:
       state = tf.while_loop(
           lambda n, count, active, *_: (n < iterations) & tf.reduce_any(active), step,
           (tf.constant(0), count, active, u1, u2, p11, p12, p21, p22))
-      return (w + 1, state[1], *state[3:])
+      return (w + 1, ran + tf.cast(state[0], tf.float32), state[1], *state[3:])
 
     zeros = tf.zeros_like(u1)
     state = tf.while_loop(lambda w, *_: w < p.warps, warp,
-                          (tf.constant(0), tf.zeros([tf.shape(u1)[0]]), u1, u2, zeros, zeros,
-                           zeros, zeros))
-    return state[2], state[3], state[1]
+                          (tf.constant(0), tf.constant(0.0), tf.zeros([tf.shape(u1)[0]]), u1,
+                           u2, zeros, zeros, zeros, zeros))
+    return state[3], state[4], state[2], state[1]
