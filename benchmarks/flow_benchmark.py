@@ -101,7 +101,8 @@ class Throughput:
     return self.pairs / self.cpu_seconds
 
 
-def timed(function, *args) -> tuple[object, Throughput]:
+def timed(function, *args) -> tuple[object, tuple[float, float]]:
+  """(function(*args), (wall seconds, CPU seconds of this process))."""
   wall, cpu = time.perf_counter(), time.process_time()
   result = function(*args)
   return result, (time.perf_counter() - wall, time.process_time() - cpu)
