@@ -13,7 +13,7 @@ import tensorflow as tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_GPU = bool(tf.config.list_physical_devices('GPU'))
-TIER_SPECS = 7
+TIER_SPECS = 8
 
 
 def fake_nvidia_smi(directory: str, script: str) -> dict[str, str]:
