@@ -233,9 +233,9 @@ def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch
                         xla: bool | None) -> Iterator[tuple[VideoTask, int, Problem | None]]:
   """`extract_video`'s results with the TensorFlow backend, in this process: the next
   video is decoded in a thread while the current one's flow is computed."""
-  from data_tools import tensorflow_flow
   if not jobs:
     return
+  from data_tools import tensorflow_flow  # pylint: disable=import-outside-toplevel
   engine = tensorflow_flow.TensorflowFlow(flow.Tvl1Settings(**jobs[0][2]['tvl1']), batch, xla)
   with concurrent.futures.ThreadPoolExecutor(1) as decoder:
     upcoming = decoder.submit(decode_gray, jobs[0][0], jobs[0][2])

@@ -114,6 +114,10 @@ def remove_records(out: str) -> None:
   for name in os.listdir(folder) if os.path.isdir(folder) else []:
     if re.fullmatch(r'\d+-of-\d+\.json|merge-\d+\.lock', name):
       _remove(os.path.join(folder, name))
+  try:
+    os.rmdir(folder)
+  except OSError:  # absent, or a shard of a newer split already wrote into it
+    pass
 
 
 def _remove(path: str) -> None:
