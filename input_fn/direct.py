@@ -135,6 +135,16 @@ class VideoSource:
       counts.append(count)
     return _uv_mismatch(counts) if self.stream == 'flow' else None
 
+  def frame_shape(self, entry: ucf101.VideoEntry) -> tuple[int, int, int]:
+    """(frames, height, width) of `entry` as this source gives them (resized to the short
+    side), reading one frame. Raises IOError/ValueError as `load`."""
+    counted = []
+    def first(num_frames: int) -> np.ndarray:
+      counted.append(int(num_frames))
+      return np.zeros([1], int)
+    frame = self.load(entry, first)
+    return counted[-1], int(frame.shape[1]), int(frame.shape[2])
+
   def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
     """`load` for the flow stream: u and v planes stacked on the last axis."""
     info = self.infos.get(entry.key)

@@ -86,3 +86,13 @@ def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
   for key in ('frames', 'flow_u', 'flow_v'):
     parsed[key] = parsed[key].values
   return parsed
+
+
+def frame_shape(serialized: bytes) -> tuple[str, int, int, int]:
+  """(video, frames, height, width) of one serialized record, without decoding its frames
+  (height and width 0 in records written before they were stored)."""
+  features = tf.train.Example.FromString(serialized).features.feature
+  def number(key: str) -> int:
+    return int(features[key].int64_list.value[0]) if key in features else 0
+  video = features['video'].bytes_list.value[0].decode('utf-8', 'replace')
+  return video, number('num_frames'), number('height'), number('width')

@@ -65,16 +65,26 @@ def load_stream(model: str, expect: str | None = None) -> Stream:
     loaded = two_stream.load_model(model, expect)
   except two_stream.TwoStreamError as e:
     raise ClassifyError(str(e)) from e
-  info, names = export_info.read(loaded.export)
+  try:
+    info, names = export_info.read(loaded.export)
+  except export_info.ExportInfoError as e:
+    raise ClassifyError(str(e)) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
   if info is None:
     names = [f'class_{i}' for i in range(num_classes)]
     settings = None
   else:
     settings = info.get('flow_extraction')
-    if len(names) != num_classes:
-      raise ClassifyError(f'{loaded.export}: {export_info.CLASS_NAMES_FILE} lists '
-                          f'{len(names)} names for a {num_classes}-class model')
+    said = {'stream': info['stream'], 'num_classes': info['num_classes'],
+            'clip_frames': info['clip_frames'], 'crop_size': info['crop_size']}
+    has = {'stream': loaded.stream, 'num_classes': num_classes, 'clip_frames': loaded.frames,
+           'crop_size': loaded.size}
+    differ = [f'{name} {said[name]} (the model: {has[name]})' for name in said
+              if said[name] != has[name]]
+    if differ:
+      path = os.path.join(loaded.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
+      raise ClassifyError(f'{path} does not describe the model beside it: it says '
+                          f'{", ".join(differ)}; it belongs to another export')
   if loaded.stream == 'flow' and not settings:
     raise ClassifyError(f'{loaded.export} is a flow model whose export does not say how its '
                         'training flow was extracted (assets.extra/video_model.json, written '
@@ -213,6 +223,10 @@ def views(frames: np.ndarray, stream: Stream, clips: int, crops: int) -> np.ndar
   """uint8 [clips * crops, T, S, S, C]: the stream's input views of a video's RGB frames,
   clip k's crop m at row k * crops + m (evaluation's layout, `pipeline.eval_video`)."""
   sampled = (flow_clips if stream.stream == 'flow' else rgb_clips)(frames, stream, clips)
+  problem = pipeline.eval_crops_problem(sampled.shape[2], sampled.shape[3], stream.model.size,
+                                        crops)
+  if problem:
+    raise video_io.VideoError(f'{crops} crops: its {problem}; classify it with 1 crop')
   return pipeline.eval_views(tf.constant(sampled), stream.model.size, crops).numpy()
 
 
@@ -275,6 +289,12 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
   if crops not in pipeline.EVAL_CROPS:
     raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)')
+  for stream in classifier.streams:
+    if crops > 1 and 0 < stream.frame_short_side < stream.model.size:
+      raise ClassifyError(f'crops={crops}: {stream.model.export} reads frames resized to a '
+                          f'short side of {stream.frame_short_side}, smaller than its crop '
+                          f'{stream.model.size}: the {crops} crops would be windows stretched '
+                          'to a square; use 1 crop')
   if clips is None:
     clips = default_clips(classifier)
   if clips < 1 or top_k < 1 or batch_size < 1:

@@ -105,15 +105,119 @@ def write_assets(params: TrainParams, directory: str) -> dict[str, str]:
   return {name: os.path.join(directory, name) for name in files}
 
 
+class ExportInfoError(ValueError):
+  """An export's assets.extra file is damaged or contradicts itself; the message names the
+  file, what is wrong and the fix."""
+
+
+def _is_int(value: Any) -> bool:
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+  return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive(value: Any) -> bool:
+  return _is_int(value) and value > 0
+
+
+# The fields of video_model.json a reader uses: (check, what the check wants).
+_INFO_FIELDS: dict[str, tuple[Any, str]] = {
+    'format_version': (_positive, 'a positive integer'),
+    'stream': (lambda v: v in ('rgb', 'flow'), '"rgb" or "flow"'),
+    'num_classes': (_positive, 'a positive integer'),
+    'clip_frames': (_positive, 'a positive integer'),
+    'crop_size': (_positive, 'a positive integer'),
+    'eval_clips': (_positive, 'a positive integer'),
+    'eval_crops': (lambda v: _is_int(v) and v in (1, 3), '1 or 3'),
+    'frame_short_side': (lambda v: _is_int(v) and v >= 0, 'an integer >= 0'),
+    'flow_extraction': (lambda v: v is None or isinstance(v, dict), 'an object or null'),
+}
+_TVL1_FIELDS: dict[str, tuple[Any, str]] = {
+    'scales': (_positive, 'a positive integer'),
+    'warps': (_positive, 'a positive integer'),
+    'epsilon': (lambda v: _is_number(v) and v > 0, 'a positive number'),
+}
+
+
+def _damaged(path: str, problem: str) -> ExportInfoError:
+  model_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.dirname(os.path.abspath(path))))))
+  keep = os.path.join(model_dir, 'export_assets')
+  restore = f'restore it (training keeps a copy in {keep}/)' if os.path.isdir(keep) else \
+      'restore it'
+  return ExportInfoError(f'{path} is damaged: {problem}; {restore} or train and export the '
+                         'model again')
+
+
+def _check_info(path: str, info: Any) -> dict[str, Any]:
+  """`info` when it is a video_model.json this module writes; `ExportInfoError` else."""
+  if not isinstance(info, dict):
+    raise _damaged(path, f'not a JSON object but {type(info).__name__}')
+  for name, (valid, wanted) in _INFO_FIELDS.items():
+    if name not in info:
+      raise _damaged(path, f'it has no "{name}"')
+    if not valid(info[name]):
+      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}')
+  settings = info['flow_extraction']
+  if info['stream'] == 'flow' and settings is not None:
+    tvl1 = settings.get('tvl1')
+    if not _is_int(settings.get('short_side')) or settings['short_side'] < 0:
+      raise _damaged(path, '"flow_extraction.short_side" is '
+                     f'{json.dumps(settings.get("short_side"))}, not an integer >= 0')
+    if not isinstance(tvl1, dict) or set(tvl1) != set(_TVL1_FIELDS):
+      raise _damaged(path, f'"flow_extraction.tvl1" is {json.dumps(tvl1)}, not an object '
+                     f'of {", ".join(_TVL1_FIELDS)}')
+    for name, (valid, wanted) in _TVL1_FIELDS.items():
+      if not valid(tvl1[name]):
+        raise _damaged(path, f'"flow_extraction.tvl1.{name}" is {json.dumps(tvl1[name])}, '
+                       f'not {wanted}')
+  return info
+
+
+def _check_names(path: str, lines: list[str], num_classes: int) -> list[str]:
+  """The class names of `lines` (trailing empty lines dropped) when they are one non-empty,
+  distinct name per class; `ExportInfoError` else."""
+  while lines and not lines[-1].strip():
+    lines.pop()
+  names = [line.rstrip('\r') for line in lines]
+  empty = [i + 1 for i, name in enumerate(names) if not name.strip()]
+  if empty:
+    raise _damaged(path, f'line {empty[0]} is empty (one class name per line, line i = '
+                   'label i)')
+  seen: dict[str, int] = {}
+  for i, name in enumerate(names):
+    if name in seen:
+      raise _damaged(path, f'"{name}" is the name of classes {seen[name]} and {i}: two classes '
+                     'would print the same name')
+    seen[name] = i
+  if len(names) != num_classes:
+    raise _damaged(path, f'it lists {len(names)} names, but video_model.json says '
+                   f'num_classes {num_classes}')
+  return names
+
+
 def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   """(video_model.json, class names) of an export; (None, None) for an export made without
-  them."""
+  them. Raises `ExportInfoError` naming the file when either is damaged: not UTF-8 text or
+  not JSON, a field of `_INFO_FIELDS` missing or of the wrong type, class names that repeat,
+  are empty or are not num_classes many."""
   assets = os.path.join(export_dir, ASSETS_DIR)
   info_path, names_path = (os.path.join(assets, n) for n in (INFO_FILE, CLASS_NAMES_FILE))
   if not tf.io.gfile.exists(info_path) or not tf.io.gfile.exists(names_path):
     return None, None
-  with tf.io.gfile.GFile(info_path) as f:
-    info = json.load(f)
-  with tf.io.gfile.GFile(names_path) as f:
-    names = [line.rstrip('\r\n') for line in f if line.strip()]
-  return info, names
+  try:
+    with tf.io.gfile.GFile(info_path, 'rb') as f:
+      info = json.loads(f.read().decode('utf-8'))
+  except (ValueError, UnicodeDecodeError) as e:
+    raise _damaged(info_path, f'not JSON ({e})') from e
+  info = _check_info(info_path, info)
+  try:
+    with tf.io.gfile.GFile(names_path, 'rb') as f:
+      text = f.read().decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise _damaged(names_path, f'not UTF-8 text ({e})') from e
+  if '\x00' in text:
+    raise _damaged(names_path, 'not text (it holds NUL bytes)')
+  return info, _check_names(names_path, text.split('\n'), info['num_classes'])

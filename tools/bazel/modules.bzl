@@ -231,6 +231,7 @@ MODULES = {
             ":direct",
             ":manifest",
             ":pipeline",
+            ":records",
             ":ucf101",
         ]),
         ("flow.py", False, [
@@ -429,6 +430,9 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:working_dir",
+            "//input_fn:factory",
+            "//input_fn:pipeline",
         ]),
         ("export_info.py", False, [
             ":params",
@@ -454,6 +458,7 @@ MODULES = {
             "//input_fn:direct",
             "//input_fn:factory",
             "//input_fn:manifest",
+            "//input_fn:pipeline",
             "//input_fn:ucf101",
             "//model_fn:warm_start",
         ]),
@@ -550,6 +555,7 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "classify_test": [
+        "//command_line:entry",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:direct",
@@ -560,9 +566,11 @@ TEST_DEPS = {
         "//towers:classifier",
         "//towers:classify_lib",
         "//towers:estimator",
+        "//towers:evaluate_two_stream_lib",
         "//towers:export_info",
         "//towers:inputs",
         "//towers:params",
+        "//towers:preflight",
         "//towers:training",
         "//towers:two_stream",
     ],
@@ -688,6 +696,10 @@ TEST_DEPS = {
         "//model_fn:tower_model_fn",
         "//towers",
         "//towers:inputs",
+        "//towers:params",
+    ],
+    "export_info_test": [
+        "//towers:export_info",
         "//towers:params",
     ],
     "flags_doc_test": [
