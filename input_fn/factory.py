@@ -133,21 +133,22 @@ def frame_sample(params: Any, subset: str, count: int = SAMPLED_VIDEOS, decoded:
 
 def records_frame_sample(data_dir: str, subset: str, count: int = SAMPLED_VIDEOS
                          ) -> list[tuple[str, int, int, int]]:
-  """`frame_sample` of the records in `data_dir`: the first record of up to `count` of
-  the subset's shards, spread evenly over them."""
+  """`frame_sample` of the records in `data_dir`: the first records of up to `count` of
+  the subset's shards, spread evenly over them, `count` records in all (fewer if the
+  subset has fewer)."""
   try:
     shards = manifest.shard_paths(data_dir, subset)
   except manifest.ManifestError:
     return []
+  chosen = shards[::max(1, -(-len(shards) // count))][:count]
+  per_shard = -(-count // len(chosen))
   found = []
-  for path, _ in shards[::max(1, -(-len(shards) // count))][:count]:
+  for path, _ in chosen:
     try:
-      for serialized in tf.compat.v1.io.tf_record_iterator(path):
-        found.append(records.frame_shape(serialized))
-        break
-    except (tf.errors.OpError, ValueError, IndexError):
+      found += [records.frame_shape(r) for r in records.first_records(path, per_shard)]
+    except (tf.errors.OpError, OSError, ValueError, IndexError):
       continue
-  return found
+  return found[:count]
 
 
 def make_input_fn(params: Any, mode: str) -> InputFn:

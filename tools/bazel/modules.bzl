@@ -481,6 +481,7 @@ MODULES = {
         ("train_settings.py", False, [
             ":checkpoints",
             ":params",
+            "//input_fn:factory",
             "//input_fn:manifest",
             "//input_fn:ucf101",
         ]),
@@ -667,10 +668,12 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:direct",
         "//input_fn:flow",
         "//input_fn:manifest",
         "//input_fn:records",
         "//input_fn:ucf101",
+        "//towers:params",
     ],
     "entry_test": [
         "//command_line:entry",
