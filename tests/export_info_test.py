@@ -94,6 +94,8 @@ class ExportInfoReadTest(tf.test.TestCase):
                             ({'frame_short_side': -1}, '"frame_short_side" is -1'),
                             ({'stream': 'depth'}, '"stream" is "depth", not "rgb" or "flow"'),
                             ({'num_classes': None}, '"num_classes" is null'),
+                            ({'records_jpeg_quality': 0}, '"records_jpeg_quality" is 0, not '
+                                                          'an integer from 1 to 100 or null'),
                             ({'stream': 'flow', 'flow_extraction': {
                                 'short_side': 0, 'bound': 20,
                                 'tvl1': {'scales': 5, 'warps': '5', 'epsilon': 0.01}}},

@@ -9,10 +9,12 @@ Training exports (`towers/training.py`) a SavedModel whose `serving_default` sig
   class_names.txt     one class name per line, in label order (line i = label i)
   video_model.json    {format_version, signature, input {name, dtype, shape, range},
                        outputs, stream, model, num_classes, clip_frames, crop_size,
-                       eval_clips, eval_crops, frame_short_side, flow_extraction, data}
+                       eval_clips, eval_crops, frame_short_side, records_jpeg_quality,
+                       flow_extraction, data}
 
 `frame_short_side` is the short side (pixels) frames were resized to before cropping in
-training (0: as decoded); `flow_extraction` (flow models) the TV-L1 settings the training
+training (0: as decoded); `records_jpeg_quality` (RGB models trained on records) the JPEG
+quality //data_tools:prepare stored their frames at, else None; `flow_extraction` (flow models) the TV-L1 settings the training
 flow was extracted with ({short_side, bound, tvl1 {scales, warps, epsilon}}), or None when
 unknown. Class names come from the training data (the records' manifest, or the split's
 classInd.txt); the synthetic source has none and gets `class_<i>`.
@@ -70,6 +72,16 @@ def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any
   return names, short_side, flow_settings
 
 
+def _records_jpeg_quality(params: TrainParams) -> int | None:
+  """The JPEG quality of the RGB frames in `params`' records (prepare re-encodes decoded or
+  resized frames at it); None when the model did not read JPEG records (other sources,
+  flow)."""
+  if params.data_source != 'tfrecord' or params.stream != 'rgb':
+    return None
+  quality = (manifest.read_identity(params.data_dir) or {}).get('jpeg_quality')
+  return int(quality) if quality else None
+
+
 def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
   """(video_model.json contents, class names) for a model trained with `params`."""
   names, short_side, flow_settings = data_description(params)
@@ -86,6 +98,7 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'clip_frames': params.clip_frames, 'crop_size': params.crop_size,
       'eval_clips': params.eval_clips, 'eval_crops': params.eval_crops,
       'frame_short_side': short_side,
+      'records_jpeg_quality': _records_jpeg_quality(params),
       'flow_extraction': flow_settings if params.stream == 'flow' else None,
       'class_names_file': CLASS_NAMES_FILE,
       'data': {'source': params.data_source, 'dir': params.data_dir},
@@ -134,6 +147,11 @@ _INFO_FIELDS: dict[str, tuple[Any, str]] = {
     'frame_short_side': (lambda v: _is_int(v) and v >= 0, 'an integer >= 0'),
     'flow_extraction': (lambda v: v is None or isinstance(v, dict), 'an object or null'),
 }
+# Fields that exports made before they existed lack: checked when present.
+_LATER_FIELDS: dict[str, tuple[Any, str]] = {
+    'records_jpeg_quality': (lambda v: v is None or (_is_int(v) and 1 <= v <= 100),
+                             'an integer from 1 to 100 or null'),
+}
 _TVL1_FIELDS: dict[str, tuple[Any, str]] = {
     'scales': (_positive, 'a positive integer'),
     'warps': (_positive, 'a positive integer'),
@@ -159,6 +177,9 @@ def _check_info(path: str, info: Any) -> dict[str, Any]:
     if name not in info:
       raise _damaged(path, f'it has no "{name}"')
     if not valid(info[name]):
+      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}')
+  for name, (valid, wanted) in _LATER_FIELDS.items():
+    if name in info and not valid(info[name]):
       raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}')
   settings = info['flow_extraction']
   if info['stream'] == 'flow' and settings is not None:

@@ -374,6 +374,7 @@ MODULES = {
             "//input_fn:direct",
             "//input_fn:flow",
             "//input_fn:pipeline",
+            "//input_fn:records",
             "//input_fn:ucf101",
             "//input_fn:video_io",
         ]),
