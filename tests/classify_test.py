@@ -312,9 +312,9 @@ class ClassifyTest(tf.test.TestCase):
                                    model_dir=os.path.join(self.root, 'crops_22'))
       found = preflight.problems(params)
       self.assertLen(found, 1, found)
-      self.assertRegex(found[0], r'^--eval_crops=3 with --crop_size=22: the .* has frames of '
-                       r'20x24 \(height x width\) are smaller than the crop 22 .*use '
-                       r'--eval_crops=1')
+      self.assertRegex(found[0], r'^--eval_crops=3 with --crop_size=22: in the .* \(test video '
+                       r'v_\w+\), frames of 20x24 \(height x width\) are smaller than the crop '
+                       r'22 .*; use --eval_crops=1')
       self.assertEqual(preflight.problems(dataclasses.replace(params, eval_crops=1)), [])
     with self.assertRaisesRegex(entry.Refused, 'smaller than the crop 22'):
       evaluate_two_stream._check_crops(self.records['rgb'], 22, 3)
@@ -336,7 +336,7 @@ class ClassifyTest(tf.test.TestCase):
         f.write(video_io.encode_jpeg(frame[:12, :14], 100))
     results = classifier.classify([tiny, self.test_videos[0]], self.model('rgb'), crops=3)
     self.assertEqual([r.ok for r in results], [False, True])
-    self.assertIn('3 crops: its frames of 12x14 (height x width) are smaller than the crop 16',
+    self.assertIn('3 crops: frames of 12x14 (height x width) are smaller than the crop 16',
                   results[0].error)
     self.assertTrue(classifier.classify([tiny], self.model('rgb'), crops=1)[0].ok)
 

@@ -75,6 +75,13 @@ class ExportInfoReadTest(tf.test.TestCase):
     self.write(self.names_path, b'Run\x00\x01\nJump\nSwim\nFly\n')
     self.assertDamaged(self.names_path, 'NUL bytes')
 
+  def test_a_file_that_cannot_be_read_is_named(self):
+    os.remove(self.names_path)
+    os.mkdir(self.names_path)
+    with self.assertRaisesRegex(export_info.ExportInfoError,
+                                f'^{self.names_path} cannot be read '):
+      export_info.read(self.export)
+
   def test_truncated_json_is_refused(self):
     with open(self.info_path) as f:
       text = f.read()

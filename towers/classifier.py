@@ -271,7 +271,7 @@ def views(frames: np.ndarray, stream: Stream, clips: int, crops: int,
 def _check_crops(height: int, width: int, stream: Stream, crops: int) -> None:
   problem = pipeline.eval_crops_problem(height, width, stream.model.size, crops)
   if problem:
-    raise video_io.VideoError(f'{crops} crops: its {problem}; classify it with 1 crop')
+    raise video_io.VideoError(f'{crops} crops: {problem}; classify it with 1 crop')
 
 
 def stream_probabilities(frames: np.ndarray, stream: Stream, clips: int, crops: int,

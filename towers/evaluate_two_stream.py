@@ -74,8 +74,8 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
   for video, _, height, width in factory.records_frame_sample(data_dir, 'test'):
     problem = height and width and pipeline.eval_crops_problem(height, width, crop_size, crops)
     if problem:
-      raise entry.Refused(f'--eval_crops={crops}: the records of {data_dir} have {problem} '
-                          f'(test video {video}, crop {crop_size} of the model); use '
+      raise entry.Refused(f'--eval_crops={crops} with the model\'s crop {crop_size}: in the '
+                          f'records of {data_dir} (test video {video}), {problem}; use '
                           '--eval_crops=1, or records prepared with a larger --short_side')
 
 

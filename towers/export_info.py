@@ -219,6 +219,14 @@ def _check_names(path: str, lines: list[str], num_classes: int) -> list[str]:
   return names
 
 
+def _read_bytes(path: str) -> bytes:
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      return f.read()
+  except (OSError, tf.errors.OpError) as e:
+    raise ExportInfoError(f'{path} cannot be read ({getattr(e, "message", None) or e})') from e
+
+
 def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   """(video_model.json, class names) of an export; (None, None) for an export made without
   them. Raises `ExportInfoError` naming the file when either is damaged: not UTF-8 text or
@@ -228,15 +236,14 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   info_path, names_path = (os.path.join(assets, n) for n in (INFO_FILE, CLASS_NAMES_FILE))
   if not tf.io.gfile.exists(info_path) or not tf.io.gfile.exists(names_path):
     return None, None
+  info_data, names_data = (_read_bytes(p) for p in (info_path, names_path))
   try:
-    with tf.io.gfile.GFile(info_path, 'rb') as f:
-      info = json.loads(f.read().decode('utf-8'))
+    info = json.loads(info_data.decode('utf-8'))
   except (ValueError, UnicodeDecodeError) as e:
     raise _damaged(info_path, f'not JSON ({e})') from e
   info = _check_info(info_path, info)
   try:
-    with tf.io.gfile.GFile(names_path, 'rb') as f:
-      text = f.read().decode('utf-8')
+    text = names_data.decode('utf-8')
   except UnicodeDecodeError as e:
     raise _damaged(names_path, f'not UTF-8 text ({e})') from e
   if '\x00' in text:

@@ -139,9 +139,9 @@ def _eval_crops_problems(params) -> list[str]:
     if problem:
       bigger = ('prepare the records again with --short_side' if params.data_source == 'tfrecord'
                 else 'set --frame_short_side')
-      return [f'--eval_crops={params.eval_crops} with --crop_size={params.crop_size}: the '
-              f'{params.data_source} data of {params.data_dir} has {problem} (test video '
-              f'{video}); use --eval_crops=1, or {bigger} to at least {params.crop_size + 2}']
+      return [f'--eval_crops={params.eval_crops} with --crop_size={params.crop_size}: in the '
+              f'{params.data_source} data of {params.data_dir} (test video {video}), '
+              f'{problem}; use --eval_crops=1, or {bigger} to at least {params.crop_size + 2}']
   return []
 
 
