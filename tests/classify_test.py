@@ -271,7 +271,8 @@ class ClassifyTest(tf.test.TestCase):
     self.assertIn('(rgb+flow, 2 clips x 3 crops each); 0 failed', run.stderr)
 
   def test_wrong_options_exit_2_with_one_line(self):
-    junk = self.damaged_export('junk_names', export_info.CLASS_NAMES_FILE, bytes(range(255, -1, -1)) * 8)
+    junk = self.damaged_export('junk_names', export_info.CLASS_NAMES_FILE,
+                               bytes(range(255, -1, -1)) * 8)
     junk_names = os.path.join(junk, export_info.ASSETS_DIR, export_info.CLASS_NAMES_FILE)
     not_a_folder = os.path.join(self.root, 'results.csv.d')
     open(not_a_folder, 'w').close()

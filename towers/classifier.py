@@ -15,10 +15,11 @@ at the records' quality, `records_jpeg_quality` in the export) and cut by the pi
 ops (`pipeline.eval_video`). The flow stream computes TV-L1 flow (`input_fn/flow.py`) of the
 frames it needs, with the settings its training flow was extracted with.
 
-A video is a video file, a folder of frame images (`frame%06d.jpg` or `img_%05d.jpg`), a list file (`.txt`/`.list`: one video per line, its first field, relative to the
-list's folder or, as UCF101's split lists, to the video folder beside it) or a directory
-searched for both. A video that cannot be read, or has fewer
-than 2 frames, is a `VideoResult` with `error` set; the others go on.
+A video is a video file, a folder of frame images (`frame%06d.jpg` or `img_%05d.jpg`), a
+list file (`.txt`/`.list`: one video per line, its first field, relative to the list's
+folder or, as UCF101's split lists, to the video folder beside it) or a directory searched
+for both. A video that cannot be read, or has fewer than 2 frames, is a `VideoResult` with
+`error` set; the others go on.
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ Training exports (`towers/training.py`) a SavedModel whose `serving_default` sig
 
 `frame_short_side` is the short side (pixels) frames were resized to before cropping in
 training (0: as decoded); `records_jpeg_quality` (RGB models trained on records) the JPEG
-quality //data_tools:prepare stored their frames at, else None; `flow_extraction` (flow models) the TV-L1 settings the training
-flow was extracted with ({short_side, bound, tvl1 {scales, warps, epsilon}}), or None when
-unknown. Class names come from the training data (the records' manifest, or the split's
-classInd.txt); the synthetic source has none and gets `class_<i>`.
+quality //data_tools:prepare stored their frames at, else None; `flow_extraction` (flow
+models) the TV-L1 settings the training flow was extracted with ({short_side, bound, tvl1
+{scales, warps, epsilon}}), or None when unknown. Class names come from the training data
+(the records' manifest, or the split's classInd.txt); the synthetic source has none and gets
+`class_<i>`.
 """
 
 from __future__ import annotations

@@ -8,16 +8,16 @@
 `model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
 FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
 videos by name, and what they hold: frame sizes and counts of a sample, and for records the
-sizes of the sources they were made from; data_dir itself may move). On a resume, `checked_record` compares it with this run's
-and raises `ResumeSettingsError` (one line per flag: old value, new value, the fix) before
-anything is restored, unless `--resume_changes` names the flag, which is then kept with its
-step in the record's `history`. STRUCTURE_SETTINGS decide the variables and can never
-change, nor can a change that adds variables the checkpoint lacks (an optimizer with other
-slots than sgd's none, ema_decay from 0 to on). `write_record` writes the record once the
-session has started, so a run that fails before leaves the old one. A damaged record is an
-error naming the file; a checkpoint without a record resumes with one warning. The record
-also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a
-cluster only the chief checks and writes.
+sizes of the sources they were made from; data_dir itself may move). On a resume,
+`checked_record` compares it with this run's and raises `ResumeSettingsError` (one line per
+flag: old value, new value, the fix) before anything is restored, unless `--resume_changes`
+names the flag, which is then kept with its step in the record's `history`.
+STRUCTURE_SETTINGS decide the variables and can never change, nor can a change that adds
+variables the checkpoint lacks (an optimizer with other slots than sgd's none, ema_decay
+from 0 to on). `write_record` writes the record once the session has started, so a run that
+fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
+without a record resumes with one warning. The record also lists the training videos' names
+(TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a cluster only the chief checks and writes.
 """
 
 from __future__ import annotations
