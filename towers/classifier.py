@@ -212,15 +212,18 @@ def frame_files(path: str) -> list[bytes] | None:
 
 
 def as_record(frames: np.ndarray, jpegs: Sequence[bytes] | None, quality: int,
-              short_side: int) -> tuple[bytes, int, int]:
+              short_side: int, needed: Iterable[int] | None = None) -> tuple[bytes, int, int]:
   """(serialized record, height, width) of the video as //data_tools:prepare writes it:
   each frame resized to `short_side` and JPEG-encoded at `quality`; a frame folder's file
-  kept as it is when no resize changes it (`jpegs`: its files, in frame order)."""
-  stored, resized = [], frames[0]
-  for i, frame in enumerate(frames):
-    resized = video_io.resize_short_side(frame, short_side)
-    keep = jpegs is not None and resized is frame
-    stored.append(jpegs[i] if keep else video_io.encode_jpeg(resized, quality))
+  kept as it is when no resize changes it (`jpegs`: its files, in frame order). Only the
+  `needed` frames (None: all) are stored; the others are empty strings that evaluation's
+  clips of the same frame numbers never decode."""
+  needed = set(range(len(frames)) if needed is None else needed)
+  stored = [b''] * len(frames)
+  for i in sorted(needed):
+    resized = video_io.resize_short_side(frames[i], short_side)
+    keep = jpegs is not None and resized is frames[i]
+    stored[i] = jpegs[i] if keep else video_io.encode_jpeg(resized, quality)
   height, width = resized.shape[:2]
   return records.make_example('', 0, stored, 0, '', height, width), height, width
 
@@ -259,8 +262,9 @@ def views(frames: np.ndarray, stream: Stream, clips: int, crops: int,
   model trained on records gets the views evaluation cuts from the record of the video
   (`as_record`; `jpegs`: a frame folder's files), through the same TensorFlow ops."""
   if stream.stream == 'rgb' and stream.records_jpeg_quality:
+    needed = direct.eval_clip_indices(len(frames), stream.model.frames, clips).reshape(-1)
     record, height, width = as_record(frames, jpegs, stream.records_jpeg_quality,
-                                      stream.frame_short_side)
+                                      stream.frame_short_side, needed)
     _check_crops(height, width, stream, crops)
     return pipeline.eval_video(tf.constant(record), stream.model.frames, stream.model.size,
                                clips, 1, 'rgb', crops)[0].numpy()
