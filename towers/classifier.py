@@ -221,8 +221,9 @@ def as_record(frames: np.ndarray, jpegs: Sequence[bytes] | None, quality: int,
   needed = set(range(len(frames)) if needed is None else needed)
   stored = [b''] * len(frames)
   for i in sorted(needed):
-    resized = video_io.resize_short_side(frames[i], short_side)
-    keep = jpegs is not None and resized is frames[i]
+    frame = frames[i]
+    resized = video_io.resize_short_side(frame, short_side)
+    keep = jpegs is not None and resized is frame  # not resized: the file as it is
     stored[i] = jpegs[i] if keep else video_io.encode_jpeg(resized, quality)
   height, width = resized.shape[:2]
   return records.make_example('', 0, stored, 0, '', height, width), height, width
