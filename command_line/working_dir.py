@@ -11,3 +11,21 @@ def user_working_dir() -> str:
 def user_path(path: str) -> str:
   """`path` as the user meant it: a relative path resolves against `user_working_dir()`."""
   return path if os.path.isabs(path) else os.path.normpath(os.path.join(user_working_dir(), path))
+
+
+def unwritable(path: str) -> str | None:
+  """Why a file could not be written to `path` (checked before the work that produces it:
+  `is a directory`, `cannot be written (<reason>)`); None if it can. Creates the missing
+  folders of `path`; leaves no file behind that was not there."""
+  if os.path.isdir(path):
+    return 'is a directory'
+  existed = os.path.exists(path)
+  try:
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    with open(path, 'a'):
+      pass
+  except OSError as e:
+    return f'cannot be written ({e.strerror})'
+  if not existed:
+    os.remove(path)
+  return None

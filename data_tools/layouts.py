@@ -11,9 +11,10 @@ number, and for flow `{u,v}` or `{x,y}` for the two channels, horizontal first:
           {video}/flow_{x,y}_%05d.jpg    TSN, mmaction's denseflow
           {video}/{u,v}/frame%06d.jpg    (and img_%05d.jpg)
 
-`resolve` picks the first layout whose frame 1 exists for a listed video (up to `SAMPLE`
-videos spread over the list are looked at); when none does it raises `LayoutError` naming
-the layout found on disk and the ones expected. A row of an info
+`resolve` picks the layout whose frame 1 exists for the listed videos (up to `SAMPLE` videos
+spread over the list are looked at); when none does it raises `LayoutError` naming the
+layout found on disk and the ones expected, and when the videos are in two layouts (a tree
+mixing `frame%06d` and `img_%05d` folders) one naming both. A row of an info
 list (rgb.txt, flow.txt) names the video's folder itself: the part of the layout after
 `{video}` is then looked up inside that folder (a flow row's `{:s}` is the channel folder).
 No TensorFlow here.
@@ -183,13 +184,25 @@ def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, st
   videos = list(videos)
   step = max(1, len(videos) // SAMPLE)
   sample = videos[::step]
+  looked = (f'the {len(videos)} listed videos' if step == 1 else
+            f'{len(sample)} of the {len(videos)} listed videos')
+  found: dict[Layout, list[str]] = {}  # layout -> the sampled videos in it
   for video in sample:
     for layout in candidates:
       if layout.has_first_frame(root, video, listed.get(video)):
-        return layout
+        found.setdefault(layout, []).append(video)
+        break
+    if found and pattern != AUTO:
+      break
+  if len(found) > 1:
+    mixed = ' and '.join(f'{l.pattern} ({len(found[l])}, e.g. {found[l][0]})'
+                         for l in candidates if l in found)
+    raise LayoutError(f'{flag}={root} mixes file layouts: {mixed} among {looked}; one '
+                      'preparation reads one layout: rename the files of one of them (or '
+                      'name one with --layout, and the videos in the other are skipped)')
+  if found:
+    return next(iter(found))
   expected = ' or '.join(l.pattern for l in candidates)
-  looked = (f'the {len(videos)} listed videos' if step == 1 else
-            f'{len(sample)} of the {len(videos)} listed videos')
   hint = ' (or name the file pattern with --layout)' if pattern == AUTO else ''
   if flow and not os.path.isdir(root) and not listed:
     hint += '; compute the flow with //data_tools:extract_flow'

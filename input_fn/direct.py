@@ -6,8 +6,9 @@ decoded by Python generators (`tf.data.Dataset.from_generator`, a few interleave
 OpenCV work); this is the slow route: prepare TFRecords for real training.
 
 data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi`, frames resized so the short side is
-params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` (with
-`<data_dir>/rgb.txt` when present for the claimed counts), same resizing rule. With
+params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` or
+`img_%05d.jpg`, decided per video folder (`ucf101.frame_pattern`; a tree may mix them), with
+`<data_dir>/rgb.txt` when present for the claimed counts, same resizing rule. With
 params.stream='flow', 'frames' reads the TV-L1 flow of //data_tools:extract_flow instead:
 `<data_dir>/tvl1_flow/{u,v}/<video>/frame%06d.jpg` (or the rows of `<data_dir>/flow.txt`),
 2-channel clips (u, v), resized with their displacements (`flow.resize_codes`).
@@ -106,11 +107,13 @@ class VideoSource:
     folder = info.path if info and os.path.isdir(info.path) else (
         ucf101.find_child(self.frames_dir, entry.name) or
         os.path.join(self.frames_dir, entry.name))
-    count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+    pattern = ucf101.frame_pattern(folder)
+    count, reason = ucf101.count_frames(folder, info.num_frames if info else None,
+                                        pattern=pattern)
     if reason:
       raise IOError(reason)
     indices = choose(count)
-    frames = ucf101.read_frames(folder, indices.reshape(-1))
+    frames = ucf101.read_frames(folder, indices.reshape(-1), pattern=pattern)
     frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
     return frames.reshape(indices.shape + frames.shape[1:])
 
@@ -129,11 +132,23 @@ class VideoSource:
           os.path.join(self.frames_dir or '', entry.name))]
     counts = []
     for folder in folders:
-      count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+      pattern = ucf101.FRAME_PATTERN if self.stream == 'flow' else ucf101.frame_pattern(folder)
+      count, reason = ucf101.count_frames(folder, info.num_frames if info else None,
+                                          pattern=pattern)
       if reason:
         return reason
       counts.append(count)
     return _uv_mismatch(counts) if self.stream == 'flow' else None
+
+  def frame_shape(self, entry: ucf101.VideoEntry) -> tuple[int, int, int]:
+    """(frames, height, width) of `entry` as this source gives them (resized to the short
+    side), reading one frame. Raises IOError/ValueError as `load`."""
+    counted = []
+    def first(num_frames: int) -> np.ndarray:
+      counted.append(int(num_frames))
+      return np.zeros([1], int)
+    frame = self.load(entry, first)
+    return counted[-1], int(frame.shape[1]), int(frame.shape[2])
 
   def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
     """`load` for the flow stream: u and v planes stacked on the last axis."""

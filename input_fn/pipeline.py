@@ -145,6 +145,26 @@ def eval_crop_windows(height: tf.Tensor, width: tf.Tensor, crop_size: int,
   return tf.stack([ys, xs, tf.fill([3], h), tf.fill([3], w)], axis=1)
 
 
+def eval_crops_problem(height: int, width: int, crop_size: int, num_crops: int) -> str | None:
+  """Why `num_crops` evaluation crops of a height x width frame would not be that many
+  distinct crop_size views (None when they are, and always for 1 crop, which is cut as
+  training cuts). 3 crops need the short side >= crop_size (else each window is the whole
+  short side, stretched to a square by `fit_to_crop`) and the long side >= crop_size + 2
+  (else two or three windows coincide)."""
+  if num_crops == 1:
+    return None
+  short, long = min(height, width), max(height, width)
+  size = f'{height}x{width} (height x width)'
+  if short < crop_size:
+    return (f'frames of {size} are smaller than the crop {crop_size} on their short side: '
+            f'the {num_crops} crops would be {"the same frame" if long <= crop_size else "windows"}'
+            ' stretched to a square')
+  if long < crop_size + num_crops - 1:
+    return (f'frames of {size} leave no room for {num_crops} different crops of {crop_size} '
+            'along their long side: the views would repeat')
+  return None
+
+
 def crop_views(frames: tf.Tensor, windows: tf.Tensor, crop_size: int,
                num_crops: int) -> tf.Tensor:
   """uint8 [N, H, W, C] frames -> [num_crops, N, crop, crop, C]: each window of `windows`

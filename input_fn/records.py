@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import tensorflow as tf
+from google.protobuf import message as protobuf_message
 
 SHARD_PATTERN = '{subset}-{shard:05d}-of-{num_shards:05d}.tfrecord'
 
@@ -86,3 +87,37 @@ def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
   for key in ('frames', 'flow_u', 'flow_v'):
     parsed[key] = parsed[key].values
   return parsed
+
+
+def frame_shape(serialized: bytes) -> tuple[str, int, int, int]:
+  """(video, frames, height, width) of one serialized record, without decoding its frames
+  (height and width 0 in records written before they were stored). ValueError for a record
+  that is not a tf.train.Example."""
+  try:
+    features = tf.train.Example.FromString(serialized).features.feature
+  except protobuf_message.DecodeError as e:
+    raise ValueError(f'not a tf.train.Example ({e})') from e
+  def number(key: str) -> int:
+    return int(features[key].int64_list.value[0]) if key in features else 0
+  video = features['video'].bytes_list.value[0].decode('utf-8', 'replace')
+  return video, number('num_frames'), number('height'), number('width')
+
+
+def first_records(path: str, count: int) -> list[bytes]:
+  """The first `count` serialized records of a TFRecord file (fewer if it holds fewer),
+  read by its framing (length uint64, its CRC, data, data CRC; CRCs not checked) without
+  reading the rest. Raises ValueError for a file cut inside a record."""
+  found = []
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    while len(found) < count:
+      header = f.read(12)
+      if not header:
+        break
+      if len(header) < 12:
+        raise ValueError(f'{path}: cut inside a record header')
+      length = int.from_bytes(header[:8], 'little')
+      data = f.read(length)
+      if len(data) < length or len(f.read(4)) < 4:
+        raise ValueError(f'{path}: cut inside a record')
+      found.append(data)
+  return found

@@ -41,6 +41,9 @@ FLOW_DIR_NAME = 'tvl1_flow'  # //data_tools:extract_flow's output under the UCF1
 FLOW_LIST_NAME = 'flow.txt'  # I3D_Finetune's flow list: name path-with-{:s} nframes label0
 FRAME_PATTERN = 'frame%06d.jpg'
 FRAME_RE = re.compile(r'^frame(\d{6})\.jpg$', re.IGNORECASE)
+# File names of one video's frame folder that are read, in this order: this project's and
+# the community release's, then TSN's and mmaction's (`data_tools/layouts.py`).
+FRAME_PATTERNS = (FRAME_PATTERN, 'img_%05d.jpg')
 VIDEO_RE = re.compile(r'^v_(?P<cls>.+)_g(?P<group>\d+)_c(?P<clip>\d+)$', re.IGNORECASE)
 # Real jpegs_256 folders sometimes hold this many frames fewer than rgb.txt says.
 MISSING_TAIL_TOLERANCE = 3
@@ -381,19 +384,28 @@ def count_frames(folder: str, claimed: int | None = None,
   return last, None
 
 
+def frame_pattern(folder: str) -> str:
+  """The `FRAME_PATTERNS` entry whose frame 1 is in `folder` (per folder, so a tree mixing
+  them is read video by video); FRAME_PATTERN when none is."""
+  return next((p for p in FRAME_PATTERNS if os.path.isfile(os.path.join(folder, p % 1))),
+              FRAME_PATTERN)
+
+
 def frame_path(folder: str, index0: int, pattern: str = FRAME_PATTERN) -> str:
   """Path of the frame with 0-based index `index0` (file names are 1-based)."""
   return os.path.join(folder, pattern % (index0 + 1))
 
 
-def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False) -> np.ndarray:
-  """Reads frames (0-based indices) as uint8 RGB [T, H, W, 3] (grayscale: [T, H, W]).
+def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
+                pattern: str = FRAME_PATTERN) -> np.ndarray:
+  """Reads frames (0-based indices) of `pattern` files as uint8 RGB [T, H, W, 3]
+  (grayscale: [T, H, W]).
 
   Raises `IOError` naming the file if one cannot be decoded.
   """
   frames = []
   for i in indices:
-    path = frame_path(folder, int(i))
+    path = frame_path(folder, int(i), pattern)
     image = cv2.imread(path, cv2.IMREAD_GRAYSCALE if grayscale else cv2.IMREAD_COLOR)
     if image is None:
       raise IOError(f'cannot decode {path}')

@@ -35,7 +35,8 @@ import tensorflow as tf
 
 from data_tools import extract_flow, make_synthetic_ucf101
 
-from input_fn import flow, manifest, records, ucf101
+from input_fn import direct, flow, manifest, records, ucf101
+from towers import params as params_lib
 
 LIMIT = 300  # seconds for one process
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
@@ -117,8 +118,11 @@ class DataToolsTest(tf.test.TestCase):
                       at('other_flow'), video)
     # Other projects' layouts: TSN frames in the root, denseflow's flow_x/flow_y, u/ and v/
     # inside the video's folder; and one nobody writes.
-    for name in ('tsn', 'png'):
+    for name in ('tsn', 'png', 'mixed'):
       shutil.copytree(os.path.join(cls.data, SPLIT), at(name, SPLIT))
+    for i, video in enumerate(cls.videos):  # every other video in TSN's layout
+      copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('mixed', video),
+                  ('img_%05d.jpg', ucf101.FRAME_PATTERN)[i % 2])
     for video in cls.videos:
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('tsn', video), 'img_%05d.jpg')
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('png', video),
@@ -160,6 +164,7 @@ class DataToolsTest(tf.test.TestCase):
         'inside': lambda: prepare(cls.data, at('out_inside'), '--source=flow',
                                   f'--flow_dir={at("inside")}'),
         'png': lambda: prepare(at('png'), at('out_png'), '--source=frames'),
+        'mixed': lambda: prepare(at('mixed'), at('out_mixed'), '--source=frames'),
         'broken': lambda: prepare(at('broken'), at('out_broken')),
         'damaged_flow_manifest': cls.damage_the_flow_manifest,
         'damaged_identity': cls.damage_the_dataset_identity,
@@ -411,6 +416,32 @@ class DataToolsTest(tf.test.TestCase):
                      '{video}/img_%05d.jpg for the 16 listed videos (or name the file pattern '
                      'with --layout)')
     self.assertFalse(os.path.exists(os.path.join(self.root, 'out_png')))
+
+  def test_a_tree_mixing_two_frame_layouts_is_refused_by_prepare_and_read_by_the_direct_route(
+      self):
+    """8 folders of img_%05d.jpg and 8 of frame%06d.jpg: prepare reads one layout and would
+    skip the other half, so it stops naming both; the direct route reads each folder in its
+    own layout."""
+    root = os.path.join(self.root, 'mixed')
+    line = one_line(self.results['mixed'])
+    self.assertRegex(line, rf'^prepare: error: --frames_dir={root} mixes file layouts: '
+                     r'\{video\}/frame%06d.jpg \(8, e.g. v_\w+\) and \{video\}/img_%05d.jpg '
+                     r'\(8, e.g. v_\w+\) among the 16 listed videos; ')
+    self.assertFalse(os.path.exists(os.path.join(self.root, 'out_mixed')))
+    params = params_lib.make_params(model='c3d_small', num_classes=2, data_source='frames',
+                                    data_dir=root, frame_short_side=0, clip_frames=4,
+                                    crop_size=16, model_dir=os.path.join(self.root, 'unused'))
+    for subset in ('train', 'test'):
+      readable, listed, problems = direct.readable_videos(params, subset)
+      self.assertEqual((readable, problems), (listed, []))
+    source = direct.VideoSource(params)
+    for entry in source.entries('train') + source.entries('test'):
+      original = os.path.join(self.data, 'jpegs_256', entry.name)
+      count, _ = ucf101.count_frames(original)
+      frames = source.load(entry, lambda n: np.arange(n))
+      self.assertEqual(frames.shape, (count, 16, 24, 3))
+      last = ucf101.read_frames(original, [count - 1])[0]
+      self.assertLess(np.abs(frames[-1].astype(int) - last.astype(int)).mean(), 8)  # JPEG
 
   # --- No subset of zero records with exit 0 ---------------------------------------------------
 

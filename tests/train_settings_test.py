@@ -250,6 +250,62 @@ class SettingsTest(tf.test.TestCase):
                                                       split=2))
     self.assertNotEqual(split_1, split_2)
 
+  def test_other_data_under_the_same_video_names_is_another_setting(self):
+    """Two datasets of the same video names, one of 24x20 frames and one of 32x24: their
+    records (and the videos themselves) differ in train_data, a moved copy does not; a resume
+    on the other one is refused naming it, and --resume_changes=train_data is the way on."""
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    params = {}
+    for name, (width, height) in (('small', (24, 20)), ('large', (32, 24))):
+      ucf = os.path.join(root, name)
+      make_synthetic_ucf101.make_dataset(ucf, classes=4, groups=9, min_frames=4, max_frames=5,
+                                         width=width, height=height)
+      out = os.path.join(root, f'{name}_tfr')
+      prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, short_side=0, workers=1),
+                      log=lambda s: None)
+      params[name] = make_params(TINY, data_source='tfrecord', data_dir=out,
+                                 model_dir=os.path.join(root, 'run'))
+      params[name + '_videos'] = make_params(TINY, data_source='videos', data_dir=ucf)
+    small, large = (train_settings.settings(params[n]) for n in ('small', 'large'))
+    self.assertEqual(small['train_videos'], large['train_videos'])  # the same names
+    self.assertEqual(train_settings.differences(small, large), ['train_data'])
+    self.assertRegex(small['train_data'], r'^8 videos sampled: frames 20x24, \d+ frames; '
+                     r'sources sha256 [0-9a-f]{12}$')
+    self.assertIn('frames 24x32', large['train_data'])
+    self.assertEqual(train_settings.differences(
+        train_settings.settings(params['small_videos']),
+        train_settings.settings(params['large_videos'])), ['train_data'])
+    moved = shutil.copytree(params['small'].data_dir, os.path.join(root, 'moved'))
+    self.assertEqual(train_settings.settings(make_params(TINY, data_source='tfrecord',
+                                                         data_dir=moved)), small)
+
+    # A model_dir trained on the small records (its checkpoint and record), resumed on the
+    # large ones.
+    model_dir = shutil.copytree(self.trained_dir(), params['small'].model_dir)
+    train_settings.write_record(model_dir, {'format_version': 1, 'settings': small,
+                                            'history': []})
+    found = train_settings.problems(params['large'])
+    self.assertLen(found, 1)
+    self.assertIn(f'{model_dir} was trained with train_data={small["train_data"]}, now '
+                  f'train_data={large["train_data"]}', found[0])
+    self.assertIn('--resume_changes=train_data', found[0])
+    self.assertEqual(train_settings.problems(params['small']), [])
+    self.assertEqual(train_settings.problems(
+        make_params(TINY, data_source='tfrecord', data_dir=params['large'].data_dir,
+                    model_dir=model_dir, resume_changes=['train_data'])), [])
+    # A record written before train_data existed resumes as before.
+    older = {k: v for k, v in small.items() if k != 'train_data'}
+    train_settings.write_record(model_dir, {'format_version': 1, 'settings': older,
+                                            'history': []})
+    self.assertEqual(train_settings.problems(params['large']), [])
+
+  def trained_dir(self):
+    """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""
+    model_dir = os.path.join(self.create_tempdir(), 'trained')
+    train(1, model_dir=model_dir)
+    return model_dir
+
 
 if __name__ == '__main__':
   tf.test.main()

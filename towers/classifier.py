@@ -9,14 +9,17 @@ flow extraction settings) decides the sampling, so a video is read as evaluation
 frames resized to the training data's short side, `clips` clips with starts spread evenly
 (`input_fn.direct.eval_clip_indices`) x `crops` crops (`input_fn.pipeline.eval_views`: 1
 centre, 3 along the long side), scaled to [-1, 1]; the video's probabilities are the mean
-softmax of its views. The flow stream computes TV-L1 flow (`input_fn/flow.py`) of the frames
-it needs, with the settings its training flow was extracted with.
+softmax of its views. An RGB model trained on records gets exactly the views evaluation
+cuts from a record: the video is stored as //data_tools:prepare stores it (frames JPEG-encoded
+at the records' quality, `records_jpeg_quality` in the export) and cut by the pipeline's own
+ops (`pipeline.eval_video`). The flow stream computes TV-L1 flow (`input_fn/flow.py`) of the
+frames it needs, with the settings its training flow was extracted with.
 
-A video is a video file, a folder of frame images (`frame%06d.jpg`, as //data_tools:prepare
-reads), a list file (`.txt`/`.list`: one video per line, its first field, relative to the
-list's folder or, as UCF101's split lists, to the video folder beside it) or a directory
-searched for both. A video that cannot be read, or has fewer
-than 2 frames, is a `VideoResult` with `error` set; the others go on.
+A video is a video file, a folder of frame images (`frame%06d.jpg` or `img_%05d.jpg`), a
+list file (`.txt`/`.list`: one video per line, its first field, relative to the list's
+folder or, as UCF101's split lists, to the video folder beside it) or a directory searched
+for both. A video that cannot be read, or has fewer than 2 frames, is a `VideoResult` with
+`error` set; the others go on.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, flow, pipeline, ucf101, video_io
+from input_fn import direct, flow, pipeline, records, ucf101, video_io
 from towers import export_info, two_stream
 from command_line.progress import progress_line
 
@@ -50,6 +53,7 @@ class Stream:
   model: two_stream.StreamModel
   class_names: tuple[str, ...]
   frame_short_side: int                       # 0: frames as decoded
+  records_jpeg_quality: int | None            # rgb trained on records: their JPEG quality
   flow_extraction: dict | None                # flow: {short_side, bound, tvl1 {...}}
   described: bool                             # the export carries video_model.json
 
@@ -65,23 +69,33 @@ def load_stream(model: str, expect: str | None = None) -> Stream:
     loaded = two_stream.load_model(model, expect)
   except two_stream.TwoStreamError as e:
     raise ClassifyError(str(e)) from e
-  info, names = export_info.read(loaded.export)
+  try:
+    info, names = export_info.read(loaded.export)
+  except export_info.ExportInfoError as e:
+    raise ClassifyError(str(e)) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
   if info is None:
     names = [f'class_{i}' for i in range(num_classes)]
     settings = None
   else:
     settings = info.get('flow_extraction')
-    if len(names) != num_classes:
-      raise ClassifyError(f'{loaded.export}: {export_info.CLASS_NAMES_FILE} lists '
-                          f'{len(names)} names for a {num_classes}-class model')
+    said = {'stream': info['stream'], 'num_classes': info['num_classes'],
+            'clip_frames': info['clip_frames'], 'crop_size': info['crop_size']}
+    has = {'stream': loaded.stream, 'num_classes': num_classes, 'clip_frames': loaded.frames,
+           'crop_size': loaded.size}
+    differ = [f'{name} {said[name]} (the model: {has[name]})' for name in said
+              if said[name] != has[name]]
+    if differ:
+      path = os.path.join(loaded.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
+      raise ClassifyError(f'{path} does not describe the model beside it: it says '
+                          f'{", ".join(differ)}; it belongs to another export')
   if loaded.stream == 'flow' and not settings:
     raise ClassifyError(f'{loaded.export} is a flow model whose export does not say how its '
                         'training flow was extracted (assets.extra/video_model.json, written '
                         'by //towers:train since class names are exported): train it again '
                         'or classify with the RGB stream only')
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
-                settings, info is not None)
+                (info or {}).get('records_jpeg_quality'), settings, info is not None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,10 +182,11 @@ def read_frames(path: str) -> np.ndarray:
   """uint8 RGB [T, H, W, 3] of a video file or a frame folder, as decoded. Raises
   `video_io.VideoError` (the reason) for anything unusable or shorter than MIN_FRAMES."""
   if os.path.isdir(path):
-    count, reason = ucf101.count_frames(path)
+    pattern = ucf101.frame_pattern(path)
+    count, reason = ucf101.count_frames(path, pattern=pattern)
     if reason:
       raise video_io.VideoError(reason)
-    frames = ucf101.read_frames(path, range(count))
+    frames = ucf101.read_frames(path, range(count), pattern=pattern)
   elif not os.path.exists(path):
     raise video_io.VideoError('no such file or folder')
   else:
@@ -180,6 +195,38 @@ def read_frames(path: str) -> np.ndarray:
     raise video_io.VideoError(f'too short: {len(frames)} frame(s), a video needs '
                               f'{MIN_FRAMES}')
   return frames
+
+
+def frame_files(path: str) -> list[bytes] | None:
+  """The JPEG files of a frame folder as stored (`read_frames` decodes the same ones); None
+  for a video file."""
+  if not os.path.isdir(path):
+    return None
+  pattern = ucf101.frame_pattern(path)
+  count, _ = ucf101.count_frames(path, pattern=pattern)
+  found = []
+  for i in range(count):
+    with open(ucf101.frame_path(path, i, pattern), 'rb') as f:
+      found.append(f.read())
+  return found
+
+
+def as_record(frames: np.ndarray, jpegs: Sequence[bytes] | None, quality: int,
+              short_side: int, needed: Iterable[int] | None = None) -> tuple[bytes, int, int]:
+  """(serialized record, height, width) of the video as //data_tools:prepare writes it:
+  each frame resized to `short_side` and JPEG-encoded at `quality`; a frame folder's file
+  kept as it is when no resize changes it (`jpegs`: its files, in frame order). Only the
+  `needed` frames (None: all) are stored; the others are empty strings that evaluation's
+  clips of the same frame numbers never decode."""
+  needed = set(range(len(frames)) if needed is None else needed)
+  stored = [b''] * len(frames)
+  for i in sorted(needed):
+    frame = frames[i]
+    resized = video_io.resize_short_side(frame, short_side)
+    keep = jpegs is not None and resized is frame  # not resized: the file as it is
+    stored[i] = jpegs[i] if keep else video_io.encode_jpeg(resized, quality)
+  height, width = resized.shape[:2]
+  return records.make_example('', 0, stored, 0, '', height, width), height, width
 
 
 def _resized(frames: np.ndarray, short_side: int) -> np.ndarray:
@@ -209,17 +256,34 @@ def flow_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
   return np.stack([np.stack([codes[i] for i in row]) for row in indices])
 
 
-def views(frames: np.ndarray, stream: Stream, clips: int, crops: int) -> np.ndarray:
+def views(frames: np.ndarray, stream: Stream, clips: int, crops: int,
+          jpegs: Sequence[bytes] | None = None) -> np.ndarray:
   """uint8 [clips * crops, T, S, S, C]: the stream's input views of a video's RGB frames,
-  clip k's crop m at row k * crops + m (evaluation's layout, `pipeline.eval_video`)."""
+  clip k's crop m at row k * crops + m (evaluation's layout, `pipeline.eval_video`). An RGB
+  model trained on records gets the views evaluation cuts from the record of the video
+  (`as_record`; `jpegs`: a frame folder's files), through the same TensorFlow ops."""
+  if stream.stream == 'rgb' and stream.records_jpeg_quality:
+    needed = direct.eval_clip_indices(len(frames), stream.model.frames, clips).reshape(-1)
+    record, height, width = as_record(frames, jpegs, stream.records_jpeg_quality,
+                                      stream.frame_short_side, needed)
+    _check_crops(height, width, stream, crops)
+    return pipeline.eval_video(tf.constant(record), stream.model.frames, stream.model.size,
+                               clips, 1, 'rgb', crops)[0].numpy()
   sampled = (flow_clips if stream.stream == 'flow' else rgb_clips)(frames, stream, clips)
+  _check_crops(sampled.shape[2], sampled.shape[3], stream, crops)
   return pipeline.eval_views(tf.constant(sampled), stream.model.size, crops).numpy()
 
 
+def _check_crops(height: int, width: int, stream: Stream, crops: int) -> None:
+  problem = pipeline.eval_crops_problem(height, width, stream.model.size, crops)
+  if problem:
+    raise video_io.VideoError(f'{crops} crops: {problem}; classify it with 1 crop')
+
+
 def stream_probabilities(frames: np.ndarray, stream: Stream, clips: int, crops: int,
-                         batch_size: int) -> np.ndarray:
+                         batch_size: int, jpegs: Sequence[bytes] | None = None) -> np.ndarray:
   """float32 [num_classes]: the mean softmax of the stream's clips x crops views."""
-  scaled = pipeline.to_unit_range(views(frames, stream, clips, crops))
+  scaled = pipeline.to_unit_range(views(frames, stream, clips, crops, jpegs))
   outputs = [stream.model.serving(clips=scaled[i:i + batch_size])['probabilities'].numpy()
              for i in range(0, int(scaled.shape[0]), batch_size)]
   return np.concatenate(outputs).mean(axis=0)
@@ -246,7 +310,9 @@ def classify_one(path: str, classifier: Classifier, clips: int, crops: int, top_
   """The result of one video (errors in reading it become `VideoResult.error`)."""
   try:
     frames = read_frames(path)
-    per_stream = [stream_probabilities(frames, s, clips, crops, batch_size)
+    jpegs = frame_files(path) if any(s.records_jpeg_quality for s in classifier.streams) \
+        else None
+    per_stream = [stream_probabilities(frames, s, clips, crops, batch_size, jpegs)
                   for s in classifier.streams]
   except (video_io.VideoError, IOError, ValueError, cv2.error) as e:
     return VideoResult(path, error=str(e) or type(e).__name__)
@@ -275,6 +341,12 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
   if crops not in pipeline.EVAL_CROPS:
     raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)')
+  for stream in classifier.streams:
+    if crops > 1 and 0 < stream.frame_short_side < stream.model.size:
+      raise ClassifyError(f'crops={crops}: {stream.model.export} reads frames resized to a '
+                          f'short side of {stream.frame_short_side}, smaller than its crop '
+                          f'{stream.model.size}: the {crops} crops would be windows stretched '
+                          'to a square; use 1 crop')
   if clips is None:
     clips = default_clips(classifier)
   if clips < 1 or top_k < 1 or batch_size < 1:

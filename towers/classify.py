@@ -85,6 +85,9 @@ def check_options(options: ClassifyOptions) -> None:
     raise entry.Refused('give --model (an export directory or a model_dir)')
   if options.output and not options.output.lower().endswith(('.json', '.csv')):
     raise entry.Refused(f'--output={options.output}: must end in .json or .csv')
+  problem = working_dir.unwritable(options.output) if options.output else None
+  if problem:
+    raise entry.Refused(f'--output={options.output}: {problem}')
 
 
 def run(options: ClassifyOptions, arguments: list[str]) -> int:

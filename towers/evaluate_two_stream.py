@@ -20,7 +20,8 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from command_line import entry
+from command_line import entry, working_dir
+from input_fn import factory, pipeline
 from towers import two_stream
 from command_line.options import option
 
@@ -46,22 +47,6 @@ class EvaluateTwoStreamOptions:
                          path=True)
 
 
-def _unwritable(path: str) -> str | None:
-  """Why the JSON result could not be written to `path` after inference; None if it can."""
-  if os.path.isdir(path):
-    return 'is a directory'
-  existed = os.path.exists(path)
-  try:
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-    with open(path, 'a'):
-      pass
-  except OSError as e:
-    return f'cannot be written ({e.strerror})'
-  if not existed:
-    os.remove(path)
-  return None
-
-
 def check_options(options: EvaluateTwoStreamOptions) -> None:
   """Raises `entry.Refused` naming the first option that cannot work (before any model
   is loaded)."""
@@ -76,9 +61,22 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
   if not 0.0 <= options.flow_weight <= 1.0:  # also refuses nan
     raise entry.Refused(f'--flow_weight={options.flow_weight} must be in [0, 1] (the Flow '
                         'stream\'s share of the fusion)')
-  problem = _unwritable(options.json_out)
+  problem = working_dir.unwritable(options.json_out)
   if problem:
     raise entry.Refused(f'--json_out={options.json_out}: {problem}')
+
+
+def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
+  """Raises `entry.Refused` when `crops` evaluation crops of the records' frames would not
+  be that many distinct views (`pipeline.eval_crops_problem`, on a sample of the records)."""
+  if crops == 1:
+    return
+  for video, _, height, width in factory.records_frame_sample(data_dir, 'test'):
+    problem = height and width and pipeline.eval_crops_problem(height, width, crop_size, crops)
+    if problem:
+      raise entry.Refused(f'--eval_crops={crops} with the model\'s crop {crop_size}: in the '
+                          f'records of {data_dir} (test video {video}), {problem}; use '
+                          '--eval_crops=1, or records prepared with a larger --short_side')
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:
@@ -91,6 +89,8 @@ def run(options: EvaluateTwoStreamOptions) -> None:
                                       getattr(options, f'{stream}_data'))
     if warning:
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
+  for stream, model in models.items():
+    _check_crops(getattr(options, f'{stream}_data'), model.size, options.eval_crops)
   rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
                                          options.eval_clips, options.eval_batch_size,
                                          crops_per_video=options.eval_crops)

@@ -22,7 +22,7 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import direct, factory, manifest, ucf101
+from input_fn import direct, factory, manifest, pipeline, ucf101
 from model_fn import warm_start
 from towers import resume_check, train_settings
 
@@ -53,6 +53,8 @@ def problems(params, num_workers: int = 1) -> list[str]:
   problem = factory.stream_data_problem(params)
   if problem:
     found.append(problem)
+  if not found:
+    found += _eval_crops_problems(params)
   found += _model_dir_problems(params.model_dir)
   found += _device_problems(params)
   found += _cluster_problems(params, num_workers)
@@ -123,6 +125,24 @@ def _unreadable_subset_problems(params) -> list[str]:
                    f'split {params.split} in {params.data_dir} can be read{example}: nothing to '
                    f'{use}; it must hold {_DATA_DIR_CONTENTS[params.data_source]}')
   return found
+
+
+def _eval_crops_problems(params) -> list[str]:
+  """--eval_crops=3 on frames too small for 3 distinct crops (`pipeline.eval_crops_problem`,
+  on a sample of the test videos as the input gives them): the views would be stretched
+  copies of each other, and the table would still say 3 crops."""
+  if params.eval_crops == 1:
+    return []
+  for video, _, height, width in factory.frame_sample(params, 'test'):
+    problem = height and width and pipeline.eval_crops_problem(
+        height, width, params.crop_size, params.eval_crops)
+    if problem:
+      bigger = ('prepare the records again with --short_side' if params.data_source == 'tfrecord'
+                else 'set --frame_short_side')
+      return [f'--eval_crops={params.eval_crops} with --crop_size={params.crop_size}: in the '
+              f'{params.data_source} data of {params.data_dir} (test video {video}), '
+              f'{problem}; use --eval_crops=1, or {bigger} to at least {params.crop_size + 2}']
+  return []
 
 
 def _model_dir_problems(model_dir: str) -> list[str]:

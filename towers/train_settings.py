@@ -7,16 +7,17 @@
 
 `model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
 FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
-videos; data_dir itself may move). On a resume, `checked_record` compares it with this run's
-and raises `ResumeSettingsError` (one line per flag: old value, new value, the fix) before
-anything is restored, unless `--resume_changes` names the flag, which is then kept with its
-step in the record's `history`. STRUCTURE_SETTINGS decide the variables and can never
-change, nor can a change that adds variables the checkpoint lacks (an optimizer with other
-slots than sgd's none, ema_decay from 0 to on). `write_record` writes the record once the
-session has started, so a run that fails before leaves the old one. A damaged record is an
-error naming the file; a checkpoint without a record resumes with one warning. The record
-also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a
-cluster only the chief checks and writes.
+videos by name, and what they hold: frame sizes and counts of a sample, and for records the
+sizes of the sources they were made from; data_dir itself may move). On a resume,
+`checked_record` compares it with this run's and raises `ResumeSettingsError` (one line per
+flag: old value, new value, the fix) before anything is restored, unless `--resume_changes`
+names the flag, which is then kept with its step in the record's `history`.
+STRUCTURE_SETTINGS decide the variables and can never change, nor can a change that adds
+variables the checkpoint lacks (an optimizer with other slots than sgd's none, ema_decay
+from 0 to on). `write_record` writes the record once the session has started, so a run that
+fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
+without a record resumes with one warning. The record also lists the training videos' names
+(TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a cluster only the chief checks and writes.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from input_fn import manifest, ucf101
+from input_fn import factory, manifest, ucf101
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -47,7 +48,11 @@ FIELD_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE, params_lib.MU
 DERIVED_SETTINGS = {
     'workers_per_step': 'with --sync_replicas: chief + workers - --backup_workers',
     'train_videos': 'the training videos in --data_dir',
+    'train_data': 'what the training videos in --data_dir hold: their frames',
 }
+# Derived settings that records written before they existed lack: absent from the stored
+# record, they are not a difference (the new record gets them).
+RECORDED_SINCE_LATER = ('train_data',)
 SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 # Settings that decide the network's variables: a checkpoint of one cannot be continued
 # with another (resource variables would even restore into other shapes without a word), so
@@ -66,6 +71,7 @@ def settings(params, num_workers: int = 1) -> dict[str, Any]:
     found['workers_per_step'] = num_workers - params.backup_workers
   if params.data_source != 'synthetic':
     found['train_videos'] = train_videos(params)
+    found['train_data'] = train_data(params)
   return json.loads(json.dumps(found))
 
 
@@ -98,6 +104,30 @@ def train_videos(params) -> str | None:
     how = [made.get(k) for k in ('kind', 'source', 'split', 'short_side', 'jpeg_quality')]
   digest = hashlib.sha256(json.dumps([sorted(names), how]).encode()).hexdigest()
   return f'{len(names)} videos, sha256 {digest[:12]}'
+
+
+def train_data(params) -> str | None:
+  """What the training videos hold, beyond their names: the frame sizes (height x width, as
+  the files hold them: records as prepared, videos and frame folders as decoded) and frame
+  counts of `factory.frame_sample` training videos, and for records the sha256 of the
+  byte sizes of the sources they were prepared from (so data made from other videos of the
+  same names differs, a copy or a move does not): '8 videos sampled: frames 240x320,
+  1234 frames; sources sha256 <12 hex digits>'. None when nothing can be read."""
+  sample = factory.frame_sample(params, 'train', decoded=True)
+  if not sample:
+    return None
+  sizes = ','.join(sorted({f'{h}x{w}' for _, _, h, w in sample}))
+  text = (f'{len(sample)} videos sampled: frames {sizes}, '
+          f'{sum(n for _, n, _, _ in sample)} frames')
+  if params.data_source == 'tfrecord':
+    try:
+      prepared = manifest.read(params.data_dir, 'train')
+    except manifest.ManifestError:
+      return text
+    sources = sorted([v['name'], v.get('size')] for shard in prepared['shards']
+                     for v in shard.get('videos', ()) if isinstance(v, dict))
+    text += f'; sources sha256 {hashlib.sha256(json.dumps(sources).encode()).hexdigest()[:12]}'
+  return text
 
 
 def train_video_names(params) -> list[str] | None:
@@ -149,7 +179,8 @@ def read_record(model_dir: str) -> dict[str, Any] | None:
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
   """Names of the settings whose values differ (present in one only counts), in
   SETTING_NAMES order."""
-  return [name for name in SETTING_NAMES if old.get(name) != new.get(name)]
+  return [name for name in SETTING_NAMES if old.get(name) != new.get(name) and
+          not (name in RECORDED_SINCE_LATER and name not in old)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""Specification: an export's metadata (`towers/export_info.py`: assets.extra/class_names.txt
+and video_model.json) is checked when it is read, and a damaged or contradictory file is an
+`ExportInfoError` naming it, never a traceback nor names used as they are."""
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from towers import export_info
+from towers import params as params_lib
+
+
+class ExportInfoReadTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+    self.export = os.path.join(self.root, 'model', 'export', 'best', '1700000000')
+    params = params_lib.make_params(data_source='synthetic', num_classes=4, clip_frames=4,
+                                    crop_size=16, eval_clips=2, model='c3d_small')
+    export_info.write_assets(params, os.path.join(self.export, export_info.ASSETS_DIR))
+    self.info_path = os.path.join(self.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
+    self.names_path = os.path.join(self.export, export_info.ASSETS_DIR,
+                                   export_info.CLASS_NAMES_FILE)
+
+  def write(self, path, data):
+    with open(path, 'wb') as f:
+      f.write(data if isinstance(data, bytes) else data.encode())
+
+  def edit_info(self, **changes):
+    with open(self.info_path) as f:
+      info = json.load(f)
+    info.update(changes)
+    self.write(self.info_path, json.dumps(info))
+
+  def assertDamaged(self, path, reason):
+    with self.assertRaises(export_info.ExportInfoError) as caught:
+      export_info.read(self.export)
+    message = str(caught.exception)
+    self.assertTrue(message.startswith(f'{path} is damaged: '), message)
+    self.assertIn(reason, message)
+    self.assertNotIn('\n', message)
+
+  def test_what_training_writes_reads_back(self):
+    info, names = export_info.read(self.export)
+    self.assertEqual(names, [f'class_{i}' for i in range(4)])
+    self.assertEqual((info['num_classes'], info['eval_clips'], info['eval_crops']), (4, 2, 1))
+    self.write(self.names_path, 'A\r\nB\r\nC\r\nD\r\n\r\n')  # CRLF, trailing blank line
+    self.assertEqual(export_info.read(self.export)[1], ['A', 'B', 'C', 'D'])
+
+  def test_an_export_without_metadata_reads_as_none(self):
+    os.remove(self.info_path)
+    self.assertEqual(export_info.read(self.export), (None, None))
+
+  def test_class_names_that_repeat_are_refused(self):
+    self.write(self.names_path, 'Run\nJump\nRun\nSwim\n')
+    self.assertDamaged(self.names_path, '"Run" is the name of classes 0 and 2')
+
+  def test_class_names_of_another_count_are_refused(self):
+    self.write(self.names_path, 'Run\nJump\nSwim\n')
+    self.assertDamaged(self.names_path, 'it lists 3 names, but video_model.json says '
+                       'num_classes 4')
+
+  def test_an_empty_line_among_the_names_is_refused(self):
+    self.write(self.names_path, 'Run\n\nJump\nSwim\nFly\n')
+    self.assertDamaged(self.names_path, 'line 2 is empty')
+
+  def test_binary_class_names_are_refused(self):
+    self.write(self.names_path, bytes(range(256)) * 4)
+    self.assertDamaged(self.names_path, 'not UTF-8 text')
+    self.write(self.names_path, b'Run\x00\x01\nJump\nSwim\nFly\n')
+    self.assertDamaged(self.names_path, 'NUL bytes')
+
+  def test_a_file_that_cannot_be_read_is_named(self):
+    os.remove(self.names_path)
+    os.mkdir(self.names_path)
+    with self.assertRaisesRegex(export_info.ExportInfoError,
+                                f'^{self.names_path} cannot be read '):
+      export_info.read(self.export)
+
+  def test_truncated_json_is_refused(self):
+    with open(self.info_path) as f:
+      text = f.read()
+    self.write(self.info_path, text[:len(text) // 2])
+    self.assertDamaged(self.info_path, 'not JSON')
+    self.write(self.info_path, b'\xff\xfe{}')
+    self.assertDamaged(self.info_path, 'not JSON')
+    self.write(self.info_path, '[1, 2]')
+    self.assertDamaged(self.info_path, 'not a JSON object but list')
+
+  def test_fields_of_the_wrong_type_are_refused(self):
+    for changes, reason in (({'eval_clips': 'three'}, '"eval_clips" is "three", not a '
+                                                      'positive integer'),
+                            ({'eval_crops': 2}, '"eval_crops" is 2, not 1 or 3'),
+                            ({'crop_size': 16.5}, '"crop_size" is 16.5'),
+                            ({'clip_frames': True}, '"clip_frames" is true'),
+                            ({'frame_short_side': -1}, '"frame_short_side" is -1'),
+                            ({'stream': 'depth'}, '"stream" is "depth", not "rgb" or "flow"'),
+                            ({'num_classes': None}, '"num_classes" is null'),
+                            ({'records_jpeg_quality': 0}, '"records_jpeg_quality" is 0, not '
+                                                          'an integer from 1 to 100 or null'),
+                            ({'stream': 'flow', 'flow_extraction': {
+                                'short_side': 0, 'bound': 20,
+                                'tvl1': {'scales': 5, 'warps': '5', 'epsilon': 0.01}}},
+                             '"flow_extraction.tvl1.warps" is "5"')):
+      self.setUp()
+      self.edit_info(**changes)
+      self.assertDamaged(self.info_path, reason)
+
+  def test_a_missing_field_is_refused(self):
+    with open(self.info_path) as f:
+      info = json.load(f)
+    del info['frame_short_side']
+    self.write(self.info_path, json.dumps(info))
+    self.assertDamaged(self.info_path, 'it has no "frame_short_side"')
+
+  def test_the_message_points_at_the_copy_training_keeps(self):
+    os.makedirs(os.path.join(self.root, 'model', 'export_assets'))
+    self.write(self.names_path, 'Run\nRun\nSwim\nFly\n')
+    with self.assertRaisesRegex(export_info.ExportInfoError,
+                                'training keeps a copy in .*/model/export_assets/'):
+      export_info.read(self.export)
+
+
+if __name__ == '__main__':
+  tf.test.main()
