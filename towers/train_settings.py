@@ -30,7 +30,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from input_fn import manifest, ucf101
+from input_fn import datasets, manifest
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -110,9 +110,7 @@ def train_video_names(params) -> list[str] | None:
     if params.data_source == 'tfrecord':
       names = manifest.video_names(manifest.read(params.data_dir, 'train'))
     else:
-      split_dir = ucf101.find_dir(params.data_dir, ucf101.SPLIT_DIR_NAMES,
-                                  ucf101.CLASS_INDEX_FILE)
-      names = [entry.name for entry in ucf101.read_split(split_dir, params.split).train]
+      names = [entry.name for entry in datasets.params_split(params).train]
   except (OSError, ValueError):
     return None
   return sorted(names)
