@@ -753,6 +753,11 @@ TEST_DEPS = {
         "//benchmarks:i3d_memory_lib",
         "//towers:flags",
     ],
+    "hmdb51_flags_test": [
+        "//towers:flags",
+        "//towers:params",
+        "//towers:preflight",
+    ],
     "hmdb51_test": [
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -760,6 +765,7 @@ TEST_DEPS = {
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:records",
+        "//towers:classifier",
         "//towers:params",
         "//towers:training",
     ],
