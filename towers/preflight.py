@@ -79,8 +79,8 @@ def _data_problems(params) -> list[str]:
             _empty_subset_problems(data_dir))
   class_index, where = datasets.read_classes(params.dataset, data_dir)
   if class_index is None:
-    return [f'data_dir={data_dir} holds no split files of dataset={params.dataset} ({where} '
-            f'not found): it must hold {what}']
+    return [f'data_dir={data_dir} holds no {os.path.basename(where)} of dataset='
+            f'{params.dataset} ({where} not found): it must hold {what}']
   classes = len(class_index)
   if classes > params.num_classes:
     return [f'--num_classes={params.num_classes} but {where} lists {classes} classes: '
