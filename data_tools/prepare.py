@@ -472,7 +472,7 @@ def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
                               source.get('videos_dir') or source.get('frames_dir') or
-                              source.get('flow_dir') or source['data_dir'])
+                              source['data_dir'])
            if config.dataset == 'list' else None)
   return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists)
 

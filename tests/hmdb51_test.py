@@ -111,6 +111,32 @@ class Hmdb51Test(tf.test.TestCase):
     self.assertEqual(manifests['test']['kind'], 'flow')
     self.assertEqual(read_records(out, 'test'), split_videos(self.data, 1)[0]['test'])
 
+  def test_an_mmaction2_rawframe_list_prepares_its_listed_folders(self):
+    lists, expected = {}, {'train': {}, 'test': {}}
+    order = ['move_up_speed1', 'move_down_speed1', 'move_right_speed1']
+    for i, folder in enumerate(sorted(glob.glob(os.path.join(self.data, 'rawframes', '*', '*')))):
+      subset = 'test' if i % 3 == 0 else 'train'
+      rel = os.path.relpath(folder, self.data)
+      label = order.index(rel.split(os.sep)[1])
+      expected[subset][rel] = label
+      lists.setdefault(subset, []).append(f'{rel} {len(os.listdir(folder))} {label}\n')
+    paths = {}
+    for subset, lines in lists.items():
+      paths[subset] = os.path.join(self.root, f'{subset}_rawframes.txt')
+      with open(paths[subset], 'w') as f:
+        f.writelines(lines)
+    names = os.path.join(self.root, 'rawframe_classes.txt')
+    with open(names, 'w') as f:
+      f.write('\n'.join(order) + '\n')
+    out = os.path.join(self.root, 'rawframe_list')
+    manifests = prepare.prepare(prepare.PrepareConfig(
+        dataset='list', source='frames', data_dir=self.data, train_list=paths['train'],
+        test_list=paths['test'], class_names=names, out=out, short_side=0, workers=1),
+        log=lambda s: None)
+    self.assertEqual(manifests['test']['layout'], '{video}/img_%05d.jpg')
+    for subset in ('train', 'test'):
+      self.assertEqual(read_records(out, subset), expected[subset])
+
   def test_one_dataset_per_directory_and_records_of_another_dataset_refused(self):
     out = os.path.join(self.root, 'once')
     self.prepare(out, split=1)

@@ -78,6 +78,9 @@ def _relevant(params, name: str) -> bool:
       'lr_decay_rate': params.lr_schedule == 'exponential',
       'pretrained_classes': params.head == 'stack',
       'split': params.data_source in ('videos', 'frames'),
+      # Recorded for the direct route off UCF101 (records name their videos); absent in
+      # records written before datasets were named, which were all UCF101.
+      'dataset': params.data_source in ('videos', 'frames') and params.dataset != 'ucf101',
       'frame_short_side': params.data_source == 'videos',
       'synthetic_train_examples': params.data_source == 'synthetic',
   }
