@@ -1,7 +1,12 @@
-"""Converts a UCF101 split (raw videos or frame folders) into sharded TFRecords.
+"""Converts a split (raw videos, frame folders or flow) into sharded TFRecords.
 
   bazel run //data_tools:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
   bazel run //data_tools:prepare -- --source=flow --data_dir=/data/UCF101 --out=/data/ucf101_flow
+  bazel run //data_tools:prepare -- --dataset=hmdb51 --split=2 --data_dir=/data/hmdb51 --out=/data/hmdb51_2
+
+--dataset picks the split files (`input_fn/datasets.py`): UCF101 (default), HMDB51 in its
+official layout, or a labelled list (MMAction2 annotation files, --train_list, --test_list,
+--class_names). The manifest records the dataset and counts HMDB51's id-0 videos.
 
 --source=flow converts the TV-L1 flow of //data_tools:extract_flow (`tvl1_flow/{u,v}/<video>/`,
 or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
