@@ -151,7 +151,8 @@ def read_hmdb51_split(folder: str, split: int) -> Split:
   if not files:
     raise DatasetError(f'{folder} holds no HMDB51 split file of split {split} '
                        f'(<class>_test_split{split}.txt, from testTrainMulti_7030_splits/ of '
-                       'the official test_train_splits.rar): pass the HMDB51 root or --split_dir')
+                       'the official test_train_splits.rar): the HMDB51 root holds them in '
+                       'testTrainMulti_7030_splits/')
   names = sorted(files)
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}

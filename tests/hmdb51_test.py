@@ -3,6 +3,7 @@ exactly each split's videos with alphabetical labels and every odd name intact (
 rawframes and flow), one dataset per prepared directory, the direct route reads it, and a
 small network learns from HMDB51 records and from list records."""
 
+import dataclasses
 import glob
 import os
 import shutil
@@ -14,6 +15,7 @@ from data_tools import extract_flow, make_synthetic_ucf101, prepare
 from input_fn import factory, manifest, records
 from towers import classifier
 from towers import params as params_lib
+from towers import preflight
 from towers.training import train_and_evaluate
 
 CLASSES = 3  # move_down_speed1, move_up_speed1, move_right_speed1 (written in this order)
@@ -165,6 +167,13 @@ class Hmdb51Test(tf.test.TestCase):
     for features, labels in dataset:
       indices |= set(features['video_index'].numpy().tolist())
     self.assertLen(indices, len(split_videos(self.data, 1)[0]['test']))
+    # A split whose files are not there is one problem naming them, before training.
+    partial = os.path.join(self.root, 'partial')
+    shutil.copytree(self.data, partial, ignore=shutil.ignore_patterns('*_test_split3.txt'))
+    found = preflight.problems(dataclasses.replace(
+        params, data_dir=partial, split=3, model_dir=os.path.join(self.root, 'unused')))
+    self.assertLen(found, 1)
+    self.assertIn('holds no HMDB51 split file of split 3 (<class>_test_split3.txt', found[0])
 
   def test_a_small_network_learns_from_hmdb51_records_and_from_a_list(self):
     hmdb = os.path.join(self.root, 'learn_hmdb51')

@@ -85,7 +85,10 @@ def _data_problems(params) -> list[str]:
   if classes > params.num_classes:
     return [f'--num_classes={params.num_classes} but {where} lists {classes} classes: '
             f'set --num_classes={classes}']
-  return _unreadable_subset_problems(params)
+  try:
+    return _unreadable_subset_problems(params)
+  except (datasets.DatasetError, FileNotFoundError) as e:  # the split's own files
+    return [f'data_dir={data_dir}, split {params.split}: {e}']
 
 
 def _empty_subset_problems(data_dir: str) -> list[str]:
