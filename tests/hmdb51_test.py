@@ -139,6 +139,19 @@ class Hmdb51Test(tf.test.TestCase):
     for subset in ('train', 'test'):
       self.assertEqual(read_records(out, subset), expected[subset])
 
+  def test_bad_videos_are_named_and_counted(self):
+    data = os.path.join(self.root, 'damaged')
+    shutil.copytree(self.data, data)
+    train = split_videos(data, 1)[0]['train']
+    broken = sorted(name for name in train if '&' in name)[0]
+    path = glob.glob(os.path.join(data, 'hmdb51_org', '*', glob.escape(broken) + '.avi'))[0]
+    open(path, 'w').close()  # an empty file
+    manifests = self.prepare(os.path.join(self.root, 'damaged_out'), data_dir=data)
+    found = manifests['train']
+    self.assertEqual((found['num_records'], found['num_skipped'], found['skipped_by_kind']),
+                     (len(train) - 1, 1, {'empty file': 1}))
+    self.assertEqual(found['skipped'][0]['input'], path)
+
   def test_one_dataset_per_directory_and_records_of_another_dataset_refused(self):
     out = os.path.join(self.root, 'once')
     self.prepare(out, split=1)
