@@ -299,15 +299,14 @@ def class_folder_videos(videos_root: str, classes: ClassIndex | None
     folder = os.path.join(videos_root, class_folder)
     if not os.path.isdir(folder):
       continue
+    files = [f for f in sorted(os.listdir(folder)) if os.path.splitext(f)[1].lower() == '.avi']
     label = classes.label(class_folder) if classes else -1
-    if label is None:
+    if label is None and files:  # folders without videos (tvl1_flow/, rawframes/) are not
       problems.append(Problem(folder, 0, f'class folder {class_folder!r} is not a class of '
                               'the split files', 'unknown class'))
+    if label is None:
       continue
-    for file in sorted(os.listdir(folder)):
-      stem, ext = os.path.splitext(file)
-      if ext.lower() == '.avi':
-        videos.append((os.path.join(folder, file), stem, label))
+    videos += [(os.path.join(folder, f), os.path.splitext(f)[0], label) for f in files]
   return sorted(videos, key=lambda v: v[1]), problems
 
 
