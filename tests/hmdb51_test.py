@@ -15,7 +15,7 @@ from data_tools import extract_flow, make_synthetic_ucf101, prepare
 from input_fn import factory, manifest, records
 from towers import classifier
 from towers import params as params_lib
-from towers import preflight
+from towers import evaluate_two_stream, preflight, two_stream
 from towers.training import train_and_evaluate
 
 CLASSES = 3  # move_down_speed1, move_up_speed1, move_right_speed1 (written in this order)
@@ -225,6 +225,30 @@ class Hmdb51Test(tf.test.TestCase):
             model_dir=os.path.join(self.root, f'model_{dataset}')))
         self.assertEqual(metrics['global_step'], 300)
         self.assertGreater(metrics['accuracy/video'], 0.8)  # chance is 1/3
+    # evaluate_two_stream fuses it with a Flow model per HMDB51 video (split 1 and its mean).
+    data = os.path.join(self.root, 'two_stream_data')
+    shutil.copytree(self.data, data)
+    extract_flow.extract(extract_flow.ExtractFlowOptions(
+        data_dir=data, dataset='hmdb51', workers=1, **make_synthetic_ucf101.SYNTHETIC_FLOW),
+        log=lambda s: None)
+    flow_records = os.path.join(self.root, 'two_stream_flow')
+    prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', source='flow', data_dir=data,
+                                          out=flow_records, short_side=0, workers=1),
+                    log=lambda s: None)
+    flow_model = os.path.join(self.root, 'model_flow')
+    train_and_evaluate(params_lib.make_params(
+        model='c3d_small', stream='flow', dataset='hmdb51', data_source='tfrecord',
+        data_dir=flow_records, num_classes=3, clip_frames=4, crop_size=16, batch_size=8,
+        num_towers=1, eval_clips=2, max_steps=2, save_checkpoints_steps=2, log_every_steps=2,
+        model_dir=flow_model))
+    options = evaluate_two_stream.EvaluateTwoStreamOptions(eval_clips=2, splits=(1,))
+    paths = {'rgb_model': os.path.join(self.root, 'model_hmdb51'), 'rgb_data': hmdb,
+             'flow_model': flow_model, 'flow_data': flow_records}
+    fused = evaluate_two_stream.evaluate(paths, options)
+    self.assertEqual(fused['videos'], len(split_videos(self.data, 1)[0]['test']))
+    self.assertGreater(fused['rows']['rgb']['top_1'], 0.8)
+    mean = two_stream.mean_over_splits({1: fused})
+    self.assertEqual(mean['rows']['fusion'], fused['rows']['fusion'])
     # classify names HMDB51 classes of test videos whose names carry odd characters.
     tests = sorted(by_name[name] for name in expected['test'] if name[0] in '#GO')
     results = classifier.classify([os.path.join(self.data, rel) for rel in tests],

@@ -766,8 +766,11 @@ TEST_DEPS = {
         "//input_fn:manifest",
         "//input_fn:records",
         "//towers:classifier",
+        "//towers:evaluate_two_stream_lib",
         "//towers:params",
+        "//towers:preflight",
         "//towers:training",
+        "//towers:two_stream",
     ],
     "i3d_network_test": [
         ":i3d_test_lib",
