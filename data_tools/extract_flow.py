@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from data_tools import flow_shards
-from input_fn import flow, ucf101, video_io
+from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
 from command_line import entry
@@ -74,8 +74,12 @@ class ExtractFlowOptions:
   """What to extract and how; empty directories are found under data_dir."""
   data_dir: str = option('', 'UCF101 root: UCF-101/ (the .avi class folders) and '
                          'ucfTrainTestlist/classInd.txt (for the labels of flow.txt).', path=True)
+  dataset: str = option(datasets.DEFAULT, 'Which videos: ucf101 (<Class>/v_<Class>_gGG_cCC.avi) '
+                        'or hmdb51 (<class>/<video>.avi, labels from its split files).',
+                        choices=datasets.NAMES[:2])
   videos_dir: str = option('', 'Folder of the class folders of .avi files '
-                           '(default: data_dir/UCF-101 or data_dir).', path=True)
+                           '(default: data_dir/UCF-101, data_dir/hmdb51_org, data_dir/videos '
+                           'or data_dir).', path=True)
   out: str = option('', 'Flow root to write u/ and v/ into (default: data_dir/tvl1_flow).',
                     path=True)
   short_side: int = option(256, 'Resize frames so the short side is this before computing '
@@ -184,6 +188,16 @@ def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
       tasks.append(VideoTask(os.path.join(folder, file),
                              ucf101.canonical_name(stem, class_name), label))
   return sorted(tasks, key=lambda t: t.name), problems
+
+
+def dataset_videos(dataset: str, videos_dir: str, classes: ucf101.ClassIndex | None
+                   ) -> tuple[list[VideoTask], list[Problem]]:
+  """The videos of `dataset` under `videos_dir` (ucf101: `list_videos`; hmdb51: every
+  `<class>/<video>.avi`, `datasets.class_folder_videos`), sorted by name."""
+  if dataset == 'ucf101':
+    return list_videos(videos_dir, classes)
+  found, problems = datasets.class_folder_videos(videos_dir, classes)
+  return [VideoTask(path, name, label) for path, name, label in found], problems
 
 
 def _init_worker() -> None:
@@ -324,16 +338,14 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
   check_options(options)
   shard = flow_shards.from_environment(options.shard, options.num_shards)
-  videos_dir = options.videos_dir or ucf101.find_dir(options.data_dir, ucf101.VIDEO_DIR_NAMES)
+  videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
     raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
                             '(or --data_dir holding UCF-101/)')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
-  split_dir = ucf101.find_dir(options.data_dir, ucf101.SPLIT_DIR_NAMES,
-                              ucf101.CLASS_INDEX_FILE) if options.data_dir else ''
-  class_path = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE) if split_dir else None
-  classes = ucf101.read_class_index(class_path)[0] if class_path else None
-  tasks, skipped = list_videos(videos_dir, classes)
+  classes = (datasets.read_classes(options.dataset, options.data_dir)[0]
+             if options.data_dir else None)
+  tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
   if not tasks and not skipped:
     raise FileNotFoundError(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
                             'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir')

@@ -1,6 +1,7 @@
-"""Writes a small synthetic UCF101: real .avi files and the official split files.
+"""Writes a small synthetic UCF101 or HMDB51: real .avi files and the official split files.
 
   bazel run //data_tools:make_synthetic_ucf101 -- --out=/tmp/ucf_synth --classes=6
+  bazel run //data_tools:make_synthetic_ucf101 -- --out=/tmp/hmdb_synth --layout=hmdb51
 
 Layout (exactly the release's):
   <out>/UCF-101/<Class>/v_<Class>_gGG_cCC.avi     MJPG AVI (written and read by OpenCV)
@@ -12,6 +13,17 @@ Layout (exactly the release's):
   with --write_flow also <out>/tvl1_flow/{u,v}/<video>/frame%06d.jpg and
   <out>/tvl1_flow/flow.txt, computed from the .avi files by the TV-L1 extractor
   (//data_tools:extract_flow) with SYNTHETIC_FLOW settings.
+
+--layout=hmdb51 writes HMDB51's official layout instead (`input_fn/datasets.py`):
+  <out>/hmdb51_org/<class>/<title>_<class>_u_nm_np1_fr_goo_<i>.avi   lower-case classes
+      (move_down_speed1, move_up_speed1, move_right_speed1, ...: vertical motions first, and
+      alphabetical order is not the order written), titles
+      with the characters real names carry: # & ( ) ! ; '
+  <out>/testTrainMulti_7030_splits/<class>_test_split<k>.txt, k = 1..3: "<video>.avi <id> "
+      (trailing space as in the release); per split 60% of a class's videos id 1 (train),
+      30% id 2 (test), 10% id 0 (neither), each split another draw.
+  with --write_frames <out>/rawframes/<class>/<video>/img_%05d.jpg (MMAction2's layout);
+  with --write_flow <out>/tvl1_flow/ by //data_tools:extract_flow --dataset=hmdb51.
 
 The directory also gets `<out>/.make_synthetic_ucf101.json` (the options). A non-empty
 --out without it (e.g. a real UCF101 root) is refused: nothing there is overwritten. A
@@ -47,7 +59,13 @@ BASE_SPEED = 1.5  # pixels per frame
 SYNTHETIC_FLOW = {'short_side': 0, 'tvl1_scales': 3, 'tvl1_warps': 3, 'tvl1_epsilon': 0.05}
 MARKER = '.make_synthetic_ucf101.json'
 WRITTEN = ('UCF-101', 'ucfTrainTestlist', 'jpegs_256', ucf101.FRAME_LIST_NAME,
-           ucf101.FLOW_DIR_NAME, ucf101.FLOW_LIST_NAME, MARKER)
+           ucf101.FLOW_DIR_NAME, ucf101.FLOW_LIST_NAME, MARKER, 'hmdb51_org',
+           'testTrainMulti_7030_splits', 'rawframes')
+# Real HMDB51 titles carry these characters (I3D_Finetune data/hmdb51/trainlist01.txt).
+HMDB51_TITLES = ('#2_Gum', 'Goal_1_&_2', 'Ball_fangen_(Timo_3)', 'OhNOES!__those_knots!',
+                 'Geena_und_die_Radschl_ge___;-)', "Rock'n'Roll_Move")
+HMDB51_MOTION_ORDER = (2, 3, 0, 1, 4, 5, 6, 7)  # DIRECTIONS indices: Down, Up, Right, Left, ...
+HMDB51_IDS_OF_TEN = '2221111110'  # id by (video + 3 * split) % 10: 30% test, 10% neither
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,8 +73,12 @@ class SyntheticOptions:
   """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)
+  layout: str = option('ucf101', 'ucf101: UCF101\'s official layout; hmdb51: HMDB51\'s '
+                       '(hmdb51_org/, testTrainMulti_7030_splits/, odd characters in names).',
+                       choices=('ucf101', 'hmdb51'))
   classes: int = option(6, 'Number of classes (8 directions per speed level).')
-  groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7).')
+  groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7); hmdb51: videos '
+                       'per class.')
   clips_per_group: int = option(1, 'Clips per group.')
   width: int = option(64, 'Frame width in pixels.')
   height: int = option(48, 'Frame height in pixels.')
@@ -168,6 +190,8 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
   os.makedirs(out, exist_ok=True)
   dir_identity.claim(os.path.join(out, MARKER), dataclasses.asdict(options))
   rng = np.random.default_rng(options.seed)
+  if options.layout == 'hmdb51':
+    return _make_hmdb51(options, rng)
   split_dir = os.path.join(out, 'ucfTrainTestlist')
   os.makedirs(split_dir, exist_ok=True)
   names = [class_motion(c)[0] for c in range(options.classes)]
@@ -206,6 +230,59 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
     from data_tools import extract_flow
     extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=out, **SYNTHETIC_FLOW))
   return {'classes': names, 'videos': len(videos), 'out': out}
+
+
+def hmdb51_motion(label: int) -> int:
+  """The `class_motion` of hmdb51 class `label`: vertical motions first (down, up, right,
+  left, ...), so a few classes survive training's horizontal flip."""
+  return label - label % 8 + HMDB51_MOTION_ORDER[label % 8]
+
+
+def hmdb51_class(label: int) -> str:
+  """HMDB51-style (lower-case) name of synthetic class `label`: move_down_speed1, ..."""
+  name = class_motion(hmdb51_motion(label))[0]
+  return ''.join(f'_{c.lower()}' if c.isupper() else c for c in name).strip('_')
+
+
+def hmdb51_id(video: int, split: int) -> int:
+  """The split-file id (1 train, 2 test, 0 neither) of a class's `video`-th video."""
+  return int(HMDB51_IDS_OF_TEN[(video + 3 * split) % 10])
+
+
+def _make_hmdb51(options: SyntheticOptions, rng: np.random.Generator) -> dict[str, Any]:
+  """Writes the hmdb51 layout (module docstring) under options.out."""
+  out = options.out
+  split_dir = os.path.join(out, 'testTrainMulti_7030_splits')
+  os.makedirs(split_dir, exist_ok=True)
+  names = [hmdb51_class(c) for c in range(options.classes)]
+  stems: dict[str, list[str]] = {}
+  for label, name in enumerate(names):
+    _, velocity = class_motion(hmdb51_motion(label))
+    os.makedirs(os.path.join(out, 'hmdb51_org', name), exist_ok=True)
+    stems[name] = []
+    for i in range(options.groups * options.clips_per_group):
+      stem = f'{HMDB51_TITLES[i % len(HMDB51_TITLES)]}_{name}_u_nm_np1_fr_goo_{i}'
+      count = int(rng.integers(options.min_frames, options.max_frames + 1))
+      video = render_video(rng, velocity, count, options.width, options.height,
+                           options.object_size)
+      video_io.write_video(os.path.join(out, 'hmdb51_org', name, stem + '.avi'), video)
+      stems[name].append(stem)
+      if options.write_frames:
+        folder = os.path.join(out, 'rawframes', name, stem)
+        os.makedirs(folder, exist_ok=True)
+        for t, frame in enumerate(video):
+          with open(os.path.join(folder, f'img_{t + 1:05d}.jpg'), 'wb') as f:
+            f.write(video_io.encode_jpeg(frame))
+  for name in names:
+    for split in (1, 2, 3):
+      with open(os.path.join(split_dir, f'{name}_test_split{split}.txt'), 'w') as f:
+        f.write(''.join(f'{stem}.avi {hmdb51_id(i, split)} \n'
+                        for i, stem in enumerate(stems[name])))
+  if options.write_flow:
+    from data_tools import extract_flow
+    extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=out, dataset='hmdb51',
+                                                         **SYNTHETIC_FLOW))
+  return {'classes': names, 'videos': sum(len(v) for v in stems.values()), 'out': out}
 
 
 def _run(options: SyntheticOptions) -> None:

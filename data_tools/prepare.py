@@ -1,7 +1,12 @@
-"""Converts a UCF101 split (raw videos or frame folders) into sharded TFRecords.
+"""Converts a split (raw videos, frame folders or flow) into sharded TFRecords.
 
   bazel run //data_tools:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
   bazel run //data_tools:prepare -- --source=flow --data_dir=/data/UCF101 --out=/data/ucf101_flow
+  bazel run //data_tools:prepare -- --dataset=hmdb51 --split=2 --data_dir=/data/hmdb51 --out=/data/hmdb51_2
+
+--dataset picks the split files (`input_fn/datasets.py`): UCF101 (default), HMDB51 in its
+official layout, or a labelled list (MMAction2 annotation files, --train_list, --test_list,
+--class_names). The manifest records the dataset and counts HMDB51's id-0 videos.
 
 --source=flow converts the TV-L1 flow of //data_tools:extract_flow (`tvl1_flow/{u,v}/<video>/`,
 or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
@@ -54,7 +59,7 @@ from typing import Any, Callable
 
 from data_tools import flow_records, layouts
 from input_fn import manifest as manifest_lib
-from input_fn import ucf101, video_io
+from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
 from command_line import entry
@@ -69,7 +74,17 @@ SHARD_STATE_DIR = manifest_lib.STATE_DIR
 class PrepareConfig:
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
-  data_dir: str = option('', 'UCF101 root (required).', path=True)
+  data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '
+                         '--dataset=list the folder the lists\' relative paths start from.',
+                         path=True)
+  dataset: str = option(datasets.DEFAULT, datasets.HELP, choices=datasets.NAMES)
+  train_list: str = option('', '--dataset=list: the training annotation file, lines "<path> '
+                           '<label>" (MMAction2 VideoDataset) or "<frame_dir> <total_frames> '
+                           '<label>" (RawframeDataset), labels from 0.', path=True)
+  test_list: str = option('', '--dataset=list: the test annotation file (same formats).',
+                          path=True)
+  class_names: str = option('', '--dataset=list: class names, one per line in label order.',
+                            path=True)
   out: str = option('', 'Output directory for shards and manifests (required); holds one '
                     'dataset.', path=True)
   source: str = option('videos', 'videos: UCF-101/<Class>/*.avi; frames: '
@@ -77,14 +92,18 @@ class PrepareConfig:
                        '{u,v}/<video>/frame%06d.jpg (//data_tools:extract_flow), or '
                        '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
-  split: int = option(1, 'Official split: 1, 2 or 3.')
+  split: int = option(1, 'Official split of ucf101 and hmdb51: 1, 2 or 3.')
   subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
-  split_dir: str = option('', 'Directory of classInd.txt and the lists (default: '
-                          'data_dir/ucfTrainTestlist or data_dir).', path=True)
+  split_dir: str = option('', 'Directory of the split files (default: ucf101: '
+                          'data_dir/ucfTrainTestlist or data_dir; hmdb51: '
+                          'data_dir/testTrainMulti_7030_splits, data_dir/annotations or '
+                          'data_dir).', path=True)
   videos_dir: str = option('', 'Directory of the class folders of .avi files (default: '
-                           'data_dir/UCF-101 or data_dir).', path=True)
-  frames_dir: str = option('', 'Directory of the frame folders (default: data_dir/jpegs_256 '
-                           'or data_dir).', path=True)
+                           'data_dir/UCF-101, data_dir/hmdb51_org, data_dir/videos, or '
+                           'data_dir).', path=True)
+  frames_dir: str = option('', 'Directory of the frame folders, <video>/ or <class>/<video>/ '
+                           '(default: data_dir/jpegs_256, data_dir/rawframes, or data_dir).',
+                           path=True)
   frame_list: str = option('', 'Frame info list "name path nframes label0" (default: '
                            'data_dir/rgb.txt if present and --frames_dir is not given).',
                            path=True)
@@ -130,6 +149,25 @@ def check_config(config: PrepareConfig) -> None:
     raise PrepareError('--out is required: the directory for the shards and manifests')
   if config.split not in (1, 2, 3):
     raise PrepareError(f'--split must be 1, 2 or 3, got {config.split}')
+  if config.dataset not in datasets.NAMES:
+    raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}')
+  list_flags = ('train_list', 'test_list', 'class_names')
+  if config.dataset == 'list':
+    missing = [f'--{name}' for name in list_flags if not getattr(config, name)]
+    if missing:
+      raise PrepareError(f'--dataset=list needs {", ".join(missing)}: the annotation files '
+                         '(see docs/datasets.md)')
+    if config.split != 1:
+      raise PrepareError(f'--split={config.split} picks an official split of ucf101 or hmdb51; '
+                         'a list dataset is its --train_list and --test_list: leave --split out')
+    if config.split_dir:
+      raise PrepareError('--split_dir applies to ucf101 and hmdb51; a list dataset is its '
+                         '--train_list and --test_list')
+  else:
+    given = [f'--{name}' for name in list_flags if getattr(config, name)]
+    if given:
+      raise PrepareError(f'{", ".join(given)} apply to --dataset=list, not '
+                         f'--dataset={config.dataset}')
   unknown = [s for s in config.subsets if s not in manifest_lib.SUBSETS]
   if unknown or not config.subsets:
     raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}')
@@ -145,7 +183,9 @@ def check_config(config: PrepareConfig) -> None:
     raise PrepareError(f'--out={config.out} is a file, not a directory')
   named = {'data_dir': os.path.isdir, 'split_dir': os.path.isdir, 'videos_dir': os.path.isdir,
            'frames_dir': os.path.isdir, 'frame_list': os.path.isfile,
-           'flow_dir': os.path.isdir, 'flow_list': os.path.isfile}
+           'flow_dir': os.path.isdir, 'flow_list': os.path.isfile,
+           'train_list': os.path.isfile, 'test_list': os.path.isfile,
+           'class_names': os.path.isfile}
   for name, exists in named.items():
     value = getattr(config, name)
     if value and not exists(value):
@@ -338,15 +378,16 @@ def _source_paths(config: PrepareConfig) -> dict[str, str]:
   folder given explicitly wins over a list found under data_dir: that list's rows point
   elsewhere, so it is read only when its folder was not named (or named explicitly too)."""
   data_dir = os.path.realpath(config.data_dir)
-  found = {
-      'data_dir': data_dir,
-      'split_dir': config.split_dir or ucf101.find_dir(
-          data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE),
-  }
+  found = {'data_dir': data_dir}
+  if config.dataset == 'list':
+    found.update(train_list=config.train_list, test_list=config.test_list,
+                 class_names=config.class_names)
+  else:
+    found['split_dir'] = config.split_dir or datasets.split_dir(config.dataset, data_dir)
   if config.source == 'videos':
-    found['videos_dir'] = config.videos_dir or ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
+    found['videos_dir'] = config.videos_dir or datasets.videos_dir(config.dataset, data_dir)
   elif config.source == 'frames':
-    found['frames_dir'] = config.frames_dir or ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
+    found['frames_dir'] = config.frames_dir or datasets.frames_dir(config.dataset, data_dir)
     found['frame_list'] = config.frame_list or ('' if config.frames_dir else (
         ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
   else:
@@ -367,14 +408,14 @@ def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
   """What makes --out the same dataset (see `input_fn/manifest.py`)."""
   return manifest_lib.identity(record_kind(config.source), config.source,
                                _source_paths(config), config.split, config.short_side,
-                               config.jpeg_quality, config.videos_per_shard)
+                               config.jpeg_quality, config.videos_per_shard, config.dataset)
 
 
 def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
   """Reads the split and returns it with the shard plan per subset (no video is opened;
   each source file or frame folder is stat'ed for its identity)."""
   source = _source_paths(config)
-  split = ucf101.read_split(source['split_dir'], config.split)
+  split = read_split(config, source)
   videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
   flow_dir = source.get('flow_dir', '')
   frame_list = source.get('frame_list') or source.get('flow_list', '')
@@ -382,6 +423,11 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   if config.source in ('frames', 'flow') and frame_list:
     infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
+  if config.source in ('frames', 'flow'):
+    # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).
+    everyone = [e for subset in config.subsets for e in split.subset(subset)]
+    root = flow_dir if config.source == 'flow' else frames_dir
+    infos = {**datasets.class_folder_frames(root, everyone), **split.frame_folders, **infos}
   layout = ''
   if config.source in ('frames', 'flow'):
     listed = {e.name: folder for subset in config.subsets for e in split.subset(subset)
@@ -426,16 +472,34 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   return split, plans
 
 
+def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
+  """The split of `config.dataset` from the resolved `source` paths."""
+  lists = (datasets.ListFiles(source['train_list'], source['test_list'],
+                              source['class_names'],
+                              source.get('videos_dir') or source.get('frames_dir') or
+                              source['data_dir'])
+           if config.dataset == 'list' else None)
+  return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists)
+
+
+def _problem_subset(problem: Problem) -> str:
+  """The subset whose list the problem's line is in ('' for none: class files, frame
+  lists, lines that name no subset)."""
+  if problem.subset:
+    return problem.subset
+  name = os.path.basename(problem.source).lower()
+  return next((s for s in manifest_lib.SUBSETS if name.startswith(s + 'list')), '')
+
+
 def _subset_problems(split: ucf101.Split, subset: str) -> list[Problem]:
-  """Problems of lines of `subset`'s own list file (each a listed video not converted)."""
-  return [p for p in split.problems
-          if os.path.basename(p.source).lower().startswith(subset + 'list')]
+  """Problems of lines of `subset`'s list (each a listed video not converted)."""
+  return [p for p in split.problems if _problem_subset(p) == subset]
 
 
 def _other_problems(split: ucf101.Split) -> list[Problem]:
-  """Problems of lines that list no video of a subset (classInd.txt, the frame list)."""
-  return [p for p in split.problems
-          if not os.path.basename(p.source).lower().startswith(('trainlist', 'testlist'))]
+  """Problems of lines that list no video of a subset (classInd.txt, the frame list,
+  HMDB51 lines that cannot be read as train or test)."""
+  return [p for p in split.problems if not _problem_subset(p)]
 
 
 def check_out_dir(config: PrepareConfig) -> None:
@@ -552,7 +616,8 @@ def empty_subset_line(manifest: dict[str, Any]) -> str:
   subset = manifest['subset']
   if not manifest['num_listed']:
     return (f'{subset}: the {subset} list of split {manifest["split"]} names no video '
-            f'(in {manifest["source_paths"]["split_dir"]}): nothing to prepare')
+            f'(in {manifest["source_paths"].get("split_dir") or manifest["source_paths"].get("test_list" if subset == "test" else "train_list")}): '
+            'nothing to prepare')
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
   first = (f"{manifest['skipped'][0]['input']}: {manifest['skipped'][0]['reason']}"
            if manifest['skipped'] else '')
@@ -581,6 +646,7 @@ def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
       'format_version': manifest_lib.FORMAT_VERSION, **identity, 'subset': subset,
       'layout': layout,
       'num_listed': len(split.subset(subset)) + len(_subset_problems(split, subset)),
+      'num_unused': split.unused,
       'num_records': sum(r['records'] for r in shard_rows),
       'num_skipped': len(skipped),
       'num_classes': len(split.classes), 'classes': list(split.classes.names),
@@ -598,11 +664,13 @@ def summary_line(manifest: dict[str, Any]) -> str:
   kinds = ', '.join(f'{n} {k}' for k, n in manifest['skipped_by_kind'].items())
   unread = manifest.get('unread_lines', [])
   files = ', '.join(sorted({os.path.basename(p['input']) for p in unread}))
+  unused = manifest.get('num_unused', 0)
   return (f'prepare: {manifest["subset"]}: {manifest["num_records"]} records of '
           f'{manifest["num_listed"]} listed videos in {len(manifest["shards"])} shards '
           f'({manifest["num_classes"]} classes); skipped {manifest["num_skipped"]}'
           f'{": " + kinds if kinds else ""}'
-          f'{f"; {len(unread)} unusable line(s) in {files}" if unread else ""}')
+          f'{f"; {len(unread)} unusable line(s) in {files}" if unread else ""}'
+          f'{f"; {unused} videos of the split files in neither subset (id 0)" if unused else ""}')
 
 
 def _run(config: PrepareConfig) -> None:
@@ -613,7 +681,7 @@ def _run(config: PrepareConfig) -> None:
 
 
 PROGRAM = entry.Program('prepare', _run, PrepareConfig, check=check_config,
-                        refused=(PrepareError, FileNotFoundError))
+                        refused=(PrepareError, FileNotFoundError, datasets.DatasetError))
 
 
 if __name__ == '__main__':

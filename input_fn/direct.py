@@ -5,7 +5,8 @@ eval multi-view layout, clips x crops, with `video_index`), for small data and q
 decoded by Python generators (`tf.data.Dataset.from_generator`, a few interleaved to overlap
 OpenCV work); this is the slow route: prepare TFRecords for real training.
 
-data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi`, frames resized so the short side is
+params.dataset picks the layout (`input_fn/datasets.py`): ucf101 or hmdb51.
+data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi` (HMDB51: `hmdb51_org/<class>/`), frames resized so the short side is
 params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` or
 `img_%05d.jpg`, decided per video folder (`ucf101.frame_pattern`; a tree may mix them), with
 `<data_dir>/rgb.txt` when present for the claimed counts, same resizing rule. With
@@ -25,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from input_fn import flow, pipeline, ucf101, video_io
+from input_fn import datasets, flow, pipeline, ucf101, video_io
 
 ModeKeys = tf.estimator.ModeKeys
 GENERATORS = 2  # interleaved generators per pipeline
@@ -61,12 +62,11 @@ class VideoSource:
     self.stream = params.stream
     self.short_side = params.frame_short_side
     root = params.data_dir
-    split_dir = ucf101.find_dir(root, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
-    self.split = ucf101.read_split(split_dir, params.split)
+    self.split = datasets.params_split(params)
     for problem in self.split.problems:
       logging.warning('input_fn: skipping list entry: %s', problem)
-    self.videos_dir = ucf101.find_dir(root, ucf101.VIDEO_DIR_NAMES)
-    self.frames_dir = ucf101.find_dir(root, ucf101.FRAMES_DIR_NAMES)
+    self.videos_dir = datasets.videos_dir(params.dataset, root)
+    self.frames_dir = datasets.frames_dir(params.dataset, root)
     self.flow_dir = os.path.join(root, ucf101.FLOW_DIR_NAME)
     self.infos: dict[str, ucf101.FrameInfo] = {}
     frame_list = ucf101.find_child(
@@ -75,6 +75,9 @@ class VideoSource:
       self.infos, problems = ucf101.read_frame_list(frame_list, len(self.split.classes))
       for problem in problems:
         logging.warning('input_fn: frame list: %s', problem)
+    if self.kind == 'frames' and self.stream == 'rgb':  # <class>/<video>/ folders too
+      self.infos = {**datasets.class_folder_frames(
+          self.frames_dir, self.split.train + self.split.test), **self.infos}
 
   def entries(self, subset: str) -> list[ucf101.VideoEntry]:
     return self.split.subset(subset)

@@ -84,7 +84,8 @@ def check_data_params(params: Any, mode: str) -> None:
     raise ValueError(problem)
   if params.data_source == 'tfrecord':
     needed = manifest.SUBSETS if mode == tf.estimator.ModeKeys.TRAIN else ('test',)
-    problems = manifest.training_data_problems(params.data_dir, params.num_classes, needed)
+    problems = manifest.training_data_problems(params.data_dir, params.num_classes, needed,
+                                               params.dataset)
     if problems:
       raise manifest.ManifestError(problems[0])
     subset = 'train' if mode == tf.estimator.ModeKeys.TRAIN else 'test'

@@ -3,6 +3,7 @@
 `//data_tools:prepare --out=DIR` writes, per subset (train, test), `DIR/<subset>.manifest.json`:
 
   format_version  2 (version 1 manifests, without identity, still read by the pipeline)
+  dataset         ucf101, hmdb51 or list (`input_fn/datasets.py`); absent: ucf101
   kind            what the records hold: 'rgb' (JPEG frames) or 'flow' (u and v JPEGs)
   source          what they were made from: 'videos', 'frames' or 'flow'
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
@@ -10,7 +11,8 @@
   split, short_side, jpeg_quality, videos_per_shard   the settings
   layout          frames/flow: the file layout read (`data_tools/layouts.py`); '' for videos
   subset, num_listed (lines of the subset's split list: every video it names, whatever
-  became of it), num_records, num_skipped,
+  became of it), num_unused (videos the split files put in neither subset: HMDB51's
+  id 0), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
   shards          [{'file', 'records', 'counts_per_class',
                     'videos': [{'name', 'label', 'size', 'mtime_ns'}, ...]}]  every shard
@@ -45,8 +47,9 @@ STATE_DIR = '.shards'
 IDENTITY_FILE = 'dataset.json'
 SUBSETS = ('train', 'test')
 # Identity fields, in the order differences are reported.
-IDENTITY_FIELDS = ('kind', 'source', 'source_paths', 'split', 'short_side', 'jpeg_quality',
-                   'videos_per_shard')
+IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'split', 'short_side',
+                   'jpeg_quality', 'videos_per_shard')
+DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before datasets were named
 
 
 class ManifestError(ValueError):
@@ -55,9 +58,10 @@ class ManifestError(ValueError):
 
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
-             short_side: int, jpeg_quality: int, videos_per_shard: int) -> dict[str, Any]:
+             short_side: int, jpeg_quality: int, videos_per_shard: int,
+             dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
   """The fields that make two preparations the same dataset (the subsets may differ)."""
-  return {'kind': kind, 'source': source, 'source_paths': dict(source_paths), 'split': split,
+  return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths), 'split': split,
           'short_side': short_side, 'jpeg_quality': jpeg_quality,
           'videos_per_shard': videos_per_shard}
 
@@ -74,12 +78,15 @@ def read_identity(directory: str) -> dict[str, Any] | None:
     found = dir_identity.read(identity_path(directory))
   except dir_identity.IdentityDamaged:
     found = None
+  if found is not None:
+    found = {'dataset': DEFAULT_DATASET, **found}
   if found is not None and all(name in found for name in IDENTITY_FIELDS):
     return found
   for subset in SUBSETS:
     manifest = json_files.load_object(manifest_path(directory, subset))
     if manifest and manifest.get('format_version') == FORMAT_VERSION:
-      return {name: manifest.get(name) for name in IDENTITY_FIELDS}
+      return {name: manifest.get(name, DEFAULT_DATASET if name == 'dataset' else None)
+              for name in IDENTITY_FIELDS}
   return None
 
 
@@ -175,10 +182,12 @@ def classes_in_records(manifest: dict[str, Any]) -> int:
 
 
 def training_data_problems(directory: str, num_classes: int,
-                           subsets: Sequence[str] = SUBSETS) -> list[str]:
-  """Why the prepared data in `directory` cannot train a `num_classes`-way model: a label
-  >= num_classes (names --num_classes and the data's class count), or a video in both
-  train and test (count and an example). Missing manifests are problems too."""
+                           subsets: Sequence[str] = SUBSETS,
+                           dataset: str | None = None) -> list[str]:
+  """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
+  of another dataset than `dataset` (when given), a label >= num_classes (names
+  --num_classes and the data's class count), or a video in both train and test (count and
+  an example). Missing manifests are problems too."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -186,6 +195,12 @@ def training_data_problems(directory: str, num_classes: int,
     except ManifestError as e:
       found.append(str(e))
   for subset, manifest in manifests.items():
+    held = manifest.get('dataset', DEFAULT_DATASET)
+    if dataset is not None and held != dataset:
+      found.append(f'--dataset={dataset} but {manifest_path(directory, subset)} holds {held} '
+                   f'records: set --dataset={held}, or pass the --out of a {dataset} '
+                   'preparation as --data_dir')
+      return found
     needed = classes_in_records(manifest)
     if needed > num_classes:
       found.append(f'--num_classes={num_classes} but the {subset} records of {directory} have '

@@ -48,6 +48,7 @@ VIDEO_RE = re.compile(r'^v_(?P<cls>.+)_g(?P<group>\d+)_c(?P<clip>\d+)$', re.IGNO
 # Real jpegs_256 folders sometimes hold this many frames fewer than rgb.txt says.
 MISSING_TAIL_TOLERANCE = 3
 GROUPS_PER_SPLIT = 7
+VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.webm', '.mov')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Problem:
   line: int
   reason: str
   kind: str = 'bad input'
+  subset: str = ''  # the subset the line would have listed the video in, when known
 
   def __str__(self) -> str:
     where = f'{self.source}:{self.line}' if self.line else self.source
@@ -244,11 +246,15 @@ def find_child(directory: str, name: str) -> str | None:
 
 @dataclasses.dataclass
 class Split:
-  """Train and test entries of one official split, the class index, and list problems."""
+  """Train and test entries of one split, the class index, and list problems. `unused`:
+  videos the split files name for neither subset (HMDB51's id 0); `frame_folders`: lower-case
+  video name -> FrameInfo of a folder the lists name (MMAction2's rawframe lists)."""
   classes: ClassIndex
   train: list[VideoEntry]
   test: list[VideoEntry]
   problems: list[Problem]
+  unused: int = 0
+  frame_folders: dict = dataclasses.field(default_factory=dict)
 
   def subset(self, name: str) -> list[VideoEntry]:
     return {'train': self.train, 'test': self.test}[name]
@@ -273,15 +279,24 @@ def read_split(split_dir: str, split: int) -> Split:
                               'not found')
     lists[subset], list_problems = read_split_list(list_path, classes)
     problems += list_problems
-  test_keys = {e.key for e in lists['test']}
-  train = []
-  for e in lists['train']:
+  train, problems = apply_split_rule(lists['train'], lists['test'], problems)
+  return Split(classes, train, lists['test'], problems)
+
+
+def apply_split_rule(train_entries: list[VideoEntry], test: list[VideoEntry],
+                     problems: list[Problem]) -> tuple[list[VideoEntry], list[Problem]]:
+  """(train without any video of `test`, `problems` plus one Problem per removed video):
+  a video listed for testing is never trained on (compared by lower-case name); train
+  indices are renumbered 0..n-1."""
+  test_keys = {e.key for e in test}
+  train, problems = [], list(problems)
+  for e in train_entries:
     if e.key in test_keys:
       problems.append(Problem(e.source, e.line, f'{e.name} is also in the test list: '
-                              'kept out of training', 'test video in training list'))
+                              'kept out of training', 'test video in training list', 'train'))
     else:
       train.append(dataclasses.replace(e, index=len(train)))
-  return Split(classes, train, lists['test'], problems)
+  return train, problems
 
 
 def test_groups(split: int) -> range:
@@ -291,11 +306,16 @@ def test_groups(split: int) -> range:
 
 
 def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
-  """Path of `entry`'s .avi under `video_root` (`<Class>/<file>`), matched case-insensitively."""
-  folder = find_child(video_root, entry.rel_path.split('/')[0])
-  if folder is None:
-    return None
-  return find_child(folder, entry.rel_path.split('/')[1])
+  """Path of `entry`'s video file under `video_root` (`rel_path`, e.g. `<Class>/<file>`,
+  each part matched case-insensitively; an absolute `rel_path` as it is), else None."""
+  if os.path.isabs(entry.rel_path):
+    return entry.rel_path if os.path.isfile(entry.rel_path) else None
+  path = video_root
+  for part in entry.rel_path.split('/'):
+    path = find_child(path, part)
+    if path is None:
+      return None
+  return path if os.path.isfile(path) else None
 
 
 # --- Frame folders -------------------------------------------------------------------------
@@ -336,7 +356,9 @@ def read_frame_list(path: str, num_classes: int | None = None
       problems.append(Problem(path, number, f'label {label_i} out of range 0..{num_classes - 1}',
                               'label out of range'))
       continue
-    name = os.path.splitext(os.path.basename(name.rstrip('/')))[0]
+    name = os.path.basename(name.rstrip('/'))
+    if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
+      name = os.path.splitext(name)[0]  # HMDB51 names may hold other dots
     folder = folder if os.path.isabs(folder) else os.path.join(base, folder)
     infos[name.lower()] = FrameInfo(name, folder, nframes_i, label_i, number)
   return infos, problems

@@ -83,6 +83,30 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertIn('| Fusion |', done.stdout)
     self.assertNotIn('warning', done.stderr)
 
+  def test_splits_print_each_table_and_the_mean_video_top_1(self):
+    for stream in ('rgb', 'flow'):  # two "splits" of the same model and records
+      for split in (1, 2):
+        for kind, target in (('model', self.models[stream]), ('data', self.data[stream, 1])):
+          link = os.path.join(self.root, f'{stream}_{kind}_s{split}')
+          if not os.path.exists(link):
+            os.symlink(target, link)
+    out = os.path.join(self.create_tempdir().full_path, 'splits.json')
+    pattern = {f'{stream}_{kind}': os.path.join(self.root, f'{stream}_{kind}_s{{split}}')
+               for stream in ('rgb', 'flow') for kind in ('model', 'data')}
+    done = evaluate(*self.args(splits='1,2', json_out=out, **pattern))
+    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+    result = json.load(open(out))
+    self.assertEqual(sorted(result['splits']), ['1', '2'])
+    for row in ('rgb', 'flow', 'fusion'):
+      self.assertAlmostEqual(result['mean']['rows'][row]['top_1'],
+                             result['splits']['1']['rows'][row]['top_1'])
+    fusion = result['mean']['rows']['fusion']['top_1']
+    self.assertIn(f'| Fusion | {fusion:.4f} | {fusion:.4f} | {fusion:.4f} |', done.stdout)
+    self.assert_refused(evaluate(*self.args(splits='1,2')), '--splits needs {split} in '
+                        '--rgb_model, --flow_model, --rgb_data, --flow_data')
+    self.assert_refused(evaluate(*self.args(rgb_model=pattern['rgb_model'])),
+                        '--rgb_model hold {split}: give --splits')
+
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
     trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])
     split_2_tests = json.load(open(os.path.join(self.data['rgb', 2], 'test.manifest.json')))

@@ -6,6 +6,12 @@
 
 Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy and
 writes the same as JSON (--json_out). Method: `towers/two_stream.py`.
+
+The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
+one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
+  --rgb_model=runs/hmdb51_rgb_split{split} --rgb_data=data/hmdb51/tfrecord_split{split} ...
+prints each split's table, then video top-1 per split and the mean; the JSON holds
+{'splits': {k: table}, 'mean': rows}.
 """
 
 from __future__ import annotations
@@ -45,6 +51,13 @@ class EvaluateTwoStreamOptions:
   eval_batch_size: int = option(16, 'Clips per model call.')
   json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON.',
                          path=True)
+  splits: tuple[int, ...] = option((), 'Evaluate each of these splits (e.g. 1,2,3), `{split}` '
+                                   'in --rgb_model, --flow_model, --rgb_data and --flow_data '
+                                   'standing for the split, and print the mean video top-1 '
+                                   'over them (the standard protocol). Empty: the paths as '
+                                   'given.')
+
+PATHS = ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
 
 
 def check_options(options: EvaluateTwoStreamOptions) -> None:
@@ -64,6 +77,18 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
   problem = working_dir.unwritable(options.json_out)
   if problem:
     raise entry.Refused(f'--json_out={options.json_out}: {problem}')
+  if len(set(options.splits)) != len(options.splits) or \
+      any(k not in (1, 2, 3) for k in options.splits):
+    raise entry.Refused(f'--splits={",".join(map(str, options.splits))}: each of 1, 2, 3 at '
+                        'most once')
+  placeholders = [f'--{name}' for name in PATHS if '{split}' in getattr(options, name)]
+  if options.splits and len(placeholders) != len(PATHS):
+    lacking = [f'--{name}' for name in PATHS if f'--{name}' not in placeholders]
+    raise entry.Refused(f'--splits needs {{split}} in {", ".join(lacking)} (one model and one '
+                        'eval directory per split, e.g. --rgb_model=runs/rgb_split{split})')
+  if placeholders and not options.splits:
+    raise entry.Refused(f'{", ".join(placeholders)} hold {{split}}: give --splits (e.g. '
+                        '--splits=1,2,3)')
 
 
 def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
@@ -79,27 +104,41 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
                           '--eval_crops=1, or records prepared with a larger --short_side')
 
 
-def run(options: EvaluateTwoStreamOptions) -> None:
-  """Loads both models, predicts every test video of each stream, prints and writes the
-  table."""
-  models = {stream: two_stream.load_model(getattr(options, f'{stream}_model'), stream)
+def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
+  """Loads both models of `paths`, predicts every test video of each stream and returns
+  the table (`two_stream.report`)."""
+  models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
   for stream, model in models.items():
-    warning = two_stream.check_stream(model, getattr(options, f'{stream}_model'),
-                                      getattr(options, f'{stream}_data'))
+    warning = two_stream.check_stream(model, paths[f'{stream}_model'], paths[f'{stream}_data'])
     if warning:
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
   for stream, model in models.items():
-    _check_crops(getattr(options, f'{stream}_data'), model.size, options.eval_crops)
-  rgb, flow = (two_stream.predict_stream(models[stream], getattr(options, f'{stream}_data'),
+    _check_crops(paths[f'{stream}_data'], model.size, options.eval_crops)
+  rgb, flow = (two_stream.predict_stream(models[stream], paths[f'{stream}_data'],
                                          options.eval_clips, options.eval_batch_size,
                                          crops_per_video=options.eval_crops)
                for stream in ('rgb', 'flow'))
-  result = two_stream.report(rgb, flow, options.flow_weight)
-  print(two_stream.format_table(result))
+  return two_stream.report(rgb, flow, options.flow_weight)
+
+
+def run(options: EvaluateTwoStreamOptions) -> None:
+  """Evaluates the two streams (each split of --splits), prints and writes the tables."""
+  if not options.splits:
+    output = evaluate({name: getattr(options, name) for name in PATHS}, options)
+    print(two_stream.format_table(output))
+  else:
+    results = {}
+    for split in options.splits:
+      paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
+      results[split] = evaluate(paths, options)
+      print(f'split {split}: ' + two_stream.format_table(results[split]))
+    mean = two_stream.mean_over_splits(results)
+    print(two_stream.format_splits_table(results, mean))
+    output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
   os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   with open(options.json_out, 'w') as f:
-    json.dump(result, f, indent=1)
+    json.dump(output, f, indent=1)
   print(f'written to {options.json_out}')
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from input_fn import manifest, ucf101
+from input_fn import datasets, manifest, ucf101
 from towers.params import TrainParams
 
 ASSETS_DIR = 'assets.extra'
@@ -62,9 +62,7 @@ def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any
     short_side = int(found.get('short_side', 0))
     flow_settings = _flow_settings(found.get('source_paths', {}).get('flow_dir', ''))
   elif params.data_source in ('videos', 'frames'):
-    split_dir = ucf101.find_dir(params.data_dir, ucf101.SPLIT_DIR_NAMES,
-                                ucf101.CLASS_INDEX_FILE)
-    names = list(ucf101.read_split(split_dir, params.split).classes.names)
+    names = list(datasets.params_split(params).classes.names)
     short_side = params.frame_short_side
     if params.stream == 'flow':
       flow_settings = _flow_settings(os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from input_fn import datasets
 from model_fn import networks
 from model_fn.networks import i3d_names
 from command_line.options import CHOICES, OptionsError, convert, option
@@ -234,13 +235,14 @@ class TrainParams:
       '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
       'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
       choices=('synthetic', 'tfrecord', 'videos', 'frames'))
+  dataset: str = must_match(datasets.DEFAULT, datasets.HELP, choices=datasets.NAMES)
   data_dir: str = may_change(
       '', 'Dataset directory. tfrecord: the --out directory of //data_tools:prepare. '
-      'videos/frames: the UCF101 root holding UCF-101/ or jpegs_256/ and the split files '
-      '(in ucfTrainTestlist/ or the root itself).', path=True)
+      'videos/frames: the UCF101 or HMDB51 root holding the videos (UCF-101/, hmdb51_org/) '
+      'or frame folders and the split files (see --dataset).', path=True)
   split: int = must_match(
-      1, 'UCF101 official split (1, 2 or 3) for the videos and frames sources; tfrecord '
-      'data holds the split it was prepared from.')
+      1, 'Official split (1, 2 or 3) of ucf101 and hmdb51 for the videos and frames '
+      'sources; tfrecord data holds the split it was prepared from.')
   eval_clips: int = may_change(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
       'predictions of one video are averaged for the video-level accuracy.')
@@ -379,7 +381,12 @@ def _check(p: TrainParams) -> None:
   if not p.model_dir:
     raise ParamsError('model_dir is empty: name the directory for checkpoints and exports')
   if p.split not in (1, 2, 3):
-    raise ParamsError(f'split must be 1, 2 or 3 (the UCF101 official splits), got {p.split}')
+    raise ParamsError(f'split must be 1, 2 or 3 (the official splits), got {p.split}')
+  if p.dataset == 'list' and p.data_source in ('videos', 'frames'):
+    raise ParamsError(f'dataset=list trains from prepared records, not data_source='
+                      f'{p.data_source}: run //data_tools:prepare --dataset=list (with '
+                      '--train_list, --test_list, --class_names) and train with '
+                      '--data_source=tfrecord on its --out')
   if p.stream == 'flow' and p.data_source in ('synthetic', 'videos'):
     raise ParamsError(
         f'stream=flow needs 2-channel optical flow, but data_source={p.data_source} gives RGB '

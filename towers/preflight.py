@@ -22,17 +22,17 @@ import tempfile
 
 import tensorflow as tf
 
-from input_fn import direct, factory, manifest, pipeline, ucf101
+from input_fn import datasets, direct, factory, manifest, pipeline
 from model_fn import warm_start
 from towers import resume_check, train_settings
 
 
 _DATA_DIR_CONTENTS = {
-    'tfrecord': 'the TFRecord shards of UCF101, made once with `bazel run //data_tools:prepare '
-                '-- --source=videos --data_dir=<UCF101 root> --out=<this data_dir>`',
-    'videos': 'the UCF101 root: UCF-101/ (the .avi class folders) and the split files '
-              '(ucfTrainTestlist/)',
-    'frames': 'jpegs_256/ (frame folders) and the UCF101 split files',
+    'tfrecord': 'the TFRecord shards made once with `bazel run //data_tools:prepare '
+                '-- --source=videos --data_dir=<dataset root> --out=<this data_dir>`',
+    'videos': 'the dataset root: the .avi class folders (UCF-101/, hmdb51_org/) and the split '
+              'files (ucfTrainTestlist/, testTrainMulti_7030_splits/)',
+    'frames': 'the frame folders (jpegs_256/, rawframes/) and the split files',
 }
 
 
@@ -76,18 +76,21 @@ def _data_problems(params) -> list[str]:
     return [f'data_source={data_source} reads from --data_dir, but '
             f'data_dir={data_dir or "(empty)"} is not a directory: it must hold {what}']
   if data_source == 'tfrecord':
-    return (manifest.training_data_problems(data_dir, params.num_classes) or
+    return (manifest.training_data_problems(data_dir, params.num_classes,
+                                            dataset=params.dataset) or
             _empty_subset_problems(data_dir))
-  split_dir = ucf101.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
-  class_index = ucf101.find_child(split_dir, ucf101.CLASS_INDEX_FILE)
+  class_index, where = datasets.read_classes(params.dataset, data_dir)
   if class_index is None:
-    return [f'data_dir={data_dir} holds no {ucf101.CLASS_INDEX_FILE} (nor ucfTrainTestlist/): '
-            f'it must hold {what}']
-  classes = len(ucf101.read_class_index(class_index)[0])
+    return [f'data_dir={data_dir} holds no {os.path.basename(where)} of dataset='
+            f'{params.dataset} ({where} not found): it must hold {what}']
+  classes = len(class_index)
   if classes > params.num_classes:
-    return [f'--num_classes={params.num_classes} but {class_index} lists {classes} classes: '
+    return [f'--num_classes={params.num_classes} but {where} lists {classes} classes: '
             f'set --num_classes={classes}']
-  return _unreadable_subset_problems(params)
+  try:
+    return _unreadable_subset_problems(params)
+  except (datasets.DatasetError, FileNotFoundError) as e:  # the split's own files
+    return [f'data_dir={data_dir}, split {params.split}: {e}']
 
 
 def _empty_subset_problems(data_dir: str) -> list[str]:

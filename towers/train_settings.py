@@ -31,7 +31,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from input_fn import factory, manifest, ucf101
+from input_fn import datasets, factory, manifest
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -84,6 +84,9 @@ def _relevant(params, name: str) -> bool:
       'lr_decay_rate': params.lr_schedule == 'exponential',
       'pretrained_classes': params.head == 'stack',
       'split': params.data_source in ('videos', 'frames'),
+      # Recorded for the direct route off UCF101 (records name their videos); absent in
+      # records written before datasets were named, which were all UCF101.
+      'dataset': params.data_source in ('videos', 'frames') and params.dataset != 'ucf101',
       'frame_short_side': params.data_source == 'videos',
       'synthetic_train_examples': params.data_source == 'synthetic',
   }
@@ -140,9 +143,7 @@ def train_video_names(params) -> list[str] | None:
     if params.data_source == 'tfrecord':
       names = manifest.video_names(manifest.read(params.data_dir, 'train'))
     else:
-      split_dir = ucf101.find_dir(params.data_dir, ucf101.SPLIT_DIR_NAMES,
-                                  ucf101.CLASS_INDEX_FILE)
-      names = [entry.name for entry in ucf101.read_split(split_dir, params.split).train]
+      names = [entry.name for entry in datasets.params_split(params).train]
   except (OSError, ValueError):
     return None
   return sorted(names)

@@ -161,6 +161,31 @@ def format_table(result: dict[str, Any]) -> str:
   return '\n'.join(lines)
 
 
+def mean_over_splits(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+  """The standard protocol's figure: each row's metrics (rgb, flow, fusion) averaged over
+  the splits' reports (`report`), each split weighing the same whatever its video count."""
+  splits = sorted(results)
+  return {'splits': splits,
+          'rows': {row: {metric: float(np.mean([results[k]['rows'][row][metric]
+                                                 for k in splits]))
+                         for metric in results[splits[0]]['rows'][row]}
+                   for row in ('rgb', 'flow', 'fusion')}}
+
+
+def format_splits_table(results: dict[int, dict[str, Any]], mean: dict[str, Any]) -> str:
+  """Video top-1 per split and their mean, one row per stream."""
+  splits = mean['splits']
+  lines = [f'video top-1 over splits {", ".join(map(str, splits))} (mean: each split '
+           'weighs the same)',
+           '| stream | ' + ' | '.join(f'split {k}' for k in splits) + ' | mean |',
+           '|---|' + '---|' * (len(splits) + 1)]
+  for key, title in (('rgb', 'RGB'), ('flow', 'Flow'), ('fusion', 'Fusion')):
+    cells = [f'{results[k]["rows"][key]["top_1"]:.4f}' for k in splits]
+    lines.append(f'| {title} | ' + ' | '.join(cells) +
+                 f' | {mean["rows"][key]["top_1"]:.4f} |')
+  return '\n'.join(lines)
+
+
 # --- Running a stream's model on its eval data ---------------------------------------------
 
 

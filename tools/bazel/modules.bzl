@@ -189,6 +189,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
             "//input_fn:json_files",
@@ -222,6 +223,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:json_files",
             "//input_fn:manifest",
@@ -237,10 +239,14 @@ MODULES = {
     ],
     "input_fn": [
         ("__init__.py", False, []),
+        ("datasets.py", False, [
+            ":ucf101",
+        ]),
         ("dir_identity.py", False, [
             ":json_files",
         ]),
         ("direct.py", False, [
+            ":datasets",
             ":flow",
             ":pipeline",
             ":ucf101",
@@ -456,6 +462,7 @@ MODULES = {
         ]),
         ("export_info.py", False, [
             ":params",
+            "//input_fn:datasets",
             "//input_fn:manifest",
             "//input_fn:ucf101",
         ]),
@@ -469,17 +476,18 @@ MODULES = {
         ]),
         ("params.py", False, [
             "//command_line:options",
+            "//input_fn:datasets",
             "//model_fn/networks",
             "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", False, [
             ":resume_check",
             ":train_settings",
+            "//input_fn:datasets",
             "//input_fn:direct",
             "//input_fn:factory",
             "//input_fn:manifest",
             "//input_fn:pipeline",
-            "//input_fn:ucf101",
             "//model_fn:warm_start",
         ]),
         ("resume_check.py", False, [
@@ -501,9 +509,9 @@ MODULES = {
         ("train_settings.py", False, [
             ":checkpoints",
             ":params",
+            "//input_fn:datasets",
             "//input_fn:factory",
             "//input_fn:manifest",
-            "//input_fn:ucf101",
         ]),
         ("training.py", False, [
             ":cluster_evaluator",
@@ -695,6 +703,10 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//towers:params",
     ],
+    "datasets_test": [
+        "//input_fn:datasets",
+        "//input_fn:ucf101",
+    ],
     "entry_test": [
         "//command_line:entry",
         "//command_line:progress",
@@ -782,6 +794,25 @@ TEST_DEPS = {
     "gtx1060_recipe_test": [
         "//benchmarks:i3d_memory_lib",
         "//towers:flags",
+    ],
+    "hmdb51_flags_test": [
+        "//towers:flags",
+        "//towers:params",
+        "//towers:preflight",
+    ],
+    "hmdb51_test": [
+        "//data_tools:extract_flow_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+        "//input_fn:factory",
+        "//input_fn:manifest",
+        "//input_fn:records",
+        "//towers:classifier",
+        "//towers:evaluate_two_stream_lib",
+        "//towers:params",
+        "//towers:preflight",
+        "//towers:training",
+        "//towers:two_stream",
     ],
     "i3d_network_test": [
         ":i3d_test_lib",

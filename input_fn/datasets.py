@@ -1,0 +1,315 @@
+"""The datasets a split is read from: UCF101, HMDB51, or any labelled list of videos.
+
+Every reader returns a `ucf101.Split` (class names in label order, train and test entries,
+problems naming file and line), so preparation, the direct route and training handle all
+three alike. The split rule is the same everywhere: a video listed for testing is never
+trained on (`ucf101.apply_split_rule`).
+
+* `ucf101`: `input_fn/ucf101.py` (classInd.txt, trainlist0N.txt, testlist0N.txt).
+* `hmdb51`, the official release (serre-lab.clps.brown.edu, test_train_splits.rar):
+  videos `hmdb51_org/<class>/<video>.avi` (or `videos/<class>/`, MMAction2's, or the class
+  folders directly in the root); splits `testTrainMulti_7030_splits/<class>_test_split<k>.txt`
+  (or MMAction2's `annotations/`, which holds the same files), one `<video>.avi <id>` per line
+  with a trailing space: id 1 train, 2 test, 0 neither (counted as `unused`). Labels: the
+  class names sorted, from 0 (MMAction2 tools/data/parse_file_list.py `parse_hmdb51_split`,
+  commit 4d6c934, numbers `sorted(os.listdir(videos))`; I3D_Finetune's
+  data/hmdb51/label_map.txt is the same order). Names keep every character (`#`, `&`, `!`,
+  `(`, `)`, `;`). Frame folders: TSN / MMAction2 `rawframes/<class>/<video>/img_00001.jpg`
+  (flow `flow_x_00001.jpg`, `flow_y_`) or flat `<video>/` folders.
+* `list`: MMAction2's annotation files (mmaction/datasets/video_dataset.py and
+  rawframe_dataset.py `load_data_list`, commit 4d6c934: whitespace-split lines) -
+  VideoDataset `<path> <label>` and RawframeDataset `<frame_dir> <total_frames> <label>`,
+  labels from 0, paths relative to the data root - one train and one test list, and a
+  class-names file, one name per line in label order.
+No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+from input_fn import ucf101
+from input_fn.ucf101 import ClassIndex, FrameInfo, Problem, Split, VideoEntry
+
+NAMES = ('ucf101', 'hmdb51', 'list')
+DEFAULT = 'ucf101'
+HELP = ('Which dataset the files are: ucf101 (UCF-101/ + ucfTrainTestlist/), hmdb51 (the '
+        'official release: hmdb51_org/<class>/*.avi or class folders in the root, and '
+        'testTrainMulti_7030_splits/), or list (MMAction2-style annotation files: '
+        '--train_list, --test_list, --class_names). Prepared records hold their dataset.')
+
+HMDB51_SPLIT_DIR_NAMES = ('testTrainMulti_7030_splits', 'annotations/testTrainMulti_7030_splits',
+                          'annotations', '')
+HMDB51_VIDEO_DIR_NAMES = ('hmdb51_org', 'videos', '')
+HMDB51_FRAMES_DIR_NAMES = ('rawframes', 'jpegs_256', '')
+HMDB51_SPLIT_FILE = re.compile(r'^(?P<cls>.+)_test_split(?P<k>\d+)\.txt$', re.IGNORECASE)
+HMDB51_IDS = {'1': 'train', '2': 'test', '0': None}
+
+
+class DatasetError(ValueError):
+  """The dataset's split files cannot be read at all; the message names the file."""
+
+
+def split_dir(dataset: str, data_dir: str) -> str:
+  """Where the split files of `dataset` are under `data_dir` ('' for list datasets)."""
+  if dataset == 'hmdb51':
+    for name in HMDB51_SPLIT_DIR_NAMES:
+      folder = os.path.join(data_dir, name) if name else data_dir
+      if os.path.isdir(folder) and _hmdb51_split_files(folder):
+        return folder
+    return data_dir
+  if dataset == 'list':
+    return ''
+  return ucf101.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
+
+
+def videos_dir(dataset: str, data_dir: str) -> str:
+  """The folder holding the class folders of videos (list datasets: the data root)."""
+  if dataset == 'hmdb51':
+    return ucf101.find_dir(data_dir, HMDB51_VIDEO_DIR_NAMES)
+  if dataset == 'list':
+    return data_dir
+  return ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
+
+
+def frames_dir(dataset: str, data_dir: str) -> str:
+  """The folder holding the frame folders."""
+  if dataset == 'hmdb51':
+    return ucf101.find_dir(data_dir, HMDB51_FRAMES_DIR_NAMES)
+  if dataset == 'list':
+    return data_dir
+  return ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
+
+
+@dataclasses.dataclass(frozen=True)
+class ListFiles:
+  """A list dataset's files; relative paths in the lists resolve against `root`."""
+  train: str
+  test: str
+  class_names: str
+  root: str
+
+
+def read_split(dataset: str, split_folder: str, split: int,
+               lists: ListFiles | None = None) -> Split:
+  """The split of `dataset` (see the module docstring). Raises FileNotFoundError naming a
+  missing split file, `DatasetError` when none of HMDB51's is there."""
+  if dataset == 'hmdb51':
+    return read_hmdb51_split(split_folder, split)
+  if dataset == 'list':
+    if lists is None:
+      raise DatasetError('dataset=list needs --train_list, --test_list and --class_names')
+    return read_list_split(lists)
+  return ucf101.read_split(split_folder, split)
+
+
+def read_classes(dataset: str, data_dir: str, lists: ListFiles | None = None
+                 ) -> tuple[ClassIndex | None, str]:
+  """(class index, file it came from) of `dataset` under `data_dir`, or (None, what is
+  missing) when its class files are not there."""
+  folder = split_dir(dataset, data_dir)
+  if dataset == 'hmdb51':
+    names = sorted(_hmdb51_split_files(folder).get(1, {}))
+    return (ClassIndex(tuple(names)), folder) if names else (
+        None, f'{os.path.join(folder, "<class>_test_split1.txt")}')
+  if dataset == 'list':
+    if lists is None or not os.path.isfile(lists.class_names):
+      return None, lists.class_names if lists else '--class_names'
+    return read_class_names(lists.class_names), lists.class_names
+  path = ucf101.find_child(folder, ucf101.CLASS_INDEX_FILE)
+  if path is None:
+    return None, os.path.join(folder, ucf101.CLASS_INDEX_FILE)
+  return ucf101.read_class_index(path)[0], path
+
+
+# --- HMDB51 --------------------------------------------------------------------------------
+
+
+def _hmdb51_split_files(folder: str) -> dict[int, dict[str, str]]:
+  """{k: {class name: path of <class>_test_split<k>.txt}} of `folder`."""
+  found: dict[int, dict[str, str]] = {}
+  try:
+    children = os.listdir(folder)
+  except OSError:
+    return found
+  for child in children:
+    m = HMDB51_SPLIT_FILE.match(child)
+    if m and os.path.isfile(os.path.join(folder, child)):
+      found.setdefault(int(m.group('k')), {})[m.group('cls')] = os.path.join(folder, child)
+  return found
+
+
+def read_hmdb51_split(folder: str, split: int) -> Split:
+  """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
+  train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
+  0, 1 or 2, or that names a video again (other than once train and once test), is a
+  Problem; a video in train and test is kept out of training (`ucf101.apply_split_rule`)."""
+  files = _hmdb51_split_files(folder).get(split)
+  if not files:
+    raise DatasetError(f'{folder} holds no HMDB51 split file of split {split} '
+                       f'(<class>_test_split{split}.txt, from testTrainMulti_7030_splits/ of '
+                       'the official test_train_splits.rar): the HMDB51 root holds them in '
+                       'testTrainMulti_7030_splits/')
+  names = sorted(files)
+  classes = ClassIndex(tuple(names))
+  subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
+  problems: list[Problem] = []
+  seen: dict[str, tuple[str | None, str]] = {}
+  unused = 0
+  for label, name in enumerate(names):
+    path = files[name]
+    for number, text in ucf101.read_lines(path):
+      parts = text.split()
+      if len(parts) != 2 or parts[1] not in HMDB51_IDS or \
+          not parts[0].lower().endswith('.avi') or '/' in parts[0]:
+        problems.append(Problem(path, number, f'malformed line {text!r} (expected '
+                                '"<video>.avi <id>" with id 0, 1 or 2)', 'malformed line'))
+        continue
+      subset = HMDB51_IDS[parts[1]]
+      stem = parts[0][:-4]
+      prior = seen.get(stem.lower())
+      if prior is not None and {prior[0], subset} != {'train', 'test'}:  # train + test: below
+        problems.append(Problem(path, number, f'video {stem!r} is listed again (first in '
+                                f'{prior[1]})', 'duplicate', subset or ''))
+        continue
+      seen[stem.lower()] = (subset, os.path.basename(path))
+      if subset is None:
+        unused += 1
+        continue
+      entries = subsets[subset]
+      entries.append(VideoEntry(stem, name, label, 0, 0, f'{name}/{parts[0]}', len(entries),
+                                path, number))
+  train, problems = ucf101.apply_split_rule(subsets['train'], subsets['test'], problems)
+  return Split(classes, train, subsets['test'], problems, unused)
+
+
+# --- Labelled lists (MMAction2 annotation files) -------------------------------------------
+
+
+def read_class_names(path: str) -> ClassIndex:
+  """A class-names file: one name per line, line k (from 1) is label k - 1. A name given
+  twice raises `DatasetError` naming the file and line (the labels after it would shift)."""
+  names: list[str] = []
+  for number, text in ucf101.read_lines(path):
+    if text.lower() in {n.lower() for n in names}:
+      raise DatasetError(f'{path}:{number}: class {text!r} is named twice (one name per '
+                         'line, in label order)')
+    names.append(text)
+  return ClassIndex(tuple(names))
+
+
+def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
+                         ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[Problem]]:
+  """One MMAction2 annotation file: `<path> <label>` (VideoDataset) or `<frame_dir>
+  <total_frames> <label>` (RawframeDataset) lines, not mixed. Returns the entries (name: the
+  path without extension), the frame folders of a rawframe list, and one Problem per line
+  that is malformed, has a label outside 0..classes-1, names a missing file or folder, or
+  repeats a video."""
+  entries: list[VideoEntry] = []
+  folders: dict[str, FrameInfo] = {}
+  problems = []
+  fields = None
+  seen: set[str] = set()
+  for number, text in ucf101.read_lines(path):
+    def bad(kind: str, reason: str) -> None:
+      problems.append(Problem(path, number, reason, kind, subset))
+    parts = text.split()
+    if len(parts) not in (2, 3) or (fields is not None and len(parts) != fields):
+      expected = {None: '"<path> <label>" or "<frame_dir> <total_frames> <label>"',
+                  2: '"<path> <label>" like the lines before', 3: '"<frame_dir> '
+                  '<total_frames> <label>" like the lines before'}[fields]
+      bad('malformed line', f'malformed line {text!r} (expected {expected})')
+      continue
+    fields = len(parts)
+    try:
+      numbers = [int(p) for p in parts[1:]]
+    except ValueError:
+      bad('malformed line', f'malformed line {text!r}: {" and ".join(parts[1:])} must be '
+          'integers')
+      continue
+    label = numbers[-1]
+    if not 0 <= label < len(classes):
+      bad('label out of range', f'label {label} out of range 0..{len(classes) - 1} '
+          f'({len(classes)} classes in the class-names file)')
+      continue
+    rel = parts[0].replace('\\', '/')
+    full = rel if os.path.isabs(rel) else os.path.join(root, rel)
+    exists = os.path.isdir(full) if fields == 3 else os.path.isfile(full)
+    if not exists:
+      bad('missing file', f'{rel} not found under {root}')
+      continue
+    name = rel[:-len(os.path.splitext(rel)[1])] if fields == 2 and \
+        os.path.splitext(rel)[1] else rel.rstrip('/')
+    if name.lower() in seen:
+      bad('duplicate', f'duplicate video {rel!r}')
+      continue
+    seen.add(name.lower())
+    entries.append(VideoEntry(name, classes.names[label], label, 0, 0, rel, len(entries), path,
+                              number))
+    if fields == 3:
+      folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number)
+  return entries, folders, problems
+
+
+def read_list_split(lists: ListFiles) -> Split:
+  """A list dataset's split: the class names, the train and test lists (see
+  `read_annotation_list`); a video in both lists is kept out of training."""
+  for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
+                     ('--test_list', lists.test)):
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f'{flag}={path} not found')
+  classes = read_class_names(lists.class_names)
+  if not len(classes):
+    raise DatasetError(f'--class_names={lists.class_names} names no class')
+  train, folders, found = read_annotation_list(lists.train, 'train', classes, lists.root)
+  test, test_folders, test_found = read_annotation_list(lists.test, 'test', classes, lists.root)
+  train, problems = ucf101.apply_split_rule(train, test, found + test_found)
+  return Split(classes, train, test, problems, 0, {**folders, **test_folders})
+
+
+# --- Frame folders in class folders --------------------------------------------------------
+
+
+def class_folder_frames(root: str, entries: list[VideoEntry]) -> dict[str, FrameInfo]:
+  """{video key: FrameInfo} for the entries whose frames are in a class folder,
+  `<root>/<class>/<video>/` (TSN's and MMAction2's rawframes); the frame count is what is on
+  disk (None claimed)."""
+  found = {}
+  for entry in entries:
+    folder = ucf101.find_child(root, entry.class_name) if root else None
+    video = ucf101.find_child(folder, entry.name) if folder else None
+    if video and os.path.isdir(video):
+      found[entry.key] = FrameInfo(entry.name, video, None, entry.label, 0)
+  return found
+
+
+# --- Videos of a dataset (flow extraction) -------------------------------------------------
+
+
+def class_folder_videos(videos_root: str, classes: ClassIndex | None
+                        ) -> tuple[list[tuple[str, str, int]], list[Problem]]:
+  """HMDB51's videos: every `<class>/<video>.avi` under `videos_root` as (path, name,
+  label), sorted by name; label -1 without a class index; a class folder not in it is a
+  Problem."""
+  videos, problems = [], []
+  for class_folder in sorted(os.listdir(videos_root)):
+    folder = os.path.join(videos_root, class_folder)
+    if not os.path.isdir(folder):
+      continue
+    files = [f for f in sorted(os.listdir(folder)) if os.path.splitext(f)[1].lower() == '.avi']
+    label = classes.label(class_folder) if classes else -1
+    if label is None and files:  # folders without videos (tvl1_flow/, rawframes/) are not
+      problems.append(Problem(folder, 0, f'class folder {class_folder!r} is not a class of '
+                              'the split files', 'unknown class'))
+    if label is None:
+      continue
+    videos += [(os.path.join(folder, f), os.path.splitext(f)[0], label) for f in files]
+  return sorted(videos, key=lambda v: v[1]), problems
+
+
+def params_split(params: Any) -> Split:
+  """The split the direct route of `params` reads (dataset, data_dir, split)."""
+  return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split)

@@ -1,0 +1,177 @@
+"""HMDB51's official split files and MMAction2's annotation lists read into one split:
+labels, subsets, odd names, id-0 videos, and every bad line named by file and line.
+
+The HMDB51 sample in testdata/hmdb51_splits/ is real (names and format; SOURCE.md)."""
+
+import os
+import shutil
+import tempfile
+
+from absl.testing import absltest
+
+from input_fn import datasets, ucf101
+
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata', 'hmdb51_splits')
+
+
+def write(path: str, text: str) -> str:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    f.write(text)
+  return path
+
+
+class Hmdb51SplitTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.splits = os.path.join(self.root, 'testTrainMulti_7030_splits')
+    shutil.copytree(SAMPLE, self.splits)
+
+  def tearDown(self):
+    shutil.rmtree(self.root, ignore_errors=True)
+    super().tearDown()
+
+  def test_the_real_sample_reads_with_sorted_labels_ids_and_odd_names_intact(self):
+    self.assertEqual(datasets.split_dir('hmdb51', self.root), self.splits)
+    split = datasets.read_split('hmdb51', self.splits, 1)
+    self.assertEqual(split.classes.names, ('brush_hair', 'cartwheel', 'catch', 'chew', 'kick'))
+    self.assertEqual(split.problems, [])
+    expected = {'train': [], 'test': []}
+    unused = 0
+    for label, name in enumerate(split.classes.names):
+      with open(os.path.join(SAMPLE, f'{name}_test_split1.txt')) as f:
+        for line in f:
+          self.assertTrue(line.endswith(' \n'))  # the release's trailing space
+          video, id_ = line.split()
+          if id_ == '0':
+            unused += 1
+          else:
+            expected['train' if id_ == '1' else 'test'].append((video[:-4], label,
+                                                                f'{name}/{video}'))
+    for subset in ('train', 'test'):
+      self.assertEqual([(e.name, e.label, e.rel_path) for e in split.subset(subset)],
+                       expected[subset])
+      self.assertEqual([e.index for e in split.subset(subset)],
+                       list(range(len(expected[subset]))))
+    self.assertEqual(split.unused, unused)
+    self.assertIn('#2_Gum_chew_h_nm_np1_fr_med_0', [e.name for e in split.train])
+    self.assertIn('Goal_1_&_2_kick_ball_f_cm_np1_fr_goo_2', [e.name for e in split.train])
+    self.assertIn('Torwarttraining_3_(_sterreich)_catch_f_nm_np1_fr_med_3',
+                  [e.name for e in split.test])
+    self.assertEqual(datasets.read_classes('hmdb51', self.root)[0].names, split.classes.names)
+
+  def test_crlf_and_mmaction2s_annotations_folder_are_read_too(self):
+    annotations = os.path.join(self.root, 'annotations')
+    os.rename(self.splits, annotations)
+    for name in os.listdir(annotations):
+      path = os.path.join(annotations, name)
+      with open(path) as f:
+        text = f.read()
+      with open(path, 'wb') as f:
+        f.write(text.replace('\n', '\r\n').encode())
+    self.assertEqual(datasets.split_dir('hmdb51', self.root), annotations)
+    split = datasets.read_split('hmdb51', annotations, 1)
+    self.assertLen(split.train, 6)
+    self.assertLen(split.test, 5)
+    self.assertEqual(split.unused, 2)
+
+  def test_bad_lines_are_named_by_file_and_line_and_a_test_video_never_trains(self):
+    chew = os.path.join(self.splits, 'chew_test_split1.txt')
+    with open(chew, 'a') as f:
+      f.write('no_id_here.avi \n')                                     # line 5
+      f.write('odd_id.avi 3 \n')                                       # line 6
+      f.write('not_a_video.mp4 1 \n')                                  # line 7
+      f.write('#2_Gum_chew_h_nm_np1_fr_med_0.avi 2 \n')                # line 8: train and test
+      f.write('Blowing_Bubbles!_chew_h_nm_np1_fr_goo_2.avi 2 \n')      # line 9: twice in test
+    split = datasets.read_split('hmdb51', self.splits, 1)
+    found = {(os.path.basename(p.source), p.line, p.kind, p.subset) for p in split.problems}
+    self.assertEqual(found, {
+        ('chew_test_split1.txt', 5, 'malformed line', ''),
+        ('chew_test_split1.txt', 6, 'malformed line', ''),
+        ('chew_test_split1.txt', 7, 'malformed line', ''),
+        ('chew_test_split1.txt', 1, 'test video in training list', 'train'),
+        ('chew_test_split1.txt', 9, 'duplicate', 'test'),  # id 0 on line 3
+    })
+    self.assertNotIn('#2_Gum_chew_h_nm_np1_fr_med_0', [e.name for e in split.train])
+    self.assertIn('#2_Gum_chew_h_nm_np1_fr_med_0', [e.name for e in split.test])
+    self.assertTrue(any(str(p).endswith("chew_test_split1.txt:6: malformed line 'odd_id.avi 3' "
+                                        '(expected "<video>.avi <id>" with id 0, 1 or 2)')
+                        for p in split.problems))
+
+  def test_a_missing_split_is_one_error_naming_the_folder(self):
+    with self.assertRaisesRegex(datasets.DatasetError, r'holds no HMDB51 split file of split 2 '
+                                r'\(<class>_test_split2\.txt'):
+      datasets.read_split('hmdb51', self.splits, 2)
+
+
+class ListDatasetTest(absltest.TestCase):
+  """MMAction2's VideoDataset and RawframeDataset lines (mmaction/datasets/video_dataset.py
+  and rawframe_dataset.py, commit 4d6c934: `<filename> <label>`, `<frame_dir> <total_frames>
+  <label>`, whitespace-split, paths under the data prefix)."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    for rel in ('abseiling/a1.mp4', 'abseiling/a2.mp4', 'juggling/j1.mp4', 'juggling/j2.mp4'):
+      write(os.path.join(self.root, rel), 'x')
+    for rel in ('frames/a1', 'frames/j1'):
+      os.makedirs(os.path.join(self.root, rel))
+    self.classes = write(os.path.join(self.root, 'classes.txt'), 'abseiling\njuggling\n')
+
+  def tearDown(self):
+    shutil.rmtree(self.root, ignore_errors=True)
+    super().tearDown()
+
+  def lists(self, train: str, test: str) -> datasets.ListFiles:
+    return datasets.ListFiles(write(os.path.join(self.root, 'train.txt'), train),
+                              write(os.path.join(self.root, 'test.txt'), test),
+                              self.classes, self.root)
+
+  def test_video_and_rawframe_lists_give_entries_labels_and_folders(self):
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\njuggling/j1.mp4 1\n', 'abseiling/a2.mp4 0\njuggling/j2.mp4 1\n'))
+    self.assertEqual(split.classes.names, ('abseiling', 'juggling'))
+    self.assertEqual([(e.name, e.label, e.rel_path) for e in split.train],
+                     [('abseiling/a1', 0, 'abseiling/a1.mp4'), ('juggling/j1', 1, 'juggling/j1.mp4')])
+    self.assertEqual(ucf101.resolve_video(self.root, split.test[1]),
+                     os.path.join(self.root, 'juggling/j2.mp4'))
+    frames = datasets.read_list_split(self.lists('frames/a1 30 0\n', 'frames/j1 25 1\n'))
+    self.assertEqual([(e.name, e.label) for e in frames.test], [('frames/j1', 1)])
+    self.assertEqual(frames.frame_folders['frames/j1'].path, os.path.join(self.root, 'frames/j1'))
+    self.assertEqual(frames.frame_folders['frames/a1'].num_frames, 30)
+
+  def test_every_bad_line_names_its_file_and_line(self):
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\n'
+        'juggling/j1.mp4 2\n'            # 2: label beyond 2 classes
+        'juggling/missing.mp4 1\n'       # 3: no such file
+        'juggling/j1.mp4 one\n'          # 4: not an integer
+        'frames/a1 30 0\n'               # 5: another format than line 1
+        'abseiling/a1.mp4 0\n'           # 6: twice
+        'juggling/j2.mp4 1\n',           # 7: also a test video
+        'juggling/j2.mp4 1\n'))
+    found = {(os.path.basename(p.source), p.line, p.kind) for p in split.problems}
+    self.assertEqual(found, {('train.txt', 2, 'label out of range'),
+                             ('train.txt', 3, 'missing file'),
+                             ('train.txt', 4, 'malformed line'),
+                             ('train.txt', 5, 'malformed line'),
+                             ('train.txt', 6, 'duplicate'),
+                             ('train.txt', 7, 'test video in training list')})
+    self.assertEqual([e.name for e in split.train], ['abseiling/a1'])
+    self.assertTrue(all(p.subset == 'train' for p in split.problems))
+    self.assertIn('train.txt:2: label 2 out of range 0..1', str(split.problems[0]))
+
+  def test_a_class_named_twice_or_a_missing_file_is_one_error(self):
+    write(self.classes, 'abseiling\njuggling\nabseiling\n')
+    with self.assertRaisesRegex(datasets.DatasetError, r'classes\.txt:3: class .abseiling. is '
+                                'named twice'):
+      datasets.read_list_split(self.lists('abseiling/a1.mp4 0\n', 'juggling/j1.mp4 1\n'))
+    with self.assertRaisesRegex(FileNotFoundError, r'--test_list=.*nope\.txt not found'):
+      datasets.read_list_split(datasets.ListFiles(
+          self.classes, os.path.join(self.root, 'nope.txt'), self.classes, self.root))
+
+
+if __name__ == '__main__':
+  absltest.main()
