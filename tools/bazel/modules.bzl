@@ -443,6 +443,7 @@ MODULES = {
             "//input_fn:factory",
             "//input_fn:synthetic",
         ]),
+        ("model_dir_lock.py", False, []),
         ("params.py", False, [
             "//command_line:options",
             "//model_fn/networks",
@@ -484,6 +485,7 @@ MODULES = {
             ":cluster_task",
             ":estimator",
             ":estimator_loop",
+            ":model_dir_lock",
             ":params",
             ":preflight",
             "//input_fn:manifest",
@@ -614,6 +616,7 @@ TEST_DEPS = {
     "cluster_shutdown_test": [
         ":cluster_testing",
         "//towers:checkpoints",
+        "//towers:model_dir_lock",
     ],
     "console_test": [
         "//benchmarks:cluster_emulator_lib",
@@ -794,6 +797,10 @@ TEST_DEPS = {
         ":tower_testing",
         "//model_fn/networks:c3d_small",
         "//towers",
+    ],
+    "model_dir_lock_test": [
+        "//towers:model_dir_lock",
+        "//towers:train_lib",
     ],
     "model_ready_test": [
         "//towers/cluster:model_ready",
