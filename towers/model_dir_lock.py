@@ -38,12 +38,14 @@ class ModelDirBusy(RuntimeError):
 
 
 def _start_time(pid: int) -> str | None:
-  """The process's start time in clock ticks since boot (/proc), or None."""
+  """The live process's start time in clock ticks since boot (/proc); None when there is
+  no such process, or only its zombie (dead, not yet reaped by its parent)."""
   try:
     with open(f'/proc/{pid}/stat', encoding='ascii') as f:
-      return f.read().rsplit(')', 1)[1].split()[19]
-  except (OSError, IndexError):
+      fields = f.read().rsplit(')', 1)[1].split()
+  except OSError:
     return None
+  return None if len(fields) < 20 or fields[0] in ('Z', 'X') else fields[19]
 
 
 def _me() -> dict[str, Any]:
