@@ -18,6 +18,7 @@ from model_fn.networks import Network
 from model_fn.tower_model_fn import TOP_1
 from towers import export_info, inputs
 from towers.checkpoints import checkpoint_step
+from towers.cluster import time_limit
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
 
@@ -84,7 +85,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   model to `model_dir/export/best` (with class names and input settings,
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A model_dir already trained to max_steps returns {} at once."""
+  A model_dir already trained to max_steps returns {} at once. After the time-limit signal
+  (`towers/cluster/time_limit.py`) it writes a checkpoint and raises `StoppedBeforeTheEnd`."""
   finished = finished_step(params)
   if finished is not None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
@@ -92,8 +94,11 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
     return {}
   estimator = build_estimator(params, network)
   exporters = make_exporters(params)
-  train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
-                                      max_steps=params.max_steps)
+  # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
+  # StoppedBeforeTheEnd, without the evaluation that would follow it.
+  train_spec = tf.estimator.TrainSpec(
+      inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=params.max_steps,
+      hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None, exporters=exporters,
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)

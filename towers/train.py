@@ -10,7 +10,8 @@ Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: 
 0 trained (the final metrics on stdout); 2 refused before training (a flag,
 `training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
 input record); 4 the evaluator lost the chief (CHIEF_LOST_EXIT_CODE); 75 stopped for the
-job's time limit, with its own status line (STOPPED_EXIT_CODE).
+job's time limit (SIGUSR1, on one machine as in a cluster: a checkpoint written), with its
+own status line (STOPPED_EXIT_CODE).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from absl import flags
 
 from command_line import cli, console, entry
 
+# pylint: disable=wrong-import-position
+from towers.cluster import time_limit
+
+time_limit.remember_signal()  # first of all: the job's time limit may come at any moment
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
-# pylint: disable=wrong-import-position
 from towers import flags as towers_flags
 from towers.params import ParamsError
 
@@ -61,6 +65,8 @@ def run(options: None) -> int:
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     return STOPPED_EXIT_CODE
+  finally:
+    time_limit.ignore_signal()  # whatever the end, also through the interpreter's shutdown
   if metrics:
     print(training.final_metrics_text(params, metrics))
   return 0

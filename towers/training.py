@@ -14,6 +14,7 @@ messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping
 
 from absl import logging
@@ -23,6 +24,7 @@ from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
 from towers import cluster_task, estimator_loop, model_dir_lock, preflight
 from towers.cluster import spec as cluster_spec
+from towers.cluster import time_limit
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.cluster_evaluator import EvaluationFailed
 from towers.estimator import as_params
@@ -71,11 +73,15 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
                  'model_dir %s', params.model, params.max_steps, params.examples_per_step,
                  params.accumulate_steps, params.batch_size, params.model_dir)
     if task is None:
+      if threading.current_thread() is threading.main_thread():
+        time_limit.stop_on_signal('train')
       return estimator_loop.run(params, network)
     return cluster_task.run_task(params, task)
   finally:
     if lock is not None:
       lock.release()
+    if task is None and threading.current_thread() is threading.main_thread():
+      time_limit.ignore_signal()  # the work is done: nothing left to stop
 
 
 def _writer_lock(params: TrainParams, task: cluster_spec.ClusterTask | None

@@ -11,7 +11,10 @@ brings back TensorFlow's own logs (see command_line/console.py). Every task ends
 is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
 When a task fails, one line names it and its exit code, the others are stopped, and the
 launcher exits 1 (an evaluator that fails is named, but training goes on); Ctrl-C stops
-all at once (exit 130). Flags it does not know are passed to every task (so any train
+all at once (exit 130). SIGUSR1 (a job's time limit) is passed on to every task: the
+chief stops at a checkpoint (towers/cluster/time_limit.py), and the launcher says so on
+one line and exits 75 (run it again to continue), as when only the evaluator stopped
+before its final evaluation. Flags it does not know are passed to every task (so any train
 flag works; their help: `bazel run //towers:train -- --help`). The launcher's own:
 --ps, --workers, --[no]evaluator, --network. Real clusters: see docs/cluster.md. On a
 machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
@@ -47,6 +50,7 @@ from absl import flags
 
 from command_line import entry
 from towers.cluster.spec import pick_free_ports
+from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
 from command_line.options import option
 from command_line.progress import SESSION_READY
 
@@ -218,16 +222,32 @@ class LocalCluster:
           task.process.wait()
 
   def failed_tasks(self) -> list[str]:
-    """Tasks that exited non-zero on their own (not stopped by us)."""
+    """Tasks that exited non-zero on their own (not stopped by us), other than those that
+    stopped for the time limit (`stopped_tasks`)."""
     return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() not in (None, 0) and not t.stopped_by_us]
+            if t.process and t.process.poll() not in (None, 0, STOPPED_EXIT_CODE)
+            and not t.stopped_by_us]
+
+  def stopped_tasks(self) -> list[str]:
+    """Tasks that stopped on the time-limit signal (exit STOPPED_EXIT_CODE): a chief after
+    writing a checkpoint, the evaluator before a final evaluation; not failures."""
+    return [t.name for t in self.tasks.values()
+            if t.process and t.process.poll() == STOPPED_EXIT_CODE and not t.stopped_by_us]
+
+  def signal_all(self, sig: int) -> None:
+    """Sends `sig` to every running task (the launcher passes on the time-limit signal)."""
+    for task in self.tasks.values():
+      if task.process and task.process.poll() is None:
+        task.process.send_signal(sig)
 
   def run(self, timeout_secs: float | None = None, poll_secs: float = 0.5) -> int:
     """Starts everything and waits until every task has ended by itself (training over,
     the evaluator's final evaluation done). The first task that fails is named on one line
     with its exit code and the others are stopped; an evaluator that fails is named on
     one line too, but training goes on. Returns 0 when every ps and trainer exited 0, 1
-    when one failed or `timeout_secs` passed, 130 on Ctrl-C."""
+    when one failed or `timeout_secs` passed, 130 on Ctrl-C, STOPPED_EXIT_CODE (75) when
+    the chief or the evaluator stopped for the time limit (SIGUSR1, passed on to every
+    task): run it again to continue."""
     deadline = None if timeout_secs is None else time.time() + timeout_secs
     evaluator_reported = False
     try:
@@ -262,6 +282,16 @@ class LocalCluster:
           f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
           f'its log: {self._log_hint(first)}'), file=sys.stderr)
       return 1
+    stopped = self.stopped_tasks()
+    if 'chief' in stopped:
+      print('local_cluster: stopped for the time limit: the chief wrote a checkpoint; run '
+            'the same command again to continue from it', file=sys.stderr)
+      return STOPPED_EXIT_CODE
+    if EVALUATOR in stopped:
+      print('local_cluster: training ended cleanly; the evaluator stopped for the time limit '
+            'before the final evaluation: run the same command again to evaluate',
+            file=sys.stderr)
+      return STOPPED_EXIT_CODE
     if evaluator_reported or EVALUATOR in self.failed_tasks():
       print('local_cluster: training ended cleanly; the evaluator failed (see above)')
     else:
@@ -389,6 +419,7 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   cluster = LocalCluster(options.ps, options.workers, train_args,
                          evaluator=options.evaluator, log_dir=log_dir)
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  signal.signal(STOP_SIGNAL, lambda signum, frame: cluster.signal_all(STOP_SIGNAL))
   started = time.time()
   code = cluster.run()
   print(f'local_cluster: wall time {time.time() - started:.1f} s')
