@@ -16,11 +16,13 @@ own status line (STOPPED_EXIT_CODE).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from absl import flags
 
 from command_line import cli, console, entry
+from command_line.options import option
 
 # pylint: disable=wrong-import-position
 from towers.cluster import time_limit
@@ -31,8 +33,19 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from towers import flags as towers_flags
 from towers.params import ParamsError
 
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramOptions:
+  """The binary's own flags besides TrainParams' and the console's."""
+  check_flags: bool = option(
+      False, 'Only check the flags: exit 0 when they make a valid run, else the one error '
+      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
+
+
 towers_flags.define_flags()
 cli.define_flags(console.ConsoleOptions)
+cli.define_flags(ProgramOptions)
 
 
 def run(options: None) -> int:
@@ -41,6 +54,8 @@ def run(options: None) -> int:
   `entry.Failed`; the time limit's stop is a status line, not an error."""
   del options  # the flags are TrainParams' (towers/flags.py)
   params = towers_flags.params_from_flags(flags.FLAGS)
+  if cli.options_from_flags(ProgramOptions).check_flags:
+    return 0
   # TensorFlow loads here, once the flags are known to make a TrainParams.
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf

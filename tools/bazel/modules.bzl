@@ -392,6 +392,7 @@ MODULES = {
             "//towers/cluster:chief_watchdog",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("cluster_task.py", False, [
             ":checkpoints",
@@ -423,6 +424,7 @@ MODULES = {
             ":params",
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
+            "//towers/cluster:time_limit",
         ]),
         ("evaluate_two_stream.py", True, [
             ":two_stream",
@@ -470,6 +472,7 @@ MODULES = {
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
+            "//command_line:options",
             "//input_fn:pipeline",
             "//towers/cluster:chief_watchdog",
             "//towers/cluster:time_limit",
@@ -493,6 +496,7 @@ MODULES = {
             "//model_fn:eval_coverage",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("two_stream.py", False, [
             ":train_settings",
@@ -511,6 +515,7 @@ MODULES = {
         ]),
         ("local_cluster.py", True, [
             ":spec",
+            ":time_limit",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
@@ -831,6 +836,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "params_test": [
+        "//command_line:options",
         "//model_fn:batch_split",
         "//model_fn:devices",
         "//model_fn:optimization",
@@ -899,6 +905,13 @@ TEST_DEPS = {
         ":cluster_testing",
         ":slurm_testing",
         "//towers:checkpoints",
+    ],
+    "time_limit_test": [
+        ":cluster_testing",
+        "//towers/cluster:local_cluster_lib",
+        "//towers/cluster:spec",
+        "//towers:checkpoints",
+        "//towers:train_lib",
     ],
     "tower_equivalence_test": [
         ":tower_testing",

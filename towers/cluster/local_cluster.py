@@ -15,7 +15,9 @@ all at once (exit 130). SIGUSR1 (a job's time limit) is passed on to every task:
 chief stops at a checkpoint (towers/cluster/time_limit.py), and the launcher says so on
 one line and exits 75 (run it again to continue), as when only the evaluator stopped
 before its final evaluation. Flags it does not know are passed to every task (so any train
-flag works; their help: `bazel run //towers:train -- --help`). The launcher's own:
+flag works; their help: `bazel run //towers:train -- --help`); they are checked once,
+before any task starts (the train binary's --check_flags), so a bad value is one line
+of the launcher, exit 2. The launcher's own:
 --ps, --workers, --[no]evaluator, --network. Real clusters: see docs/cluster.md. On a
 machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
 every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
@@ -378,6 +380,20 @@ def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
   return None
 
 
+def _task_flags_problem(train_args: Sequence[str]) -> str | None:
+  """What the train binary says of `train_args` (its --check_flags: TrainParams' rules,
+  each declared beside its option), or None when they make a valid run. Checked once
+  here, before any task starts, instead of by every task."""
+  done = subprocess.run([sys.executable, '-m', 'towers.train', *train_args, '--check_flags'],
+                        capture_output=True, text=True, check=False)
+  if done.returncode == 0:
+    return None
+  errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
+  return (errors[0][len('train: error: '):] if errors else
+          f'the train flags cannot be checked (exit code {done.returncode}): '
+          f'{done.stderr.strip()[-500:]}')
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """Parses the launcher's flags; returns [program, *train flags] (the unknown ones)."""
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
@@ -398,6 +414,8 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   """Starts the cluster with `train_args` for every task; its exit code (see
   `LocalCluster.run`)."""
   problem = _sync_problem(train_args, options.workers)
+  if problem is None and not os.environ.get(ISOLATED_ENV):  # not again once re-executed
+    problem = _task_flags_problem(train_args)
   if problem:
     raise entry.Refused(problem)
   log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
