@@ -60,6 +60,25 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
   return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
 
 
+class CleanBestExporter(tf.estimator.BestExporter):
+  """BestExporter that leaves nothing behind when an export fails (a full disk): the
+  SavedModel is written to `<export_path>/temp-<timestamp>` and renamed when complete;
+  a failure removes that partial directory, then raises."""
+
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
+             is_the_final_export):
+    before = set(tf.io.gfile.listdir(export_path)) if tf.io.gfile.isdir(export_path) else set()
+    try:
+      return super().export(estimator, export_path, checkpoint_path, eval_result,
+                            is_the_final_export)
+    except Exception:
+      if tf.io.gfile.isdir(export_path):
+        for name in set(tf.io.gfile.listdir(export_path)) - before:
+          if name.rstrip('/').startswith('temp-'):
+            tf.io.gfile.rmtree(os.path.join(export_path, name.rstrip('/')))
+      raise
+
+
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
   best top-1 model exported to model_dir/export/best (with class names and input settings
@@ -67,7 +86,7 @@ def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   exporters = [EvaluationLine()]
   if params.export_savedmodel:
     assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
-    exporters.append(tf.estimator.BestExporter(
+    exporters.append(CleanBestExporter(
         name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
         compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
   return exporters

@@ -408,6 +408,7 @@ MODULES = {
             "//towers/cluster:spec",
             "//towers/cluster:time_limit",
         ]),
+        ("disk_space.py", False, []),
         ("estimator.py", False, [
             ":params",
             ":train_settings",
@@ -452,6 +453,7 @@ MODULES = {
             "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", False, [
+            ":disk_space",
             ":resume_check",
             ":train_settings",
             "//input_fn:direct",
@@ -466,6 +468,7 @@ MODULES = {
         ]),
         ("train.py", True, [
             ":cluster_evaluator",
+            ":disk_space",
             ":flags",
             ":params",
             ":training",
@@ -719,6 +722,10 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//towers:params",
         "//towers:preflight",
+    ],
+    "full_disk_test": [
+        ":cluster_testing",
+        "//towers:train_lib",
     ],
     "gpu_roles_test": [
         "//towers/cluster:gpus",
