@@ -9,7 +9,7 @@ repository and where to put it); a file data
 source needs a `--data_dir` holding that source, and prepared data must fit the model
 (labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
 under a file; a model_dir with a checkpoint must have room for more of its size
-(`towers/disk_space.py`) and fit the graph (`towers/resume_check.py`:
+(`command_line/disk_space.py`) and fit the graph (`towers/resume_check.py`:
 the one check that builds the graph, without weights) and, when all else is right, must
 have been trained with the same learning settings (`towers/train_settings.py`). Whether a
 warm-start checkpoint's names and shapes fit the graph is checked when the graph exists
@@ -23,9 +23,10 @@ import tempfile
 
 import tensorflow as tf
 
+from command_line import disk_space
 from input_fn import direct, factory, manifest, ucf101
 from model_fn import warm_start
-from towers import disk_space, resume_check, train_settings
+from towers import resume_check, train_settings
 
 
 _DATA_DIR_CONTENTS = {

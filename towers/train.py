@@ -9,7 +9,7 @@ TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every n
 Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: ...` line):
 0 trained (the final metrics on stdout); 2 refused before training (a flag,
 `training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
-input record, a full disk: `disk_space.full_disk_line`); 4 the evaluator lost the chief
+input record, a full disk: `command_line/disk_space.py`); 4 the evaluator lost the chief
 (CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit (SIGUSR1, on one machine as in
 a cluster: a checkpoint written), with its own status line (STOPPED_EXIT_CODE).
 """
@@ -60,7 +60,7 @@ def run(options: None) -> int:
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf
   from input_fn import pipeline
-  from towers import disk_space, training
+  from towers import training
   from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster_evaluator import ChiefLost
@@ -80,11 +80,6 @@ def run(options: None) -> int:
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     return STOPPED_EXIT_CODE
-  except Exception as e:  # pylint: disable=broad-except
-    line = disk_space.full_disk_line(e)
-    if line is None:
-      raise
-    raise entry.Failed(line) from None
   finally:
     time_limit.ignore_signal()  # whatever the end, also through the interpreter's shutdown
   if metrics:

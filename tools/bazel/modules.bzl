@@ -163,9 +163,11 @@ MODULES = {
             ":options",
             ":working_dir",
         ]),
+        ("disk_space.py", False, []),
         ("entry.py", False, [
             ":cli",
             ":console",
+            ":disk_space",
             ":options",
         ]),
         ("options.py", False, []),
@@ -408,7 +410,6 @@ MODULES = {
             "//towers/cluster:spec",
             "//towers/cluster:time_limit",
         ]),
-        ("disk_space.py", False, []),
         ("estimator.py", False, [
             ":params",
             ":train_settings",
@@ -453,9 +454,9 @@ MODULES = {
             "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", False, [
-            ":disk_space",
             ":resume_check",
             ":train_settings",
+            "//command_line:disk_space",
             "//input_fn:direct",
             "//input_fn:factory",
             "//input_fn:manifest",
@@ -468,7 +469,6 @@ MODULES = {
         ]),
         ("train.py", True, [
             ":cluster_evaluator",
-            ":disk_space",
             ":flags",
             ":params",
             ":training",

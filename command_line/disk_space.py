@@ -1,7 +1,10 @@
 """Full disks: one line naming the path and its free space, instead of a traceback.
 
-    line = full_disk_line(error)      # None unless `error` is a write to a full disk
-    problem = free_space_problem(params)  # before a resumed run: room for what it writes?
+    line = full_disk_line(error)   # None unless `error` is a write to a full disk
+    problem = free_space_problem(model_dir, latest_checkpoint)  # room before a resumed run?
+
+Every program's entry (`command_line/entry.py`) turns a full disk into its one error line
+(exit 1); the training preflight checks room up front where it can size what it writes.
 
 TensorFlow reports a full disk as `ResourceExhaustedError` (checkpoints, SavedModels) or
 `RuntimeError` (summary writers) whose message is '<path>; No space left on device';
@@ -54,9 +57,8 @@ def full_disk_line(error: BaseException) -> str | None:
     if path is not None:
       where = (f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path
                else '')
-      return (f'no space left on device{where}: free space on that disk or choose another '
-              '--model_dir; what was written before is kept (a rerun resumes from the latest '
-              'checkpoint)')
+      return (f'no space left on device{where}: free space on that disk or write elsewhere; '
+              'what was complete before is kept, and a rerun goes on from it')
     error = error.__cause__ or error.__context__
     seen += 1
   return None
