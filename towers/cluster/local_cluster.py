@@ -53,7 +53,7 @@ from absl import flags
 from command_line import entry
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
-from command_line.options import option
+from command_line.options import at_least, option
 from command_line.progress import SESSION_READY
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
@@ -356,8 +356,8 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
 @dataclasses.dataclass(frozen=True)
 class LocalClusterOptions:
   """The launcher's own flags; every other flag goes to each task's `towers.train`."""
-  ps: int = option(1, 'Number of ps tasks.')
-  workers: int = option(2, 'Training workers, the chief included.')
+  ps: int = option(1, 'Number of ps tasks.', valid=at_least(0))
+  workers: int = option(2, 'Training workers, the chief included.', valid=at_least(1))
   evaluator: bool = option(True, 'Start an evaluator task (--noevaluator: none).')
   network: str = option('isolated', 'isolated: a private loopback-only network namespace; '
                         'host: the host network.', choices=('isolated', 'host'))
@@ -400,10 +400,8 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 def check_options(options: LocalClusterOptions) -> None:
-  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster."""
-  if options.ps < 0 or options.workers < 1:
-    raise entry.Refused(f'--ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
-                        'and --workers >= 1 (the first worker is the chief)')
+  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster (their
+  ranges are declared beside them)."""
   if options.ps == 0:
     raise entry.Refused(f'--ps=0 --workers={options.workers}: the variables of a training '
                         'cluster live on its ps tasks; use --ps=1 or more (or //towers:train '
