@@ -113,13 +113,13 @@ def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
       del run_values
       if not stop.is_set():
         return
-      if checkpoint_dir is None:
+      savers = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)
+      if checkpoint_dir is None or not savers:  # the session's own end saves
         run_context.request_stop()
         return
       session = run_context.session
       step = session.run(tf.compat.v1.train.get_global_step())
-      saver = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)[0]
-      saver.save(session, os.path.join(checkpoint_dir, 'model.ckpt'), global_step=step)
+      savers[0].save(session, os.path.join(checkpoint_dir, 'model.ckpt'), global_step=step)
       raise StoppedBeforeTheEnd(
           f'train: stopped before max_steps={max_steps} for the job\'s time limit '
           f'(checkpoint at step {step} written); training continues from it when the job '
