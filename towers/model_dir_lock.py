@@ -73,9 +73,8 @@ def _read(path: str) -> tuple[dict[str, Any], float] | None:
 def _alive(holder: dict[str, Any], age: float) -> bool:
   """Whether the process that wrote `holder` may still be writing."""
   me = _me()
-  if holder.get('slurm_job') and holder.get('slurm_job') == me['slurm_job'] and \
-      holder.get('token') != me['token']:
-    return holder.get('host') == me['host'] and holder.get('pid') == me['pid']
+  if holder.get('slurm_job') and holder.get('slurm_job') == me['slurm_job']:
+    return holder.get('host') == me['host'] and holder.get('pid') == me['pid']  # not earlier
   if holder.get('host') == me['host'] and isinstance(holder.get('pid'), int):
     start = _start_time(holder['pid'])
     return start is not None and (holder.get('start') in (None, start))
