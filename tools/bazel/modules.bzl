@@ -725,6 +725,7 @@ TEST_DEPS = {
     ],
     "full_disk_test": [
         ":cluster_testing",
+        "//data_tools:make_synthetic_ucf101_lib",
         "//towers:train_lib",
     ],
     "gpu_roles_test": [
