@@ -10,7 +10,6 @@ Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
 installs it) or this is not root.
 """
 
-import io
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ import unittest
 
 import tensorflow as tf
 
-from tests.cluster_testing import TRAIN_ARGS, wait_until
+from tests.cluster_testing import TRAIN_ARGS
 from tests.slurm_testing import (PrivateSlurm, consecutive_free_ports, leftover_processes,
                                  missing_reason)
 from towers.checkpoints import checkpoint_step
@@ -44,6 +43,7 @@ class RealSlurmTest(tf.test.TestCase):
     # under Bazel does not.
     cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
     cls.slurm = PrivateSlurm(cls.slurm_dir)
+    cls.slurm.cred_expire = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
     try:
       cls.slurm.start()
     except Exception:
@@ -142,20 +142,8 @@ class RealSlurmTest(tf.test.TestCase):
     # evaluation, the first time only: the job requeues itself, and its next run only
     # evaluates the final checkpoint.
     self.use_batch_script(failing=('evaluator', 75), once=True)
-    output = os.path.join(self.work, 'job.out')
-    job = self.slurm.submit([f'--output={output}', '--nodes=1', '--gres=none', SCRIPT],
-                            cwd=ROOT, env=self.env)
-    def requeued():
-      with open(output) if os.path.exists(output) else io.StringIO() as f:
-        return 'requeueing job' in f.read() and self.slurm.job_state(job)[0] == 'PENDING'
-    wait_until(requeued, LIMIT, 'the job to requeue itself')
-    # Slurm holds a requeued job for a while (its BeginTime); start it now.
-    subprocess.run([*self.slurm.client, 'scontrol', 'update', f'JobId={job}',
-                    'StartTime=now'], env=self.slurm.env, check=True, timeout=30)
-    _, exit_code = self.slurm.wait_job(job, LIMIT)
-    with open(output) as f:
-      log = f.read()
-    self.assert_ended_cleanly(job, 0 if exit_code == '0:0' else 1, log)
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assert_ended_cleanly(job, code, log)
     self.assertIn('the time limit is near: training is over, the final checkpoint is not yet '
                   f'evaluated; requeueing job {job}', log)
     self.assertIn('evaluator: evaluated the final checkpoint', log)
