@@ -29,15 +29,16 @@ from absl import app, flags
 
 from command_line import console
 from command_line.working_dir import user_working_dir
-from command_line.options import CHOICES, HELP, PATH, build
+from command_line.options import CHOICES, PATH, build, help_of
 
 T = TypeVar('T')
 
 
 def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS) -> None:
-  """Defines every field of `options_type` as a flag with the field's default and help."""
+  """Defines every field of `options_type` as a flag with the field's default and help (and
+  its declared range: 'Must be positive.')."""
   for f in dataclasses.fields(options_type):
-    default, help_text, field_type = f.default, f.metadata[HELP], str(f.type)
+    default, help_text, field_type = f.default, help_of(f), str(f.type)
     if f.metadata.get(CHOICES):
       flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, flag_values=flag_values)
     elif field_type.startswith('tuple'):

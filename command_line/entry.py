@@ -13,7 +13,8 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
      type or choices), positional arguments the program does not take, an option value
      `command_line.options.build` rejects, `Refused` or a `refused` exception type
      (raised by `check` or by `run` before it starts its work);
-  1  the run failed: `Failed` or a `failed` exception type;
+  1  the run failed: `Failed` or a `failed` exception type, or a write to a full disk
+     (`command_line.disk_space.full_disk_line`: the path and its free space);
   N  `Ended(message, N)`: an ending a caller tells apart by its code (e.g. //towers:train's
      4, the chief was lost).
 
@@ -32,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from absl import flags
 
-from command_line import cli, console
+from command_line import cli, console, disk_space
 from command_line.options import OptionsError
 
 REFUSED = 2
@@ -102,6 +103,11 @@ class Program:
       return self._error(e, FAILED)
     except Ended as e:
       return self._error(e, e.code)
+    except Exception as e:  # pylint: disable=broad-except
+      line = disk_space.full_disk_line(e)
+      if line is None:
+        raise
+      return self._error(line, FAILED)
     return code or 0
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,

@@ -9,11 +9,13 @@ so the library can build options from a dict.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Mapping, TypeVar
 
 CHOICES = 'choices'
 HELP = 'help'
 PATH = 'path'  # a filesystem path: resolved against the user's working directory by cli.py
+RANGE = 'range'
 
 T = TypeVar('T')
 
@@ -22,14 +24,66 @@ class OptionsError(ValueError):
   """An option's value or name is invalid. The message names the option."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Range:
+  """The values a numeric option (or each element of a list option) may take: at least
+  `low` (above it when `low_open`), at most `high` (below it when `high_open`)."""
+  low: float | None = None
+  high: float | None = None
+  low_open: bool = False
+  high_open: bool = False
+
+  def holds(self, value: float) -> bool:
+    if value != value:  # NaN: in no range
+      return False
+    if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+      return False
+    return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+  def describe(self) -> str:
+    """'positive', '>= 0', '> 0', 'in [0, 1)'."""
+    if self.high is None:
+      if self.low == 1 and not self.low_open:
+        return 'positive'
+      return f'{">" if self.low_open else ">="} {_number(self.low)}'
+    if self.low is None:
+      return f'{"<" if self.high_open else "<="} {_number(self.high)}'
+    return (f'in {"(" if self.low_open else "["}{_number(self.low)}, {_number(self.high)}'
+            f'{")" if self.high_open else "]"}')
+
+
+def _number(value: float | None) -> str:
+  return f'{value:g}' if isinstance(value, float) else str(value)
+
+
+def at_least(low: float) -> Range:
+  return Range(low=low)
+
+
+def above(low: float) -> Range:
+  return Range(low=low, low_open=True)
+
+
 def option(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
-           path: bool = False) -> Any:
-  """A dataclass field with its default, its help text, its allowed values (or None) and
-  whether it holds a filesystem path."""
-  metadata = {HELP: help_text, PATH: path}
+           path: bool = False, valid: Range | None = None) -> Any:
+  """A dataclass field with its default, its help text, its allowed values (or None),
+  whether it holds a filesystem path, and the range its number (or each of its numbers)
+  must lie in (`valid`; `convert` refuses others, and NaN or infinity in any float)."""
+  metadata: dict[str, Any] = {HELP: help_text, PATH: path}
   if choices is not None:
     metadata[CHOICES] = tuple(choices)
+  if valid is not None:
+    metadata[RANGE] = valid
   return dataclasses.field(default=default, metadata=metadata)
+
+
+def help_of(f: dataclasses.Field) -> str:
+  """The field's help text and, when it declares one, its range: '... Must be >= 2.'"""
+  valid = f.metadata.get(RANGE)
+  if valid is None:
+    return f.metadata[HELP]
+  each = ' each' if str(f.type).startswith('tuple') else ''
+  return f'{f.metadata[HELP]} Must{each} be {valid.describe()}.'
 
 
 def field_names(options_type: type) -> tuple[str, ...]:
@@ -58,7 +112,24 @@ def build(options_type: type[T], values: Mapping[str, Any] | None = None,
 
 def convert(f: dataclasses.Field, value: Any, error: type[Exception] = OptionsError) -> Any:
   """The value as the field's declared type: a comma-separated string or a list becomes
-  a tuple of int, float or str; int, float and bool fields must hold such a value."""
+  a tuple of int, float or str; int, float and bool fields must hold such a value; a float
+  must be finite, and a number must lie in the field's declared range (`option(valid=)`)."""
+  converted = _typed(f, value, error)
+  valid = f.metadata.get(RANGE)
+  numbers = converted if isinstance(converted, tuple) else (converted,)
+  for number in numbers:
+    if isinstance(number, float) and not math.isfinite(number) or \
+        valid is not None and isinstance(number, (int, float)) and not valid.holds(number):
+      what = (f'{f.name} must all be {valid.describe() if valid else "finite"}, got '
+              f'{converted}' if isinstance(converted, tuple) else
+              f'{f.name} must be {valid.describe() if valid else "finite"}, got {converted}')
+      if valid is not None and isinstance(number, float) and not math.isfinite(number):
+        what += ' (a finite number)'
+      raise error(what)
+  return converted
+
+
+def _typed(f: dataclasses.Field, value: Any, error: type[Exception]) -> Any:
   field_type = str(f.type)
   if field_type.startswith('tuple'):
     if isinstance(value, str):

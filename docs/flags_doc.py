@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from command_line import cli, console
-from command_line.options import CHOICES, HELP
+from command_line.options import CHOICES, help_of
 
 REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
@@ -119,7 +119,7 @@ def _cell(text: str) -> str:
 def table(fields: Sequence[dataclasses.Field]) -> list[str]:
   rows = ['| flag | default | meaning |', '|---|---|---|']
   for f in fields:
-    meaning = f.metadata[HELP]
+    meaning = help_of(f)
     if f.metadata.get(CHOICES):
       meaning += f' One of: {", ".join(c or "(empty)" for c in f.metadata[CHOICES])}.'
     rows.append(f'| `--{f.name}` | `{render_value(f.default)}` | {_cell(meaning)} |')

@@ -2,9 +2,11 @@
 
 `local_cluster` refuses a cluster without a ps task (with workers the chief would wait
 for them forever; alone it fails after training),
---sync_replicas with as many --backup_workers as workers (no gradient per step) and a
-working directory it cannot write its task logs into; each is one `local_cluster:` line
-and exit code 2 within seconds. `//towers:train` refuses the same cluster from its flags.
+--sync_replicas with as many --backup_workers as workers (no gradient per step), train
+flags that no task could run with (checked once by the launcher: a zero or negative
+--chief_lost_secs or --worker_lost_secs, --backup_workers without --sync_replicas, a NaN
+learning rate) and a working directory it cannot write its task logs into; each is one
+`local_cluster:` line and exit code 2 within seconds. `//towers:train` refuses the same cluster from its flags.
 """
 
 import os
@@ -56,6 +58,18 @@ class ClusterRefusalsTest(tf.test.TestCase):
       f.write('--sync_replicas\n--backup_workers=3\n')
     self.assert_refused(launch('--workers=3', '--flagfile=sync.flags', cwd=here),
                         '--backup_workers=3 with --workers=3')
+
+  def test_task_flags_that_cannot_work_are_refused_once_by_the_launcher(self):
+    # Each used to be refused by every task separately (or, --chief_lost_secs=0, ran with
+    # a different outcome each time); the launcher checks the train flags once.
+    for args, text in ((('--chief_lost_secs=0',), 'chief_lost_secs must be positive, got 0'),
+                       (('--worker_lost_secs=-5',), 'worker_lost_secs must be positive'),
+                       (('--chief_lost_secs=-1',), 'chief_lost_secs must be positive'),
+                       (('--backup_workers=1',), 'backup_workers=1 needs sync_replicas'),
+                       (('--lr_schedule=constant', '--lr_boundaries=', '--lr_values=nan'),
+                        'lr_values must all be > 0, got (nan,)')):
+      with self.subTest(args):
+        self.assert_refused(launch('--workers=2', '--max_steps=2', *args), text)
 
   def test_a_read_only_working_directory_is_refused(self):
     here = tempfile.mkdtemp()

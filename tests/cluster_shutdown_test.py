@@ -3,15 +3,18 @@ loopback). The chief waits for the workers before its final checkpoint, so a wor
 finishes late still has its last update in it (the ps, told to exit, holds no later step);
 then every ps exits 0. A worker that never finishes (never started, or stuck: its port
 answers, its step never ends) is named by the chief after --worker_lost_secs, and the chief
-exits non-zero; the ps tasks still exit 0.
+exits non-zero; the ps tasks still exit 0. While it trains, the chief holds model_dir's
+writer lock for the whole cluster (towers/model_dir_lock.py).
 """
 
+import json
 import os
 import signal
 
 import tensorflow as tf
 
 from tests.cluster_testing import make_cluster
+from towers import model_dir_lock
 from towers.checkpoints import checkpoint_step
 
 LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
@@ -43,9 +46,14 @@ class ClusterShutdownTest(tf.test.TestCase):
   def test_a_late_worker_s_last_update_is_in_the_final_checkpoint_and_every_task_exits_0(self):
     cluster, model_dir = self.run_cluster()
     self.assertTrue(cluster.wait_for_output('chief', WAITING, LIMIT), cluster.output('chief'))
+    # The cluster is one writer: its chief holds model_dir's lock, the other tasks run.
+    lock = os.path.join(model_dir, model_dir_lock.LOCK_FILE)
+    with open(lock) as f:
+      self.assertEqual(json.load(f)['pid'], cluster.tasks['chief'].process.pid)
     cluster.start('worker1')  # starts only now: it runs one step past max_steps
     for name in ('worker1', 'chief', 'ps0'):
       self.assertEqual(cluster.wait(name, timeout=LIMIT), 0, cluster.output(name)[-20:])
+    self.assertFalse(os.path.exists(lock), 'the chief releases it when it ends')
     self.assertGreater(checkpoint_step(model_dir), MAX_STEPS)
     # The ps logs the global step it held when told to exit: no update after the checkpoint.
     last_words = [line for line in cluster.output('ps0')

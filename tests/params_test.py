@@ -1,11 +1,13 @@
 """Specification: parameters are validated up front with errors that name the problem."""
 
+import dataclasses
 import os
 import tempfile
 
 import tensorflow as tf
 from absl import flags
 
+from command_line import options
 from model_fn import batch_split
 from model_fn.devices import resolve_tower_devices
 from towers import build_estimator, flags as towers_flags
@@ -47,6 +49,30 @@ class ParamsTest(tf.test.TestCase):
   def test_learning_rates_must_be_positive(self):
     with self.assertRaisesRegex(ParamsError, r'lr_values must all be > 0.*-0.1'):
       make_params(lr_schedule='constant', lr_boundaries=[], lr_values=[-0.1])
+
+  def test_each_numeric_range_is_declared_and_refused_up_front(self):
+    for values, message in (
+        (dict(num_classes=1), 'num_classes must be >= 2, got 1'),
+        (dict(chief_lost_secs=0), 'chief_lost_secs must be positive, got 0'),
+        (dict(worker_lost_secs=-1), 'worker_lost_secs must be positive, got -1'),
+        (dict(lr_schedule='constant', lr_boundaries='', lr_values='nan'),
+         r'lr_values must all be > 0, got \(nan,\)'),
+        (dict(momentum=float('nan')), 'momentum must be >= 0, got nan'),
+        (dict(weight_decay=float('inf')), 'weight_decay must be >= 0, got inf'),
+        (dict(dropout_keep=0.0), r'dropout_keep must be in \(0, 1\], got 0.0'),
+        (dict(backup_workers=1), 'backup_workers=1 needs sync_replicas')):
+      with self.subTest(values):
+        with self.assertRaisesRegex(ParamsError, message):
+          make_params(values)
+    # Declared beside the option, so the flag's help says it too.
+    num_classes = next(f for f in dataclasses.fields(TrainParams) if f.name == 'num_classes')
+    self.assertEqual(num_classes.metadata[options.RANGE].describe(), '>= 2')
+
+  def test_params_that_are_not_a_mapping_are_one_params_error(self):
+    from towers import train_and_evaluate  # pylint: disable=g-import-not-at-top
+    with self.assertRaisesRegex(ParamsError, r'params must be a TrainParams or a dict .* got '
+                                             r'a list'):
+      train_and_evaluate(['batch_size', 8])
 
   def test_piecewise_without_boundaries_is_a_constant_rate(self):
     from model_fn import optimization  # pylint: disable=g-import-not-at-top

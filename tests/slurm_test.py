@@ -3,7 +3,8 @@ test), a training job ends by itself when training ends: COMPLETED with exit cod
 checkpoint at max_steps, and no process of it left behind. Both launch paths: the batch
 script of docs/cluster/ and SLURM-environment mode (`srun` of 4 tasks, roles from Slurm's
 variables). A failing task makes the job FAILED with one line naming it; a failing
-evaluator is named, but the job still completes.
+evaluator is named, but the job still completes; an evaluator stopped for the time limit
+after training is over makes the job requeue itself to evaluate the final checkpoint.
 
 Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
 installs it) or this is not root.
@@ -42,6 +43,7 @@ class RealSlurmTest(tf.test.TestCase):
     # under Bazel does not.
     cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
     cls.slurm = PrivateSlurm(cls.slurm_dir)
+    cls.slurm.cred_expire = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
     try:
       cls.slurm.start()
     except Exception:
@@ -72,17 +74,22 @@ class RealSlurmTest(tf.test.TestCase):
       log = f.read()
     return job, code, log
 
-  def use_batch_script(self, failing: tuple[str, int] | None = None) -> None:
+  def use_batch_script(self, failing: tuple[str, int] | None = None, once: bool = False
+                       ) -> None:
     """Sets the batch script's variables: one ps, free ports. `failing` = (task type, exit
-    code): a PYTHON under which tasks of that type exit at once with that code."""
+    code): a PYTHON under which tasks of that type exit at once with that code (with
+    `once`, only the first time)."""
     ps_port = consecutive_free_ports(2)
     self.env.update(NUM_PS='1', FLAGFILE=self.flagfile, MODEL_DIR=self.model_dir,
                     PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
     if failing:
       task_type, code = failing
       self.env['PYTHON'] = os.path.join(self.work, 'python')
+      first = os.path.join(self.work, 'failed_once')
+      exit_line = f'[ -e {first} ] || {{ touch {first}; exit {code}; }}' if once else \
+          f'exit {code}'
       with open(self.env['PYTHON'], 'w') as f:
-        f.write(f'#!/bin/sh\ncase "$*" in *task_type={task_type}*) exit {code};; esac\n'
+        f.write(f'#!/bin/sh\ncase "$*" in *task_type={task_type}*) {exit_line};; esac\n'
                 f'exec {sys.executable} "$@"\n')
       os.chmod(self.env['PYTHON'], 0o755)
 
@@ -129,6 +136,18 @@ class RealSlurmTest(tf.test.TestCase):
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('warning: evaluator on', log)
     self.assertIn('exited with code 5; training goes on without it', log)
+
+  def test_an_evaluator_stopped_for_the_time_limit_after_training_evaluates_on_requeue(self):
+    # Training completes; the evaluator stops for the time limit (exit 75) before the final
+    # evaluation, the first time only: the job requeues itself, and its next run only
+    # evaluates the final checkpoint.
+    self.use_batch_script(failing=('evaluator', 75), once=True)
+    job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
+    self.assert_ended_cleanly(job, code, log)
+    self.assertIn('the time limit is near: training is over, the final checkpoint is not yet '
+                  f'evaluated; requeueing job {job}', log)
+    self.assertIn('evaluator: evaluated the final checkpoint', log)
+    self.assertNotIn('warning: evaluator on', log)
 
 
 if __name__ == '__main__':

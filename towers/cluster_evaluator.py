@@ -10,6 +10,8 @@ on to the newest. When it skips checkpoints it says how many on one line.
 
 It ends once it has evaluated the newest checkpoint, at or past `max_steps`, after the
 chief has exited (the chief's final checkpoint comes after every worker's last step).
+The time-limit signal stops it at once, except when that final checkpoint is there: then
+it finishes its evaluation (`towers/cluster/time_limit.py`).
 An evaluation that fails is reported on one line and the evaluator goes on with the next
 checkpoint; a failed final evaluation raises `EvaluationFailed`. A chief unreachable for
 `--chief_lost_secs` before training reached max_steps raises `ChiefLost`.
@@ -28,6 +30,7 @@ import tensorflow as tf
 from absl import logging
 
 from towers import estimator_loop, inputs
+from towers.cluster import time_limit
 from towers.cluster.chief_watchdog import chief_lost_message
 from towers.cluster.shutdown import reachable
 from towers.cluster.spec import ClusterTask
@@ -129,6 +132,12 @@ class Evaluator:
     self.last_step: int | None = None
     self.last_failure: str | None = None
 
+  def final_due(self) -> bool:
+    """Whether the final checkpoint (at or past max_steps) is there: its evaluation is due
+    (the trainers are done), so the time-limit signal does not stop this evaluator."""
+    listed = listed_checkpoints(self._params.model_dir)
+    return bool(listed) and listed[-1].step >= self._params.max_steps
+
   def run(self) -> dict[str, Any]:
     """Evaluates until the final checkpoint is evaluated; returns its metrics."""
     metrics: dict[str, Any] = {}
@@ -200,4 +209,6 @@ class Evaluator:
 
 def evaluate_until_final(params, task: ClusterTask) -> dict[str, Any]:
   """The evaluator task's life: see the module docstring."""
-  return Evaluator(params, task).run()
+  evaluator = Evaluator(params, task)
+  time_limit.exit_on_signal('evaluator', evaluator.final_due)
+  return evaluator.run()

@@ -53,8 +53,9 @@ def run_task(params, task: ClusterTask) -> dict:
                json.dumps(task.tf_config['cluster']))
   assign_gpus(params, task)
   if task.task_type == 'evaluator':
-    time_limit.exit_on_signal(task.name)
-    return evaluator.evaluate_until_final(params, task)
+    metrics = evaluator.evaluate_until_final(params, task)
+    time_limit.ignore_signal()  # its work is done
+    return metrics
   check_port_free(task)
   if task.task_type == 'ps':
     time_limit.ignore_signal()
@@ -80,7 +81,7 @@ def run_task(params, task: ClusterTask) -> dict:
   PsWatchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
   estimator = build_estimator(params, cluster=task)
   input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN, task.input_context())
-  hooks = worker_hooks(estimator) + [time_limit.StopHook(stop)]
+  hooks = worker_hooks(estimator) + [time_limit.stop_hook(stop)]
   if task.task_type == 'chief':
     waiter = shutdown.WaitForWorkersHook(task, params.worker_lost_secs, skip=stop)
     config = estimator.config
@@ -88,7 +89,7 @@ def run_task(params, task: ClusterTask) -> dict:
     hooks = [waiter, tf.compat.v1.train.CheckpointSaverHook(
         params.model_dir, save_secs=config.save_checkpoints_secs,
         save_steps=config.save_checkpoints_steps,
-        save_graph_def=config.checkpoint_save_graph_def), time_limit.StopHook(stop)]
+        save_graph_def=config.checkpoint_save_graph_def), time_limit.stop_hook(stop)]
   try:
     estimator.train(input_fn, max_steps=params.max_steps, hooks=hooks)
   except Exception as e:
@@ -97,6 +98,8 @@ def run_task(params, task: ClusterTask) -> dict:
                                   f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}',
                                   params.ps_unreachable_secs)
     raise
+  finally:
+    time_limit.ignore_signal()  # training is over: a later signal has nothing to stop
   if stop.is_set():  # a worker does not report: the stopping chief waits for none
     if task.task_type == 'chief':
       _finish(params, task, server.target, 'stopped before the job\'s time limit')

@@ -18,6 +18,7 @@ from model_fn.networks import Network
 from model_fn.tower_model_fn import TOP_1
 from towers import export_info, inputs
 from towers.checkpoints import checkpoint_step
+from towers.cluster import time_limit
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
 
@@ -59,6 +60,25 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
   return f'evaluation at step {int(metrics.get("global_step", -1))}: ' + '  '.join(parts)
 
 
+class CleanBestExporter(tf.estimator.BestExporter):
+  """BestExporter that leaves nothing behind when an export fails (a full disk): the
+  SavedModel is written to `<export_path>/temp-<timestamp>` and renamed when complete;
+  a failure removes that partial directory, then raises."""
+
+  def export(self, estimator, export_path, checkpoint_path, eval_result,
+             is_the_final_export):
+    before = set(tf.io.gfile.listdir(export_path)) if tf.io.gfile.isdir(export_path) else set()
+    try:
+      return super().export(estimator, export_path, checkpoint_path, eval_result,
+                            is_the_final_export)
+    except Exception:
+      if tf.io.gfile.isdir(export_path):
+        for name in set(tf.io.gfile.listdir(export_path)) - before:
+          if name.rstrip('/').startswith('temp-'):
+            tf.io.gfile.rmtree(os.path.join(export_path, name.rstrip('/')))
+      raise
+
+
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
   best top-1 model exported to model_dir/export/best (with class names and input settings
@@ -66,7 +86,7 @@ def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   exporters = [EvaluationLine()]
   if params.export_savedmodel:
     assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
-    exporters.append(tf.estimator.BestExporter(
+    exporters.append(CleanBestExporter(
         name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
         compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
   return exporters
@@ -84,7 +104,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   model to `model_dir/export/best` (with class names and input settings,
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A model_dir already trained to max_steps returns {} at once."""
+  A model_dir already trained to max_steps returns {} at once. After the time-limit signal
+  (`towers/cluster/time_limit.py`) it writes a checkpoint and raises `StoppedBeforeTheEnd`."""
   finished = finished_step(params)
   if finished is not None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
@@ -92,8 +113,11 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
     return {}
   estimator = build_estimator(params, network)
   exporters = make_exporters(params)
-  train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
-                                      max_steps=params.max_steps)
+  # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
+  # StoppedBeforeTheEnd, without the evaluation that would follow it.
+  train_spec = tf.estimator.TrainSpec(
+      inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=params.max_steps,
+      hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None, exporters=exporters,
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)

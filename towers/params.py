@@ -6,7 +6,9 @@ accepts a dict with these keys. The library never reads absl flags itself, so it
 without absl.
 
 Units: steps are global steps; learning rates are per step; batch sizes are global
-(summed over towers and, in a cluster, per worker).
+(summed over towers and, in a cluster, per worker). Each numeric field declares its
+range beside it (`valid=`, `command_line/options.py`: checked when made, shown in the
+flag's help); every float must be finite; `_check` holds the rules between fields.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Mapping
 from input_fn import datasets
 from model_fn import networks
 from model_fn.networks import i3d_names
-from command_line.options import CHOICES, OptionsError, convert, option
+from command_line.options import CHOICES, OptionsError, Range, above, at_least, convert, option
 
 # How a resume treats each field (its `RESUME` metadata), declared on the field itself:
 # STRUCTURE decides the network's variables and can never change within a model_dir;
@@ -33,8 +35,8 @@ MAY_CHANGE = 'may_change'
 def _resume_option(resume: str):
   """`option(...)` whose field also declares how a resume treats it."""
   def make(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
-           path: bool = False) -> Any:
-    made = option(default, help_text, choices, path)
+           path: bool = False, valid: Range | None = None) -> Any:
+    made = option(default, help_text, choices, path, valid)
     return dataclasses.field(default=default, metadata={**made.metadata, RESUME: resume})
   return make
 
@@ -54,14 +56,16 @@ class TrainParams:
   model: str = structure(
       'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
       'with model_fn.networks.register().')
-  num_classes: int = structure(101, 'Number of output classes.')
-  clip_frames: int = must_match(16, 'Frames per clip fed to the network.')
-  crop_size: int = must_match(112, 'Height and width of the clip crop, in pixels.')
+  num_classes: int = structure(101, 'Number of output classes.', valid=at_least(2))
+  clip_frames: int = must_match(16, 'Frames per clip fed to the network.', valid=at_least(1))
+  crop_size: int = must_match(112, 'Height and width of the clip crop, in pixels.',
+      valid=at_least(1))
   batch_norm: bool = structure(True, 'Use batch normalisation in the network.')
   bn_update: str = must_match(
       'main', 'Where batch-norm moving statistics come from: the main tower only, or the '
       'size-weighted mean of all towers.', choices=('main', 'mean'))
-  dropout_keep: float = must_match(1.0, 'Keep probability of dropout before the classifier.')
+  dropout_keep: float = must_match(1.0, 'Keep probability of dropout before the classifier.',
+      valid=Range(0.0, 1.0, low_open=True))
 
   # --- Towers and devices ------------------------------------------------------------------
   num_towers: int = may_change(
@@ -85,12 +89,12 @@ class TrainParams:
   gpu_memory_fraction: float = may_change(
       0.0, 'Share of each GPU\'s memory this process may take (per_process_gpu_memory_fraction); '
       '0: none reserved up front, memory grows as needed (allow_growth), so processes '
-      'sharing a GPU can all start.')
+      'sharing a GPU can all start.', valid=Range(0.0, 1.0))
   gpus_per_worker: int = may_change(
       0, 'Cluster: GPUs each trainer (chief or worker) sees when several trainers share a '
       'machine; trainer k of that machine sees its k-th group of this many. 0: num_towers '
       '(with num_towers=-1 a trainer alone on its machine sees every GPU). A ps never sees '
-      'a GPU.')
+      'a GPU.', valid=at_least(0))
   evaluator_gpu: bool = may_change(
       False, 'Cluster: the evaluator may use the GPUs its machine gives it (sharing them with '
       'a trainer); default it runs on the CPU and sees no GPU.')
@@ -98,7 +102,8 @@ class TrainParams:
   # --- Optimisation ------------------------------------------------------------------------
   optimizer: str = must_match('momentum', 'Optimizer.',
                               choices=('momentum', 'sgd', 'adam', 'rmsprop'))
-  momentum: float = must_match(0.9, 'Momentum of the momentum optimizer (and of RMSProp).')
+  momentum: float = must_match(0.9, 'Momentum of the momentum optimizer (and of RMSProp).',
+      valid=at_least(0.0))
   lr_schedule: str = must_match(
       'piecewise', 'Learning-rate schedule.',
       choices=('piecewise', 'cosine', 'exponential', 'constant'))
@@ -108,22 +113,24 @@ class TrainParams:
   lr_values: tuple[float, ...] = must_match(
       (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5),
       'Piecewise schedule: one more value than boundaries. lr_values[0] is also the base '
-      'rate of the cosine, exponential and constant schedules.')
+      'rate of the cosine, exponential and constant schedules.', valid=above(0.0))
   lr_decay_steps: int = must_match(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
   lr_decay_rate: float = must_match(0.5, 'Exponential schedule: factor per lr_decay_steps.')
-  warmup_steps: int = must_match(0, 'Linear warm-up from 0 to the scheduled rate over these steps.')
+  warmup_steps: int = must_match(0, 'Linear warm-up from 0 to the scheduled rate over these steps.',
+      valid=at_least(0))
   lr_reference_batch: int = must_match(
-      0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.')
+      0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.',
+      valid=at_least(0))
   weight_decay: float = must_match(
       0.0, 'L2 weight decay: adds weight_decay * sum(l2_loss(w)) over conv/dense kernels '
-      '(variables named w or kernel), once per step.')
+      '(variables named w or kernel), once per step.', valid=at_least(0.0))
   ema_decay: float = must_match(
       0.0, 'Exponential moving average of the weights (e.g. 0.9999); 0 disables. When on, '
-      'EVAL, PREDICT and export use the averaged weights.')
+      'EVAL, PREDICT and export use the averaged weights.', valid=Range(0.0, 1.0, high_open=True))
   clip_gradient_norm: float = must_match(
       0.0, 'Clip the averaged gradients to this global norm; 0 disables. In a cluster, '
       'clipping needs every gradient before any is pushed, so pushes no longer overlap '
-      'backprop (docs/scaling.md).')
+      'backprop (docs/scaling.md).', valid=at_least(0.0))
 
   # --- I3D and fine-tuning -----------------------------------------------------------------
   stream: str = structure(
@@ -158,7 +165,7 @@ class TrainParams:
   # --- Run ---------------------------------------------------------------------------------
   batch_size: int = must_match(
       24, 'Clips per micro-batch per worker, split across the towers (a worker step reads '
-      'accumulate_steps x batch_size clips).')
+      'accumulate_steps x batch_size clips).', valid=at_least(1))
   accumulate_steps: int = must_match(
       1, 'Micro-batches per training step (k): each step reads k x batch_size clips, each '
       'tower device runs k micro-batches of its share of batch_size one after another '
@@ -167,18 +174,23 @@ class TrainParams:
       'all k x batch_size clips, weight decay once), and applies ONE update: each variable '
       'is pulled once and one gradient per variable pushed per step, so network traffic '
       'per example falls k-fold. lr_reference_batch scaling counts k x batch_size. '
-      'Evaluation is unchanged (eval_batch_size).')
-  eval_batch_size: int = may_change(0, 'Global evaluation batch size; 0 means batch_size.')
-  max_steps: int = may_change(1000, 'Stop training at this global step.')
-  eval_steps: int = may_change(0, 'Evaluation batches per evaluation; 0 means the whole eval set.')
+      'Evaluation is unchanged (eval_batch_size).', valid=at_least(1))
+  eval_batch_size: int = may_change(0, 'Global evaluation batch size; 0 means batch_size.',
+      valid=at_least(0))
+  max_steps: int = may_change(1000, 'Stop training at this global step.', valid=at_least(1))
+  eval_steps: int = may_change(0, 'Evaluation batches per evaluation; 0 means the whole eval set.',
+      valid=at_least(0))
   strict_eval: bool = may_change(
       False, 'An evaluation that saw fewer videos than the test list holds (videos prepare '
       'skipped, records lost to damage, unreadable videos on the direct route) is an error '
       'instead of a warning. An evaluation of no video is an error either way.')
-  save_checkpoints_steps: int = may_change(500, 'Write a checkpoint every this many steps.')
-  keep_checkpoint_max: int = may_change(5, 'Checkpoints kept in model_dir.')
-  log_every_steps: int = may_change(50, 'Progress line and summaries every this many steps.')
-  throttle_secs: int = may_change(0, 'Minimum seconds between evaluations during training.')
+  save_checkpoints_steps: int = may_change(500, 'Write a checkpoint every this many steps.',
+      valid=at_least(1))
+  keep_checkpoint_max: int = may_change(5, 'Checkpoints kept in model_dir.', valid=at_least(1))
+  log_every_steps: int = may_change(50, 'Progress line and summaries every this many steps.',
+      valid=at_least(1))
+  throttle_secs: int = may_change(0, 'Minimum seconds between evaluations during training.',
+      valid=at_least(0))
   random_seed: int = may_change(0, 'Graph-level random seed.')
   model_dir: str = may_change('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
   resume_changes: tuple[str, ...] = may_change(
@@ -199,18 +211,19 @@ class TrainParams:
   task_type: str = may_change(
       '', 'Cluster from flags: this process\'s role. worker index 0 is the chief.',
       choices=('', 'chief', 'worker', 'ps', 'evaluator'))
-  task_index: int = may_change(0, 'Cluster from flags: index of this task in its host list.')
+  task_index: int = may_change(0, 'Cluster from flags: index of this task in its host list.',
+      valid=at_least(0))
   slurm_num_ps: int = may_change(
       1, 'Cluster from SLURM: how many of the step\'s tasks are ps tasks (spread over the '
-      'nodes first; see docs/cluster.md).')
+      'nodes first; see docs/cluster.md).', valid=at_least(0))
   slurm_port: int = may_change(
       8888, 'Cluster from SLURM: port of the first task on each node; its k-th task listens '
-      'on slurm_port + k.')
+      'on slurm_port + k.', valid=Range(1, 65535))
   sync_replicas: bool = must_match(
       False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
   backup_workers: int = may_change(
       0, 'With sync_replicas: a step aggregates the first (workers - backup_workers) '
-      'gradients and drops the stragglers.')
+      'gradients and drops the stragglers.', valid=at_least(0))
   transfer_dtype: str = must_match(
       'float32', 'Type in which the towers\' host receives parameters from the variables\' '
       'device (the ps in a cluster) and sends gradients back; bfloat16 or float16 halve the '
@@ -218,15 +231,15 @@ class TrainParams:
       choices=('float32', 'bfloat16', 'float16'))
   ps_unreachable_secs: int = may_change(
       120, 'A worker or chief whose ps task stays unreachable this long exits with an error '
-      '(TensorFlow alone would retry forever).')
+      '(TensorFlow alone would retry forever).', valid=at_least(1))
   worker_lost_secs: int = may_change(
       120, 'At max_steps the chief waits for every worker\'s last step before its final '
       'checkpoint; a worker unreachable this long meanwhile, or answering this long without '
-      'finishing its step (stuck), is counted as failed.')
+      'finishing its step (stuck), is counted as failed.', valid=at_least(1))
   chief_lost_secs: int = may_change(
       300, 'A worker, ps or evaluator whose chief stays unreachable this long before '
       'training is over exits with an error naming the chief (a chief restarted sooner is '
-      'waited for).')
+      'waited for).', valid=at_least(1))
 
   # --- Data --------------------------------------------------------------------------------
   data_source: str = must_match(
@@ -245,25 +258,27 @@ class TrainParams:
       'sources; tfrecord data holds the split it was prepared from.')
   eval_clips: int = may_change(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
-      'predictions of one video are averaged for the video-level accuracy.')
+      'predictions of one video are averaged for the video-level accuracy.', valid=at_least(1))
   eval_crops: int = may_change(
       1, 'Crops per evaluation clip: 1 (centre) or 3 (start, centre and end of the frame\'s '
       'long side). A video\'s prediction averages its eval_clips x eval_crops views.')
   shuffle_buffer: int = may_change(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
-      'x 3 bytes). Files are also shuffled and read interleaved.')
+      'x 3 bytes). Files are also shuffled and read interleaved.', valid=at_least(1))
   max_eval_videos: int = may_change(
       4096, 'Upper bound on the number of videos in the evaluation split: size of the '
-      'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).')
+      'video-level accuracy accumulators ([max_eval_videos, num_classes] floats).',
+      valid=at_least(1))
   frame_short_side: int = must_match(
       256, 'videos source: frames are resized so their short side is this many pixels '
-      '(0 keeps the decoded size), matching //data_tools:prepare --short_side.')
+      '(0 keeps the decoded size), matching //data_tools:prepare --short_side.', valid=at_least(0))
   input_threads: int = may_change(
-      0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.')
+      0, 'Parallel calls of the parse/decode map and parallel file reads; 0 = AUTOTUNE.',
+      valid=at_least(0))
   synthetic_train_examples: int = must_match(
-      512, 'synthetic data_source: number of training clips per epoch.')
+      512, 'synthetic data_source: number of training clips per epoch.', valid=at_least(1))
   synthetic_eval_examples: int = may_change(
-      128, 'synthetic data_source: number of evaluation clips.')
+      128, 'synthetic data_source: number of evaluation clips.', valid=at_least(1))
 
   def __post_init__(self) -> None:
     for f in dataclasses.fields(self):
@@ -293,6 +308,9 @@ def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> Tr
   Missing keys take the flag defaults; an unknown key is a `ParamsError` naming it.
   Lists are stored as tuples so the object stays immutable and hashable.
   """
+  if values is not None and not isinstance(values, Mapping):
+    raise ParamsError(f'params must be a TrainParams or a dict of parameter names to values '
+                      f'(e.g. {{"batch_size": 8}}), got a {type(values).__name__}: {values!r:.80}')
   merged = dict(values or {})
   merged.update(overrides)
   unknown = sorted(set(merged) - set(FIELD_NAMES))
@@ -329,12 +347,6 @@ def _check(p: TrainParams) -> None:
                       '--warm_start_from empty or change --model')
   for problem in network.param_problems(p):
     raise ParamsError(problem)
-  positive = ('num_classes', 'clip_frames', 'crop_size', 'batch_size', 'accumulate_steps',
-              'max_steps',
-              'save_checkpoints_steps', 'log_every_steps', 'keep_checkpoint_max')
-  for name in positive:
-    if getattr(p, name) <= 0:
-      raise ParamsError(f'{name} must be positive, got {getattr(p, name)}')
   if p.num_towers == 0 or p.num_towers < -1:
     raise ParamsError(f'num_towers={p.num_towers}: need at least one tower '
                       '(or -1 for one per visible GPU)')
@@ -351,33 +363,17 @@ def _check(p: TrainParams) -> None:
                       'than boundaries')
   if not p.lr_values:
     raise ParamsError('lr_values must hold at least one rate')
-  if any(v <= 0 for v in p.lr_values):
-    raise ParamsError(f'lr_values must all be > 0 (learning rates), got {p.lr_values}')
   if p.lr_schedule == 'exponential' and (p.lr_decay_steps <= 0 or p.lr_decay_rate <= 0):
     raise ParamsError(f'the exponential schedule needs lr_decay_steps > 0 and lr_decay_rate '
                       f'> 0, got {p.lr_decay_steps} and {p.lr_decay_rate}')
-  if p.momentum < 0:
-    raise ParamsError(f'momentum must be >= 0, got {p.momentum}')
   if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
     raise ParamsError(f'lr_boundaries must be strictly increasing, got {p.lr_boundaries}')
-  if not 0.0 <= p.ema_decay < 1.0:
-    raise ParamsError(f'ema_decay must be in [0, 1), got {p.ema_decay}')
-  if not 0.0 < p.dropout_keep <= 1.0:
-    raise ParamsError(f'dropout_keep must be in (0, 1], got {p.dropout_keep}')
   if p.eval_crops not in (1, 3):
     raise ParamsError(f'eval_crops={p.eval_crops}: must be 1 (centre crop) or 3 (three '
                       'crops along the long side)')
   if p.eval_crops != 1 and p.data_source == 'synthetic':
     raise ParamsError('eval_crops=3 needs video data: the synthetic source makes single '
                       'clips without frames to crop; use data_source=tfrecord, videos or frames')
-  for name, least in (('eval_clips', 1), ('shuffle_buffer', 1), ('max_eval_videos', 1),
-                      ('eval_steps', 0), ('eval_batch_size', 0), ('input_threads', 0),
-                      ('frame_short_side', 0), ('synthetic_train_examples', 1),
-                      ('synthetic_eval_examples', 1), ('throttle_secs', 0),
-                      ('ps_unreachable_secs', 1), ('slurm_num_ps', 0)):
-    if getattr(p, name) < least:
-      raise ParamsError(f'{name} must be {"positive" if least else ">= 0"}, got '
-                        f'{getattr(p, name)}')
   if not p.model_dir:
     raise ParamsError('model_dir is empty: name the directory for checkpoints and exports')
   if p.split not in (1, 2, 3):
@@ -399,15 +395,9 @@ def _check(p: TrainParams) -> None:
     raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
                       'reads part of it: set eval_steps=0')
   if p.backup_workers and not p.sync_replicas:
-    raise ParamsError('backup_workers needs sync_replicas')
-  if not 0.0 <= p.gpu_memory_fraction <= 1.0:
-    raise ParamsError(f'gpu_memory_fraction must be in [0, 1] (0: grow as needed), got '
-                      f'{p.gpu_memory_fraction}')
-  for name in ('weight_decay', 'clip_gradient_norm', 'warmup_steps', 'lr_reference_batch',
-               'backup_workers', 'task_index', 'worker_lost_secs', 'gpus_per_worker',
-               'chief_lost_secs'):
-    if getattr(p, name) < 0:
-      raise ParamsError(f'{name} must be >= 0, got {getattr(p, name)}')
+    raise ParamsError(f'backup_workers={p.backup_workers} needs sync_replicas (backup workers '
+                      'are stragglers of a synchronous step): add --sync_replicas or set '
+                      '--backup_workers=0')
   _check_mirrored(p)
 
 

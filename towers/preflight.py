@@ -8,7 +8,8 @@ there (index and weights; the message says what to download from DeepMind's kine
 repository and where to put it); a file data
 source needs a `--data_dir` holding that source, and prepared data must fit the model
 (labels < --num_classes, train and test disjoint by video); `--model_dir` must not lie
-under a file; a model_dir with a checkpoint must fit the graph (`towers/resume_check.py`:
+under a file; a model_dir with a checkpoint must have room for more of its size
+(`command_line/disk_space.py`) and fit the graph (`towers/resume_check.py`:
 the one check that builds the graph, without weights) and, when all else is right, must
 have been trained with the same learning settings (`towers/train_settings.py`). Whether a
 warm-start checkpoint's names and shapes fit the graph is checked when the graph exists
@@ -22,6 +23,7 @@ import tempfile
 
 import tensorflow as tf
 
+from command_line import disk_space
 from input_fn import datasets, direct, factory, manifest, pipeline
 from model_fn import warm_start
 from towers import resume_check, train_settings
@@ -60,6 +62,9 @@ def problems(params, num_workers: int = 1) -> list[str]:
   found += _cluster_problems(params, num_workers)
   if not found and _has_checkpoint(params.model_dir):
     found += resume_check.problems(params)
+    space = disk_space.free_space_problem(params.model_dir,
+                                          tf.train.latest_checkpoint(params.model_dir))
+    found += [space] if space else []
   if not found:
     found += train_settings.problems(params, num_workers)
   return found

@@ -9,26 +9,43 @@ TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every n
 Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: ...` line):
 0 trained (the final metrics on stdout); 2 refused before training (a flag,
 `training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
-input record); 4 the evaluator lost the chief (CHIEF_LOST_EXIT_CODE); 75 stopped for the
-job's time limit, with its own status line (STOPPED_EXIT_CODE).
+input record, a full disk: `command_line/disk_space.py`); 4 the evaluator lost the chief
+(CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit (SIGUSR1, on one machine as in
+a cluster: a checkpoint written), with its own status line (STOPPED_EXIT_CODE).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from absl import flags
 
 from command_line import cli, console, entry
-
-console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+from command_line.options import option
 
 # pylint: disable=wrong-import-position
+from towers.cluster import time_limit
+
+time_limit.remember_signal()  # first of all: the job's time limit may come at any moment
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
 from towers import flags as towers_flags
 from towers.params import ParamsError
 
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramOptions:
+  """The binary's own flags besides TrainParams' and the console's."""
+  check_flags: bool = option(
+      False, 'Only check the flags: exit 0 when they make a valid run, else the one error '
+      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
+
+
 towers_flags.define_flags()
 cli.define_flags(console.ConsoleOptions)
+cli.define_flags(ProgramOptions)
 
 
 def run(options: None) -> int:
@@ -37,6 +54,8 @@ def run(options: None) -> int:
   `entry.Failed`; the time limit's stop is a status line, not an error."""
   del options  # the flags are TrainParams' (towers/flags.py)
   params = towers_flags.params_from_flags(flags.FLAGS)
+  if cli.options_from_flags(ProgramOptions).check_flags:
+    return 0
   # TensorFlow loads here, once the flags are known to make a TrainParams.
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf
@@ -61,6 +80,8 @@ def run(options: None) -> int:
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     return STOPPED_EXIT_CODE
+  finally:
+    time_limit.ignore_signal()  # whatever the end, also through the interpreter's shutdown
   if metrics:
     print(training.final_metrics_text(params, metrics))
   return 0

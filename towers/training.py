@@ -14,6 +14,7 @@ messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping
 
 from absl import logging
@@ -21,8 +22,9 @@ from absl import logging
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
-from towers import cluster_task, estimator_loop, preflight
+from towers import cluster_task, estimator_loop, model_dir_lock, preflight
 from towers.cluster import spec as cluster_spec
+from towers.cluster import time_limit
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.cluster_evaluator import EvaluationFailed
 from towers.estimator import as_params
@@ -30,7 +32,8 @@ from towers.estimator_loop import protocol
 from towers.params import ParamsError, TrainParams
 
 # What stops a run: before training, nothing trained (the binary exits 2) ...
-START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError)
+START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,
+                model_dir_lock.ModelDirBusy)
 # ... or after it started, when it cannot end in right numbers (the binary exits 1).
 END_ERRORS = (EvalCoverageError, TrainingIncomplete, EvaluationFailed)
 
@@ -45,9 +48,10 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   `build_estimator`; one machine only); None trains `params.model`.
 
   Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
-  `ClusterError` (the cluster), `PreflightError` (files, devices, data, or a model_dir
-  trained with other settings: 'cannot start:' and one '- ' line per problem),
-  `ManifestError` (prepared data); after: `EvalCoverageError`, `TrainingIncomplete`,
+  `ClusterError` (the cluster), `ModelDirBusy` (another live process trains in model_dir:
+  `towers/model_dir_lock.py`; one machine and a cluster's chief hold its lock while they
+  run), `PreflightError` (files, devices, data, or a model_dir trained with other
+  settings: 'cannot start:' and one '- ' line per problem), `ManifestError` (prepared data); after: `EvalCoverageError`, `TrainingIncomplete`,
   `EvaluationFailed` (the cluster evaluator's final evaluation).
   """
   params = as_params(params)
@@ -61,14 +65,36 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
                         f'is configured ({task.source}): register the network '
                         '(model_fn.networks.register) and pass its name as model')
     cluster_task.assign_gpus(params, task)  # before anything initialises TensorFlow's devices
-  if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
-    preflight.check(params, task.num_workers if task else 1)
-  logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
-               'model_dir %s', params.model, params.max_steps, params.examples_per_step,
-               params.accumulate_steps, params.batch_size, params.model_dir)
-  if task is None:
-    return estimator_loop.run(params, network)
-  return cluster_task.run_task(params, task)
+  lock = _writer_lock(params, task)
+  try:
+    if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
+      preflight.check(params, task.num_workers if task else 1)
+    logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
+                 'model_dir %s', params.model, params.max_steps, params.examples_per_step,
+                 params.accumulate_steps, params.batch_size, params.model_dir)
+    if task is None:
+      if threading.current_thread() is threading.main_thread():
+        time_limit.stop_on_signal('train')
+      return estimator_loop.run(params, network)
+    return cluster_task.run_task(params, task)
+  finally:
+    if lock is not None:
+      lock.release()
+    if task is None and threading.current_thread() is threading.main_thread():
+      time_limit.ignore_signal()  # the work is done: nothing left to stop
+
+
+def _writer_lock(params: TrainParams, task: cluster_spec.ClusterTask | None
+                 ) -> model_dir_lock.Lock | None:
+  """model_dir's writer lock, taken by a run on one machine or a cluster's chief (its
+  other tasks are the same writer); raises `ModelDirBusy` naming the live writer. None
+  for the other tasks, and when model_dir cannot be created (the preflight says why)."""
+  if task is not None and task.task_type != 'chief':
+    return None
+  try:
+    return model_dir_lock.acquire(params.model_dir)
+  except OSError:
+    return None
 
 
 def final_metrics_text(params: TrainParams, metrics: dict[str, Any]) -> str:

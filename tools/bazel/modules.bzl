@@ -172,9 +172,11 @@ MODULES = {
             ":options",
             ":working_dir",
         ]),
+        ("disk_space.py", False, []),
         ("entry.py", False, [
             ":cli",
             ":console",
+            ":disk_space",
             ":options",
         ]),
         ("options.py", False, []),
@@ -419,6 +421,7 @@ MODULES = {
             "//towers/cluster:chief_watchdog",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("cluster_task.py", False, [
             ":checkpoints",
@@ -450,6 +453,7 @@ MODULES = {
             ":params",
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
+            "//towers/cluster:time_limit",
         ]),
         ("evaluate_two_stream.py", True, [
             ":two_stream",
@@ -474,6 +478,7 @@ MODULES = {
             "//input_fn:factory",
             "//input_fn:synthetic",
         ]),
+        ("model_dir_lock.py", False, []),
         ("params.py", False, [
             "//command_line:options",
             "//input_fn:datasets",
@@ -483,6 +488,7 @@ MODULES = {
         ("preflight.py", False, [
             ":resume_check",
             ":train_settings",
+            "//command_line:disk_space",
             "//input_fn:datasets",
             "//input_fn:direct",
             "//input_fn:factory",
@@ -502,6 +508,7 @@ MODULES = {
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
+            "//command_line:options",
             "//input_fn:pipeline",
             "//towers/cluster:chief_watchdog",
             "//towers/cluster:time_limit",
@@ -518,6 +525,7 @@ MODULES = {
             ":cluster_task",
             ":estimator",
             ":estimator_loop",
+            ":model_dir_lock",
             ":params",
             ":preflight",
             "//input_fn:manifest",
@@ -525,6 +533,7 @@ MODULES = {
             "//model_fn:eval_coverage",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
+            "//towers/cluster:time_limit",
         ]),
         ("two_stream.py", False, [
             ":train_settings",
@@ -543,6 +552,7 @@ MODULES = {
         ]),
         ("local_cluster.py", True, [
             ":spec",
+            ":time_limit",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
@@ -651,6 +661,7 @@ TEST_DEPS = {
     "cluster_shutdown_test": [
         ":cluster_testing",
         "//towers:checkpoints",
+        "//towers:model_dir_lock",
     ],
     "console_test": [
         "//benchmarks:cluster_emulator_lib",
@@ -765,6 +776,11 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
     ],
+    "full_disk_test": [
+        ":cluster_testing",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//towers:train_lib",
+    ],
     "gpu_roles_test": [
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
@@ -868,6 +884,10 @@ TEST_DEPS = {
         "//model_fn/networks:c3d_small",
         "//towers",
     ],
+    "model_dir_lock_test": [
+        "//towers:model_dir_lock",
+        "//towers:train_lib",
+    ],
     "model_ready_test": [
         "//towers/cluster:model_ready",
         "//towers/cluster:spec",
@@ -897,6 +917,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "params_test": [
+        "//command_line:options",
         "//model_fn:batch_split",
         "//model_fn:devices",
         "//model_fn:optimization",
@@ -965,6 +986,13 @@ TEST_DEPS = {
         ":cluster_testing",
         ":slurm_testing",
         "//towers:checkpoints",
+    ],
+    "time_limit_test": [
+        ":cluster_testing",
+        "//towers/cluster:local_cluster_lib",
+        "//towers/cluster:spec",
+        "//towers:checkpoints",
+        "//towers:train_lib",
     ],
     "tower_equivalence_test": [
         ":tower_testing",

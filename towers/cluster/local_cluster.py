@@ -11,8 +11,13 @@ brings back TensorFlow's own logs (see command_line/console.py). Every task ends
 is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
 When a task fails, one line names it and its exit code, the others are stopped, and the
 launcher exits 1 (an evaluator that fails is named, but training goes on); Ctrl-C stops
-all at once (exit 130). Flags it does not know are passed to every task (so any train
-flag works; their help: `bazel run //towers:train -- --help`). The launcher's own:
+all at once (exit 130). SIGUSR1 (a job's time limit) is passed on to every task: the
+chief stops at a checkpoint (towers/cluster/time_limit.py), and the launcher says so on
+one line and exits 75 (run it again to continue), as when only the evaluator stopped
+before its final evaluation. Flags it does not know are passed to every task (so any train
+flag works; their help: `bazel run //towers:train -- --help`); they are checked once,
+before any task starts (the train binary's --check_flags), so a bad value is one line
+of the launcher, exit 2. The launcher's own:
 --ps, --workers, --[no]evaluator, --network. Real clusters: see docs/cluster.md. On a
 machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
 every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
@@ -47,7 +52,8 @@ from absl import flags
 
 from command_line import entry
 from towers.cluster.spec import pick_free_ports
-from command_line.options import option
+from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
+from command_line.options import at_least, option
 from command_line.progress import SESSION_READY
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
@@ -218,16 +224,32 @@ class LocalCluster:
           task.process.wait()
 
   def failed_tasks(self) -> list[str]:
-    """Tasks that exited non-zero on their own (not stopped by us)."""
+    """Tasks that exited non-zero on their own (not stopped by us), other than those that
+    stopped for the time limit (`stopped_tasks`)."""
     return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() not in (None, 0) and not t.stopped_by_us]
+            if t.process and t.process.poll() not in (None, 0, STOPPED_EXIT_CODE)
+            and not t.stopped_by_us]
+
+  def stopped_tasks(self) -> list[str]:
+    """Tasks that stopped on the time-limit signal (exit STOPPED_EXIT_CODE): a chief after
+    writing a checkpoint, the evaluator before a final evaluation; not failures."""
+    return [t.name for t in self.tasks.values()
+            if t.process and t.process.poll() == STOPPED_EXIT_CODE and not t.stopped_by_us]
+
+  def signal_all(self, sig: int) -> None:
+    """Sends `sig` to every running task (the launcher passes on the time-limit signal)."""
+    for task in self.tasks.values():
+      if task.process and task.process.poll() is None:
+        task.process.send_signal(sig)
 
   def run(self, timeout_secs: float | None = None, poll_secs: float = 0.5) -> int:
     """Starts everything and waits until every task has ended by itself (training over,
     the evaluator's final evaluation done). The first task that fails is named on one line
     with its exit code and the others are stopped; an evaluator that fails is named on
     one line too, but training goes on. Returns 0 when every ps and trainer exited 0, 1
-    when one failed or `timeout_secs` passed, 130 on Ctrl-C."""
+    when one failed or `timeout_secs` passed, 130 on Ctrl-C, STOPPED_EXIT_CODE (75) when
+    the chief or the evaluator stopped for the time limit (SIGUSR1, passed on to every
+    task): run it again to continue."""
     deadline = None if timeout_secs is None else time.time() + timeout_secs
     evaluator_reported = False
     try:
@@ -262,6 +284,16 @@ class LocalCluster:
           f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
           f'its log: {self._log_hint(first)}'), file=sys.stderr)
       return 1
+    stopped = self.stopped_tasks()
+    if 'chief' in stopped:
+      print('local_cluster: stopped for the time limit: the chief wrote a checkpoint; run '
+            'the same command again to continue from it', file=sys.stderr)
+      return STOPPED_EXIT_CODE
+    if EVALUATOR in stopped:
+      print('local_cluster: training ended cleanly; the evaluator stopped for the time limit '
+            'before the final evaluation: run the same command again to evaluate',
+            file=sys.stderr)
+      return STOPPED_EXIT_CODE
     if evaluator_reported or EVALUATOR in self.failed_tasks():
       print('local_cluster: training ended cleanly; the evaluator failed (see above)')
     else:
@@ -324,8 +356,8 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
 @dataclasses.dataclass(frozen=True)
 class LocalClusterOptions:
   """The launcher's own flags; every other flag goes to each task's `towers.train`."""
-  ps: int = option(1, 'Number of ps tasks.')
-  workers: int = option(2, 'Training workers, the chief included.')
+  ps: int = option(1, 'Number of ps tasks.', valid=at_least(0))
+  workers: int = option(2, 'Training workers, the chief included.', valid=at_least(1))
   evaluator: bool = option(True, 'Start an evaluator task (--noevaluator: none).')
   network: str = option('isolated', 'isolated: a private loopback-only network namespace; '
                         'host: the host network.', choices=('isolated', 'host'))
@@ -348,16 +380,28 @@ def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
   return None
 
 
+def _task_flags_problem(train_args: Sequence[str]) -> str | None:
+  """What the train binary says of `train_args` (its --check_flags: TrainParams' rules,
+  each declared beside its option), or None when they make a valid run. Checked once
+  here, before any task starts, instead of by every task."""
+  done = subprocess.run([sys.executable, '-m', 'towers.train', *train_args, '--check_flags'],
+                        capture_output=True, text=True, check=False)
+  if done.returncode == 0:
+    return None
+  errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
+  return (errors[0][len('train: error: '):] if errors else
+          f'the train flags cannot be checked (exit code {done.returncode}): '
+          f'{done.stderr.strip()[-500:]}')
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """Parses the launcher's flags; returns [program, *train flags] (the unknown ones)."""
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
 
 
 def check_options(options: LocalClusterOptions) -> None:
-  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster."""
-  if options.ps < 0 or options.workers < 1:
-    raise entry.Refused(f'--ps={options.ps} --workers={options.workers}: needs --ps >= 0 '
-                        'and --workers >= 1 (the first worker is the chief)')
+  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster (their
+  ranges are declared beside them)."""
   if options.ps == 0:
     raise entry.Refused(f'--ps=0 --workers={options.workers}: the variables of a training '
                         'cluster live on its ps tasks; use --ps=1 or more (or //towers:train '
@@ -368,6 +412,8 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   """Starts the cluster with `train_args` for every task; its exit code (see
   `LocalCluster.run`)."""
   problem = _sync_problem(train_args, options.workers)
+  if problem is None and not os.environ.get(ISOLATED_ENV):  # not again once re-executed
+    problem = _task_flags_problem(train_args)
   if problem:
     raise entry.Refused(problem)
   log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
@@ -389,6 +435,7 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   cluster = LocalCluster(options.ps, options.workers, train_args,
                          evaluator=options.evaluator, log_dir=log_dir)
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  signal.signal(STOP_SIGNAL, lambda signum, frame: cluster.signal_all(STOP_SIGNAL))
   started = time.time()
   code = cluster.run()
   print(f'local_cluster: wall time {time.time() - started:.1f} s')

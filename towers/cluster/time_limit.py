@@ -3,10 +3,22 @@
 The batch script asks Slurm for SIGUSR1 some minutes before the limit (`--signal=USR1@N`);
 Slurm sends it to every process of the job's steps. Then chief and workers stop after
 their current step; the chief writes a checkpoint without waiting for the workers and
-tells the ps tasks they may exit; the evaluator stops at once. Each exits with
-`STOPPED_EXIT_CODE` after one line saying so, and the batch script requeues the job,
-which resumes from that checkpoint. A ps ignores the signal: it serves until the chief
-says training is over.
+tells the ps tasks they may exit; a training on one machine writes its checkpoint and
+skips the evaluation of it. The evaluator stops at once, unless the final checkpoint (at
+max_steps) is there: that evaluation is due, and it finishes it. Each that stopped exits
+with `STOPPED_EXIT_CODE` after one line saying so, and the batch script requeues the job,
+which resumes from that checkpoint (or evaluates the final one). A ps ignores the signal:
+it serves until the chief says training is over.
+
+The signal is handled at every moment of a process's life: `remember_signal` at program
+start, before anything slow, keeps a signal that comes before the role is known (`STOP`);
+each role then installs its own handler, which acts on a signal that came early; once
+its work is done a role ignores it (`ignore_signal`), also while the interpreter shuts
+down (Python resets its own handlers to the default, which would end the process with
+exit 138, but keeps an ignored signal ignored).
+
+This module loads no TensorFlow (`remember_signal` runs before TensorFlow is imported);
+`stop_hook` builds the training hook.
 """
 
 from __future__ import annotations
@@ -14,60 +26,103 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from typing import Any, Callable
 
-import tensorflow as tf
 from absl import logging
 
 STOP_SIGNAL = signal.SIGUSR1
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
+STOP = threading.Event()  # set once STOP_SIGNAL has come to this process
 
 
 class StoppedBeforeTheEnd(RuntimeError):
   """Training stopped on STOP_SIGNAL before max_steps; the message says where."""
 
 
+def remember_signal() -> None:
+  """At program start: a STOP_SIGNAL that comes before a role's handler is installed sets
+  `STOP` (the default action would end the process, exit 138)."""
+  signal.signal(STOP_SIGNAL, lambda signum, frame: STOP.set())
+
+
 def stop_on_signal(task_name: str) -> threading.Event:
-  """Installs the STOP_SIGNAL handler of a chief or worker: it sets (and this returns) an
-  event that `StopHook` turns into a stop after the current step."""
-  stop = threading.Event()
+  """Installs the STOP_SIGNAL handler of a trainer (chief, worker, or one machine): it
+  sets (and this returns) `STOP`, which `stop_hook` turns into a stop after the current
+  step. A signal that came before (`remember_signal`) counts."""
+
+  def note() -> None:
+    logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): stopping after this '
+                    'step', task_name)
 
   def handler(signum, frame) -> None:
     del signum, frame
-    if not stop.is_set():
-      logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): stopping after this '
-                      'step', task_name)
-    stop.set()
+    if not STOP.is_set():
+      note()
+    STOP.set()
 
   signal.signal(STOP_SIGNAL, handler)
-  return stop
+  if STOP.is_set():
+    note()
+  return STOP
 
 
-def exit_on_signal(task_name: str) -> None:
-  """The evaluator's STOP_SIGNAL handler: one line, then exit STOPPED_EXIT_CODE at once
-  (an evaluation can outlast the time left; the next run evaluates again)."""
+def exit_on_signal(task_name: str, final_due: Callable[[], bool]) -> None:
+  """The evaluator's STOP_SIGNAL handler: when `final_due()` (the final checkpoint is
+  there) one line says it finishes that evaluation, and it goes on; else one line, then
+  exit STOPPED_EXIT_CODE at once (an evaluation can outlast the time left; the next run
+  evaluates again). A signal that came before (`remember_signal`) counts."""
 
-  def handler(signum, frame) -> None:
-    del signum, frame
+  def act() -> None:
+    if final_due():
+      logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): the final '
+                      'checkpoint is there; finishing its evaluation', task_name)
+      return
     logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): stopping; it '
                     'evaluates again when the job continues', task_name)
     logging.flush()
     os._exit(STOPPED_EXIT_CODE)  # pylint: disable=protected-access
 
+  def handler(signum, frame) -> None:
+    del signum, frame
+    if not STOP.is_set():
+      STOP.set()
+      act()
+
   signal.signal(STOP_SIGNAL, handler)
+  if STOP.is_set():
+    act()
 
 
 def ignore_signal() -> None:
-  """A ps serves on: the chief tells it when to exit."""
+  """A ps serves on: the chief tells it when to exit; any role whose work is done has
+  nothing to stop (ignored also through the interpreter's shutdown)."""
   signal.signal(STOP_SIGNAL, signal.SIG_IGN)
 
 
-class StopHook(tf.compat.v1.train.SessionRunHook):
-  """Requests a stop after the step during which `stop` was set."""
+def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
+              max_steps: int = 0) -> Any:
+  """A SessionRunHook that requests a stop after the step during which `stop` was set. With
+  `checkpoint_dir` (training on one machine) it writes the checkpoint there itself and
+  raises `StoppedBeforeTheEnd`: the training session then closes without the evaluation
+  of that checkpoint that `tf.estimator.train_and_evaluate` would run at its end."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
-  def __init__(self, stop: threading.Event) -> None:
-    self._stop = stop
+  class StopHook(tf.compat.v1.train.SessionRunHook):
 
-  def after_run(self, run_context, run_values) -> None:
-    del run_values
-    if self._stop.is_set():
-      run_context.request_stop()
+    def after_run(self, run_context, run_values) -> None:
+      del run_values
+      if not stop.is_set():
+        return
+      savers = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)
+      if checkpoint_dir is None or not savers:  # the session's own end saves
+        run_context.request_stop()
+        return
+      session = run_context.session
+      step = session.run(tf.compat.v1.train.get_global_step())
+      savers[0].save(session, os.path.join(checkpoint_dir, 'model.ckpt'), global_step=step)
+      raise StoppedBeforeTheEnd(
+          f'train: stopped before max_steps={max_steps} for the job\'s time limit '
+          f'(checkpoint at step {step} written); training continues from it when the job '
+          'is requeued or resubmitted')
+
+  return StopHook()

@@ -1,0 +1,112 @@
+"""Specification: one writer per model_dir.
+
+A second training on a model_dir that a live process trains is refused before any work in
+one `train: error:` line naming that process's host and pid (exit 2). A lock left behind
+by a process that died (on this host: its pid is gone; on another host sharing the
+storage: its lease ran out) does not block a rerun, nor does one of the same Slurm job
+(a requeued job's earlier run). Of a cluster only the chief holds the lock
+(cluster_shutdown_test checks it while the chief waits for a worker).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from absl.testing import absltest
+
+from towers import model_dir_lock
+
+LIMIT = 240
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+for name in ('TF_CONFIG', 'SLURM_JOB_ID'):
+  ENV.pop(name, None)
+TINY = ['--model=c3d_small', '--num_classes=3', '--clip_frames=4', '--crop_size=16',
+        '--batch_size=2', '--max_steps=1', '--num_towers=1']
+HOLD = ('import sys, time\n'
+        'from towers import model_dir_lock\n'
+        'model_dir_lock.acquire(sys.argv[1])\n'
+        'print("held", flush=True)\n'
+        'time.sleep(600)\n')
+
+
+class ModelDirLockTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    self.lock_path = os.path.join(self.model_dir, model_dir_lock.LOCK_FILE)
+
+  def hold_in_another_process(self) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, '-c', HOLD, self.model_dir], env=ENV,
+                              stdout=subprocess.PIPE, text=True)
+    self.addCleanup(holder.stdout.close)
+    self.addCleanup(lambda: holder.poll() is None and holder.kill())
+    self.assertEqual(holder.stdout.readline().strip(), 'held')
+    return holder
+
+  def write_lock(self, age_secs: float, **holder) -> None:
+    os.makedirs(self.model_dir, exist_ok=True)
+    with open(self.lock_path, 'w') as f:
+      json.dump(holder, f)
+    then = time.time() - age_secs
+    os.utime(self.lock_path, (then, then))
+
+  def test_a_second_training_is_refused_naming_the_writer_and_a_dead_writer_blocks_nothing(self):
+    holder = self.hold_in_another_process()
+    done = subprocess.run([sys.executable, '-m', 'towers.train', *TINY,
+                           f'--model_dir={self.model_dir}'], capture_output=True, text=True,
+                          timeout=LIMIT, check=False, env=ENV)
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertNotIn('Traceback', done.stderr)
+    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
+    self.assertLen(errors, 1, done.stderr[-3000:])
+    self.assertIn(f'is being trained by pid {holder.pid} on host {socket.gethostname()}',
+                  errors[0])
+    self.assertFalse(os.path.exists(os.path.join(self.model_dir, 'checkpoint')))
+    # Killed without a chance to clean up: its lock stays, and blocks nothing.
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    self.assertTrue(os.path.exists(self.lock_path))
+    lock = model_dir_lock.acquire(self.model_dir)
+    with self.assertRaisesRegex(model_dir_lock.ModelDirBusy,
+                                f'pid {os.getpid()} on host {socket.gethostname()}'):
+      model_dir_lock.acquire(self.model_dir)  # a second run in the same process too
+    lock.release()
+    self.assertFalse(os.path.exists(self.lock_path))
+
+  def test_another_host_s_lock_holds_for_its_lease(self):
+    self.write_lock(5, host='other-node', pid=4242, token='x')
+    with self.assertRaisesRegex(model_dir_lock.ModelDirBusy,
+                                r'is being trained by pid 4242 on host other-node \(its lock '
+                                r'touched 5 s ago\)'):
+      model_dir_lock.acquire(self.model_dir)
+    self.write_lock(model_dir_lock.LEASE_SECS + 1, host='other-node', pid=4242, token='x')
+    model_dir_lock.acquire(self.model_dir).release()
+
+  def test_a_lock_of_the_same_slurm_job_is_its_earlier_run(self):
+    self.write_lock(1, host='other-node', pid=4242, token='x', slurm_job='77')
+    os.environ['SLURM_JOB_ID'] = '78'
+    self.addCleanup(os.environ.pop, 'SLURM_JOB_ID')
+    with self.assertRaises(model_dir_lock.ModelDirBusy):
+      model_dir_lock.acquire(self.model_dir)
+    os.environ['SLURM_JOB_ID'] = '77'
+    model_dir_lock.acquire(self.model_dir).release()
+
+  def test_a_held_lock_stays_fresh(self):
+    beat = model_dir_lock.HEARTBEAT_SECS
+    model_dir_lock.HEARTBEAT_SECS = 0.1
+    self.addCleanup(setattr, model_dir_lock, 'HEARTBEAT_SECS', beat)
+    lock = model_dir_lock.acquire(self.model_dir)
+    self.addCleanup(lock.release)
+    then = time.time() - model_dir_lock.LEASE_SECS
+    os.utime(self.lock_path, (then, then))
+    time.sleep(1.0)
+    self.assertLess(time.time() - os.stat(self.lock_path).st_mtime, 1.0)
+
+if __name__ == '__main__':
+  absltest.main()
