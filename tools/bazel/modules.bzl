@@ -346,6 +346,8 @@ MODULES = {
             "//towers:flags",
         ]),
         ("i3d_test_lib.py", False, []),
+        ("kubeflow_operator.py", False, []),
+        ("manifest_yaml.py", False, []),
         ("slurm_testing.py", False, [
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
@@ -780,6 +782,14 @@ TEST_DEPS = {
         "//input_fn:records",
         "//input_fn:video_io",
         "//towers:params",
+    ],
+    "kubeflow_tfjob_test": [
+        ":kubeflow_operator",
+        ":manifest_yaml",
+        "//towers/cluster:spec",
+        "//towers:flags",
+        "//towers:preflight",
+        "//towers:train_lib",
     ],
     "layering_test": [
         "//towers/cluster",

@@ -1,0 +1,123 @@
+"""Specification: every pod of docs/cluster/tfjob.yaml, given the TF_CONFIG that Kubeflow's
+training operator builds for it (tests/kubeflow_operator.py, ported from the operator's
+source: kubeflow/training-operator v1.9.0, commit 6f74c7f6b2ed6c27aabd82d0a316b23f0646059c,
+pkg/controller.v1/tensorflow/tensorflow.go genTFConfigJSONStr and tfjob_controller.go
+SetClusterSpec), runs its command as the role the operator meant; the evaluator needs no
+warm-start checkpoint; and no pod is deleted before it has finished its job."""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import flags
+
+from tests import kubeflow_operator as operator
+from tests import manifest_yaml
+from towers import flags as towers_flags
+from towers import preflight
+from towers.cluster import spec as cluster
+from towers.cluster.spec import ClusterError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MANIFEST = os.path.join(ROOT, 'docs', 'cluster', 'tfjob.yaml')
+
+
+def load_manifest() -> dict:
+  with open(MANIFEST) as f:
+    return manifest_yaml.load(f.read())
+
+
+def params_of(pod: operator.Pod):
+  """The TrainParams of the pod's command, run in the image's workingDir (this checkout)."""
+  argv = list(pod.command)
+  if argv[:3] != ['.venv/bin/python3', '-m', 'towers.train']:
+    raise AssertionError(f'{pod.name} does not run towers.train: {argv}')
+  flag_values = flags.FlagValues()
+  towers_flags.define_flags(flag_values)
+  args = [a.replace('--flagfile=', f'--flagfile={ROOT}/') for a in argv[3:]]
+  flag_values(['train', *args])
+  return towers_flags.params_from_flags(flag_values, ROOT)
+
+
+class OperatorTfConfigTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.job = load_manifest()
+    self.pods = operator.pods(self.job, namespace='default')
+
+  def test_the_port_writes_what_the_operator_writes(self):
+    # The TFConfig struct of tensorflow.go as Go's json.Marshal writes it: fields in
+    # declaration order, the cluster map's keys sorted, no spaces; the evaluator is listed.
+    chief = next(p for p in self.pods if p.rtype == 'Chief')
+    config = json.loads(chief.env['TF_CONFIG'])
+    self.assertEqual(chief.env['TF_CONFIG'][:60],
+                     '{"cluster":{"chief":["i3d-ucf101-chief-0.default.svc:2222"],')
+    self.assertEqual(list(config), ['cluster', 'task', 'environment'])
+    self.assertEqual(list(config['cluster']), ['chief', 'evaluator', 'ps', 'worker'])
+    self.assertEqual(config['cluster']['evaluator'], ['i3d-ucf101-evaluator-0.default.svc:2222'])
+    self.assertEqual(config['task'], {'type': 'chief', 'index': 0})
+    self.assertEqual(config['environment'], 'cloud')
+
+  def test_every_pod_gets_the_role_the_operator_meant(self):
+    counts = {}
+    for pod in self.pods:
+      counts[pod.rtype] = counts.get(pod.rtype, 0) + 1
+      params = params_of(pod)
+      task = cluster.resolve_cluster(params, environ=pod.env)
+      self.assertEqual(task.source, 'TF_CONFIG', pod.name)
+      self.assertEqual((task.task_type, task.task_index), (pod.rtype.lower(), pod.index))
+      self.assertEqual(dict(task.cluster), {
+          'chief': ('i3d-ucf101-chief-0.default.svc:2222',),
+          'worker': tuple(f'i3d-ucf101-worker-{i}.default.svc:2222' for i in range(9)),
+          'ps': ('i3d-ucf101-ps-0.default.svc:2222', 'i3d-ucf101-ps-1.default.svc:2222')},
+                       pod.name)
+      self.assertEqual(task.address, None if pod.rtype == 'Evaluator'
+                       else f'{pod.name}.default.svc:2222')
+      # TensorFlow's own RunConfig reads the operator's string as it is.
+      os.environ['TF_CONFIG'] = pod.env['TF_CONFIG']
+      try:
+        config = tf.estimator.RunConfig()
+      finally:
+        del os.environ['TF_CONFIG']
+      self.assertEqual(config.task_type, pod.rtype.lower())
+    self.assertEqual(counts, {'Chief': 1, 'Worker': 9, 'PS': 2, 'Evaluator': 1})
+
+  def test_a_custom_cluster_domain_is_read_too(self):
+    pods = operator.pods(self.job, namespace='ml', cluster_domain='cluster.local')
+    task = cluster.from_tf_config(pods[0].env['TF_CONFIG'])
+    self.assertEqual(task.cluster['chief'], ('i3d-ucf101-chief-0.ml.svc.cluster.local:2222',))
+
+  def test_the_evaluator_needs_no_warm_start_checkpoint(self):
+    by_type = {p.rtype: p for p in self.pods}
+    warm_start_problems = lambda found: [f for f in found if 'kinetics-i3d' in f]  # noqa: E731
+    evaluator = params_of(by_type['Evaluator'])
+    # It inherits ucf101.flags' relative path, which does not exist in the image ...
+    self.assertFalse(os.path.exists(evaluator.warm_start_from + '.index'))
+    self.assertEqual(warm_start_problems(preflight.problems(evaluator, 10, trains=False)), [])
+    # ... and a trainer's missing checkpoint is still named before training.
+    chief = params_of(by_type['Chief'])
+    self.assertNotEmpty(warm_start_problems(preflight.problems(chief, 10)))
+    self.assertNotIn('--warm_start_from', ' '.join(by_type['Evaluator'].command))
+
+  def test_no_pod_is_deleted_before_it_has_finished(self):
+    # The job succeeds as soon as the chief has: the evaluator still runs its last
+    # evaluation and export, and a slow worker or ps may still be ending.
+    self.assertTrue(operator.job_succeeded(self.job, {'Chief': 1}))
+    phases = {p.name: 'Succeeded' if p.rtype == 'Chief' else 'Running' for p in self.pods}
+    self.assertEqual(operator.pods_deleted(self.job, True, phases), [])
+    running_policy = json.loads(json.dumps(self.job))
+    running_policy['spec']['runPolicy']['cleanPodPolicy'] = 'Running'
+    self.assertIn('i3d-ucf101-evaluator-0', operator.pods_deleted(running_policy, True, phases))
+
+  def test_two_evaluators_are_refused_naming_the_field(self):
+    job = json.loads(json.dumps(self.job))
+    job['spec']['tfReplicaSpecs']['Evaluator']['replicas'] = 2
+    config = operator.pods(job)[0].env['TF_CONFIG']
+    with self.assertRaisesRegex(ClusterError, r'TF_CONFIG.cluster.evaluator: lists 2 tasks; one '
+                                'evaluator is supported'):
+      cluster.from_tf_config(config)
+
+
+if __name__ == '__main__':
+  tf.test.main()
