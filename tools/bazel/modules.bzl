@@ -893,6 +893,17 @@ TEST_DEPS = {
         "//model_fn:layers",
         "//model_fn:network_variables",
     ],
+    "serving_export_test": [
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+        "//input_fn:pipeline",
+        "//input_fn:ucf101",
+        "//towers:classifier",
+        "//towers:classify_lib",
+        "//towers:params",
+        "//towers:training",
+        "//towers:two_stream",
+    ],
     "slurm_nodes_test": [
         ":cluster_testing",
         ":slurm_testing",
