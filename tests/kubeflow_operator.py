@@ -14,6 +14,9 @@ Ported line by line from kubeflow/training-operator, tag v1.9.0 (commit
                         TF_CONFIG env of container "tensorflow"), pkg/controller.v1/common/
                         util.go GenGeneralName (pod and service names)
   pods_deleted          pkg/controller.v1/common/job.go                 DeletePodsAndServices
+  job_succeeded         pkg/controller.v1/tensorflow/tfjob_controller.go UpdateJobStatus
+  webhook_errors        pkg/webhooks/tensorflow/tfjob_webhook.go        validateTFJob
+                        (+ pkg/common/util/webhooks.go ValidateRunPolicy)
 
 Go's encoding/json writes struct fields in declaration order and map keys sorted, with no
 spaces: `json.dumps(..., separators=(',', ':'))` with the cluster's keys sorted is the same
@@ -25,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from typing import Any
 
 SOURCE = ('github.com/kubeflow/training-operator v1.9.0 '
@@ -169,3 +173,44 @@ def job_succeeded(tfjob: dict[str, Any], succeeded: dict[str, int]) -> bool:
     if rtype in replicas:
       return int(replicas[rtype]['replicas']) - succeeded.get(rtype, 0) == 0
   raise NotImplementedError('a TFJob without Chief or Master succeeds by its workers')
+
+
+# pkg/apis/kubeflow.org/v1/common_types.go: CleanPodPolicy; pkg/common/util/webhooks.go:
+# supportedJobControllers.
+CLEAN_POD_POLICIES = ('All', 'Running', 'None')
+MANAGED_BY = ('kubeflow.org/training-operator', 'kueue.x-k8s.io/multikueue')
+_DNS1035_LABEL = re.compile(r'[a-z]([-a-z0-9]*[a-z0-9])?$')
+
+
+def webhook_errors(tfjob: dict[str, Any]) -> list[str]:
+  """What the operator's admission webhook refuses in a new TFJob (validateTFJob): a name
+  that is not a DNS-1035 label, an unsupported runPolicy.managedBy, no replica specs, a
+  replica without containers, a container without image, a replica without a container
+  named "tensorflow", more than one Chief or Master role."""
+  found = []
+  name = tfjob.get('metadata', {}).get('name', '')
+  if len(name) > 63 or not _DNS1035_LABEL.match(name):
+    found.append(f'metadata.name: {name!r} is not a DNS-1035 label')
+  managed_by = tfjob['spec'].get('runPolicy', {}).get('managedBy')
+  if managed_by is not None and managed_by not in MANAGED_BY:
+    found.append(f'spec.runPolicy.managedBy: {managed_by!r} is not supported')
+  replicas = tfjob['spec'].get('tfReplicaSpecs')
+  if replicas is None:
+    found.append('spec.tfReplicaSpecs: must be required')
+    return found
+  chief_or_master = 0
+  for rtype, spec in replicas.items():
+    path = f'spec.tfReplicaSpecs[{rtype}].template.spec.containers'
+    containers = ((spec or {}).get('template', {}).get('spec', {}).get('containers')) or []
+    if not containers:
+      found.append(f'{path}: must be specified')
+    if rtype in ('Chief', 'Master'):
+      chief_or_master += 1
+    for i, container in enumerate(containers):
+      if not container.get('image'):
+        found.append(f'{path}[{i}].image: must be required')
+    if not any(c.get('name') == DEFAULT_CONTAINER_NAME for c in containers):
+      found.append(f'{path}: must have at least one container with name tensorflow')
+  if chief_or_master > 1:
+    found.append('spec.tfReplicaSpecs: must not have more than 1 Chief or Master role')
+  return found

@@ -3,7 +3,9 @@ training operator builds for it (tests/kubeflow_operator.py, ported from the ope
 source: kubeflow/training-operator v1.9.0, commit 6f74c7f6b2ed6c27aabd82d0a316b23f0646059c,
 pkg/controller.v1/tensorflow/tensorflow.go genTFConfigJSONStr and tfjob_controller.go
 SetClusterSpec), runs its command as the role the operator meant; the evaluator needs no
-warm-start checkpoint; and no pod is deleted before it has finished its job."""
+warm-start checkpoint; no pod is deleted before it has finished its job; and the manifest
+is a valid TFJob for the operator's CRD schema (tests/testdata/kubeflow_tfjob_crd.json, from
+the same commit) and admission webhook."""
 
 import json
 import os
@@ -13,6 +15,7 @@ from absl import flags
 
 from tests import kubeflow_operator as operator
 from tests import manifest_yaml
+from tests import openapi_schema
 from towers import flags as towers_flags
 from towers import preflight
 from towers.cluster import spec as cluster
@@ -20,6 +23,7 @@ from towers.cluster.spec import ClusterError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, 'docs', 'cluster', 'tfjob.yaml')
+CRD = os.path.join(ROOT, 'tests', 'testdata', 'kubeflow_tfjob_crd.json')
 
 
 def load_manifest() -> dict:
@@ -117,6 +121,47 @@ class OperatorTfConfigTest(tf.test.TestCase):
     with self.assertRaisesRegex(ClusterError, r'TF_CONFIG.cluster.evaluator: lists 2 tasks; one '
                                 'evaluator is supported'):
       cluster.from_tf_config(config)
+
+
+class ManifestSchemaTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.job = load_manifest()
+    with open(CRD) as f:
+      self.crd = json.load(f)
+
+  def test_the_schema_is_the_operators(self):
+    self.assertEqual((self.crd['commit'], self.crd['path']),
+                     ('6f74c7f6b2ed6c27aabd82d0a316b23f0646059c',
+                      'manifests/base/crds/kubeflow.org_tfjobs.yaml'))
+    self.assertEqual(f'{self.crd["group"]}/{self.crd["version"]}', self.job['apiVersion'])
+    self.assertEqual(self.crd['kind'], self.job['kind'])
+
+  def test_the_manifest_is_a_valid_tfjob(self):
+    self.assertEqual(openapi_schema.errors(self.job, self.crd['openAPIV3Schema']), [])
+    self.assertEqual(operator.webhook_errors(self.job), [])
+    self.assertIn(self.job['spec']['runPolicy']['cleanPodPolicy'], operator.CLEAN_POD_POLICIES)
+
+  def test_the_checks_catch_what_the_operator_refuses(self):
+    schema = self.crd['openAPIV3Schema']
+    job = json.loads(json.dumps(self.job))
+    chief = job['spec']['tfReplicaSpecs']['Chief']
+    chief['replica'] = chief.pop('replicas')           # a misspelt field
+    container = chief['template']['spec']['containers'][0]
+    container['ports'][0]['containerPort'] = '2222'    # a string where an int32 goes
+    container['resources']['limits']['memory'] = '14 GB'  # not a quantity
+    container['name'] = 'trainer'                        # the operator needs "tensorflow"
+    found = openapi_schema.errors(job, schema)
+    self.assertIn('spec.tfReplicaSpecs.Chief.replica: unknown field', found)
+    self.assertIn("spec.tfReplicaSpecs.Chief.template.spec.containers[0].ports[0]."
+                  "containerPort: '2222' is not of type integer", found)
+    self.assertTrue([e for e in found if e.startswith(
+        'spec.tfReplicaSpecs.Chief.template.spec.containers[0].resources.limits.memory')])
+    self.assertLen(found, 3, found)
+    self.assertEqual(operator.webhook_errors(job), [
+        'spec.tfReplicaSpecs[Chief].template.spec.containers: must have at least one '
+        'container with name tensorflow'])
 
 
 if __name__ == '__main__':

@@ -348,6 +348,7 @@ MODULES = {
         ("i3d_test_lib.py", False, []),
         ("kubeflow_operator.py", False, []),
         ("manifest_yaml.py", False, []),
+        ("openapi_schema.py", False, []),
         ("slurm_testing.py", False, [
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
@@ -786,6 +787,7 @@ TEST_DEPS = {
     "kubeflow_tfjob_test": [
         ":kubeflow_operator",
         ":manifest_yaml",
+        ":openapi_schema",
         "//towers/cluster:spec",
         "//towers:flags",
         "//towers:preflight",
