@@ -349,6 +349,9 @@ MODULES = {
         ("kubeflow_operator.py", False, []),
         ("manifest_yaml.py", False, []),
         ("openapi_schema.py", False, []),
+        ("pod_network.py", False, [
+            ":slurm_testing",
+        ]),
         ("slurm_testing.py", False, [
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
@@ -783,6 +786,14 @@ TEST_DEPS = {
         "//input_fn:records",
         "//input_fn:video_io",
         "//towers:params",
+    ],
+    "kubeflow_pods_test": [
+        ":cluster_testing",
+        ":kubeflow_operator",
+        ":manifest_yaml",
+        ":pod_network",
+        "//towers:checkpoints",
+        "//towers:train_lib",
     ],
     "kubeflow_tfjob_test": [
         ":kubeflow_operator",
