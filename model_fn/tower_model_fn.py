@@ -12,8 +12,10 @@ in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
 'videos_listed' int64 [B] for the evaluated-of-listed count (`eval_coverage.py`); in training,
 optionally 'skipped_records' int64 [B], the input's running count of bad records
 skipped, written as the summary `input/skipped_bad_records` and shown in the progress lines
-against 'records_read' int64 [B], the records the input has read so far). `labels`:
-int64 [B]. `params`: a `towers.params.TrainParams`.
+against 'records_read' int64 [B], the records the input has read so far; in prediction,
+optionally 'class_names' string [num_classes], which the serving signature returns).
+`labels`: int64 [B]. `params`: a `towers.params.TrainParams`. Prediction (the graph an
+export serves) is one tower on no device, whatever the towers of training.
 
 Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.py`):
 the reported and optimised loss is the mean cross-entropy over the whole global batch,
@@ -380,15 +382,14 @@ def _mirrored_spec(features, labels, mode, params, network: Network | None = Non
     raise ValueError(f'accumulate_steps={params.accumulate_steps} is built only in the '
                      'towers\' model_fn, not under a tf.distribute strategy: set '
                      'accumulate_steps=1')
+  if mode == ModeKeys.PREDICT:
+    return _serving_spec(features, params, network)
   clips, video_index = split_features(features)
   replicas = tf.distribute.get_replica_context().num_replicas_in_sync
-  outputs = tower_graph.build_towers(network or build_network(params), clips,
-                                     labels if mode != ModeKeys.PREDICT else None,
+  outputs = tower_graph.build_towers(network or build_network(params), clips, labels,
                                      ('',), None, mode == ModeKeys.TRAIN)
   logits = outputs.logits[0]
   check_logits(logits, params.num_classes)
-  if mode == ModeKeys.PREDICT:
-    return _predict_spec(logits, params)
   global_batch = tf.cast(outputs.sizes[0] * replicas, tf.float32)
   weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay)
   loss = mean_loss(outputs.loss_sums, global_batch, weight_loss, replicas)
