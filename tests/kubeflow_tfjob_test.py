@@ -9,6 +9,7 @@ the same commit) and admission webhook."""
 
 import json
 import os
+import re
 
 import tensorflow as tf
 from absl import flags
@@ -24,6 +25,7 @@ from towers.cluster.spec import ClusterError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, 'docs', 'cluster', 'tfjob.yaml')
 CRD = os.path.join(ROOT, 'tests', 'testdata', 'kubeflow_tfjob_crd.json')
+DOCKERFILE = os.path.join(ROOT, 'docs', 'cluster', 'Dockerfile')
 
 
 def load_manifest() -> dict:
@@ -162,6 +164,23 @@ class ManifestSchemaTest(tf.test.TestCase):
     self.assertEqual(operator.webhook_errors(job), [
         'spec.tfReplicaSpecs[Chief].template.spec.containers: must have at least one '
         'container with name tensorflow'])
+
+
+  def test_every_pod_runs_the_image_the_dockerfile_builds(self):
+    with open(DOCKERFILE) as f:
+      steps = [line.split(None, 1) for line in f.read().splitlines()
+               if line.strip() and not line.startswith(('#', ' '))]
+    workdir = [arg for step, arg in steps if step == 'WORKDIR']
+    self.assertEqual([step for step, _ in steps][-3:], ['WORKDIR', 'COPY', 'RUN'])
+    self.assertEqual(steps[-1][1], 'bash tools/setup.sh --gpu-image')
+    with open(DOCKERFILE) as f:
+      tag = re.search(r'docker build -f docs/cluster/Dockerfile -t (\S+) \.', f.read()).group(1)
+    for pod in operator.pods(self.job):
+      self.assertEqual([pod.working_dir], workdir, pod.name)
+      self.assertEqual(pod.command[0], '.venv/bin/python3')  # what tools/setup.sh creates
+    images = {c['image'] for spec in self.job['spec']['tfReplicaSpecs'].values()
+              for c in spec['template']['spec']['containers']}
+    self.assertEqual(images, {tag})
 
 
 if __name__ == '__main__':
