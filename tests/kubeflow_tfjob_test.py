@@ -26,6 +26,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, 'docs', 'cluster', 'tfjob.yaml')
 CRD = os.path.join(ROOT, 'tests', 'testdata', 'kubeflow_tfjob_crd.json')
 DOCKERFILE = os.path.join(ROOT, 'docs', 'cluster', 'Dockerfile')
+# The cluster the manifest is for: 10 nodes (i7-7700: 8 CPUs; 16 GB, of which a kubelet
+# leaves about 15 GiB allocatable; one GTX1060).
+NODES = 10
+ALLOCATABLE = {'nvidia.com/gpu': 1, 'memory': 15 * 2**30, 'cpu': 8}
+_UNITS = {'Ki': 2**10, 'Mi': 2**20, 'Gi': 2**30, 'Ti': 2**40, 'k': 1e3, 'M': 1e6, 'G': 1e9,
+          'm': 1e-3}
+
+
+def quantity(value) -> float:
+  """A Kubernetes quantity ('14Gi', '500m', '2', 1) as a number."""
+  match = re.fullmatch(r'([0-9.]+)([A-Za-z]*)', str(value))
+  return float(match.group(1)) * _UNITS.get(match.group(2), 1) if match.group(2) else \
+      float(match.group(1))
+
+
+def requests_of(replica: dict) -> dict[str, float]:
+  """What the scheduler reserves for one pod of `replica`: its containers' requests, each
+  resource defaulting to its limit when only the limit is given (Kubernetes'
+  SetDefaults_Pod)."""
+  total: dict[str, float] = {}
+  for container in replica['template']['spec']['containers']:
+    resources = container.get('resources', {})
+    wanted = dict(resources.get('limits', {}), **resources.get('requests', {}))
+    for name, value in wanted.items():
+      total[name] = total.get(name, 0.0) + quantity(value)
+  return total
 
 
 def load_manifest() -> dict:
@@ -181,6 +207,38 @@ class ManifestSchemaTest(tf.test.TestCase):
     images = {c['image'] for spec in self.job['spec']['tfReplicaSpecs'].values()
               for c in spec['template']['spec']['containers']}
     self.assertEqual(images, {tag})
+
+
+  def fits(self, job: dict) -> list[str]:
+    """Why the pods cannot all be scheduled on NODES nodes of ALLOCATABLE, whatever nodes the
+    scheduler picks (its fit rule: a node's pods' requests <= its allocatable); [] if they
+    can. GPU pods take one node each; the worst node holds the largest of them plus every
+    pod without a GPU."""
+    pods = [requests_of(spec) for spec in operator.set_defaults(job)['spec']['tfReplicaSpecs']
+            .values() for _ in range(int(spec['replicas']))]
+    gpu_pods = [p for p in pods if p.get('nvidia.com/gpu')]
+    others = [p for p in pods if not p.get('nvidia.com/gpu')]
+    problems = []
+    if sum(p['nvidia.com/gpu'] for p in gpu_pods) > NODES * ALLOCATABLE['nvidia.com/gpu']:
+      problems.append(f'{len(gpu_pods)} pods ask for a GPU; the cluster has {NODES}')
+    for resource in ('memory', 'cpu'):
+      worst = max((p.get(resource, 0) for p in gpu_pods), default=0) + sum(
+          p.get(resource, 0) for p in others)
+      if worst > ALLOCATABLE[resource]:
+        problems.append(f'{resource}: a node may have to hold {worst:g} of {ALLOCATABLE[resource]:g}')
+    return problems
+
+  def test_every_pod_can_be_scheduled_on_the_ten_nodes(self):
+    self.assertEqual(self.fits(self.job), [])
+    evaluator = self.job['spec']['tfReplicaSpecs']['Evaluator']['template']['spec']
+    self.assertEqual(evaluator['containers'][0]['env'],
+                     [{'name': 'CUDA_VISIBLE_DEVICES', 'value': ''}])
+    # The manifest as it was (the evaluator asking for a GPU and 14Gi like a trainer) could
+    # never start its evaluator: it stayed Pending and nothing was exported.
+    old = json.loads(json.dumps(self.job))
+    old['spec']['tfReplicaSpecs']['Evaluator']['template']['spec']['containers'][0][
+        'resources'] = {'limits': {'nvidia.com/gpu': 1, 'memory': '14Gi'}}
+    self.assertIn('11 pods ask for a GPU; the cluster has 10', self.fits(old))
 
 
 if __name__ == '__main__':
