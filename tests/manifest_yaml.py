@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 _INT = re.compile(r'[-+]?(0|[1-9][0-9]*)$')
 _FLOAT = re.compile(r'[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$')
@@ -30,32 +30,29 @@ def load(text: str) -> Any:
   return value
 
 
-def _strip_comment(line: str) -> str:
+def _unquoted(text: str) -> Iterator[tuple[int, str]]:
+  """(index, character) of every character of `text` outside quoted strings."""
   quote = ''
-  for i, ch in enumerate(line):
-    if quote:
-      if ch == quote and (quote == "'" or line[i - 1] != '\\'):
-        quote = ''
-    elif ch in '"\'':
-      quote = ch
-    elif ch == '#' and (i == 0 or line[i - 1] in ' \t'):
-      return line[:i].rstrip()
-  return line.rstrip()
-
-
-def _depth(text: str) -> int:
-  depth, quote = 0, ''
   for i, ch in enumerate(text):
     if quote:
       if ch == quote and (quote == "'" or text[i - 1] != '\\'):
         quote = ''
     elif ch in '"\'':
       quote = ch
-    elif ch in '[{':
-      depth += 1
-    elif ch in ']}':
-      depth -= 1
-  return depth
+    else:
+      yield i, ch
+
+
+def _strip_comment(line: str) -> str:
+  for i, ch in _unquoted(line):
+    if ch == '#' and (i == 0 or line[i - 1] in ' \t'):
+      return line[:i].rstrip()
+  return line.rstrip()
+
+
+def _depth(text: str) -> int:
+  """Open minus closed flow brackets outside quotes."""
+  return sum((ch in '[{') - (ch in ']}') for _, ch in _unquoted(text))
 
 
 def _logical_lines(text: str) -> list[tuple[int, str, int]]:

@@ -21,7 +21,7 @@ import signal
 import subprocess
 from typing import Mapping, Sequence
 
-from tests.slurm_testing import MultiNodeSlurm, _run
+from tests.slurm_testing import MultiNodeSlurm, _run, enter_prefix, namespace_pids
 
 SUBNET = '198.18.1'
 
@@ -61,7 +61,7 @@ class PodNetwork:
     with open(hosts, 'w') as f:
       f.write('127.0.0.1 localhost\n' + ''.join(
           f'{self.address(pod)} {" ".join(names)} {pod}\n' for pod, names in self.pods.items()))
-    hub = self._holders['hub'] = MultiNodeSlurm._hold('hub', hosts)  # pylint: disable=protected-access
+    self._holders['hub'] = MultiNodeSlurm._hold('hub', hosts)  # pylint: disable=protected-access
     enter_hub = self._enter('hub', mount=False)
     bridge = f'kb{self._suffix}'
     for command in (['ip', 'link', 'set', 'lo', 'up'],
@@ -80,39 +80,20 @@ class PodNetwork:
       _run([*enter, 'ip', 'link', 'set', inside, 'name', 'eth0'])
       _run([*enter, 'ip', 'addr', 'add', f'{self.address(pod)}/24', 'dev', 'eth0'])
       _run([*enter, 'ip', 'link', 'set', 'eth0', 'up'])
-    del hub
 
   def _enter(self, name: str, mount: bool = True) -> list[str]:
-    pid = self._holders[name].pid
-    namespaces = [f'--net=/proc/{pid}/ns/net', f'--uts=/proc/{pid}/ns/uts']
-    if mount:
-      namespaces.append(f'--mount=/proc/{pid}/ns/mnt')
-    return ['nsenter', *namespaces, '--']
+    return enter_prefix(self._holders[name].pid, mount)
 
   def prefix(self, pod: str, working_dir: str) -> list[str]:
     """The command prefix that runs a program in pod `pod`, in `working_dir` (entering a
     mount namespace would otherwise start it in /)."""
     return self._enter(pod)[:-1] + [f'--wd={working_dir}', '--']
 
-  def pids(self, pod: str) -> list[int]:
-    """Every process in pod `pod`'s network namespace, its holder excepted."""
-    holder = self._holders[pod].pid
-    mine = os.readlink(f'/proc/{holder}/ns/net')
-    found = []
-    for entry in os.listdir('/proc'):
-      if entry.isdigit() and int(entry) != holder:
-        try:
-          if os.readlink(f'/proc/{entry}/ns/net') == mine:
-            found.append(int(entry))
-        except OSError:
-          continue
-    return found
-
   def stop(self) -> None:
     """Kills every process left in a pod, then the namespace holders, by pid."""
     for pod, holder in self._holders.items():
       if holder.poll() is None and pod != 'hub':
-        for pid in self.pids(pod):
+        for pid in namespace_pids(holder.pid):
           try:
             os.kill(pid, signal.SIGKILL)
           except ProcessLookupError:
