@@ -98,10 +98,10 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
   return info, names
 
 
-def write_assets(params: TrainParams, directory: str) -> dict[str, str]:
-  """Writes video_model.json and class_names.txt of `params` into `directory`; returns the
-  `assets_extra` mapping of `tf.estimator.BestExporter` (name in assets.extra -> file)."""
-  info, names = describe(params)
+def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict[str, str]:
+  """Writes video_model.json (`info`) and class_names.txt (`names`), as `describe` makes
+  them, into `directory`; returns the `assets_extra` mapping of `tf.estimator.BestExporter`
+  (name in assets.extra -> file)."""
   tf.io.gfile.makedirs(directory)
   files = {INFO_FILE: json.dumps(info, indent=1), CLASS_NAMES_FILE: '\n'.join(names) + '\n'}
   for name, text in files.items():

@@ -35,7 +35,8 @@ class ClusterTask:
   """This process's place in a training cluster.
 
   `cluster` maps 'chief', 'worker' and 'ps' to host:port lists (the evaluator is never
-  part of it: a TF_CONFIG that lists it, as Kubeflow's operator does, has it dropped). `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
+  part of it: a TF_CONFIG that lists it, as Kubeflow's operator does, has it dropped).
+  `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
   """
   cluster: Mapping[str, tuple[str, ...]]
   task_type: str
