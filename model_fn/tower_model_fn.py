@@ -12,8 +12,10 @@ in evaluation, optionally 'video_index' int64 [B] for video-level accuracy and
 'videos_listed' int64 [B] for the evaluated-of-listed count (`eval_coverage.py`); in training,
 optionally 'skipped_records' int64 [B], the input's running count of bad records
 skipped, written as the summary `input/skipped_bad_records` and shown in the progress lines
-against 'records_read' int64 [B], the records the input has read so far). `labels`:
-int64 [B]. `params`: a `towers.params.TrainParams`.
+against 'records_read' int64 [B], the records the input has read so far; in prediction,
+optionally 'class_names' string [num_classes], which the serving signature returns).
+`labels`: int64 [B]. `params`: a `towers.params.TrainParams`. Prediction (the graph an
+export serves) is one tower on no device, whatever the towers of training.
 
 Loss reduction (one rule for TRAIN, EVAL and every tower count, see `gradients.py`):
 the reported and optimised loss is the mean cross-entropy over the whole global batch,
@@ -82,6 +84,8 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
   tasks, largest first (`_placement`), whatever `variable_device` says; on one machine they
   follow `variable_device`. In training with `accumulate_steps` k > 1 the batch holds k
   micro-batches, run one after another on each tower device (`accumulation.py`)."""
+  if mode == ModeKeys.PREDICT:
+    return _serving_spec(features, params, network)
   clips, video_index = split_features(features)
   devices = resolve_tower_devices(params.num_towers, params.tower_devices).devices
   placement = _placement(params, devices, config, network)
@@ -93,7 +97,7 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
     pull = lambda v: transfer.pull(v, host, transfer_dtype)  # noqa: E731
   micro = params.accumulate_steps if mode == ModeKeys.TRAIN else 1
   clip_parts = accumulation.micro_batches(clips, micro, params.batch_size)
-  label_parts = ([None] if mode == ModeKeys.PREDICT or labels is None
+  label_parts = ([None] if labels is None
                  else accumulation.micro_batches(labels, micro, params.batch_size))
   outputs = tower_graph.build_towers(network, clip_parts[0], label_parts[0], devices,
                                      placement, mode == ModeKeys.TRAIN, pull)
@@ -103,9 +107,6 @@ def _towers_spec(features, labels, mode, params, config=None, network: Network |
   else:
     with tf.device(HOST_DEVICE):
       logits = tf.concat(outputs.logits, axis=0, name='logits')
-  if mode == ModeKeys.PREDICT:
-    return _predict_spec(logits, params)
-
   global_batch = tf.cast(tf.shape(clips)[0], tf.float32)  # every tower of every micro-batch
   with tf.device(devices[0]), tf.name_scope('weight_loss'):
     weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay,
@@ -320,15 +321,39 @@ def _eval_spec(loss, logits, labels, features, params):
       scaffold=_ema_scaffold(params))
 
 
-def _predict_spec(logits, params):
+def _serving_spec(features, params, network: Network | None = None
+                  ) -> tf.estimator.EstimatorSpec:
+  """PREDICT, the graph an export serves: the network once, as one tower on no device, so
+  that the SavedModel carries none of training's towers or device pins and a TF1 session
+  with soft placement off (TensorFlow Serving's) runs it on any machine. Variable names do
+  not depend on the towers: every checkpoint of any tower count loads into it."""
+  clips, _ = split_features(features)
+  outputs = tower_graph.build_towers(network or build_network(params), clips, None, ('',),
+                                     None, False)
+  check_logits(outputs.logits[0], params.num_classes)
+  logits = tf.identity(outputs.logits[0], name='logits')
+  names = features.get('class_names') if isinstance(features, dict) else None
+  return _predict_spec(logits, params, names)
+
+
+def _predict_spec(logits, params, class_names: tf.Tensor | None = None):
+  """predictions `classes` int64 [B], `probabilities` float32 [B, num_classes], `logits`;
+  given `class_names` (string [num_classes], label order) the serving signature also
+  returns `class_names` string [B, num_classes] (row b: the names in label order, beside
+  `probabilities[b]`) and `class_name` string [B] (the name of `classes`)."""
   predictions = {
       'classes': tf.argmax(logits, axis=-1),
       'probabilities': tf.nn.softmax(logits),
       'logits': logits,
   }
+  served = dict(predictions)
+  if class_names is not None:
+    served['class_name'] = tf.gather(class_names, predictions['classes'], name='class_name')
+    served['class_names'] = tf.tile(class_names[tf.newaxis], [tf.shape(logits)[0], 1],
+                                    name='class_names')
   return tf.estimator.EstimatorSpec(
       ModeKeys.PREDICT, predictions=predictions,
-      export_outputs={'serving_default': tf.estimator.export.PredictOutput(predictions)},
+      export_outputs={'serving_default': tf.estimator.export.PredictOutput(served)},
       scaffold=_ema_scaffold(params))
 
 
@@ -357,15 +382,14 @@ def _mirrored_spec(features, labels, mode, params, network: Network | None = Non
     raise ValueError(f'accumulate_steps={params.accumulate_steps} is built only in the '
                      'towers\' model_fn, not under a tf.distribute strategy: set '
                      'accumulate_steps=1')
+  if mode == ModeKeys.PREDICT:
+    return _serving_spec(features, params, network)
   clips, video_index = split_features(features)
   replicas = tf.distribute.get_replica_context().num_replicas_in_sync
-  outputs = tower_graph.build_towers(network or build_network(params), clips,
-                                     labels if mode != ModeKeys.PREDICT else None,
+  outputs = tower_graph.build_towers(network or build_network(params), clips, labels,
                                      ('',), None, mode == ModeKeys.TRAIN)
   logits = outputs.logits[0]
   check_logits(logits, params.num_classes)
-  if mode == ModeKeys.PREDICT:
-    return _predict_spec(logits, params)
   global_batch = tf.cast(outputs.sizes[0] * replicas, tf.float32)
   weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay)
   loss = mean_loss(outputs.loss_sums, global_batch, weight_loss, replicas)

@@ -39,11 +39,16 @@ class TfConfigTest(tf.test.TestCase):
                                 r'task.index=2 is out of range: TF_CONFIG.cluster.worker has 2'):
       cluster.from_tf_config(tf_config(GOOD, 'worker', 2))
 
-  def test_evaluator_inside_the_training_cluster(self):
+  def test_an_evaluator_listed_in_the_cluster_is_left_out_of_training(self):
+    # Kubeflow's operator lists every replica type in the cluster, the evaluator included.
     spec = dict(GOOD, evaluator=['h9:1'])
-    with self.assertRaisesRegex(ClusterError, r'TF_CONFIG.cluster.evaluator: the evaluator must '
-                                'not be part of the training cluster'):
-      cluster.from_tf_config(tf_config(spec, 'evaluator', 0))
+    for task_type, index in (('chief', 0), ('worker', 1), ('ps', 1), ('evaluator', 0)):
+      task = cluster.from_tf_config(tf_config(spec, task_type, index))
+      self.assertEqual(task.cluster, {job: tuple(hosts) for job, hosts in GOOD.items()})
+      self.assertEqual(task.tf_config['cluster'], GOOD)
+      self.assertEqual((task.task_type, task.task_index), (task_type, index))
+    with self.assertRaisesRegex(ClusterError, r"TF_CONFIG.cluster.evaluator\[0\]='h9' is not"):
+      cluster.from_tf_config(tf_config(dict(GOOD, evaluator=['h9']), 'evaluator', 0))
 
   def test_the_evaluator_task_outside_the_cluster_is_fine(self):
     self.assertIsNone(cluster.from_tf_config(tf_config(GOOD, 'evaluator', 0)).address)

@@ -52,7 +52,8 @@ class EvalLastBatchTest(tf.test.TestCase):
     params, estimator = self.estimator(**overrides)
     return estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
 
-  def test_each_clip_is_predicted_once_when_the_last_batch_is_smaller_than_the_towers(self):
+  def test_each_clip_is_predicted_once_whatever_the_towers_and_batch(self):
+    # Prediction (the served graph) is one tower whatever num_towers (tower_model_fn).
     one_tower = self.predictions(8, num_towers=1)
     for towers, batch in ((4, 8), (2, 1), (4, 5)):
       with self.subTest(towers=towers, batch=batch):
@@ -78,7 +79,8 @@ class EvalLastBatchTest(tf.test.TestCase):
     from model_fn import tower_model_fn  # pylint: disable=g-import-not-at-top
     with tf.Graph().as_default():
       clips = tf.compat.v1.placeholder(tf.float32, [None, 4, 16, 16, 3])
-      tower_model_fn.make_model_fn()({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
+      labels = tf.compat.v1.placeholder(tf.int64, [None])
+      tower_model_fn.make_model_fn()({'clips': clips}, labels, tf.estimator.ModeKeys.EVAL, params)
       devices = {op.name.split('/')[0]: op.device for op in tf.compat.v1.get_default_graph()
                  .get_operations() if op.name.startswith('tower_') and op.type == 'Conv3D'}
     self.assertEqual(sorted(devices), ['tower_0', 'tower_1', 'tower_2', 'tower_3'])

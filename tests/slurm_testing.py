@@ -298,11 +298,7 @@ class MultiNodeSlurm(PrivateSlurm):
 
   def _enter(self, name: str, mount: bool = True) -> list[str]:
     """The command prefix that runs a program on host `name` (a node or 'controller')."""
-    pid = self._holders[name].pid
-    namespaces = [f'--net=/proc/{pid}/ns/net', f'--uts=/proc/{pid}/ns/uts']
-    if mount:
-      namespaces.append(f'--mount=/proc/{pid}/ns/mnt')
-    return ['nsenter', *namespaces, '--']
+    return enter_prefix(self._holders[name].pid, mount)
 
   def node_prefix(self, name: str) -> list[str]:
     return self._enter(name)
@@ -329,17 +325,7 @@ class MultiNodeSlurm(PrivateSlurm):
 
   def node_pids(self, name: str) -> list[int]:
     """Every process on node `name` (in its network namespace), its holder excepted."""
-    holder = self._holders[name].pid
-    mine = os.readlink(f'/proc/{holder}/ns/net')
-    pids = []
-    for entry in os.listdir('/proc'):
-      if entry.isdigit() and int(entry) != holder:
-        try:
-          if os.readlink(f'/proc/{entry}/ns/net') == mine:
-            pids.append(int(entry))
-        except OSError:
-          continue
-    return pids
+    return namespace_pids(self._holders[name].pid)
 
   def lose_node(self, name: str) -> list[int]:
     """As if node `name` lost power: SIGKILL to its slurmd and every process on it; the
@@ -368,6 +354,29 @@ class MultiNodeSlurm(PrivateSlurm):
       if holder.poll() is None:
         holder.kill()
         holder.wait()
+
+
+def enter_prefix(holder_pid: int, mount: bool = True) -> list[str]:
+  """The command prefix that runs a program in the network and UTS (and mount) namespaces
+  held by process `holder_pid`."""
+  namespaces = [f'--net=/proc/{holder_pid}/ns/net', f'--uts=/proc/{holder_pid}/ns/uts']
+  if mount:
+    namespaces.append(f'--mount=/proc/{holder_pid}/ns/mnt')
+  return ['nsenter', *namespaces, '--']
+
+
+def namespace_pids(holder_pid: int) -> list[int]:
+  """Every process in the network namespace of process `holder_pid`, itself excepted."""
+  mine = os.readlink(f'/proc/{holder_pid}/ns/net')
+  pids = []
+  for entry in os.listdir('/proc'):
+    if entry.isdigit() and int(entry) != holder_pid:
+      try:
+        if os.readlink(f'/proc/{entry}/ns/net') == mine:
+          pids.append(int(entry))
+      except OSError:
+        continue
+  return pids
 
 
 def _read(path: str) -> str:

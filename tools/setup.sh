@@ -9,6 +9,10 @@
 #                                libraries from the package index) instead of tensorflow-cpu,
 #                                then the GPUs TensorFlow sees, or why none
 #   bash tools/setup.sh --cpu    tensorflow-cpu even where nvidia-smi lists GPUs
+#   bash tools/setup.sh --gpu-image   the --gpu environment for a container image
+#                                (docs/cluster/Dockerfile): no GPU is looked for while the
+#                                image is built, and neither Bazel nor Slurm is installed
+#                                (a pod runs .venv/bin/python3 -m towers.train)
 # --gpu on a machine whose nvidia-smi lists no GPU changes nothing: it says what it would
 # install and why it found no GPU, and exits 1.
 set -euo pipefail
@@ -18,12 +22,14 @@ cd "$repo"
 say() { printf '[setup] %s\n' "$*"; }
 
 asked=""
+image=""
 for arg in "$@"; do
   case "$arg" in
     --gpu) asked=gpu ;;
+    --gpu-image) asked=gpu; image=yes ;;
     --cpu) asked=cpu ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: tools/setup.sh: unknown argument $arg (use --gpu, --cpu or nothing)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: tools/setup.sh: unknown argument $arg (use --gpu, --gpu-image, --cpu or nothing)" >&2; exit 2 ;;
   esac
 done
 cpu_pin="$(grep '^tensorflow-cpu==' requirements.txt)"
@@ -41,7 +47,10 @@ else
   gpu_why="nvidia-smi lists $(printf '%s\n' "$smi_out" | grep -c '^GPU ') GPU(s), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)"
 fi
 variant=cpu
-if [ "$asked" = gpu ] && [ -z "$gpu_found" ]; then
+if [ -n "$image" ]; then
+  variant=gpu
+  say "container image: installing $gpu_pin (the GPUs are those of the node it runs on)"
+elif [ "$asked" = gpu ] && [ -z "$gpu_found" ]; then
   say "--gpu: would install $gpu_pin instead of $cpu_pin into .venv"
   say "but found no GPU: $gpu_why"
   say "nothing changed. Install the NVIDIA driver (>= 525.60 for CUDA 12.2) and run again, or"
@@ -55,11 +64,13 @@ fi
 # Debian packages: Bazel, and Slurm + munge for tests/slurm_test.py (the test starts its own
 # private daemons; nothing is started here).
 apt_packages=()
-command -v bazel >/dev/null 2>&1 || apt_packages+=(bazel-bootstrap)
-for program in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do
-  command -v "${program%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${program%%:*}" ] \
-    || apt_packages+=("${program##*:}")
-done
+if [ -z "$image" ]; then
+  command -v bazel >/dev/null 2>&1 || apt_packages+=(bazel-bootstrap)
+  for program in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do
+    command -v "${program%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${program%%:*}" ] \
+      || apt_packages+=("${program##*:}")
+  done
+fi
 if [ "${#apt_packages[@]}" -gt 0 ]; then
   say "installing Debian packages: ${apt_packages[*]} (needs root and apt)"
   sudo_cmd=""
@@ -67,7 +78,7 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${apt_packages[@]}" >/dev/null
 fi
-say "bazel: $(bazel --version 2>/dev/null | head -n1)"
+[ -n "$image" ] || say "bazel: $(bazel --version 2>/dev/null | head -n1)"
 
 python_bin="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python3 ]; then
@@ -130,7 +141,7 @@ if not hasattr(cv2, "optflow"):  # TV-L1 flow (//data_tools:extract_flow) needs 
 cv2.optflow.DualTVL1OpticalFlow_create()
 print(f"[setup] python ok: tensorflow {tf.__version__}, numpy {numpy.__version__}, opencv {cv2.__version__}")
 PY
-if [ "$variant" = gpu ]; then
+if [ "$variant" = gpu ] && [ -z "$image" ]; then
   if ! .venv/bin/python3 tools/gpu_report.py | sed 's/^\[gpu\]/[setup]/'; then
     say "the GPU environment is installed, but TensorFlow sees no GPU (reasons above)"
     exit 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import tensorflow as tf
 
@@ -140,12 +140,35 @@ class RecordSettingsHook(tf1.train.SessionRunHook):
     train_settings.write_record(self._model_dir, self._record)
 
 
-def serving_input_receiver_fn(params: TrainParams):
-  """Serving input: float32 clips [None, clip_frames, crop_size, crop_size, channels]."""
+def serving_input_receiver_fn(params: TrainParams, class_names: Sequence[str] = ()):
+  """Serving input: `clips` float32 [None, clip_frames, crop_size, crop_size, channels] in
+  [-1, 1] (uint8 pixel or flow code x as x / 127.5 - 1). A batch holding a value outside
+  [-1, 1] (raw 0..255 pixels, NaN) fails at run time with InvalidArgumentError naming the
+  range, instead of a confident wrong class. With `class_names` (label order) the
+  signature also returns them (`class_name`, `class_names`: `tower_model_fn._predict_spec`)."""
   shape = [None, params.clip_frames, params.crop_size, params.crop_size, input_channels(params)]
 
   def receiver_fn():
     clips = tf1.placeholder(tf.float32, shape, name='clips')
-    return tf.estimator.export.TensorServingInputReceiver(clips, {'clips': clips})
+    features = {'clips': checked_unit_range(clips)}
+    if class_names:
+      features['class_names'] = tf.constant(list(class_names), tf.string)
+    return tf.estimator.export.ServingInputReceiver(features, {'clips': clips})
 
   return receiver_fn
+
+
+UNIT_RANGE_MESSAGE = ('clips must be float32 in [-1, 1] (uint8 pixel or flow code x as '
+                      'x / 127.5 - 1); this batch holds values from')
+
+
+def checked_unit_range(clips: tf.Tensor) -> tf.Tensor:
+  """`clips`, once every value is known to lie in [-1, 1] (an empty batch passes); else
+  running it raises InvalidArgumentError with `UNIT_RANGE_MESSAGE` and the batch's min and
+  max."""
+  low, high = tf.reduce_min(clips), tf.reduce_max(clips)
+  inside = tf.logical_or(tf.equal(tf.size(clips), 0),
+                         tf.logical_and(low >= -1.0, high <= 1.0))
+  check = tf.debugging.Assert(inside, [UNIT_RANGE_MESSAGE, low, 'to', high], name='unit_range')
+  with tf.control_dependencies([check]):
+    return tf.identity(clips, name='clips_in_unit_range')

@@ -85,9 +85,11 @@ def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   in its assets.extra/)."""
   exporters = [EvaluationLine()]
   if params.export_savedmodel:
-    assets = export_info.write_assets(params, os.path.join(params.model_dir, 'export_assets'))
+    info, class_names = export_info.describe(params)
+    assets = export_info.write_assets(info, class_names,
+                                      os.path.join(params.model_dir, 'export_assets'))
     exporters.append(CleanBestExporter(
-        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params),
+        name='best', serving_input_receiver_fn=serving_input_receiver_fn(params, class_names),
         compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
   return exporters
 

@@ -2,8 +2,11 @@
 
 Training exports (`towers/training.py`) a SavedModel whose `serving_default` signature takes
 `clips` float32 [None, clip_frames, crop_size, crop_size, C] (C = 3 rgb, 2 flow: u, v) in
-[-1, 1] (uint8 pixels or flow codes x as x / 127.5 - 1) and returns `probabilities` float32
-[None, num_classes] (softmax), `classes` int64 [None] (argmax) and `logits`. Beside it, in
+[-1, 1] (uint8 pixels or flow codes x as x / 127.5 - 1; a batch with a value outside is
+refused, naming the range) and returns `probabilities` float32 [None, num_classes]
+(softmax), `classes` int64 [None] (argmax), `logits`, `class_name` string [None] (the name
+of `classes`) and `class_names` string [None, num_classes]. Its graph is one tower with no
+device pinned (`model_fn/tower_model_fn.py`), whatever training ran on. Beside it, in
 `<export>/assets.extra/`, this module puts:
 
   class_names.txt     one class name per line, in label order (line i = label i)
@@ -92,7 +95,9 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'input': {'name': 'clips', 'dtype': 'float32', 'shape': shape, 'range': [-1.0, 1.0],
                 'from_uint8': 'x / 127.5 - 1'},
       'outputs': {'probabilities': 'float32 [batch, num_classes], softmax',
-                  'classes': 'int64 [batch], argmax', 'logits': 'float32 [batch, num_classes]'},
+                  'classes': 'int64 [batch], argmax', 'logits': 'float32 [batch, num_classes]',
+                  'class_name': 'string [batch], the name of classes',
+                  'class_names': 'string [batch, num_classes], the names in label order'},
       'stream': params.stream, 'model': params.model, 'num_classes': params.num_classes,
       'clip_frames': params.clip_frames, 'crop_size': params.crop_size,
       'eval_clips': params.eval_clips, 'eval_crops': params.eval_crops,
@@ -105,10 +110,10 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
   return info, names
 
 
-def write_assets(params: TrainParams, directory: str) -> dict[str, str]:
-  """Writes video_model.json and class_names.txt of `params` into `directory`; returns the
-  `assets_extra` mapping of `tf.estimator.BestExporter` (name in assets.extra -> file)."""
-  info, names = describe(params)
+def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict[str, str]:
+  """Writes video_model.json (`info`) and class_names.txt (`names`), as `describe` makes
+  them, into `directory`; returns the `assets_extra` mapping of `tf.estimator.BestExporter`
+  (name in assets.extra -> file)."""
   tf.io.gfile.makedirs(directory)
   files = {INFO_FILE: json.dumps(info, indent=1), CLASS_NAMES_FILE: '\n'.join(names) + '\n'}
   for name, text in files.items():

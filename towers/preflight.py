@@ -42,11 +42,13 @@ class PreflightError(ValueError):
   """One or more things needed by the run are missing or inconsistent."""
 
 
-def problems(params, num_workers: int = 1) -> list[str]:
+def problems(params, num_workers: int = 1, trains: bool = True) -> list[str]:
   """Every problem found, as messages; empty when the run can start. `num_workers`: the
-  cluster's training workers, chief included (sync_replicas aggregates them)."""
+  cluster's training workers, chief included (sync_replicas aggregates them). `trains`:
+  False for a cluster's evaluator, which never warm-starts, so `--warm_start_from` (e.g.
+  inherited from a shared flagfile) is not checked."""
   found = []
-  if params.warm_start_from and not _has_checkpoint(params.model_dir):
+  if trains and params.warm_start_from and not _has_checkpoint(params.model_dir):
     try:
       warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
     except warm_start.WarmStartError as e:
@@ -197,9 +199,9 @@ def _cluster_problems(params, num_workers: int) -> list[str]:
   return []
 
 
-def check(params, num_workers: int = 1) -> None:
-  """Raises `PreflightError` listing every problem, one per paragraph."""
-  found = problems(params, num_workers)
+def check(params, num_workers: int = 1, trains: bool = True) -> None:
+  """Raises `PreflightError` listing every problem, one per paragraph (`problems`)."""
+  found = problems(params, num_workers, trains)
   if found:
     raise PreflightError('cannot start:\n- ' + '\n- '.join(found))
 

@@ -68,7 +68,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   lock = _writer_lock(params, task)
   try:
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
-      preflight.check(params, task.num_workers if task else 1)
+      preflight.check(params, task.num_workers if task else 1,
+                      trains=task is None or task.task_type != 'evaluator')
     logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
                  'model_dir %s', params.model, params.max_steps, params.examples_per_step,
                  params.accumulate_steps, params.batch_size, params.model_dir)

@@ -5,7 +5,9 @@ The result is always expressed as a TF_CONFIG (what Kubeflow's TFJob sets), whic
   1. flags `--ps_hosts`, `--worker_hosts`, `--task_type`, `--task_index` (worker 0 is the chief);
   2. the `TF_CONFIG` environment variable;
   3. SLURM's environment (`SLURM_JOB_ID` set, under `srun`): see `from_slurm`.
-A malformed or inconsistent cluster raises `ClusterError` naming the field.
+A malformed or inconsistent cluster raises `ClusterError` naming the field. A TF_CONFIG
+may list the evaluator in its cluster (Kubeflow's operator lists every replica type): it
+is checked and left out of the training cluster, since no training task dials it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class ClusterTask:
   """This process's place in a training cluster.
 
   `cluster` maps 'chief', 'worker' and 'ps' to host:port lists (the evaluator is never
-  part of it). `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
+  part of it: a TF_CONFIG that lists it, as Kubeflow's operator does, has it dropped).
+  `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
   """
   cluster: Mapping[str, tuple[str, ...]]
   task_type: str
@@ -127,8 +130,16 @@ def from_tf_config(text: str) -> ClusterTask:
   for job, hosts in cluster.items():
     if not isinstance(hosts, list):
       raise ClusterError(f'TF_CONFIG.cluster.{job}: must be a list of "host:port" strings')
-  return validate({job: tuple(hosts) for job, hosts in cluster.items()}, task['type'], index,
-                  'TF_CONFIG')
+  evaluators = cluster.get('evaluator', [])
+  if len(evaluators) > 1:
+    raise ClusterError(f'TF_CONFIG.cluster.evaluator: lists {len(evaluators)} tasks; one '
+                       'evaluator is supported (TFJob: Evaluator replicas: 1)')
+  for i, address in enumerate(evaluators):
+    _check_address(f'TF_CONFIG.cluster.evaluator[{i}]', address)
+  # Kubeflow's operator lists every replica type in the cluster, the evaluator too. The
+  # evaluator trains nothing and no server dials it: it is not part of the training cluster.
+  training = {job: tuple(hosts) for job, hosts in cluster.items() if job != 'evaluator'}
+  return validate(training, task['type'], index, 'TF_CONFIG')
 
 
 def from_slurm(environ: Mapping[str, str], num_ps: int, port: int) -> ClusterTask:
@@ -187,9 +198,6 @@ def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index:
   """Checks jobs, addresses, the single chief and the task; returns the ClusterTask."""
   field = 'TF_CONFIG.cluster' if source == 'TF_CONFIG' else f'cluster (from {source})'
   for job in cluster:
-    if job == 'evaluator':
-      raise ClusterError(f'{field}.evaluator: the evaluator must not be part of the training '
-                         'cluster; give it only task.type=evaluator')
     if job not in TRAINING_JOBS:
       raise ClusterError(f'{field}.{job}: unknown job; expected chief, worker, ps')
   chiefs = cluster.get('chief', ())
