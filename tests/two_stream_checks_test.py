@@ -136,7 +136,7 @@ class TwoStreamChecksTest(tf.test.TestCase):
     for weight in ('nan', '-0.5', '1.5'):
       with self.subTest(weight):
         self.assert_refused(evaluate(*self.args(flow_weight=weight, rgb_model=missing)),
-                            f'--flow_weight={float(weight)} must be in [0, 1]')
+                            f'flow_weight must be in [0, 1], got {float(weight)}')
     self.assert_refused(evaluate(*self.args(json_out=self.root, rgb_model=missing)),
                         f'--json_out={self.root}: is a directory')
     self.assert_refused(evaluate(*self.args(json_out='/proc/two_stream.json',

@@ -29,7 +29,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import entry, working_dir
 from input_fn import factory, pipeline
 from towers import two_stream
-from command_line.options import option
+from command_line.options import Range, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +43,8 @@ class EvaluateTwoStreamOptions:
   flow_data: str = option('', 'Flow eval data: the --out of //data_tools:prepare '
                           '--source=flow.', path=True)
   flow_weight: float = option(0.5, 'Weight of the Flow stream in the fusion; RGB gets '
-                              '1 - flow_weight. 0.5: equal weights.')
+                              '1 - flow_weight. 0.5: equal weights.',
+                              valid=Range(low=0.0, high=1.0))
   eval_clips: int = option(5, 'Clips per video, starts spread evenly over the video; a '
                            'video\'s prediction is the mean softmax of its clips.')
   eval_crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
@@ -71,9 +72,6 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
     raise entry.Refused('eval_clips and eval_batch_size must be positive')
   if options.eval_crops not in (1, 3):
     raise entry.Refused(f'--eval_crops={options.eval_crops}: must be 1 or 3')
-  if not 0.0 <= options.flow_weight <= 1.0:  # also refuses nan
-    raise entry.Refused(f'--flow_weight={options.flow_weight} must be in [0, 1] (the Flow '
-                        'stream\'s share of the fusion)')
   problem = working_dir.unwritable(options.json_out)
   if problem:
     raise entry.Refused(f'--json_out={options.json_out}: {problem}')
