@@ -42,6 +42,11 @@ class ParamsTest(tf.test.TestCase):
                                 'accumulate_steps=2.*strategy=towers'):
       make_params(strategy='mirrored', accumulate_steps=2)
 
+  def test_i3d_refuses_batch_norm_false_that_it_would_ignore(self):
+    with self.assertRaisesRegex(ParamsError, 'batch_norm=false does not apply to model=i3d'):
+      make_params(model='i3d', batch_norm=False)
+    self.assertFalse(make_params(model='c3d_small', batch_norm=False).batch_norm)
+
   def test_unknown_optimizer(self):
     with self.assertRaisesRegex(ParamsError, "optimizer='adagrad' is not one of"):
       make_params(optimizer='adagrad')
