@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import sys
 import tempfile
 
 import tensorflow as tf
@@ -168,6 +169,15 @@ class FlagsTest(tf.test.TestCase):
     self.assertEqual(params.model_dir, os.path.join(user_dir, 'runs', 'a'))
     self.assertEqual(params.num_towers, 2)
     self.assertEqual(params.lr_values, (0.1, 0.01))
+
+  def test_help_lists_the_flags_a_run_starts_with_and_helpfull_the_rest(self):
+    flag_values = flags.FlagValues()
+    towers_flags.define_flags(flag_values)
+    key = {f.name for f in flag_values.get_key_flags_for_module(sys.argv[0])}
+    self.assertEqual(key, {'model', 'num_classes', 'stream', 'warm_start_from', 'dataset',
+                           'data_source', 'data_dir', 'model_dir', 'num_towers',
+                           'batch_size', 'max_steps'})
+    self.assertIn('shuffle_buffer', flag_values.get_help())  # --helpfull
 
 
 if __name__ == '__main__':
