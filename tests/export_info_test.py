@@ -22,7 +22,8 @@ class ExportInfoReadTest(tf.test.TestCase):
     self.export = os.path.join(self.root, 'model', 'export', 'best', '1700000000')
     params = params_lib.make_params(data_source='synthetic', num_classes=4, clip_frames=4,
                                     crop_size=16, eval_clips=2, model='c3d_small')
-    export_info.write_assets(params, os.path.join(self.export, export_info.ASSETS_DIR))
+    export_info.write_assets(*export_info.describe(params),
+                             os.path.join(self.export, export_info.ASSETS_DIR))
     self.info_path = os.path.join(self.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
     self.names_path = os.path.join(self.export, export_info.ASSETS_DIR,
                                    export_info.CLASS_NAMES_FILE)
