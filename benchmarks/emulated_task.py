@@ -67,9 +67,10 @@ class TaskOptions:
   accumulate_steps: int = option(1, 'Micro-batches computed per pull and push.')
   transfer_dtype: str = option('float32', 'Type of pulled parameters and pushed gradients.',
                                choices=tuple(transfer.TRANSFER_DTYPES))
-  ps_placement: str = option('greedy', 'greedy: the project\'s placement in creation order; '
-                             'largest_first: biggest variables first, each on the least '
-                             'loaded ps.', choices=PS_PLACEMENTS)
+  ps_placement: str = option('greedy', 'greedy: each variable in creation order on the '
+                             'least loaded ps; largest_first: biggest variables first, each '
+                             'on the least loaded ps (what training in a cluster does).',
+                             choices=PS_PLACEMENTS)
   sync_replicas: bool = option(False, 'Synchronous steps over all workers.')
   overlap: bool = option(True, 'Split the compute wait per layer (by FLOPs): a layer\'s '
                          'forward starts once its variables are pulled, its gradient is '

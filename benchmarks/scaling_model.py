@@ -1,8 +1,9 @@
 """The numbers of docs/scaling.md: `bazel run //benchmarks:scaling_model [-- flags]`.
 
 Counts I3D's training FLOPs per clip from the graph (`benchmarks/flop_count.py`), reads the
-trainable variables' bytes from the same network, places them on 1..10 ps tasks with the
-project's own greedy-by-bytes placement, and evaluates the paper model of
+trainable variables' bytes from the same network, places them on 1..10 ps tasks greedy by
+bytes in creation order (`ParameterServerPlacement`; training places them largest first,
+`LargestFirstPlacement`, compared in docs/scaling.md), and evaluates the paper model of
 `benchmarks/cluster_model.py` for 1..10 workers at each link speed. The input-side check uses
 the per-core JPEG decode rate measured on THIS machine with the input benchmark's decode
 loop (or `--jpeg_decodes_per_core`). Prints Markdown.
@@ -61,7 +62,7 @@ def measured_decodes_per_core(frames: int = 16, batch: int = 4, seconds: float =
 
 def ps_bytes_by_count(variables, max_ps: int) -> dict[int, list[float]]:
   """Trainable bytes per ps task for 1..max_ps tasks, placing EVERY variable (trainable
-  or not, in creation order) with the project's ParameterServerPlacement."""
+  or not, in creation order) with ParameterServerPlacement (greedy by bytes)."""
   import tensorflow as tf
   from model_fn.variable_placement import make_placement
   result = {}

@@ -2,7 +2,9 @@
 
 A program's options are one frozen dataclass of `command_line.options.option` fields.
 `define_flags(Options)` declares one absl flag per field (same name, default and help;
-choices become enum flags, tuples list flags); `options_from_flags(Options)` reads them
+choices become enum flags, tuples list flags; `--help` lists the fields marked
+`option(key=True)`, or all of them when the dataclass marks none, and `--helpfull` every
+flag); `options_from_flags(Options)` reads them
 back, resolving path fields against the directory the user ran the command from; `run(main)`
 starts `main(argv)` in that directory, so `--flagfile` and relative paths mean what the
 user typed. The library never imports this module.
@@ -23,21 +25,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from typing import Any, Callable, TypeVar
 
 from absl import app, flags
 
 from command_line import console
 from command_line.working_dir import user_working_dir
-from command_line.options import CHOICES, PATH, build, help_of
+from command_line.options import CHOICES, KEY, PATH, build, help_of
 
 T = TypeVar('T')
 
 
 def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS) -> None:
   """Defines every field of `options_type` as a flag with the field's default and help (and
-  its declared range: 'Must be positive.')."""
-  for f in dataclasses.fields(options_type):
+  its declared range: 'Must be positive.'). The fields marked `key` (all, when none is) are
+  the program's key flags: absl's --help lists the main module's (`sys.argv[0]`) key flags,
+  --helpfull every flag."""
+  fields = dataclasses.fields(options_type)
+  for f in fields:
     default, help_text, field_type = f.default, help_of(f), str(f.type)
     if f.metadata.get(CHOICES):
       flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, flag_values=flag_values)
@@ -51,6 +57,8 @@ def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS
       flags.DEFINE_float(f.name, default, help_text, flag_values=flag_values)
     else:
       flags.DEFINE_string(f.name, default, help_text, flag_values=flag_values)
+  for f in [f for f in fields if f.metadata.get(KEY)] or fields:
+    flag_values.register_key_flag_for_module(sys.argv[0], flag_values[f.name])
 
 
 def values_from_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS,

@@ -20,9 +20,9 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
 
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. `verbose=True` also defines `--verbose` and configures the console
-(`command_line.console`) before `check`. A program that reads its flags another way
-(`options=None`; //towers:train reads TrainParams through towers/flags.py) defines them
-itself, calls `start(define=False)` and reads them in `run`.
+(`command_line.console`) before `check`. `extra_options`: more options dataclasses whose
+flags it defines after those, for `run` to read (`cli.options_from_flags`): //towers:train's
+options are `TrainParams`, the library's, and its own --check_flags lives beside them.
 """
 
 from __future__ import annotations
@@ -76,13 +76,16 @@ class Program:
   failed: tuple[type[BaseException], ...] = ()
   arguments: bool = False
   verbose: bool = False
+  extra_options: tuple[type, ...] = ()
 
   def define_flags(self) -> None:
-    """Defines the options' flags (and --verbose when `verbose`)."""
+    """Defines the options' flags, --verbose when `verbose`, then `extra_options`' flags."""
     if self.options is not None:
       cli.define_flags(self.options)
     if self.verbose:
       cli.define_flags(console.ConsoleOptions)
+    for options_type in self.extra_options:
+      cli.define_flags(options_type)
 
   def main(self, argv: Sequence[str]) -> int:
     """absl's main: `argv[1:]` are the positional arguments left after the flags."""
@@ -112,8 +115,8 @@ class Program:
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,
             define: bool = True) -> None:
-    """Defines the flags (unless `define` is False: the module defined them) and runs
-    `main` from the user's working directory (`cli.run`); exits with its code.
+    """Defines the flags (unless `define` is False: the module defined them when imported)
+    and runs `main` from the user's working directory (`cli.run`); exits with its code.
     `flags_parser(argv)` -> remaining argv, default absl's full parse (`flags.FLAGS(argv)`)."""
     if define:
       self.define_flags()

@@ -16,6 +16,7 @@ CHOICES = 'choices'
 HELP = 'help'
 PATH = 'path'  # a filesystem path: resolved against the user's working directory by cli.py
 RANGE = 'range'
+KEY = 'key'  # one of the flags a user starts with: listed by --help (`command_line/cli.py`)
 
 T = TypeVar('T')
 
@@ -65,11 +66,12 @@ def above(low: float) -> Range:
 
 
 def option(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
-           path: bool = False, valid: Range | None = None) -> Any:
+           path: bool = False, valid: Range | None = None, key: bool = False) -> Any:
   """A dataclass field with its default, its help text, its allowed values (or None),
-  whether it holds a filesystem path, and the range its number (or each of its numbers)
-  must lie in (`valid`; `convert` refuses others, and NaN or infinity in any float)."""
-  metadata: dict[str, Any] = {HELP: help_text, PATH: path}
+  whether it holds a filesystem path, the range its number (or each of its numbers)
+  must lie in (`valid`; `convert` refuses others, and NaN or infinity in any float), and
+  whether it is one of the few options a user starts with (`key`: shown by --help)."""
+  metadata: dict[str, Any] = {HELP: help_text, PATH: path, KEY: key}
   if choices is not None:
     metadata[CHOICES] = tuple(choices)
   if valid is not None:

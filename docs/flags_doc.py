@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from command_line import cli, console
-from command_line.options import CHOICES, help_of
+from command_line.options import CHOICES, KEY, help_of
 
 REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
@@ -119,7 +119,7 @@ def _cell(text: str) -> str:
 def table(fields: Sequence[dataclasses.Field]) -> list[str]:
   rows = ['| flag | default | meaning |', '|---|---|---|']
   for f in fields:
-    meaning = help_of(f)
+    meaning = ('**In `--help`.** ' if f.metadata.get(KEY) else '') + help_of(f)
     if f.metadata.get(CHOICES):
       meaning += f' One of: {", ".join(c or "(empty)" for c in f.metadata[CHOICES])}.'
     rows.append(f'| `--{f.name}` | `{render_value(f.default)}` | {_cell(meaning)} |')
@@ -153,7 +153,8 @@ def render(build_files: dict[str, str], workspace: str) -> str:
   out = ['# Flags of every binary', '',
          f'Generated from each binary\'s options by `{REGENERATE}`: do not edit by hand. '
          '`bazel run //<package>:<binary> -- --helpfull` prints the same for one binary, '
-         'with absl\'s own flags (`--flagfile`, `--v`, ...).', '',
+         'with absl\'s own flags (`--flagfile`, `--v`, ...); `--help` prints the flags a run '
+         'starts with: those marked **In `--help`.**, or all of a binary that marks none.', '',
          'Relative paths in flags (and `--flagfile` itself) resolve against the directory '
          '`bazel` was started from; list flags take comma-separated values; booleans take '
          '`--name` / `--noname`.', '']

@@ -1,19 +1,23 @@
 """The fast route: prepared TFRecords to training clips, entirely in TensorFlow ops.
 
-`input_fn(mode, params, input_context=None)` returns a `tf.data.Dataset`:
+`input_fn(mode, params, input_context=None, uint8_clips=False)` returns a `tf.data.Dataset`
+whose clips are float32 in [-1, 1] (x / 127.5 - 1, `to_unit_range`), or with
+`uint8_clips=True`, as training reads them (`input_fn/factory.py`), uint8 in [0, 255] that
+the tower model_fn scales on each tower's device; same shapes either way:
 
-* TRAIN: `({'clips': float32 [b, T, S, S, C]}, labels int64 [b])`, values in [-1, 1]
-  (x / 127.5 - 1), T = params.clip_frames, S = params.crop_size, C = 3 for
-  params.stream='rgb' and 2 (u, v) for 'flow' (records of `prepare --source=flow`);
+* TRAIN: `({'clips': [b, T, S, S, C]}, labels int64 [b])`, T = params.clip_frames,
+  S = params.crop_size, C = 3 for params.stream='rgb' and 2 (u, v) for 'flow' (records of
+  `prepare --source=flow`);
   `b` = batch size, static (drop_remainder). Clips start at a random frame (wrapping around
   to frame 0 when the video has fewer than T frames), random S x S crop, random horizontal
   flip; a flipped flow clip also has its horizontal motion negated (u -> 255 - u before
   scaling), since mirroring reverses left and right. Endless (repeats).
-* EVAL: `({'clips': float32 [b, T, S, S, C], 'video_index': int64 [b]}, labels int64 [b])`:
+* EVAL: `({'clips': [b, T, S, S, C], 'video_index': int64 [b]}, labels int64 [b])`:
   params.eval_clips clips per video with starts spread evenly over the video, each cut as
   params.eval_crops crops (1: centre; 3: start, centre and end of the long side,
-  `eval_crop_windows`), no flip: eval_clips x eval_crops views per video; `video_index` is the video's position in the eval split (0..num_videos-1), so
-  clip predictions can be averaged per video (`model_fn/video_metrics.py`). One pass.
+  `eval_crop_windows`), no flip: eval_clips x eval_crops views per video; `video_index`
+  is the video's position in the eval split (0..num_videos-1), so clip predictions can be
+  averaged per video (`model_fn/video_metrics.py`). One pass.
   Also `videos_listed` int64 [b]: how many videos this evaluation should see: the test
   list's count from the manifest (`num_listed`, videos prepare skipped included; a
   worker's share of the records when sharded), so the model_fn can report videos

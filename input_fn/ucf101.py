@@ -18,7 +18,9 @@ A video that is listed for testing is never used for training, whatever the spel
 
 Nothing here raises on bad input: readers return what they could read plus a list of
 `Problem`s (file, line, reason); callers decide whether to skip (default) or fail (strict).
-This module needs only the standard library, numpy and OpenCV (no TensorFlow).
+This module needs only the standard library, and numpy and OpenCV in `read_frames` (no
+TensorFlow): the config (`towers/params.py`, through `input_fn/datasets.py`) imports it, and
+a program checks its flags before any of those load.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import dataclasses
 import functools
 import os
 import re
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-import cv2
-import numpy as np
+if TYPE_CHECKING:
+  import numpy as np
 
 CLASS_INDEX_FILE = 'classInd.txt'
 SPLIT_DIR_NAMES = ('ucfTrainTestlist', '')
@@ -425,6 +427,8 @@ def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
 
   Raises `IOError` naming the file if one cannot be decoded.
   """
+  import cv2  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel,redefined-outer-name
   frames = []
   for i in indices:
     path = frame_path(folder, int(i), pattern)

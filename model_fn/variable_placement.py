@@ -127,10 +127,11 @@ def make_placement(policy: str, tower_devices: Sequence[str],
                    host_device: str = '/device:CPU:0',
                    ps_devices: Sequence[str] = (),
                    planned: Sequence[tuple[str, int]] = ()) -> VariablePlacement:
-  """Builds the strategy named by `--variable_device`. `host_device` is this machine's
-  (in a cluster: this worker's) CPU. For `ps`, a non-empty `planned` ((name, bytes) of
-  the variables known up front) places them largest first (`LargestFirstPlacement`),
-  else greedy in creation order."""
+  """Builds the placement for `policy`: on one machine `--variable_device`'s cpu, gpu0 or
+  balanced; `ps` is a cluster's (the tower model_fn picks it whenever there are ps tasks,
+  whatever `--variable_device` says). `host_device` is this machine's (in a cluster: this
+  worker's) CPU. For `ps`, a non-empty `planned` ((name, bytes) of the variables known up
+  front) places them largest first (`LargestFirstPlacement`), else greedy in creation order."""
   if policy == 'cpu':
     return SingleDevicePlacement(host_device)
   if policy == 'gpu0':

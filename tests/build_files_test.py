@@ -1,13 +1,16 @@
 """Specification: every module's Bazel target and deps (tools/bazel/modules.bzl) match the
-sources' imports, so a change reruns exactly the specs that import what it changed."""
+sources' imports, so a change reruns exactly the specs that import what it changed; every
+spec in tests/BUILD carries one tier tag, and each tier has its test_suite."""
 
 import os
+import re
 
 from absl.testing import absltest
 
 from tools import build_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIERS = ('unit', 'process', 'slow')  # tests/BUILD: each spec carries exactly one
 
 
 class BuildFilesTest(absltest.TestCase):
@@ -25,6 +28,21 @@ class BuildFilesTest(absltest.TestCase):
     self.assertIn('//towers:train_lib', build_files.deps_of('towers.cluster.local_cluster', modules))
     # `from towers import estimator` needs towers/estimator.py, not the package's __init__.
     self.assertNotIn(':towers', build_files.deps_of('towers.train', modules))
+
+  def test_every_spec_has_one_tier_and_every_tier_a_suite(self):
+    with open(os.path.join(ROOT, 'tests', 'BUILD'), encoding='utf-8') as f:
+      build = f.read()
+    specs = re.findall(r'^ *"(\w+_test)": dict\((.*?)\),$', build, re.MULTILINE | re.DOTALL)
+    files = {name[:-len('.py')] for name in os.listdir(os.path.join(ROOT, 'tests'))
+             if name.endswith('_test.py')}
+    self.assertEqual({name for name, _ in specs}, files, 'every tests/*_test.py is one entry')
+    for name, attrs in specs:
+      tags = re.search(r'tags = \[([^\]]*)\]', attrs)
+      tiers = set(re.findall(r'"(\w+)"', tags.group(1) if tags else '')) & set(TIERS)
+      self.assertEqual(len(tiers), 1, f'{name}: tags must hold one of {", ".join(TIERS)}')
+    for tier in TIERS:
+      self.assertIn(f'test_suite(name = "{tier}", tags = ["{tier}"])', build,
+                    f'the {tier} tier needs its suite, //tests:{tier}')
 
 
 if __name__ == '__main__':

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,11 +19,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A program on the entry: --size must be positive (check), --fail makes the run fail,
 # --late refuses from inside run, --code sets the run's own exit code, --lost ends it with
-# an exception mapped to its own exit code (5).
+# an exception mapped to its own exit code (5). --size and --mode are its key options;
+# --note comes from its extra options, which mark none.
 PROGRAM = textwrap.dedent('''
     from __future__ import annotations
     import dataclasses
-    from command_line import entry
+    from command_line import cli, entry
     from command_line.options import option
 
     class ToolError(ValueError):
@@ -30,12 +32,16 @@ PROGRAM = textwrap.dedent('''
 
     @dataclasses.dataclass(frozen=True)
     class Options:
-      size: int = option(1, 'Size.')
-      mode: str = option('a', 'Mode.', choices=('a', 'b'))
+      size: int = option(1, 'Size.', key=True)
+      mode: str = option('a', 'Mode.', choices=('a', 'b'), key=True)
       fail: bool = option(False, 'Fail.')
       late: bool = option(False, 'Refuse in run.')
       code: int = option(0, 'Exit code of the run.')
       lost: bool = option(False, 'Lose the peer.')
+
+    @dataclasses.dataclass(frozen=True)
+    class Extra:
+      note: str = option('', 'Printed by the run.')
 
     def check(options):
       if options.size < 1:
@@ -48,10 +54,11 @@ PROGRAM = textwrap.dedent('''
         raise entry.Failed('the run failed at step 3')
       if options.lost:
         raise entry.Ended('peer 1 stopped answering', 5)
-      print('ran', flush=True)
+      print('ran', cli.options_from_flags(Extra).note, flush=True)
       return options.code
 
-    entry.Program('tool', run, Options, check=check, refused=(ToolError,)).start()
+    entry.Program('tool', run, Options, check=check, refused=(ToolError,),
+                  extra_options=(Extra,)).start()
 ''')
 
 
@@ -70,8 +77,15 @@ class EntryTest(absltest.TestCase):
 
   def test_a_run_that_works_exits_with_its_own_code(self):
     done = run_tool()
-    self.assertEqual((done.returncode, done.stdout, done.stderr), (0, 'ran\n', ''))
+    self.assertEqual((done.returncode, done.stdout, done.stderr), (0, 'ran \n', ''))
     self.assertEqual(run_tool('--code=3').returncode, 3)
+    self.assertEqual(run_tool('--note=hello').stdout, 'ran hello\n')
+
+  def test_help_lists_the_key_options_and_helpfull_all(self):
+    listed = lambda done: set(re.findall(r'^  --(?:\[no\])?(\w+):', done.stdout, re.MULTILINE))
+    self.assertEqual(listed(run_tool('--help')), {'size', 'mode', 'note'})
+    self.assertLessEqual({'size', 'mode', 'note', 'fail', 'late', 'code', 'lost'},
+                         listed(run_tool('--helpfull')))
 
   def test_what_is_refused_before_any_work_is_one_line_and_exit_2(self):
     self.assert_one_line(run_tool('--size=0'), entry.REFUSED,

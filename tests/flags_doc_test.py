@@ -37,6 +37,11 @@ class FlagsDocTest(absltest.TestCase):
     for f in dataclasses.fields(TrainParams):
       self.assertIn(f'| `--{f.name}` | `{flags_doc.render_value(f.default)}` |', self.page)
 
+  def test_the_flags_help_lists_are_marked(self):
+    self.assertIn('| `--model_dir` | `/tmp/video_towers` | **In `--help`.** Checkpoints', self.page)
+    self.assertIn('| `--shuffle_buffer` | `', self.page)
+    self.assertNotIn('**In `--help`.** Training shuffle buffer', self.page)
+
   def test_training_flags_are_grouped_by_concern(self):
     train = self.page.index('### `//towers:train`')
     for heading in ('**Model**', '**Optimisation**', '**Cluster**', '**Data**'):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import sys
 import tempfile
 
 import tensorflow as tf
@@ -41,6 +42,11 @@ class ParamsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ParamsError, 'strategy=mirrored does not apply '
                                 'accumulate_steps=2.*strategy=towers'):
       make_params(strategy='mirrored', accumulate_steps=2)
+
+  def test_i3d_refuses_batch_norm_false_that_it_would_ignore(self):
+    with self.assertRaisesRegex(ParamsError, 'batch_norm=false does not apply to model=i3d'):
+      make_params(model='i3d', batch_norm=False)
+    self.assertFalse(make_params(model='c3d_small', batch_norm=False).batch_norm)
 
   def test_unknown_optimizer(self):
     with self.assertRaisesRegex(ParamsError, "optimizer='adagrad' is not one of"):
@@ -163,6 +169,15 @@ class FlagsTest(tf.test.TestCase):
     self.assertEqual(params.model_dir, os.path.join(user_dir, 'runs', 'a'))
     self.assertEqual(params.num_towers, 2)
     self.assertEqual(params.lr_values, (0.1, 0.01))
+
+  def test_help_lists_the_flags_a_run_starts_with_and_helpfull_the_rest(self):
+    flag_values = flags.FlagValues()
+    towers_flags.define_flags(flag_values)
+    key = {f.name for f in flag_values.get_key_flags_for_module(sys.argv[0])}
+    self.assertEqual(key, {'model', 'num_classes', 'stream', 'warm_start_from', 'dataset',
+                           'data_source', 'data_dir', 'model_dir', 'num_towers',
+                           'batch_size', 'max_steps'})
+    self.assertIn('shuffle_buffer', flag_values.get_help())  # --helpfull
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """Command-line flags generated from `TrainParams`: one flag per field, same name and help.
 
-Only `//towers:train` and other binaries import this module; the library takes a
+Binaries and specs that read TrainParams from flags import this module (`//towers:train`
+does the same through `entry.Program(options=TrainParams)`); the library takes a
 `TrainParams` (or a dict) and never reads flags. The convention is `command_line/cli.py`'s.
 """
 

@@ -35,8 +35,8 @@ MAY_CHANGE = 'may_change'
 def _resume_option(resume: str):
   """`option(...)` whose field also declares how a resume treats it."""
   def make(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
-           path: bool = False, valid: Range | None = None) -> Any:
-    made = option(default, help_text, choices, path, valid)
+           path: bool = False, valid: Range | None = None, key: bool = False) -> Any:
+    made = option(default, help_text, choices, path, valid, key)
     return dataclasses.field(default=default, metadata={**made.metadata, RESUME: resume})
   return make
 
@@ -55,8 +55,8 @@ class TrainParams:
   # --- Model -------------------------------------------------------------------------------
   model: str = structure(
       'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
-      'with model_fn.networks.register().')
-  num_classes: int = structure(101, 'Number of output classes.', valid=at_least(2))
+      'with model_fn.networks.register().', key=True)
+  num_classes: int = structure(101, 'Number of output classes.', valid=at_least(2), key=True)
   clip_frames: int = must_match(16, 'Frames per clip fed to the network.', valid=at_least(1))
   crop_size: int = must_match(112, 'Height and width of the clip crop, in pixels.',
       valid=at_least(1))
@@ -69,7 +69,7 @@ class TrainParams:
 
   # --- Towers and devices ------------------------------------------------------------------
   num_towers: int = may_change(
-      -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).')
+      -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).', key=True)
   tower_devices: tuple[str, ...] = may_change(
       (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
       'num_towers virtual CPU devices.')
@@ -138,11 +138,12 @@ class TrainParams:
       'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
       '//towers:evaluate_two_stream fuses two trained models per video.',
-      choices=tuple(i3d_names.STREAMS))
+      choices=tuple(i3d_names.STREAMS), key=True)
   warm_start_from: str = may_change(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
       'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
-      'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True)
+      'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True,
+      key=True)
   warm_start_scope: str = may_change(
       '', 'Maps graph names to checkpoint names for the warm start: '
       '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
@@ -165,7 +166,7 @@ class TrainParams:
   # --- Run ---------------------------------------------------------------------------------
   batch_size: int = must_match(
       24, 'Clips per micro-batch per worker, split across the towers (a worker step reads '
-      'accumulate_steps x batch_size clips).', valid=at_least(1))
+      'accumulate_steps x batch_size clips).', valid=at_least(1), key=True)
   accumulate_steps: int = must_match(
       1, 'Micro-batches per training step (k): each step reads k x batch_size clips, each '
       'tower device runs k micro-batches of its share of batch_size one after another '
@@ -177,7 +178,8 @@ class TrainParams:
       'Evaluation is unchanged (eval_batch_size).', valid=at_least(1))
   eval_batch_size: int = may_change(0, 'Global evaluation batch size; 0 means batch_size.',
       valid=at_least(0))
-  max_steps: int = may_change(1000, 'Stop training at this global step.', valid=at_least(1))
+  max_steps: int = may_change(1000, 'Stop training at this global step.', valid=at_least(1),
+                              key=True)
   eval_steps: int = may_change(0, 'Evaluation batches per evaluation; 0 means the whole eval set.',
       valid=at_least(0))
   strict_eval: bool = may_change(
@@ -192,7 +194,8 @@ class TrainParams:
   throttle_secs: int = may_change(0, 'Minimum seconds between evaluations during training.',
       valid=at_least(0))
   random_seed: int = may_change(0, 'Graph-level random seed.')
-  model_dir: str = may_change('/tmp/video_towers', 'Checkpoints, summaries and exports.', path=True)
+  model_dir: str = may_change('/tmp/video_towers', 'Checkpoints, summaries and exports.',
+                              path=True, key=True)
   resume_changes: tuple[str, ...] = may_change(
       (), 'Learning settings (towers/train_settings.py: e.g. lr_values, batch_size) allowed '
       'to differ from those model_dir was trained with, when it holds a checkpoint; the '
@@ -247,12 +250,12 @@ class TrainParams:
       'shards written by //data_tools:prepare in data_dir (the fast route). videos: raw UCF101 '
       '.avi files decoded with OpenCV (data_dir/UCF-101 + split files; slow, no preparation). '
       'frames: pre-extracted JPEG frame folders (data_dir/jpegs_256 + split files; slow).',
-      choices=('synthetic', 'tfrecord', 'videos', 'frames'))
-  dataset: str = must_match(datasets.DEFAULT, datasets.HELP, choices=datasets.NAMES)
+      choices=('synthetic', 'tfrecord', 'videos', 'frames'), key=True)
+  dataset: str = must_match(datasets.DEFAULT, datasets.HELP, choices=datasets.NAMES, key=True)
   data_dir: str = may_change(
       '', 'Dataset directory. tfrecord: the --out directory of //data_tools:prepare. '
       'videos/frames: the UCF101 or HMDB51 root holding the videos (UCF-101/, hmdb51_org/) '
-      'or frame folders and the split files (see --dataset).', path=True)
+      'or frame folders and the split files (see --dataset).', path=True, key=True)
   split: int = must_match(
       1, 'Official split (1, 2 or 3) of ucf101 and hmdb51 for the videos and frames '
       'sources; tfrecord data holds the split it was prepared from.')

@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from absl import flags
-
 from command_line import cli, console, entry
 from command_line.options import option
 
@@ -30,9 +28,7 @@ from towers.cluster import time_limit
 time_limit.remember_signal()  # first of all: the job's time limit may come at any moment
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
-from towers import flags as towers_flags
-from towers.params import ParamsError
-
+from towers.params import ParamsError, TrainParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,17 +39,10 @@ class ProgramOptions:
       'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
 
 
-towers_flags.define_flags()
-cli.define_flags(console.ConsoleOptions)
-cli.define_flags(ProgramOptions)
-
-
-def run(options: None) -> int:
-  """Trains the TrainParams of the flags; prints the final metrics. Flags that cannot work
-  are refused before TensorFlow loads. A damaged input that leaves no readable record is
-  `entry.Failed`; the time limit's stop is a status line, not an error."""
-  del options  # the flags are TrainParams' (towers/flags.py)
-  params = towers_flags.params_from_flags(flags.FLAGS)
+def run(params: TrainParams) -> int:
+  """Trains `params` (the flags, already a valid TrainParams: flags that cannot work were
+  refused before TensorFlow loads); prints the final metrics. A damaged input that leaves no
+  readable record is `entry.Failed`; the time limit's stop is a status line, not an error."""
   if cli.options_from_flags(ProgramOptions).check_flags:
     return 0
   # TensorFlow loads here, once the flags are known to make a TrainParams.
@@ -87,8 +76,9 @@ def run(options: None) -> int:
   return 0
 
 
-PROGRAM = entry.Program('train', run, refused=(ParamsError,), verbose=True)
+PROGRAM = entry.Program('train', run, TrainParams, refused=(ParamsError,), verbose=True,
+                        extra_options=(ProgramOptions,))
 
 
 if __name__ == '__main__':
-  PROGRAM.start(define=False)
+  PROGRAM.start()

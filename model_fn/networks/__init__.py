@@ -99,7 +99,8 @@ def _c3d_small(p) -> Network:
 
 
 def _i3d(p) -> Network:
-  """DeepMind's Unit3D always has batch norm: params.batch_norm does not apply."""
+  """DeepMind's Unit3D always has batch norm: batch_norm=false is refused
+  (`i3d_names.param_problems`)."""
   from model_fn.networks import i3d  # pylint: disable=import-outside-toplevel
   return i3d.build(p.num_classes, stream=p.stream, dropout_keep=p.dropout_keep, head=p.head,
                    pretrained_classes=p.pretrained_classes)

@@ -43,8 +43,12 @@ def endpoint_of(variable_name: str) -> str | None:
 
 
 def param_problems(params) -> list[str]:
-  """What I3D cannot build from `params`: head=keep restores the checkpoint's Logits, so
-  num_classes must equal its classes."""
+  """What I3D cannot build from `params`: batch_norm=false (every Unit3D has batch norm, as
+  DeepMind's checkpoints do); head=keep restores the checkpoint's Logits, so num_classes
+  must equal its classes."""
+  if not params.batch_norm:
+    return ['batch_norm=false does not apply to model=i3d: every Unit3D has batch norm, as '
+            'its Kinetics checkpoints do; drop --batch_norm=false or use --model=c3d_small']
   if params.head == 'keep' and params.warm_start_from and \
       params.num_classes != params.pretrained_classes:
     return [f'head=keep restores the checkpoint\'s Logits, which needs num_classes equal '

@@ -508,7 +508,6 @@ MODULES = {
         ]),
         ("train.py", True, [
             ":cluster_evaluator",
-            ":flags",
             ":params",
             ":training",
             "//command_line:cli",
