@@ -1,2 +1,2 @@
-"""The cluster runtime: roles from flags, TF_CONFIG or SLURM (`spec`), one task's server and
-training (`runner`), and a whole cluster on one machine (`local_cluster`)."""
+"""The cluster runtime: roles from flags, TF_CONFIG or SLURM (`spec`), one runner per role
+(`base_runner`, `runners`, `evaluator`), and a whole cluster on one machine (`local_cluster`)."""
