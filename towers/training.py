@@ -7,7 +7,10 @@ It gives the binary's guarantees from Python: the params are validated (`TrainPa
 cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/cluster/spec.py`;
 none trains on this machine), the preflight checks files, devices, data and a resumed
 model_dir's graph and learning settings (`towers/preflight.py`), and training records its
-settings in model_dir (`towers/train_settings.py`). Problems raise the exceptions whose
+settings in model_dir (`towers/train_settings.py`). On one machine it runs
+`tf.estimator.train_and_evaluate` (`towers/estimator_loop.py`); a cluster task runs its role's
+runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts its own
+server with the towers' devices (the Estimator's would get one CPU). Problems raise the exceptions whose
 messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`, exit code 2;
 `END_ERRORS`, exit code 1).
 """

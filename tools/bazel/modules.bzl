@@ -662,6 +662,11 @@ TEST_DEPS = {
         "//towers/cluster:spec",
         "//towers:params",
     ],
+    "cluster_runners_test": [
+        "//towers/cluster:runners",
+        "//towers/cluster:spec",
+        "//towers/cluster:watchdog",
+    ],
     "cluster_scripts_test": [
         "//towers/cluster:spec",
         "//towers:flags",
@@ -898,6 +903,8 @@ TEST_DEPS = {
     ],
     "layering_test": [
         "//towers/cluster",
+        "//towers/cluster:runners",
+        "//towers:training",
     ],
     "local_cluster_test": [
         ":cluster_testing",

@@ -49,7 +49,7 @@ class Watchdog(threading.Thread):
     self._addresses = tuple(addresses)
     self._limit = limit_secs
     self._message = message
-    self._exit_code = exit_code
+    self.exit_code = exit_code
     self._period = period_secs
 
   def run(self) -> None:
@@ -64,7 +64,7 @@ class Watchdog(threading.Thread):
         if now - since >= self._limit:
           logging.error('%s', self._message(address, now - since, self._limit))
           logging.flush()
-          os._exit(self._exit_code)  # pylint: disable=protected-access
+          os._exit(self.exit_code)  # pylint: disable=protected-access
       time.sleep(self._period)
 
 
