@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.cluster_testing import TRAIN_ARGS, make_cluster
 from towers.checkpoints import checkpoint_step
-from towers import cluster_evaluator as evaluator
+from towers.cluster import evaluator
 from towers.cluster.local_cluster import LocalCluster
 
 LIMIT = 300  # seconds a whole cluster run may take on a loaded 2-core machine

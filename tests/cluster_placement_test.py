@@ -12,10 +12,11 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from model_fn import tower_model_fn
 from model_fn.gradients import SYNC_SCOPE
 from tests import tower_testing
-from towers import cluster_task as cluster_runner
 from towers.cluster import spec as cluster
+from towers.cluster.base_runner import start_server
 from towers.estimator import run_config
 from towers.params import make_params
+from towers.training import cluster_recipe
 
 tf1 = tf.compat.v1
 
@@ -121,8 +122,8 @@ class ClusterDevicesTest(tf.test.TestCase):
     params = make_params(PARAMS)
     ps = cluster.validate(spec, 'ps', 0, 'test')
     chief = cluster.validate(spec, 'chief', 0, 'test')
-    cluster_runner.start_server(params, ps)
-    chief_server = cluster_runner.start_server(params, chief)
+    start_server(cluster_recipe(params), ps)
+    chief_server = start_server(cluster_recipe(params), chief)
     tf_config = {'cluster': spec, 'task': {'type': 'chief', 'index': 0}}
     with tf.Graph().as_default():
       train_op = build_training_graph(tf_config, params)[0].train_op

@@ -14,11 +14,12 @@ import tensorflow as tf
 from absl import flags
 
 from towers import flags as towers_flags
-from towers import cluster_task as runner
 from towers.cluster import gpus, spec
+from towers.cluster.base_runner import server_config
 from towers.cluster.local_cluster import LocalCluster
 from towers.estimator import run_config
 from towers.params import make_params
+from towers.training import cluster_recipe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
@@ -167,7 +168,7 @@ class SessionConfigPerRoleTest(tf.test.TestCase):
         params = params_from_argv([f'--gpu_memory_fraction={fraction}', '--num_towers=2'] +
                                   cluster.role_args(cluster.tasks[name]))
         task = spec.resolve_cluster(params, {})
-        for config in (runner.server_config(params, task),
+        for config in (server_config(cluster_recipe(params), task),
                        run_config(params, task).session_config):
           self.assertTrue(config.gpu_options.allow_growth)
           self.assertAlmostEqual(config.gpu_options.per_process_gpu_memory_fraction, fraction)
@@ -176,7 +177,7 @@ class SessionConfigPerRoleTest(tf.test.TestCase):
   def test_ps_and_cpu_evaluator_create_no_gpu_device(self):
     cluster = LocalCluster(1, 1, [], echo=None)
     ps = params_from_argv(cluster.role_args(cluster.tasks['ps0']))
-    self.assertEqual(runner.server_config(ps, spec.resolve_cluster(ps, {})).device_count['GPU'], 0)
+    self.assertEqual(server_config(cluster_recipe(ps), spec.resolve_cluster(ps, {})).device_count['GPU'], 0)
     for extra, gpu_devices in (([], 0), (['--evaluator_gpu'], None)):
       params = params_from_argv(extra + cluster.role_args(cluster.tasks['evaluator']))
       config = run_config(params, spec.resolve_cluster(params, {})).session_config

@@ -3,8 +3,9 @@
 Layers, bottom first: `command_line` (the command-line convention, no TensorFlow, no project
 imports); `model_fn` and `input_fn` (the library: never import `towers` or the data tools);
 `data_tools` (programs that make and prepare datasets: never import `towers`); `towers.cluster`
-(roles and cluster processes: never imports the rest of `towers`); `towers`; `benchmarks`.
-Every import counts, including those inside functions.
+(the cluster runtime and one runner per role: never imports the rest of `towers`, which hands
+it what to build as a `Recipe`); `towers`; `benchmarks`. Every import counts, including those
+inside functions.
 """
 
 import ast
@@ -114,6 +115,13 @@ class LayeringTest(absltest.TestCase):
     for module, deps in self.imports_from('towers.cluster').items():
       self.assertFalse({d for d in deps if package_of(d) == 'towers'},
                        f'{module} imports the towers package above it')
+
+  def test_the_cluster_roles_start_from_the_one_training_call(self):
+    # The runners are the cluster's loop: `towers.training` (and the cluster's own modules)
+    # start them; the rest of the project reaches a cluster through it.
+    callers = {m for m, deps in self.modules.items() if 'towers.cluster.runners' in deps}
+    self.assertEqual({m for m in callers if package_of(m) != 'towers.cluster'},
+                     {'towers.training'})
 
   def test_no_package_imports_another_in_a_circle(self):
     graph = {}

@@ -6,7 +6,7 @@ depends on how fast the machine is."""
 
 import tensorflow as tf
 
-from towers import cluster_task as runner
+from towers.cluster import runners
 from towers.cluster.model_ready import POLL_SECS, ModelReadyHook
 from towers.cluster.spec import ClusterTask
 from towers.estimator import build_estimator
@@ -94,14 +94,14 @@ class WorkerHooksTest(tf.test.TestCase):
 
   def test_the_non_chief_worker_waits_on_its_own_server_with_its_device_filters(self):
     estimator = self.estimator_as('worker')
-    (hook,) = runner.worker_hooks(estimator)
+    (hook,) = runners.worker_hooks(estimator)
     self.assertIsInstance(hook, ModelReadyHook)
     self.assertEqual(hook.master, 'grpc://127.0.0.1:2')
     self.assertEqual(list(hook.config.device_filters), ['/job:ps', '/job:worker/task:0'])
     self.assertEqual(hook.poll_secs, 0.5)
 
   def test_the_chief_initialises_and_needs_no_wait(self):
-    self.assertEqual(runner.worker_hooks(self.estimator_as('chief')), [])
+    self.assertEqual(runners.worker_hooks(self.estimator_as('chief')), [])
 
 
 if __name__ == '__main__':

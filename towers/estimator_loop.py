@@ -3,7 +3,7 @@
     run(params, network=None) -> dict   # final evaluation metrics
 
 Callers check first: `towers.training.train_and_evaluate` (the public call, on one
-machine); the cluster evaluator (`towers/cluster_evaluator.py`) uses `make_exporters`.
+machine); the cluster's runners get `make_exporters` through `towers.training.cluster_recipe`.
 """
 
 from __future__ import annotations

@@ -50,9 +50,9 @@ def run(params: TrainParams) -> int:
   import tensorflow as tf
   from input_fn import pipeline
   from towers import training
-  from towers.cluster.chief_watchdog import CHIEF_LOST_EXIT_CODE
+  from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
-  from towers.cluster_evaluator import ChiefLost
+  from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:

@@ -7,7 +7,10 @@ It gives the binary's guarantees from Python: the params are validated (`TrainPa
 cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/cluster/spec.py`;
 none trains on this machine), the preflight checks files, devices, data and a resumed
 model_dir's graph and learning settings (`towers/preflight.py`), and training records its
-settings in model_dir (`towers/train_settings.py`). Problems raise the exceptions whose
+settings in model_dir (`towers/train_settings.py`). On one machine it runs
+`tf.estimator.train_and_evaluate` (`towers/estimator_loop.py`); a cluster task runs its role's
+runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts its own
+server with the towers' devices (the Estimator's would get one CPU). Problems raise the exceptions whose
 messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`, exit code 2;
 `END_ERRORS`, exit code 1).
 """
@@ -22,12 +25,16 @@ from absl import logging
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
-from towers import cluster_task, estimator_loop, model_dir_lock, preflight
+from model_fn.devices import resolve_tower_devices
+from towers import estimator_loop, inputs, model_dir_lock, preflight
+from towers.checkpoints import checkpoint_step
+from towers.cluster import runners
 from towers.cluster import spec as cluster_spec
 from towers.cluster import time_limit
+from towers.cluster.base_runner import Recipe, assign_gpus
+from towers.cluster.evaluator import EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
-from towers.cluster_evaluator import EvaluationFailed
-from towers.estimator import as_params
+from towers.estimator import as_params, build_estimator, session_config
 from towers.estimator_loop import protocol
 from towers.params import ParamsError, TrainParams
 
@@ -64,7 +71,7 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       raise ParamsError('train_and_evaluate(network=...) trains on one machine, but a cluster '
                         f'is configured ({task.source}): register the network '
                         '(model_fn.networks.register) and pass its name as model')
-    cluster_task.assign_gpus(params, task)  # before anything initialises TensorFlow's devices
+    assign_gpus(params, task)  # before anything initialises TensorFlow's devices
   lock = _writer_lock(params, task)
   try:
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
@@ -77,12 +84,28 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       if threading.current_thread() is threading.main_thread():
         time_limit.stop_on_signal('train')
       return estimator_loop.run(params, network)
-    return cluster_task.run_task(params, task)
+    return runners.run_task(cluster_recipe(params), task)
   finally:
     if lock is not None:
       lock.release()
     if task is None and threading.current_thread() is threading.main_thread():
       time_limit.ignore_signal()  # the work is done: nothing left to stop
+
+
+def cluster_recipe(params: TrainParams) -> Recipe:
+  """What the cluster's runners build (`towers/cluster/base_runner.py`), from `params`: the
+  Estimator and input_fns of this package, the one-machine loop's exporters, and the
+  session config that gives a trainer's server its towers' devices."""
+  def trainer_session_config():
+    devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+    return session_config(devices, devices.num_towers, params.gpu_memory_fraction)
+  return Recipe(
+      params=params,
+      estimator=lambda task: build_estimator(params, cluster=task),
+      input_fn=lambda mode, context: inputs.make_input_fn(params, mode, context),
+      exporters=lambda: estimator_loop.make_exporters(params),
+      trained_step=lambda: checkpoint_step(params.model_dir),
+      session_config=trainer_session_config)
 
 
 def _writer_lock(params: TrainParams, task: cluster_spec.ClusterTask | None

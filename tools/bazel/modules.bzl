@@ -420,29 +420,6 @@ MODULES = {
             "//command_line:options",
             "//command_line:working_dir",
         ]),
-        ("cluster_evaluator.py", False, [
-            ":estimator",
-            ":estimator_loop",
-            ":inputs",
-            "//towers/cluster:chief_watchdog",
-            "//towers/cluster:shutdown",
-            "//towers/cluster:spec",
-            "//towers/cluster:time_limit",
-        ]),
-        ("cluster_task.py", False, [
-            ":checkpoints",
-            ":cluster_evaluator",
-            ":estimator",
-            ":estimator_loop",
-            ":inputs",
-            "//model_fn:devices",
-            "//towers/cluster:chief_watchdog",
-            "//towers/cluster:gpus",
-            "//towers/cluster:model_ready",
-            "//towers/cluster:shutdown",
-            "//towers/cluster:spec",
-            "//towers/cluster:time_limit",
-        ]),
         ("estimator.py", False, [
             ":params",
             ":train_settings",
@@ -507,7 +484,6 @@ MODULES = {
             "//model_fn:tower_model_fn",
         ]),
         ("train.py", True, [
-            ":cluster_evaluator",
             ":params",
             ":training",
             "//command_line:cli",
@@ -515,8 +491,9 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//input_fn:pipeline",
-            "//towers/cluster:chief_watchdog",
+            "//towers/cluster:evaluator",
             "//towers/cluster:time_limit",
+            "//towers/cluster:watchdog",
         ]),
         ("train_settings.py", False, [
             ":checkpoints",
@@ -526,16 +503,20 @@ MODULES = {
             "//input_fn:manifest",
         ]),
         ("training.py", False, [
-            ":cluster_evaluator",
-            ":cluster_task",
+            ":checkpoints",
             ":estimator",
             ":estimator_loop",
+            ":inputs",
             ":model_dir_lock",
             ":params",
             ":preflight",
             "//input_fn:manifest",
             "//model_fn/networks",
+            "//model_fn:devices",
             "//model_fn:eval_coverage",
+            "//towers/cluster:base_runner",
+            "//towers/cluster:evaluator",
+            "//towers/cluster:runners",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
             "//towers/cluster:time_limit",
@@ -549,8 +530,16 @@ MODULES = {
     ],
     "towers/cluster": [
         ("__init__.py", False, []),
-        ("chief_watchdog.py", False, [
+        ("base_runner.py", False, [
+            ":gpus",
+            ":spec",
+        ]),
+        ("evaluator.py", False, [
+            ":base_runner",
             ":shutdown",
+            ":spec",
+            ":time_limit",
+            ":watchdog",
         ]),
         ("gpus.py", False, [
             ":spec",
@@ -565,12 +554,24 @@ MODULES = {
         ]),
         ("model_ready.py", False, []),
         ("ps_variables.py", False, []),
+        ("runners.py", False, [
+            ":base_runner",
+            ":evaluator",
+            ":model_ready",
+            ":shutdown",
+            ":spec",
+            ":time_limit",
+            ":watchdog",
+        ]),
         ("shutdown.py", False, [
             ":ps_variables",
             ":spec",
         ]),
         ("spec.py", False, []),
         ("time_limit.py", False, []),
+        ("watchdog.py", False, [
+            ":shutdown",
+        ]),
     ],
 }
 
@@ -633,9 +634,9 @@ TEST_DEPS = {
     ],
     "cluster_evaluator_test": [
         ":cluster_testing",
+        "//towers/cluster:evaluator",
         "//towers/cluster:local_cluster_lib",
         "//towers:checkpoints",
-        "//towers:cluster_evaluator",
     ],
     "cluster_faults_test": [
         ":cluster_testing",
@@ -649,15 +650,21 @@ TEST_DEPS = {
         ":tower_testing",
         "//model_fn:gradients",
         "//model_fn:tower_model_fn",
+        "//towers/cluster:base_runner",
         "//towers/cluster:spec",
-        "//towers:cluster_task",
         "//towers:estimator",
         "//towers:params",
+        "//towers:training",
     ],
     "cluster_refusals_test": [
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
         "//towers:params",
+    ],
+    "cluster_runners_test": [
+        "//towers/cluster:runners",
+        "//towers/cluster:spec",
+        "//towers/cluster:watchdog",
     ],
     "cluster_scripts_test": [
         "//towers/cluster:spec",
@@ -787,14 +794,15 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "gpu_roles_test": [
+        "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
-        "//towers:cluster_task",
         "//towers:estimator",
         "//towers:flags",
         "//towers:params",
         "//towers:train_lib",
+        "//towers:training",
     ],
     "gpu_tier_test": [
         ":gpu_i3d_fit_lib",
@@ -894,6 +902,8 @@ TEST_DEPS = {
     ],
     "layering_test": [
         "//towers/cluster",
+        "//towers/cluster:runners",
+        "//towers:training",
     ],
     "local_cluster_test": [
         ":cluster_testing",
@@ -912,8 +922,8 @@ TEST_DEPS = {
     ],
     "model_ready_test": [
         "//towers/cluster:model_ready",
+        "//towers/cluster:runners",
         "//towers/cluster:spec",
-        "//towers:cluster_task",
         "//towers:estimator",
         "//towers:params",
     ],

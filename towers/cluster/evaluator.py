@@ -29,12 +29,11 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from towers import estimator_loop, inputs
 from towers.cluster import time_limit
-from towers.cluster.chief_watchdog import chief_lost_message
+from towers.cluster.base_runner import Recipe
 from towers.cluster.shutdown import reachable
 from towers.cluster.spec import ClusterTask
-from towers.estimator import build_estimator
+from towers.cluster.watchdog import chief_lost_message
 
 PIN_DIR = 'eval_pinned'
 POLL_SECS = 5.0  # how often the evaluator looks for a new checkpoint when idle
@@ -121,13 +120,13 @@ def behind(listed: list[Checkpoint], last_step: int | None, newest: Checkpoint,
 class Evaluator:
   """Evaluates model_dir's checkpoints as they come (see the module docstring)."""
 
-  def __init__(self, params, task: ClusterTask, poll_secs: float = POLL_SECS) -> None:
-    self._params = params
+  def __init__(self, recipe: Recipe, task: ClusterTask, poll_secs: float = POLL_SECS) -> None:
+    params = self._params = recipe.params
     self._chief = task.cluster['chief'][0]
     self._poll_secs = poll_secs
-    self._estimator = build_estimator(params, cluster=task)
-    self._input_fn = inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
-    self._exporters = estimator_loop.make_exporters(params)
+    self._estimator = recipe.estimator(task)
+    self._input_fn = recipe.input_fn(tf.estimator.ModeKeys.EVAL, None)
+    self._exporters = recipe.exporters()
     self._pin_dir = os.path.join(params.model_dir, PIN_DIR)
     self.last_step: int | None = None
     self.last_failure: str | None = None
@@ -207,8 +206,8 @@ class Evaluator:
       shutil.rmtree(self._pin_dir, ignore_errors=True)
 
 
-def evaluate_until_final(params, task: ClusterTask) -> dict[str, Any]:
+def evaluate_until_final(recipe: Recipe, task: ClusterTask) -> dict[str, Any]:
   """The evaluator task's life: see the module docstring."""
-  evaluator = Evaluator(params, task)
+  evaluator = Evaluator(recipe, task)
   time_limit.exit_on_signal('evaluator', evaluator.final_due)
   return evaluator.run()
