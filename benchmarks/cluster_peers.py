@@ -37,7 +37,7 @@ Measured per run:
                  compared with the chief's final checkpoint: global steps (and variables)
                  on the ps that the checkpoint does not hold. This library's ps exits by
                  itself once the chief's final checkpoint is written, logging the global
-                 step it held (`towers/cluster_task.py`): global steps only, set beside
+                 step it held (`towers/cluster/runners.py`): global steps only, set beside
                  the checkpoint's. MultiWorkerMirrored has no ps: n/a.
 Targets: ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
 the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
@@ -317,7 +317,7 @@ def task_cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
 
 
 def ps_final_step(lines: list[str]) -> int | None:
-  """The global step ps 0 held when it exited (`towers/cluster_task.py`'s last line)."""
+  """The global step ps 0 held when it exited (`towers/cluster/runners.py`'s last line)."""
   for line in reversed(lines):
     match = PS_FINAL_STEP.search(line)
     if match:
