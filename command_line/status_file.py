@@ -16,6 +16,8 @@ Events written today:
   replica_batch  {clips}                     a replica's batch (benchmark peers)
   waiting_for_workers {workers}              the chief reached max_steps and waits for
                                              these worker indices' last steps
+  workers_finished {workers}                 the chief heard from every worker; it writes
+                                             the final checkpoint next
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)

@@ -255,6 +255,7 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
           f'{name}: {what}' for name, what in self.failures.items()))
     else:
       logging.info('chief: every worker finished; writing the final checkpoint')
+      status_file.record('workers_finished', workers=len(workers))
 
   def _count_lost(self, pending: dict[int, _Pending]) -> None:
     """Counts as failed each pending worker whose port has refused connections, or has
