@@ -77,6 +77,7 @@ class Task:
   lines: list[str] = dataclasses.field(default_factory=list)
   stopped_by_us: bool = False
   starts: int = 0
+  output_closed: float | None = None  # when its last start's output ended (at its exit)
 
 
 class LocalCluster:
@@ -202,6 +203,7 @@ class LocalCluster:
         preexec_fn=_die_with_parent)
     task.stopped_by_us = False
     task.starts += 1
+    task.output_closed = None
     threading.Thread(target=self._pump, args=(task, task.process), daemon=True).start()
 
   def _pump(self, task: Task, process: subprocess.Popen) -> None:
@@ -220,6 +222,8 @@ class LocalCluster:
         log.flush()
     if log:
       log.close()
+    if task.process is process:
+      task.output_closed = time.time()
 
   def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
     """Sends `sig` (default SIGKILL: a crash, no clean-up) to one task and waits for it."""
