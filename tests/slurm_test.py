@@ -130,8 +130,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('cluster from SLURM: this is ps 0', log)
     self.assertIn('cluster from SLURM: this is worker 1', log)
-    self.assertEqual([e['workers'] for e in self.events('workers_finished')], [1],
-                     'the chief heard from its one worker before the final checkpoint')
+    self.assertLen(self.events('workers_finished'), 1,
+                   'the chief heard from every worker before the final checkpoint')
 
   def test_a_failing_task_fails_the_job_and_is_named(self):
     # A trainer that fails at once (as a bad flag would); ps and evaluator are real.

@@ -329,6 +329,7 @@ MODULES = {
             ":variable_placement",
             ":video_metrics",
             ":warm_start",
+            "//command_line:status_file",
             "//model_fn/networks",
         ]),
         ("training_hooks.py", False, [
@@ -1014,11 +1015,13 @@ TEST_DEPS = {
     "slurm_nodes_test": [
         ":cluster_testing",
         ":slurm_testing",
+        "//command_line:status_file",
         "//towers:checkpoints",
     ],
     "slurm_test": [
         ":cluster_testing",
         ":slurm_testing",
+        "//command_line:status_file",
         "//towers:checkpoints",
     ],
     "status_file_test": [
@@ -1026,6 +1029,7 @@ TEST_DEPS = {
     ],
     "time_limit_test": [
         ":cluster_testing",
+        "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
         "//towers:checkpoints",
