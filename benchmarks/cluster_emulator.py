@@ -58,7 +58,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from benchmarks import cluster_model, machine
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
 from benchmarks.emulated_peer_task import PeerTaskOptions
-from benchmarks.emulated_task import (STEP_LINE, ComputeShare, TaskOptions, compute_shares,
+from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
 from command_line import entry
@@ -139,14 +139,9 @@ def task_options(options: EmulatorOptions, sync: bool, compute_shares_file: str)
           if f.name not in ROLE_FLAGS]
 
 
-def step_lines(lines: list[str]) -> list[tuple[int, float, float]]:
-  """(index, end time, duration) of every `emulated_step` line."""
-  result = []
-  for line in lines:
-    parts = line.split()
-    if len(parts) == 4 and parts[0] == STEP_LINE:
-      result.append((int(parts[1]), float(parts[2]), float(parts[3])))
-  return result
+def step_events(events: list[dict]) -> list[tuple[int, float, float]]:
+  """(index, end time, duration) of every `emulated_step` status event."""
+  return [(e['index'], e['end'], e['seconds']) for e in events if e['event'] == STEP_EVENT]
 
 
 def peer_task_options(options: EmulatorOptions, peer: str, model_dir: str) -> list[str]:
@@ -203,7 +198,7 @@ def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool,
         cluster.start_all(chief_ready_timeout=300)
       deadline = time.time() + options.timeout_secs
       while time.time() < deadline and end is None:
-        outputs = {w: step_lines(cluster.output(w)) for w in workers}
+        outputs = {w: step_events(cluster.events(w)) for w in workers}
         if start is None and all(len(s) >= options.untimed_steps for s in outputs.values()):
           start = (time.time(), network.link_bytes())
         elif start is not None and all(

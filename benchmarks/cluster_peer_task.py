@@ -10,11 +10,12 @@ Every peer trains the same network, loss and optimizer as `--strategy=mirrored` 
 (`tower_model_fn.make_model_fn(strategy='mirrored')`, one replica per process) on the same
 synthetic input (`towers.inputs`), through `tf.estimator.train_and_evaluate` exactly as a
 TensorFlow user would, so TensorFlow starts the servers and creates the sessions. The chief
-and workers log the project's progress lines (`ProgressHook`), which `cluster_peers` reads.
+and workers run the project's `ProgressHook`, whose status events (graph built, session
+ready, first step, progress; `command_line/status_file.py`) `cluster_peers` reads.
 
 `--batch_size` is what the Estimator's input_fn is given: under MultiWorkerMirroredStrategy
 that is the global batch (each of the R replicas gets batch_size / R), otherwise one
-worker's batch. The line 'peer replica batch N' says what each replica got.
+worker's batch. A `replica_batch` status event {clips} says what each replica got.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 
 import tensorflow as tf
-from absl import flags, logging
+from absl import flags
 
 from model_fn import tower_model_fn
 from model_fn.training_hooks import ProgressHook
-from command_line import cli, entry
+from command_line import cli, entry, status_file
 from towers import inputs
 from towers import flags as towers_flags
 from command_line.options import option
@@ -34,7 +35,6 @@ from command_line.options import option
 tf1 = tf.compat.v1
 
 PEERS = ('ps_strategy', 'multi_worker_mirrored', 'replica_device_setter')
-REPLICA_BATCH_LINE = 'peer replica batch %d'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,12 +56,13 @@ def make_strategy(peer: str) -> tf.distribute.Strategy | None:
 
 
 def peer_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
-  """`make_model_fn(strategy='mirrored')` plus the progress hook; logs the replica's batch size."""
+  """`make_model_fn(strategy='mirrored')` plus the progress hook; records the replica's batch
+  size (a `replica_batch` status event)."""
   spec = tower_model_fn.make_model_fn(strategy='mirrored')(features, labels, mode, params)
   if mode != tf.estimator.ModeKeys.TRAIN:
     return spec
   clips, _ = tower_model_fn.split_features(features)
-  logging.info(REPLICA_BATCH_LINE, clips.shape[0])
+  status_file.record('replica_batch', clips=int(clips.shape[0]))
   hook = ProgressHook(spec.loss, params.batch_size, params.max_steps, params.log_every_steps)
   return spec._replace(training_hooks=(*spec.training_hooks, hook))
 

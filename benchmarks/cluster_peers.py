@@ -20,7 +20,7 @@ Slurm or Kubeflow start them. Repeats are interleaved (repeat r of every system,
 Measured per run:
   examples/s     global steps x examples per global step (one worker's batch when
                  asynchronous, both workers' when synchronous), over the chief's progress
-                 lines from `--settle_secs` after both chief and worker made their
+                 events from `--settle_secs` after both chief and worker made their
                  first step, for `--window_secs` (or until max_steps);
   CPU/example    user + system CPU seconds of every task process over the same window
                  per example: the work each system spends, which sets examples/s when
@@ -28,16 +28,17 @@ Measured per run:
                  load than examples/s); each run's line also gives it per task;
   bytes/step     loopback bytes over the same window per replica step (= per worker
                  batch), against the model: 2 x parameters + batch-norm statistics;
-  worker start   the worker's session ready (the progress hook's 'training from step') and first step
-                 ('loss = .., step = ..'), each minus the chief's; and how long the worker
-                 waited for the chief: its session ready minus the later of the chief's
-                 session ready and its own graph built ('Done calling model_fn.'), i.e.
-                 the time TensorFlow's 30 s poll (or our 0.5 s one) adds;
+  worker start   the worker's session ready and first step, each minus the chief's; and
+                 how long the worker waited for the chief: its session ready minus the
+                 later of the chief's session ready and its own graph built, i.e. the time
+                 TensorFlow's 30 s poll (or our 0.5 s one) adds. All three are the events
+                 `ProgressHook` records in each task's status file (graph_built,
+                 session_ready, first_step; `command_line/status_file.py`), never log text;
   lost updates   after chief and worker have ended, every variable still on the ps is
                  compared with the chief's final checkpoint: global steps (and variables)
                  on the ps that the checkpoint does not hold. This library's ps exits by
-                 itself once the chief's final checkpoint is written, logging the global
-                 step it held (`towers/cluster/runners.py`): global steps only, set beside
+                 itself once the chief's final checkpoint is written, recording the global
+                 step it held (its `ps_final_step` status event): global steps only, set beside
                  the checkpoint's. MultiWorkerMirrored has no ps: n/a.
 Targets: ours >= 1.0x every peer's examples/s; bytes per replica step <= 1.05x
 the model; the worker waits <= 5 s once the chief's session is ready; no lost updates.
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -66,13 +66,10 @@ import tensorflow as tf
 
 from benchmarks import machine
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
-from model_fn.training_hooks import progress_step
 from command_line import cli, entry
 from towers.checkpoints import checkpoint_step
-from towers.cluster import shutdown
 from towers.cluster.ps_variables import read_ps_variables
-from towers.cluster.local_cluster import (CHIEF_READY, ISOLATED_ENV, LocalCluster,
-                                          reexec_in_private_network)
+from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line.options import option
 
 tf1 = tf.compat.v1
@@ -84,10 +81,6 @@ NETWORK = ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_si
 COMMON = ('--data_source=synthetic', '--num_towers=1', '--save_checkpoints_steps=100000',
           '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
           '--weight_decay=1e-4')
-GRAPH_BUILT = 'Done calling model_fn.'  # the Estimator, on every task, before any session
-FIRST_STEP = re.compile(r'\bloss = \S+, step = \d+')  # TF's LoggingTensorHook, every worker
-PS_FINAL_STEP = re.compile(re.escape(shutdown.PS_FINAL_STEP) + r' (\d+)')
-REPLICA_BATCH = re.compile(r'peer replica batch (\d+)')  # cluster_peer_task
 WAIT_TARGET_SECS = 5.0
 CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 BYTES_TARGET = 1.05
@@ -124,8 +117,7 @@ class System:
 def make_system(name: str, replica_batch: int) -> System:
   if name in OURS:
     sync = ('--sync_replicas',) if name == 'ours_sync' else ()
-    # --verbose: TensorFlow's own lines (model_fn built, first step) are read as the peers'.
-    return System(name, 'towers.train', (f'--batch_size={replica_batch}', '--verbose', *sync),
+    return System(name, 'towers.train', (f'--batch_size={replica_batch}', *sync),
                   1, 2 if sync else 1)
   if name == 'multi_worker_mirrored':  # the input_fn's batch is global under this strategy
     return System(name, 'benchmarks.cluster_peer_task',
@@ -136,7 +128,7 @@ def make_system(name: str, replica_batch: int) -> System:
 
 @dataclasses.dataclass(frozen=True)
 class Sample:
-  """The cluster when the chief logged global step `step`: seconds since the tasks
+  """The cluster when the chief recorded global step `step`: seconds since the tasks
   started, the loopback's received bytes, each task's CPU seconds so far."""
   time: float
   step: int
@@ -160,9 +152,10 @@ class Run:
 
 
 class Watcher:
-  """Follows a running cluster's output: when each of chief and worker had its session
-  ready and made its first step (seconds since start, as first seen), and (time, step,
-  loopback bytes) at each chief progress line."""
+  """Follows a running cluster's status events: when each of chief and worker built its
+  graph, had its session ready and made its first step (seconds since start, as the task
+  recorded them), and (time, step, loopback bytes, CPU) at each chief progress event, as
+  first seen (bytes and CPU are read then)."""
 
   def __init__(self, cluster: LocalCluster, started: float) -> None:
     self.cluster = cluster
@@ -177,22 +170,21 @@ class Watcher:
   def poll(self) -> None:
     now = time.time() - self.started
     for name in self._seen:
-      lines = self.cluster.output(name)
-      for line in lines[self._seen[name]:]:
-        match = REPLICA_BATCH.search(line)
-        if match:
-          self.replica_batches.add(int(match.group(1)))
-        if GRAPH_BUILT in line:
-          self.graph_built.setdefault(name, now)
-        if CHIEF_READY in line:  # logged by chief and workers alike
-          self.session_ready.setdefault(name, now)
-        if FIRST_STEP.search(line):
-          self.first_step.setdefault(name, now)
-        step = progress_step(line) if name == 'chief' else None
-        if step is not None:
-          self.samples.append(Sample(now, step, loopback_received_bytes(),
+      events = self.cluster.events(name)
+      for event in events[self._seen[name]:]:
+        kind, at = event['event'], event['time'] - self.started
+        if kind == 'replica_batch':
+          self.replica_batches.add(event['clips'])
+        elif kind == 'graph_built':
+          self.graph_built.setdefault(name, at)
+        elif kind == 'session_ready':  # chief and workers alike
+          self.session_ready.setdefault(name, at)
+        elif kind == 'first_step':
+          self.first_step.setdefault(name, at)
+        elif kind == 'progress' and name == 'chief':
+          self.samples.append(Sample(now, event['step'], loopback_received_bytes(),
                                      task_cpu_seconds(self.cluster)))
-      self._seen[name] = len(lines)
+      self._seen[name] = len(events)
 
 
 def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
@@ -238,12 +230,12 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
         lost, changed = compare_ps_with_checkpoint(cluster.cluster['ps'][0], model_dir)
       except tf.errors.OpError as e:
         note = (note + '; ' if note else '') + f'ps not readable: {e.message.splitlines()[0]}'
-    elif system.num_ps:  # this library's ps exits once told; it logs its final global step
-      final_step = ps_final_step(cluster.output('ps0'))
+    elif system.num_ps:  # this library's ps exits once told; it records its final global step
+      final_step = ps_final_step(cluster.events('ps0'))
       saved_step = checkpoint_step(model_dir)
       if final_step is None or saved_step is None:
         note = (note + '; ' if note else '') + (
-            'the ps had ended without its final step line' if final_step is None
+            'the ps had ended without its final step event' if final_step is None
             else f'no checkpoint in {model_dir}')
       else:
         lost = final_step - saved_step
@@ -257,7 +249,7 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
                        f'not {options.replica_batch}')
   if len(watcher.session_ready) < 2 or len(watcher.first_step) < 2 or (
       'worker1' not in watcher.graph_built):
-    raise RuntimeError(f'{system.name}: chief or worker never logged a ready session '
+    raise RuntimeError(f'{system.name}: chief or worker never recorded a ready session '
                        f'({watcher.session_ready}) or a first step ({watcher.first_step})')
   worker_first_step = watcher.first_step['worker1']
   both_stepping = max(watcher.first_step.values())
@@ -316,13 +308,10 @@ def task_cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
   return seconds
 
 
-def ps_final_step(lines: list[str]) -> int | None:
-  """The global step ps 0 held when it exited (`towers/cluster/runners.py`'s last line)."""
-  for line in reversed(lines):
-    match = PS_FINAL_STEP.search(line)
-    if match:
-      return int(match.group(1))
-  return None
+def ps_final_step(events: list[dict]) -> int | None:
+  """The global step ps 0 held when it exited (its last `ps_final_step` status event)."""
+  steps = [e['step'] for e in events if e['event'] == 'ps_final_step']
+  return steps[-1] if steps else None
 
 
 def compare_ps_with_checkpoint(ps_address: str, model_dir: str) -> tuple[int, int]:

@@ -11,7 +11,7 @@ batch-norm statistics, so one global step moves about
 whatever the number of towers, workers or ps tasks. The cluster runs in its own network
 namespace (as `local_cluster` does), so the namespace's loopback counter (`lo` received
 bytes in /proc/net/dev) counts exactly the cluster's traffic, gRPC framing and TCP/IP
-headers included. Bytes are sampled when the chief logs a progress line, at two steps
+headers included. Bytes are sampled when the chief records a progress event, at two steps
 after warm-up, and divided by the global steps between them.
 """
 
@@ -30,7 +30,6 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
-from model_fn.training_hooks import progress_step
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line import cli, entry
 from command_line.options import option
@@ -70,8 +69,8 @@ COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps
 
 
 def measure(setup: Setup, timeout: float) -> tuple[int, int]:
-  """(global steps, loopback bytes) between the first progress lines at or after
-  `first_step` and `last_step`."""
+  """(global steps, loopback bytes) between the chief's first progress events (its status
+  file) at or after `first_step` and `last_step`."""
   model_dir = tempfile.mkdtemp(prefix='cluster_traffic_')
   cluster = LocalCluster(setup.num_ps, setup.num_workers,
                          [*setup.train_args, f'--model_dir={model_dir}'], evaluator=False,
@@ -82,15 +81,14 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
     seen = 0
     deadline = time.time() + timeout
     while time.time() < deadline and len(samples) < 2:
-      lines = cluster.output('chief')
-      for line in lines[seen:]:
-        step = progress_step(line)
+      events = cluster.events('chief')
+      for event in events[seen:]:
         target = setup.first_step if not samples else setup.last_step
-        if step is not None and step >= target:
-          samples.append((step, loopback_received_bytes()))
+        if event['event'] == 'progress' and event['step'] >= target:
+          samples.append((event['step'], loopback_received_bytes()))
           if len(samples) == 2:
             break
-      seen = len(lines)
+      seen = len(events)
       if cluster.failed_tasks():
         raise RuntimeError(f'{setup.name}: tasks failed: {cluster.failed_tasks()}')
       time.sleep(0.05)

@@ -19,12 +19,11 @@ model_fn creates the network's trainable variables (names and shapes of
 `emulate_compute x time_scale` seconds once every value has arrived (instead of the
 forward and backward passes), and returns a loss whose gradient is one float32 [shape]
 tensor per variable, computed after the wait; momentum applies them (the same optimizer
-as `emulated_task`). No checkpoints, summaries or evaluation. Each finished step prints
-
-    emulated_step <index> <end time, s since the epoch> <duration s>
-
-and each training task prints `CHIEF_READY` once its session exists, and, once its graph
-is built, the variables' bytes on each device where the strategy placed them.
+as `emulated_task`). No checkpoints, summaries or evaluation. Each finished step appends
+an `emulated_step` event {index, end, seconds} to the task's status file (as
+`emulated_task`), and each training task a `session_ready` event once its session exists;
+once its graph is built, it prints the variables' bytes on each device where the strategy
+placed them.
 """
 
 from __future__ import annotations
@@ -34,10 +33,9 @@ import time
 
 import tensorflow as tf
 
-from benchmarks.emulated_task import STEP_LINE, variable_shapes
+from benchmarks.emulated_task import STEP_EVENT, variable_shapes
 from model_fn import networks
-from command_line import entry
-from towers.cluster.local_cluster import CHIEF_READY
+from command_line import entry, status_file
 from command_line.options import option
 
 tf1 = tf.compat.v1
@@ -68,9 +66,9 @@ def make_strategy(peer: str) -> tf.distribute.Strategy:
   return tf.distribute.experimental.MultiWorkerMirroredStrategy()
 
 
-class StepLines(tf1.train.SessionRunHook):
-  """Prints the emulator's step lines and the session-ready line; asks the session to
-  stop after `max_seconds` of training."""
+class StepEvents(tf1.train.SessionRunHook):
+  """Records the emulator's step and session-ready events; asks the session to stop after
+  `max_seconds` of training."""
 
   def __init__(self, max_seconds: float) -> None:
     self._max_seconds = max_seconds
@@ -81,14 +79,14 @@ class StepLines(tf1.train.SessionRunHook):
   def after_create_session(self, session, coord) -> None:
     del session, coord
     self._deadline = time.time() + self._max_seconds
-    print(CHIEF_READY, flush=True)
+    status_file.record('session_ready', step=0, max_steps=0)
 
   def before_run(self, run_context):
     self._start = time.time()
 
   def after_run(self, run_context, run_values) -> None:
     end = time.time()
-    print(f'{STEP_LINE} {self._index} {end:.4f} {end - self._start:.4f}', flush=True)
+    status_file.record(STEP_EVENT, index=self._index, end=end, seconds=end - self._start)
     self._index += 1
     if end > self._deadline:
       print('emulated_peer_task: stopped at --max_seconds', flush=True)
@@ -119,7 +117,7 @@ def make_model_fn(options: PeerTaskOptions):
     train_op = optimizer.minimize(loss, global_step=tf1.train.get_global_step(),
                                   var_list=variables)
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
-                                      training_hooks=[StepLines(options.max_seconds)])
+                                      training_hooks=[StepEvents(options.max_seconds)])
 
   return model_fn
 

@@ -23,9 +23,9 @@ layers overlap the backward chunks of earlier ones. With `--overlap=false` it is
 wait after every pull and before every push (the worst case). With
 `--accumulate_steps` k only the first micro-batch's forward and the last one's backward
 are chunked; the other k - 1 micro-batches' worth is one wait between them. Each
-finished step prints one line:
+finished step appends one event to the task's status file (`command_line/status_file.py`):
 
-    emulated_step <index> <end time, s since the epoch> <duration s>
+    emulated_step {index, end: s since the epoch, seconds: its duration}
 """
 
 from __future__ import annotations
@@ -43,15 +43,13 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
-from command_line import entry
-from command_line.progress import SESSION_READY
+from command_line import entry, status_file
 from command_line.options import option
 from towers.params import make_params
 
 tf1 = tf.compat.v1
 
-STEP_LINE = 'emulated_step'
-READY_LINE = SESSION_READY  # what LocalCluster.start_all waits for before starting the workers
+STEP_EVENT = 'emulated_step'  # status event {index, end (s since the epoch), seconds}
 PS_PLACEMENTS = ('greedy', 'largest_first')
 FLOP_CLIP = (64, 224, 224)  # frames, height, width of the recipe's training clip
 
@@ -257,8 +255,8 @@ def run_worker(options: TaskOptions, server: tf.distribute.Server, cluster: dict
       master=server.target, is_chief=is_chief, hooks=[hook] if hook else [],
       save_checkpoint_secs=None, save_summaries_steps=None, save_summaries_secs=None,
       log_step_count_steps=None, config=_session_config(task_type, task_index)) as session:
-    if is_chief:
-      print(READY_LINE, flush=True)
+    if is_chief:  # what LocalCluster.start_all waits for before starting the workers
+      status_file.record('session_ready', step=0, max_steps=options.steps)
     for index in range(options.steps):
       if time.time() > deadline:
         print(f'emulated_task: {task_type} {task_index} stopped at --max_seconds', flush=True)
@@ -266,7 +264,7 @@ def run_worker(options: TaskOptions, server: tf.distribute.Server, cluster: dict
       start = time.time()
       session.run(train_op)
       end = time.time()
-      print(f'{STEP_LINE} {index} {end:.4f} {end - start:.4f}', flush=True)
+      status_file.record(STEP_EVENT, index=index, end=end, seconds=end - start)
 
 
 def _session_config(task_type: str, task_index: int) -> tf1.ConfigProto:

@@ -18,7 +18,8 @@ import time
 from typing import Sequence, TextIO
 
 # ProgressHook logs '<SESSION_READY> N to M' once training's session exists (the model is
-# initialised or restored); local_cluster starts the other workers when the chief says it.
+# initialised or restored), for a person to read; programs read its `session_ready` status
+# event instead (command_line/status_file.py).
 SESSION_READY = 'training from step'
 
 

@@ -39,6 +39,7 @@ from typing import Any, Callable
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from model_fn import accumulation, batch_norm_updates, gradients, optimization, tower_graph
 from model_fn import eval_coverage, freezing, sync_replicas, training_hooks, transfer
 from model_fn import video_metrics
@@ -234,6 +235,8 @@ def build_train_op(params, pairs: list[tuple[tf.Tensor, tf.Variable]],
         total_num_replicas=num_workers)
     hooks = (sync_replicas.session_hook(optimizer, is_chief),)
     logging.info('%s', sync_replicas.status_line(num_workers, params.backup_workers))
+    status_file.record('sync_replicas', workers=num_workers,
+                       aggregated=num_workers - params.backup_workers)
   apply_op = optimizer.apply_gradients(pairs, global_step=global_step)
   train_op, ema = _with_ema(apply_op, updates, params)
   scaffold = tf1.train.Scaffold(

@@ -1,27 +1,18 @@
-"""Session hooks the training model_fn attaches: progress lines with rate and ETA."""
+"""Session hooks the training model_fn attaches: progress lines with rate and ETA, and the
+same values as events of the task's status file (`command_line/status_file.py`)."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import NamedTuple
 
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from command_line.progress import SESSION_READY, progress_line
 
 tf1 = tf.compat.v1
-
-# ProgressHook's lines (`command_line.progress` format); `progress_step` reads the global step
-# back (launchers, tests).
-_PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+ \(\d+%\)  loss ')
-
-
-def progress_step(line: str) -> int | None:
-  """The global step of a ProgressHook line (as logged, with any prefix), else None."""
-  match = _PROGRESS_LINE.search(line)
-  return int(match.group(1)) if match else None
 
 
 class SkippedRecords(NamedTuple):
@@ -38,6 +29,9 @@ class ProgressHook(tf1.train.SessionRunHook):
   `skipped N bad of M records read`.
 
   Rates are measured between two log points, so the first line comes after warm-up.
+  Status events (for launchers and benchmarks, never read from the console): graph_built
+  (begin), session_ready {step, max_steps}, first_step {step}, and progress {step,
+  max_steps, loss, examples_per_second, steps_per_second} with each progress line.
   """
 
   def __init__(self, loss: tf.Tensor, global_batch: int, max_steps: int, every_steps: int,
@@ -52,11 +46,14 @@ class ProgressHook(tf1.train.SessionRunHook):
 
   def begin(self) -> None:
     self._global_step = tf1.train.get_global_step()
+    status_file.record('graph_built')
 
   def after_create_session(self, session, coord) -> None:
     """Logs 'training from step N to M' once the model is initialised or restored."""
     del coord
-    logging.info('%s %d to %d', SESSION_READY, session.run(self._global_step), self._max_steps)
+    step = int(session.run(self._global_step))
+    logging.info('%s %d to %d', SESSION_READY, step, self._max_steps)
+    status_file.record('session_ready', step=step, max_steps=self._max_steps)
 
   def before_run(self, run_context):
     fetches = {'step': self._global_step, 'loss': self._loss}
@@ -69,6 +66,7 @@ class ProgressHook(tf1.train.SessionRunHook):
     now = time.time()
     if self._last is None:
       self._last = (step, now)
+      status_file.record('first_step', step=int(step))
       return
     last_step, last_time = self._last
     if step - last_step < self._every and step < self._max_steps:
@@ -81,6 +79,8 @@ class ProgressHook(tf1.train.SessionRunHook):
     if skipped and skipped['skipped']:
       fields.append(f'skipped {skipped["skipped"]} bad of {skipped["read"]} records read')
     logging.info('%s', progress_line('step', step, self._max_steps, steps_per_sec, fields))
+    status_file.record('progress', step=int(step), max_steps=self._max_steps, loss=float(loss),
+                       examples_per_second=examples_per_sec, steps_per_second=steps_per_sec)
     if self._summary_dir:
       writer = tf1.summary.FileWriterCache.get(self._summary_dir)
       writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(

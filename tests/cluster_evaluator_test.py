@@ -87,10 +87,10 @@ class LaggingEvaluatorTest(tf.test.TestCase):
     behind = [int(m.group(1)) for m in map(re.compile(r'evaluator: (\d+) checkpoint\(s\) '
                                                       r'behind').search, lines) if m]
     self.assertNotEmpty(behind, 'the evaluator lagged and said so')
-    evaluated = [int(m.group(1)) for m in map(re.compile(r'evaluation at step (\d+):').search,
-                                             lines) if m]
+    evaluated = [e['step'] for e in cluster.events('evaluator', 'evaluation')]
     self.assertEqual(evaluated[-1], checkpoint_step(model_dir), 'the final one was evaluated')
-    self.assertTrue(any('evaluated the final checkpoint' in l for l in lines))
+    self.assertEqual(cluster.tasks['evaluator'].process.returncode, 0,
+                     'the evaluator ended by itself after the final checkpoint')
     self.assertFalse(os.path.exists(os.path.join(model_dir, evaluator.PIN_DIR)))
 
   def test_an_evaluator_that_fails_does_not_stop_training(self):

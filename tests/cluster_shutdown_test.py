@@ -19,7 +19,6 @@ from towers.checkpoints import checkpoint_step
 
 LIMIT = 240  # seconds any single wait may take on a loaded 2-core machine
 MAX_STEPS = 20
-WAITING = 'chief: training reached max_steps; waiting for 1 worker(s)'
 
 
 class ClusterShutdownTest(tf.test.TestCase):
@@ -45,7 +44,10 @@ class ClusterShutdownTest(tf.test.TestCase):
 
   def test_a_late_worker_s_last_update_is_in_the_final_checkpoint_and_every_task_exits_0(self):
     cluster, model_dir = self.run_cluster()
-    self.assertTrue(cluster.wait_for_output('chief', WAITING, LIMIT), cluster.output('chief'))
+    self.assertTrue(cluster.wait_for_event('chief', 'waiting_for_workers', LIMIT),
+                    cluster.output('chief'))
+    self.assertEqual([e['workers'] for e in cluster.events('chief', 'waiting_for_workers')],
+                     [[0]], 'the chief reached max_steps and waits for worker 0 alone')
     # The cluster is one writer: its chief holds model_dir's lock, the other tasks run.
     lock = os.path.join(model_dir, model_dir_lock.LOCK_FILE)
     with open(lock) as f:
@@ -55,12 +57,11 @@ class ClusterShutdownTest(tf.test.TestCase):
       self.assertEqual(cluster.wait(name, timeout=LIMIT), 0, cluster.output(name)[-20:])
     self.assertFalse(os.path.exists(lock), 'the chief releases it when it ends')
     self.assertGreater(checkpoint_step(model_dir), MAX_STEPS)
-    # The ps logs the global step it held when told to exit: no update after the checkpoint.
-    last_words = [line for line in cluster.output('ps0')
-                  if 'the chief says training is over (every worker done)' in line]
-    self.assertLen(last_words, 1, cluster.output('ps0')[-5:])
-    self.assertTrue(last_words[0].endswith(f'exiting with global_step {checkpoint_step(model_dir)}'),
-                    last_words[0])
+    # The ps records the global step it held when told to exit: no update after the checkpoint.
+    self.assertEqual([e['message'] for e in cluster.events('ps0', 'training_over')],
+                     ['every worker done'], cluster.output('ps0')[-5:])
+    self.assertEqual([e['step'] for e in cluster.events('ps0', 'ps_final_step')],
+                     [checkpoint_step(model_dir)], cluster.output('ps0')[-5:])
     self.assertEqual(cluster.failed_tasks(), [])
 
   def test_a_worker_that_never_finishes_is_named_and_the_ps_still_exits_0(self):
@@ -73,7 +74,7 @@ class ClusterShutdownTest(tf.test.TestCase):
   def test_a_stuck_worker_that_still_answers_is_named_and_the_ps_still_exits_0(self):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=6',))
     cluster.start('worker1')
-    self.assertTrue(cluster.wait_for_output('worker1', 'training from step', LIMIT),
+    self.assertTrue(cluster.wait_for_event('worker1', 'session_ready', LIMIT),
                     cluster.output('worker1'))
     self.addCleanup(cluster.kill, 'worker1')
     # Stopped, its port still accepts connections (the kernel answers), its step never ends.

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
 import time
+from typing import Any
 
-from command_line.progress import SESSION_READY
-from model_fn.training_hooks import progress_step
+from command_line import status_file
 from towers.cluster.local_cluster import LocalCluster
 
 # A tiny, fast training job: 2 towers per worker on virtual CPUs, synthetic clips. The
-# console as a user sees it (no --verbose): specs read the project's own lines.
+# console as a user sees it (no --verbose); specs read each task's status events
+# (`LocalCluster.events`), exit codes and files, not its lines.
 TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
               '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
               '--lr_schedule=constant', '--lr_values=0.02', '--save_checkpoints_steps=40',
               '--log_every_steps=10', '--synthetic_eval_examples=32']
-
-SESSION_LINE = re.compile(re.escape(SESSION_READY) + r' (\d+) to \d+')
 
 
 def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
@@ -27,15 +25,15 @@ def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
                       log_dir=os.path.join(model_dir, 'logs'), echo=None)
 
 
-def progress_steps(lines: list[str]) -> list[int]:
-  """Global steps of the progress lines (`step N/M  loss ...`) in `lines`."""
-  return [s for s in map(progress_step, lines) if s is not None]
+def progress_steps(events: list[dict[str, Any]]) -> list[int]:
+  """Global steps of the progress events (one per progress line) in `events`."""
+  return status_file.values(events, 'progress', 'step')
 
 
-def session_steps(lines: list[str]) -> list[int]:
-  """The global step each training session started from (`training from step N to M`), in
-  `lines`: 0 for fresh variables, the checkpoint's step after a restore."""
-  return [int(m.group(1)) for m in map(SESSION_LINE.search, lines) if m]
+def session_steps(events: list[dict[str, Any]]) -> list[int]:
+  """The global step each training session started from (its session_ready events) in
+  `events`: 0 for fresh variables, the checkpoint's step after a restore."""
+  return status_file.values(events, 'session_ready', 'step')
 
 
 def wait_until(condition, timeout: float, what: str, period: float = 0.5) -> None:

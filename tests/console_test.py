@@ -14,15 +14,15 @@ from unittest import mock
 from absl import logging as absl_logging
 from absl.testing import absltest
 
-from model_fn.training_hooks import progress_step
 from command_line import console, progress
-from towers.cluster.local_cluster import CHIEF_READY
 
 TINY_RUN = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
             '--lr_schedule=constant', '--lr_values=0.02', '--max_steps=10',
             '--save_checkpoints_steps=10', '--log_every_steps=3',
             '--synthetic_eval_examples=16', '--export_savedmodel=false']
+# A training progress line as a person reads it (`progress.progress_line`), any prefix.
+PROGRESS_LINE = re.compile(r'\bstep (\d+)/\d+ \(\d+%\)  loss ')
 NATIVE_LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] ', re.MULTILINE)
 TIMEOUT = 300
 
@@ -53,12 +53,13 @@ class TrainingOutputTest(absltest.TestCase):
 
   def test_default_output_is_progress_evaluations_and_the_final_table(self):
     lines = self.quiet_output.splitlines()
-    self.assertNotEmpty([line for line in lines if progress_step(line) is not None], lines)
+    self.assertNotEmpty([line for line in lines if PROGRESS_LINE.search(line)], lines)
     self.assertLen([line for line in lines if 'evaluation at step 10:' in line], 1, lines)
     self.assertTrue(any(re.fullmatch(r'final metrics at step 10 \(accuracy/video: \d+ clips? x '
                                      r'1 crop per video\):', line) for line in lines), lines)
-    # What local_cluster waits for before it starts the other workers.
-    self.assertTrue(any(CHIEF_READY in line for line in lines), lines)
+    # Where training starts from (programs read the `session_ready` status event instead).
+    self.assertTrue(any(re.search(re.escape(progress.SESSION_READY) + r' 0 to 10\b', line)
+                        for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
     # 10 steps every 3, 1 evaluation, 2 start lines and a 6-row table: nothing else.
     self.assertLess(len(lines), 20, self.quiet_output)
@@ -73,7 +74,7 @@ class TrainingOutputTest(absltest.TestCase):
     self.assertIsNotNone(NATIVE_LINE.search(self.verbose_output))
     for noise in ('Instructions for updating', 'loss = ', 'Saving checkpoints'):
       self.assertIn(noise, self.verbose_output)
-    self.assertTrue(any(progress_step(line) is not None
+    self.assertTrue(any(PROGRESS_LINE.search(line)
                         for line in self.verbose_output.splitlines()))
     self.assertGreater(len(self.verbose_output.splitlines()),
                        3 * len(self.quiet_output.splitlines()))
@@ -237,7 +238,7 @@ class ProgressLineTest(absltest.TestCase):
                                   ['loss 1.2345', '150.2 examples/s', '9.39 steps/s'])
     self.assertEqual(line, 'step 300/1200 (25%)  loss 1.2345  150.2 examples/s  '
                            '9.39 steps/s  ETA 1m36s')
-    self.assertEqual(progress_step('12:00:00 ' + line), 300)
+    self.assertEqual(PROGRESS_LINE.search('12:00:00 ' + line).group(1), '300')
 
   def test_preparation_line_and_unknown_eta(self):
     self.assertEqual(progress.progress_line('prepare: train:', 1, 150, 0.0, unit='videos'),

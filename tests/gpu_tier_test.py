@@ -304,7 +304,8 @@ class GpuTierTest(tf.test.TestCase):
     self.assertEqual(code, 0, logs)
     self.assertIn('GPUs 0', logs['chief'])
     self.assertIn('--evaluator_gpu: GPUs 0', logs['evaluator'])
-    self.assertIn('evaluation at step 40', logs['evaluator'])
+    self.assertIn(40, [e['step'] for e in cluster.events('evaluator', 'evaluation')],
+                  logs['evaluator'])
     ours = {task.process.pid for task in cluster.tasks.values()}
     if not ours & set(seen):
       # nvidia-smi names none of this run's processes by the pids seen here (a container

@@ -4,7 +4,6 @@ trains the demo with 2 towers per worker to a checkpoint and exports the best mo
 import contextlib
 import io
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -12,23 +11,10 @@ import time
 
 import tensorflow as tf
 
-from model_fn.training_hooks import progress_step
+from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS, make_cluster, progress_steps, wait_until
 from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
-
-EVALUATION_LINE = re.compile(r'evaluation at step (\d+): ')
-
-
-def seconds_between(lines: list[str], first: str, then: str) -> float:
-  """Seconds from the first line holding `first` to the first holding `then`, by the
-  HH:MM:SS the console puts before each line (whole seconds; runs here do not cross
-  midnight)."""
-  def time_of(text: str) -> float:
-    line = next(l for l in lines if text in l)
-    h, m, sec = re.search(r'(\d\d):(\d\d):(\d\d)', line).groups()
-    return 3600 * int(h) + 60 * int(m) + float(sec)
-  return time_of(then) - time_of(first)
 
 
 class LocalClusterTest(tf.test.TestCase):
@@ -39,13 +25,13 @@ class LocalClusterTest(tf.test.TestCase):
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(timeout_secs=600), 0, cluster.failed_tasks())
     self.assertGreaterEqual(checkpoint_step(model_dir), 160)
-    self.assertNotEmpty(progress_steps(cluster.output('chief')))
-    evaluated = [int(m.group(1)) for m in map(EVALUATION_LINE.search, cluster.output('evaluator'))
-                 if m]
-    self.assertNotEmpty(evaluated, 'the evaluator prints one line per evaluation')
+    self.assertNotEmpty(progress_steps(cluster.events('chief')))
+    evaluated = [e['step'] for e in cluster.events('evaluator', 'evaluation')]
+    self.assertNotEmpty(evaluated, 'the evaluator records one event per evaluation')
     self.assertGreaterEqual(max(evaluated), 160, 'the last evaluation is of the final checkpoint')
-    self.assertTrue(any('evaluator: evaluated the final checkpoint' in l
-                        for l in cluster.output('evaluator')))
+    self.assertEqual(cluster.tasks['evaluator'].process.returncode, 0)
+    self.assertEqual(evaluated[-1], checkpoint_step(model_dir),
+                     'the evaluator evaluated the final checkpoint last')
     best = os.path.join(model_dir, 'export', 'best')
     self.assertNotEmpty(tf.io.gfile.listdir(best))
     variables = {n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
@@ -61,18 +47,21 @@ class LocalClusterTest(tf.test.TestCase):
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(timeout_secs=600), 0, cluster.failed_tasks())
     self.assertGreaterEqual(checkpoint_step(model_dir), 40)
-    sync_line = ('synchronous updates: each step applies the gradients of the first 2 of 3 '
-                 'workers (--backup_workers=1)')
-    built_sync = [n for n in ('chief', 'worker1', 'worker2')
-                  if any(sync_line in l for l in cluster.output(n))]
-    self.assertEqual(built_sync, ['chief', 'worker1', 'worker2'])
+    # Each worker built synchronous training: the first 2 of 3 workers' gradients per step.
+    built_sync = {n: [(e['workers'], e['aggregated']) for e in cluster.events(n, 'sync_replicas')]
+                  for n in ('chief', 'worker1', 'worker2')}
+    self.assertEqual(built_sync, {n: [(3, 2)] for n in ('chief', 'worker1', 'worker2')})
     # TensorFlow's own SyncReplicasOptimizer hook left the chief's session waiting its
     # 120 s stop grace period for a queue runner blocked on gradients that no longer come,
     # then printed that thread's CancelledError traceback (model_fn/sync_replicas.py).
     chief = cluster.output('chief')
     self.assertFalse([l for l in chief if 'Traceback' in l or 'CancelledError' in l])
-    self.assertLess(seconds_between(chief, 'writing the final checkpoint',
-                                    'finished training at max_steps'), 100)
+    # From every worker finished (the final checkpoint next) to the chief's exit.
+    finished = cluster.events('chief', 'workers_finished')
+    self.assertLen(finished, 1, chief[-20:])
+    self.assertEqual(cluster.tasks['chief'].process.returncode, 0)
+    wait_until(lambda: cluster.tasks['chief'].output_closed, 10, 'the end of the chief\'s output')
+    self.assertLess(cluster.tasks['chief'].output_closed - finished[0]['time'], 100)
 
   def test_a_failing_task_makes_the_launcher_fail(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
@@ -88,12 +77,16 @@ class LocalClusterTest(tf.test.TestCase):
                                         r'with exit code 2')
 
 
-  def _launch(self, model_dir, max_steps):
+  def _launch(self, model_dir, max_steps, cwd=None, stdout=subprocess.PIPE):
+    """The launcher as a user starts it (from `cwd`: its task logs and status files go to
+    `cwd`/runs/local_cluster_logs)."""
     command = [sys.executable, '-m', 'towers.cluster.local_cluster', '--ps=1', '--workers=2',
                '--noevaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
                f'--max_steps={max_steps}']
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.getcwd(), *filter(None, [os.environ.get('PYTHONPATH')])]))
+    process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.STDOUT,
+                               text=True, cwd=cwd, env=env)
     self.addCleanup(lambda: process.poll() is None and process.kill())
     return process
 
@@ -111,14 +104,11 @@ class LocalClusterTest(tf.test.TestCase):
     self.assertBetween(checkpoint_step(model_dir), 30, 31)
 
   def test_ctrl_c_stops_every_task(self):
-    model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    process = self._launch(model_dir, 100000)
-    lines = []
-    def chief_trains():
-      line = process.stdout.readline()
-      lines.append(line)
-      return '[chief]' in line and progress_step(line) is not None
-    wait_until(chief_trains, 240, 'the chief to train', period=0)
+    root = self.create_tempdir().full_path
+    model_dir = os.path.join(root, 'model')
+    process = self._launch(model_dir, 100000, cwd=root, stdout=subprocess.DEVNULL)
+    events = os.path.join(root, 'runs', 'local_cluster_logs', 'chief.events.jsonl')
+    wait_until(lambda: progress_steps(status_file.read(events)), 240, 'the chief to train')
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=60)
     self.assertEqual(process.returncode, 130)

@@ -30,7 +30,8 @@ import unittest
 
 import tensorflow as tf
 
-from tests.cluster_testing import TRAIN_ARGS, session_steps, wait_until
+from command_line import status_file
+from tests.cluster_testing import TRAIN_ARGS, wait_until
 from tests.slurm_testing import (KILL_WAIT, MultiNodeSlurm, consecutive_free_ports,
                                  leftover_processes, missing_reason)
 from towers.checkpoints import checkpoint_step
@@ -68,7 +69,10 @@ class SlurmNodesTest(tf.test.TestCase):
     self.output = os.path.join(self.work, 'job.out')
     self.flagfile = os.path.join(self.work, 'train.flags')
     self.write_flags()
-    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1', 'PYTHONPATH': ROOT}
+    # Every task of the job appends its status events to this one file.
+    self.status = os.path.join(self.work, 'events.jsonl')
+    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1', 'PYTHONPATH': ROOT,
+                status_file.STATUS_FILE_ENV: self.status}
 
   def write_flags(self, *extra):
     with open(self.flagfile, 'w') as f:
@@ -83,6 +87,10 @@ class SlurmNodesTest(tf.test.TestCase):
         return f.read()
     except FileNotFoundError:
       return ''
+
+  def events(self, event):
+    """The job's tasks' status events of kind `event` so far, in order."""
+    return [e for e in status_file.read(self.status) if e['event'] == event]
 
   def batch_script(self, num_ps):
     ps_port = consecutive_free_ports(2)
@@ -109,9 +117,9 @@ class SlurmNodesTest(tf.test.TestCase):
 
   def assert_resumed_from(self, step, max_steps):
     """The rerun's training session started at `step`, the latest checkpoint's (restored,
-    not fresh variables): `training from step <step> to <max_steps>` in the job's log."""
-    rerun = [line for line in self.log().splitlines() if line.endswith(f' to {max_steps}')]
-    self.assertIn(step, session_steps(rerun), self.log()[-4000:])
+    not fresh variables): a session_ready event {step, max_steps} of the job's tasks."""
+    rerun = [e['step'] for e in self.events('session_ready') if e['max_steps'] == max_steps]
+    self.assertIn(step, rerun, self.log()[-4000:])
 
   def assert_completed(self, state):
     self.assertEqual(state, ('COMPLETED', '0:0'), self.log()[-4000:])
@@ -131,7 +139,9 @@ class SlurmNodesTest(tf.test.TestCase):
     self.assertIn('cluster from flags: this is worker 1 (n3:', log)
     self.assertRegex(log, r'evaluator: \d+ checkpoint\(s\) behind')
     final = checkpoint_step(self.model_dir)
-    self.assertIn(f'evaluated the final checkpoint (step {final})', log)
+    evaluated = [e['step'] for e in self.events('evaluation')]
+    self.assertNotEmpty(evaluated, log[-4000:])
+    self.assertEqual(evaluated[-1], final, 'the evaluator evaluated the final checkpoint last')
     self.assertNotIn('evaluator on', log)  # no warning: the evaluator did not fail
 
   def test_slurm_environment_mode_on_three_nodes_completes(self):
@@ -188,8 +198,9 @@ class SlurmNodesTest(tf.test.TestCase):
     # No periodic checkpoint after step 0: the one at the stop is the chief's doing.
     self.write_flags('--save_checkpoints_steps=100000', '--max_steps=100000')
     job = self.slurm.submit(args, cwd=ROOT, env=self.env)
-    wait_until(lambda: [s for s in map(int, re.findall(r'step (\d+)/100000', self.log()))
-                        if s >= 20], LIMIT, 'training past step 20')
+    wait_until(lambda: [e for e in self.events('progress')
+                        if e['max_steps'] == 100000 and e['step'] >= 20],
+               LIMIT, 'training past step 20')
     # What Slurm sends before the time limit (--signal=USR1@N), sent now.
     subprocess.run([*self.slurm.client, 'scancel', '--signal=USR1', job], env=self.slurm.env,
                    check=True, timeout=30)

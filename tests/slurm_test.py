@@ -20,6 +20,7 @@ import unittest
 
 import tensorflow as tf
 
+from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS
 from tests.slurm_testing import (PrivateSlurm, consecutive_free_ports, leftover_processes,
                                  missing_reason)
@@ -64,7 +65,20 @@ class RealSlurmTest(tf.test.TestCase):
     with open(self.flagfile, 'w') as f:
       f.write('\n'.join([*TRAIN_ARGS, f'--max_steps={MAX_STEPS}', '--export_savedmodel=false',
                          '--worker_lost_secs=60', '--ps_unreachable_secs=60']) + '\n')
-    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1'}
+    # Every task of the job appends its status events to this one file.
+    self.status = os.path.join(self.work, 'events.jsonl')
+    self.env = {'PYTHON': sys.executable, 'PYTHONUNBUFFERED': '1',
+                status_file.STATUS_FILE_ENV: self.status}
+
+  def events(self, event):
+    """The job's tasks' status events of kind `event`, in order."""
+    return [e for e in status_file.read(self.status) if e['event'] == event]
+
+  def assert_final_checkpoint_evaluated(self, log):
+    evaluated = [e['step'] for e in self.events('evaluation')]
+    self.assertNotEmpty(evaluated, log[-4000:])
+    self.assertEqual(evaluated[-1], checkpoint_step(self.model_dir),
+                     'the evaluator evaluated the final checkpoint last')
 
   def submit(self, args):
     output = os.path.join(self.work, 'job.out')
@@ -104,8 +118,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.use_batch_script()
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
-    self.assertIn('the chief says training is over', log)
-    self.assertIn('evaluator: evaluated the final checkpoint', log)
+    self.assertEqual([e['message'] for e in self.events('training_over')], ['every worker done'])
+    self.assert_final_checkpoint_evaluated(log)
 
   def test_slurm_environment_mode_with_four_tasks_completes(self):
     port = consecutive_free_ports(4)
@@ -116,7 +130,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('cluster from SLURM: this is ps 0', log)
     self.assertIn('cluster from SLURM: this is worker 1', log)
-    self.assertIn('chief: every worker finished; writing the final checkpoint', log)
+    self.assertLen(self.events('workers_finished'), 1,
+                   'the chief heard from every worker before the final checkpoint')
 
   def test_a_failing_task_fails_the_job_and_is_named(self):
     # A trainer that fails at once (as a bad flag would); ps and evaluator are real.
@@ -146,7 +161,7 @@ class RealSlurmTest(tf.test.TestCase):
     self.assert_ended_cleanly(job, code, log)
     self.assertIn('the time limit is near: training is over, the final checkpoint is not yet '
                   f'evaluated; requeueing job {job}', log)
-    self.assertIn('evaluator: evaluated the final checkpoint', log)
+    self.assert_final_checkpoint_evaluated(log)
     self.assertNotIn('warning: evaluator on', log)
 
 

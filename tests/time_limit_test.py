@@ -21,6 +21,7 @@ import time
 
 import tensorflow as tf
 
+from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS, wait_until
 from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
@@ -46,10 +47,12 @@ def catches_usr1(pid: int) -> bool:
 
 class TimeLimitTest(tf.test.TestCase):
 
-  def train(self, model_dir: str, *args: str) -> subprocess.Popen:
+  def train(self, model_dir: str, *args: str, status: str | None = None) -> subprocess.Popen:
+    """`towers.train` with `args`; its status events go to `status`, if given."""
+    env = dict(ENV, **{status_file.STATUS_FILE_ENV: status}) if status else ENV
     process = subprocess.Popen([sys.executable, '-m', 'towers.train', *TRAIN_ARGS,
                                 '--num_towers=1', f'--model_dir={model_dir}', *args],
-                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     self.addCleanup(lambda: process.poll() is None and process.kill())
     self.addCleanup(process.stdout.close)
@@ -85,14 +88,17 @@ class TimeLimitTest(tf.test.TestCase):
     # The final checkpoint is there: the evaluator evaluates it despite the signal (here
     # its chief is already gone, as after a finished training).
     chief = f'127.0.0.1:{pick_free_ports(1)[0]}'
+    status = os.path.join(self.create_tempdir().full_path, 'evaluator.events.jsonl')
     evaluator = self.train(model_dir, '--max_steps=4', '--task_type=evaluator',
-                           f'--worker_hosts={chief}', '--ps_hosts=127.0.0.1:1')
+                           f'--worker_hosts={chief}', '--ps_hosts=127.0.0.1:1', status=status)
     wait_until(lambda: catches_usr1(evaluator.pid) or evaluator.poll() is not None, 60,
                'a SIGUSR1 handler')
     evaluator.send_signal(signal.SIGUSR1)
     _, stderr = evaluator.communicate(timeout=LIMIT)
     self.assertEqual(evaluator.returncode, 0, stderr[-3000:])
-    self.assertIn('evaluator: evaluated the final checkpoint (step 4)', stderr)
+    evaluated = status_file.values(status_file.read(status), 'evaluation', 'step')
+    self.assertNotEmpty(evaluated, stderr[-3000:])
+    self.assertEqual(evaluated[-1], 4, 'the final checkpoint was evaluated last')
 
   def test_local_cluster_counts_a_stop_for_the_time_limit_as_a_stop(self):
     # The tasks' own side is above; here, what the launcher makes of their exit codes.

@@ -14,6 +14,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from model_fn.networks import Network
 from model_fn.tower_model_fn import TOP_1
 from towers import export_info, inputs
@@ -28,7 +29,9 @@ def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
 
 
 class EvaluationLine(tf.estimator.Exporter):
-  """Logs one line per evaluation (`evaluation_line`); exports nothing."""
+  """Logs one line per evaluation (`evaluation_line`) and records it as an `evaluation`
+  status event {step, metrics: {name: float}} (`command_line/status_file.py`); exports
+  nothing."""
 
   @property
   def name(self) -> str:
@@ -40,6 +43,9 @@ class EvaluationLine(tf.estimator.Exporter):
     params = estimator.params
     logging.info('%s', evaluation_line(eval_result, protocol(params.eval_clips,
                                                              params.eval_crops)))
+    status_file.record('evaluation', step=int(eval_result.get('global_step', -1)),
+                       metrics={k: float(v) for k, v in eval_result.items()
+                                if k != 'global_step' and getattr(v, 'size', 1) == 1})
 
 
 def protocol(clips: int, crops: int) -> str:

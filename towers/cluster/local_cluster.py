@@ -31,11 +31,17 @@ other processes on it, can reach the tasks. Where unprivileged namespaces are no
 allowed it says so and falls back to the host network (`--network=host`), where the
 tasks address each other on 127.0.0.1 but their ports are open on every interface.
 
+Tasks tell the launcher what they did through files, never through their output: each
+task appends JSON events to its own status file (`command_line/status_file.py`, named by
+$TOWERS_STATUS_FILE), e.g. `session_ready` once the chief has initialised or restored the
+model, which is when the launcher starts the workers.
+
 `LocalCluster` is the same machinery as a Python API; the fault tests drive it.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import dataclasses
 import json
@@ -44,21 +50,21 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from typing import IO, Callable, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from absl import flags
 
-from command_line import entry
+from command_line import entry, status_file
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
 from command_line.options import at_least, option
-from command_line.progress import SESSION_READY
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 EVALUATOR = 'evaluator'
-CHIEF_READY = SESSION_READY  # logged once the chief's session is ready (also without --verbose)
+CHIEF_READY = 'session_ready'  # the status event of a chief whose model is initialised
 
 
 @dataclasses.dataclass
@@ -71,6 +77,7 @@ class Task:
   lines: list[str] = dataclasses.field(default_factory=list)
   stopped_by_us: bool = False
   starts: int = 0
+  output_closed: float | None = None  # when its last start's output ended (at its exit)
 
 
 class LocalCluster:
@@ -82,6 +89,8 @@ class LocalCluster:
   own host (default all on loopback), `launcher(task)` a command prefix (e.g. entering a
   node's network namespace), and `tf_config_role` gives each task its role in TF_CONFIG
   instead of flags (programs built on tf.distribute strategies read it there).
+  Each task's status events (`events(name)`) go to `<log_dir>/<task>.events.jsonl`,
+  emptied when the cluster is made (in a temporary directory without `log_dir`).
   """
 
   def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
@@ -118,6 +127,25 @@ class LocalCluster:
     self._log_dir = log_dir
     self._echo = echo
     self._lock = threading.Lock()
+    if log_dir:
+      os.makedirs(log_dir, exist_ok=True)
+      self._status_dir = log_dir
+    else:
+      self._status_dir = tempfile.mkdtemp(prefix='local_cluster_status_')
+      atexit.register(shutil.rmtree, self._status_dir, ignore_errors=True)
+    for task in self.tasks.values():
+      if os.path.exists(self.status_path(task.name)):
+        os.remove(self.status_path(task.name))
+
+  def status_path(self, name: str) -> str:
+    """The status file task `name` appends its events to (`command_line/status_file.py`)."""
+    return os.path.join(self._status_dir, f'{name}.events.jsonl')
+
+  def events(self, name: str, event: str | None = None) -> list[dict[str, Any]]:
+    """Task `name`'s status events so far, over all its starts, in order (only those of
+    kind `event`, if given)."""
+    events = status_file.read(self.status_path(name))
+    return [e for e in events if event is None or e['event'] == event]
 
   def role_args(self, task: Task) -> list[str]:
     """The train flags that give `task` its place in the cluster (worker 0 is the chief)."""
@@ -135,7 +163,7 @@ class LocalCluster:
     for task in self.tasks.values():
       if task.task_type != 'worker':
         self.start(task.name)
-    ready = self.wait_for_output('chief', CHIEF_READY, chief_ready_timeout)
+    ready = self.wait_for_event('chief', CHIEF_READY, chief_ready_timeout)
     if not ready and self.tasks['chief'].process.poll() is None:
       print(f'local_cluster: the chief has not reported a ready session after '
             f'{chief_ready_timeout:.0f} s; starting the workers anyway (they wait for it)',
@@ -144,16 +172,16 @@ class LocalCluster:
       if task.task_type == 'worker':
         self.start(task.name)
 
-  def wait_for_output(self, name: str, text: str, timeout: float) -> bool:
-    """True once a line of task `name` contains `text`; False after `timeout` seconds or
-    when the task has exited."""
+  def wait_for_event(self, name: str, event: str, timeout: float) -> bool:
+    """True once task `name` has recorded a status event `event`; False after `timeout`
+    seconds or when the task has exited without it."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-      if any(text in line for line in self.output(name)):
+      if self.events(name, event):
         return True
       process = self.tasks[name].process
       if process is not None and process.poll() is not None:
-        return any(text in line for line in self.output(name))
+        return bool(self.events(name, event))
       time.sleep(0.2)
     return False
 
@@ -162,6 +190,7 @@ class LocalCluster:
     task = self.tasks[name]
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
+    env[status_file.STATUS_FILE_ENV] = self.status_path(name)
     role = self.role_args(task)
     if self._tf_config_role:
       env['TF_CONFIG'] = json.dumps({'cluster': self.cluster,
@@ -174,6 +203,7 @@ class LocalCluster:
         preexec_fn=_die_with_parent)
     task.stopped_by_us = False
     task.starts += 1
+    task.output_closed = None
     threading.Thread(target=self._pump, args=(task, task.process), daemon=True).start()
 
   def _pump(self, task: Task, process: subprocess.Popen) -> None:
@@ -192,6 +222,8 @@ class LocalCluster:
         log.flush()
     if log:
       log.close()
+    if task.process is process:
+      task.output_closed = time.time()
 
   def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
     """Sends `sig` (default SIGKILL: a crash, no clean-up) to one task and waits for it."""

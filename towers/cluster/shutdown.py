@@ -33,6 +33,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from towers.cluster.ps_variables import NOT_HELD, read_ps_variables
 from towers.cluster.spec import ClusterTask
 
@@ -122,7 +123,7 @@ def announce_training_done(target: str, task: ClusterTask, message: str,
 
 def serve_until_training_done(server: tf.distribute.Server, task: ClusterTask) -> str:
   """A ps task's life: serves variables until the chief says training is over; returns
-  the chief's message."""
+  the chief's message (also recorded: a `training_over` {message} status event)."""
   device = f'/job:ps/task:{task.task_index}'
   graph = tf1.Graph()
   with graph.as_default():
@@ -132,6 +133,7 @@ def serve_until_training_done(server: tf.distribute.Server, task: ClusterTask) -
     stop = threading.Event()
     stop.set()  # one token is all a ps waits for
     _, _, message = _next(_take_in_background(session, dequeue, stop))
+    status_file.record('training_over', message=message.decode())
     return message.decode()
 
 
@@ -139,11 +141,13 @@ def held_global_step(server: tf.distribute.Server, task: ClusterTask) -> int | N
   """The value of the `global_step` variable if this ps task holds it, else None. Read
   when the chief has said training is over: every update that reached this ps is in it,
   so it can be set beside the final checkpoint's step (a larger value means updates the
-  checkpoint lost)."""
+  checkpoint lost). Also recorded as this task's `ps_final_step` status event
+  (`command_line/status_file.py`)."""
   try:
     held = read_ps_variables(server.target, task.task_index, {'global_step': (tf.int64, [])})
   except NOT_HELD:
     return None
+  status_file.record('ps_final_step', step=int(held['global_step']))
   return int(held['global_step'])
 
 
@@ -225,6 +229,8 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
     last_log = 0.0
     while pending and not self._skip.is_set():
       if time.time() - last_log >= 30:
+        if not last_log:
+          status_file.record('waiting_for_workers', workers=sorted(pending))
         logging.info('chief: training reached max_steps; waiting for %d worker(s) to finish '
                      'their last step: %s', len(pending),
                      ', '.join(f'worker {i} ({p.address})' for i, p in pending.items()))
@@ -249,6 +255,7 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
           f'{name}: {what}' for name, what in self.failures.items()))
     else:
       logging.info('chief: every worker finished; writing the final checkpoint')
+      status_file.record('workers_finished', workers=len(workers))
 
   def _count_lost(self, pending: dict[int, _Pending]) -> None:
     """Counts as failed each pending worker whose port has refused connections, or has
