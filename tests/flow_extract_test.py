@@ -16,6 +16,7 @@ import tensorflow as tf
 from data_tools import extract_flow, flow_shards, make_synthetic_ucf101
 
 from input_fn import flow, ucf101
+from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 
 FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
 
@@ -37,16 +38,6 @@ def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
   u_folder, v_folder = ucf101.flow_folders(flow_root, video)
   return np.stack([ucf101.read_frames(u_folder, indices, grayscale=True),
                    ucf101.read_frames(v_folder, indices, grayscale=True)], axis=-1)
-
-
-def tree_bytes(root: str) -> dict[str, bytes]:
-  """{path relative to root: bytes} of every file under root."""
-  found = {}
-  for folder, _, files in os.walk(root):
-    for name in files:
-      with open(os.path.join(folder, name), 'rb') as f:
-        found[os.path.relpath(os.path.join(folder, name), root)] = f.read()
-  return found
 
 
 class Tvl1Test(tf.test.TestCase):
@@ -98,14 +89,11 @@ class ExtractFlowToolTest(tf.test.TestCase):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
     cls.data = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=8, width=24, height=16,
-                                       min_frames=3, max_frames=4, object_size=6)
-    videos = os.path.join(cls.data, 'UCF-101', 'MoveLeftSpeed1')
+    videos = dataset_with_a_broken_video(cls.data, width=24, height=16, min_frames=3,
+                                         max_frames=4, object_size=6)
     # The file spells the class otherwise (like v_HandStandPushups in HandstandPushups/).
     os.rename(os.path.join(videos, 'v_MoveLeftSpeed1_g02_c01.avi'),
               os.path.join(videos, 'v_MoveleftSpeed1_g02_c01.avi'))
-    with open(os.path.join(videos, 'v_MoveLeftSpeed1_g09_c01.avi'), 'wb') as f:
-      f.write(b'not a video')
     cls.logged = []
     cls.manifest = cls.extract(cls.data, cls.logged, workers=2)
 

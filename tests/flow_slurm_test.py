@@ -19,7 +19,8 @@ import unittest
 
 from absl.testing import absltest
 
-from data_tools import extract_flow, make_synthetic_ucf101
+from data_tools import extract_flow
+from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 from tests.slurm_testing import MultiNodeSlurm, missing_reason
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,15 +28,6 @@ SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'extract_flow.sbatch')
 SETTINGS = ['--backend=opencv', '--workers=1', '--short_side=0', '--tvl1_scales=3',
             '--tvl1_warps=3', '--tvl1_epsilon=0.05']
 LIMIT = 240  # seconds the array may take on a loaded 2-core machine
-
-
-def tree_bytes(root: str) -> dict[str, bytes]:
-  found = {}
-  for folder, _, files in os.walk(root):
-    for name in files:
-      with open(os.path.join(folder, name), 'rb') as f:
-        found[os.path.relpath(os.path.join(folder, name), root)] = f.read()
-  return found
 
 
 class FlowSlurmTest(absltest.TestCase):
@@ -82,11 +74,8 @@ class FlowSlurmTest(absltest.TestCase):
   def test_a_three_node_array_writes_what_one_process_writes_byte_for_byte(self):
     work = tempfile.mkdtemp(dir=self.slurm_dir)
     data = os.path.join(work, 'ucf')
-    make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=24, height=16,
-                                       min_frames=3, max_frames=5, object_size=6)
-    with open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g09_c01.avi'),
-              'wb') as f:
-      f.write(b'not a video')
+    dataset_with_a_broken_video(data, width=24, height=16, min_frames=3, max_frames=5,
+                                object_size=6)
     one = os.path.join(work, 'one_process')
 
     extract_flow.extract(extract_flow.ExtractFlowOptions(

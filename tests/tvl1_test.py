@@ -20,8 +20,9 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from data_tools import extract_flow, make_synthetic_ucf101, tvl1
+from data_tools import extract_flow, tvl1
 from input_fn import flow, video_io
+from tests.flow_testing import dataset_with_a_broken_video
 from tests.i3d_test_lib import shared_i3d_dir
 
 
@@ -107,11 +108,8 @@ class BackendTest(tf.test.TestCase):
     root = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, root)
     data = os.path.join(root, 'ucf')
-    make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=40, height=32,
-                                       min_frames=3, max_frames=5, object_size=10)
-    with open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g09_c01.avi'),
-              'wb') as f:
-      f.write(b'not a video')
+    dataset_with_a_broken_video(data, width=40, height=32, min_frames=3, max_frames=5,
+                                object_size=10)
     outs = {}
     for backend in ('opencv', 'tensorflow'):
       outs[backend] = os.path.join(root, backend)

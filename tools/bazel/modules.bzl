@@ -366,6 +366,9 @@ MODULES = {
             "//command_line:status_file",
             "//towers/cluster:local_cluster_lib",
         ]),
+        ("flow_testing.py", False, [
+            "//data_tools:make_synthetic_ucf101_lib",
+        ]),
         ("gpu_i3d_fit.py", True, [
             "//model_fn/networks",
             "//model_fn:devices",
@@ -767,6 +770,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "flow_extract_test": [
+        ":flow_testing",
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -785,9 +789,9 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "flow_slurm_test": [
+        ":flow_testing",
         ":slurm_testing",
         "//data_tools:extract_flow_lib",
-        "//data_tools:make_synthetic_ucf101_lib",
     ],
     "full_disk_test": [
         ":cluster_testing",
@@ -1076,9 +1080,9 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "tvl1_test": [
+        ":flow_testing",
         ":i3d_test_lib",
         "//data_tools:extract_flow_lib",
-        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:tvl1",
         "//input_fn:flow",
         "//input_fn:video_io",
