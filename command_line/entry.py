@@ -19,7 +19,10 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
      4, the chief was lost).
 
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
-traceback. `verbose=True` also defines `--verbose` and configures the console
+traceback. Every such ending is also recorded in the status file
+(`command_line.status_file`) as an `error` event: the program, its exit code, the error's
+type and the options it names (`options.options_named`), for callers and specs to tell
+endings apart without reading the line. `verbose=True` also defines `--verbose` and configures the console
 (`command_line.console`) before `check`. `extra_options`: more options dataclasses whose
 flags it defines after those, for `run` to read (`cli.options_from_flags`): //towers:train's
 options are `TrainParams`, the library's, and its own --check_flags lives beside them.
@@ -33,8 +36,8 @@ from typing import Any, Callable, Sequence
 
 from absl import flags
 
-from command_line import cli, console, disk_space
-from command_line.options import OptionsError
+from command_line import cli, console, disk_space, status_file
+from command_line.options import OptionsError, options_named
 
 REFUSED = 2
 FAILED = 1
@@ -91,7 +94,7 @@ class Program:
     """absl's main: `argv[1:]` are the positional arguments left after the flags."""
     arguments = list(argv[1:])
     if arguments and not self.arguments:
-      return self._error(f'unexpected arguments: {" ".join(arguments)}', REFUSED)
+      return self._error(Refused(f'unexpected arguments: {" ".join(arguments)}'), REFUSED)
     if self.verbose:
       console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
     try:
@@ -110,7 +113,7 @@ class Program:
       line = disk_space.full_disk_line(e)
       if line is None:
         raise
-      return self._error(line, FAILED)
+      return self._error(line, FAILED, e)
     return code or 0
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,
@@ -130,6 +133,12 @@ class Program:
 
     cli.run(self.main, parse)
 
-  def _error(self, message: Any, code: int) -> int:
+  def _error(self, message: Any, code: int, error: BaseException | None = None) -> int:
+    """Prints the one error line and records it (`error` is the exception behind `message`
+    when `message` is not the exception itself); returns `code`."""
+    error = error or (message if isinstance(message, BaseException) else None)
     print(error_line(self.name, message), file=sys.stderr, flush=True)
+    status_file.record('error', program=self.name, exit_code=code,
+                       error=type(error).__name__ if error else None,
+                       options=options_named(error) if error else [])
     return code

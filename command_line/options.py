@@ -22,7 +22,37 @@ T = TypeVar('T')
 
 
 class OptionsError(ValueError):
-  """An option's value or name is invalid. The message names the option."""
+  """An option's value or name is invalid. The message names the option; `option` holds its
+  name (None when the error concerns no single option), for programs and specs to tell
+  errors apart without reading the text."""
+
+  def __init__(self, message: str, option: str | None = None) -> None:
+    super().__init__(message)
+    self.option = option
+
+
+class Problem(str):
+  """A problem message (a `str`) that also holds the name of the option it concerns
+  (`option`, or None): lists of problems stay readable text and stay machine-checkable."""
+  option: str | None
+
+  def __new__(cls, option: str | None, text: str) -> 'Problem':
+    made = super().__new__(cls, text)
+    made.option = option
+    return made
+
+
+def options_named(error: BaseException) -> list[str]:
+  """The option names an error concerns: those of its `problems` (a list of `Problem`s), else
+  its `option` (absl's unknown-flag error: `flagname`; an error raised with a `Problem`:
+  the problem's); [] when it names none."""
+  listed = getattr(error, 'problems', None)
+  if listed:
+    return [p.option for p in listed if getattr(p, 'option', None)]
+  message = error.args[0] if error.args else None
+  name = (getattr(error, 'option', None) or getattr(error, 'flagname', None) or
+          getattr(message, 'option', None))
+  return [name] if name else []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +129,8 @@ def build(options_type: type[T], values: Mapping[str, Any] | None = None,
   values = dict(values or {})
   unknown = sorted(set(values) - set(field_names(options_type)))
   if unknown:
-    raise error(f'unknown option(s): {", ".join(unknown)} '
-                f'(known: {", ".join(field_names(options_type))})')
+    raise _named(error, f'unknown option(s): {", ".join(unknown)} '
+                 f'(known: {", ".join(field_names(options_type))})', unknown[0])
   fields = {f.name: f for f in dataclasses.fields(options_type)}
   converted = {name: convert(fields[name], value, error) for name, value in values.items()}
   built = options_type(**converted)
@@ -108,7 +138,7 @@ def build(options_type: type[T], values: Mapping[str, Any] | None = None,
     choices = f.metadata.get(CHOICES)
     value = getattr(built, f.name)
     if choices and value not in choices:
-      raise error(f'{f.name}={value!r} is not one of {", ".join(choices)}')
+      raise _named(error, f'{f.name}={value!r} is not one of {", ".join(choices)}', f.name)
   return built
 
 
@@ -127,8 +157,15 @@ def convert(f: dataclasses.Field, value: Any, error: type[Exception] = OptionsEr
               f'{f.name} must be {valid.describe() if valid else "finite"}, got {converted}')
       if valid is not None and isinstance(number, float) and not math.isfinite(number):
         what += ' (a finite number)'
-      raise error(what)
+      raise _named(error, what, f.name)
   return converted
+
+
+def _named(error: type[Exception], message: str, option: str) -> Exception:
+  """`error(message)` holding `option` (as `OptionsError` does)."""
+  made = error(message)
+  made.option = option
+  return made
 
 
 def _typed(f: dataclasses.Field, value: Any, error: type[Exception]) -> Any:
@@ -140,17 +177,18 @@ def _typed(f: dataclasses.Field, value: Any, error: type[Exception]) -> Any:
     try:
       return tuple(element(v) for v in value)
     except (TypeError, ValueError) as e:
-      raise error(f'{f.name}: cannot read {value!r} as a list of {element.__name__}') from e
+      raise _named(error, f'{f.name}: cannot read {value!r} as a list of '
+                   f'{element.__name__}', f.name) from e
   if field_type == 'bool':
     if not isinstance(value, bool):
-      raise error(f'{f.name}={value!r} must be True or False')
+      raise _named(error, f'{f.name}={value!r} must be True or False', f.name)
   elif field_type == 'int':
     if isinstance(value, bool) or not isinstance(value, int):
-      raise error(f'{f.name}={value!r} must be a whole number')
+      raise _named(error, f'{f.name}={value!r} must be a whole number', f.name)
   elif field_type == 'float':
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-      raise error(f'{f.name}={value!r} must be a number')
+      raise _named(error, f'{f.name}={value!r} must be a number', f.name)
     return float(value)
   elif field_type == 'str' and not isinstance(value, str):
-    raise error(f'{f.name}={value!r} must be a string')
+    raise _named(error, f'{f.name}={value!r} must be a string', f.name)
   return value

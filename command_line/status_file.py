@@ -22,6 +22,11 @@ Events written today:
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
+  error          {program, exit_code, error, options}
+                                             a program ended with its one error line
+                                             (`command_line/entry.py`): the exception's
+                                             type (None for a stray argument) and the
+                                             option names it concerns
 
 Needs neither TensorFlow nor absl.
 """

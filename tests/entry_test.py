@@ -13,7 +13,7 @@ import textwrap
 
 from absl.testing import absltest
 
-from command_line import entry, progress  # entry: also what the program below runs
+from command_line import entry, progress, status_file  # entry: also what the program runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +25,7 @@ PROGRAM = textwrap.dedent('''
     from __future__ import annotations
     import dataclasses
     from command_line import cli, entry
-    from command_line.options import option
+    from command_line.options import Problem, option
 
     class ToolError(ValueError):
       pass
@@ -45,7 +45,7 @@ PROGRAM = textwrap.dedent('''
 
     def check(options):
       if options.size < 1:
-        return f'--size must be >= 1, got {options.size}'
+        return Problem('size', f'--size must be >= 1, got {options.size}')
 
     def run(options):
       if options.late:
@@ -62,10 +62,14 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def run_tool(*args: str) -> subprocess.CompletedProcess:
+def run_tool(*args: str, events: str = '') -> subprocess.CompletedProcess:
+  """Runs the program; with `events`, its status file is that path."""
+  env = dict(os.environ, PYTHONPATH=ROOT)
+  env.pop(status_file.STATUS_FILE_ENV, None)
+  if events:
+    env[status_file.STATUS_FILE_ENV] = events
   return subprocess.run([sys.executable, '-c', PROGRAM, *args], capture_output=True,
-                        text=True, timeout=120, check=False,
-                        env=dict(os.environ, PYTHONPATH=ROOT))
+                        text=True, timeout=120, check=False, env=env)
 
 
 class EntryTest(absltest.TestCase):
@@ -103,6 +107,30 @@ class EntryTest(absltest.TestCase):
 
   def test_an_ending_with_its_own_exit_code_is_one_line_and_that_code(self):
     self.assert_one_line(run_tool('--lost'), 5, 'tool: error: peer 1 stopped answering')
+
+
+  def test_every_ending_is_recorded_with_its_code_type_and_options(self):
+    expected = {
+        ('--size=0',): (entry.REFUSED, 'Refused', ['size']),
+        ('--late',): (entry.REFUSED, 'ToolError', []),
+        ('extra',): (entry.REFUSED, 'Refused', []),
+        ('--sise=2',): (entry.REFUSED, 'UnrecognizedFlagError', ['sise']),
+        ('--fail',): (entry.FAILED, 'Failed', []),
+        ('--lost',): (5, 'Ended', []),
+    }
+    for args, (code, error, options) in expected.items():
+      with self.subTest(args):
+        events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
+        done = run_tool(*args, events=events)
+        self.assertEqual(done.returncode, code)
+        recorded = [e for e in status_file.read(events) if e['event'] == 'error']
+        self.assertLen(recorded, 1)
+        self.assertEqual((recorded[0]['program'], recorded[0]['exit_code'],
+                          recorded[0]['error'], recorded[0]['options']),
+                         ('tool', code, error, options))
+    events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
+    self.assertEqual(run_tool(events=events).returncode, 0)
+    self.assertEqual(status_file.read(events), [])
 
 
 class ProgressTest(absltest.TestCase):

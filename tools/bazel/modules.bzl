@@ -176,6 +176,7 @@ MODULES = {
             ":console",
             ":disk_space",
             ":options",
+            ":status_file",
         ]),
         ("options.py", False, []),
         ("progress.py", False, []),
@@ -382,6 +383,9 @@ MODULES = {
         ("openapi_schema.py", False, []),
         ("pod_network.py", False, [
             ":slurm_testing",
+        ]),
+        ("program_runs.py", False, [
+            "//command_line:status_file",
         ]),
         ("slurm_testing.py", False, [
             "//towers/cluster:local_cluster_lib",
@@ -737,6 +741,7 @@ TEST_DEPS = {
     "entry_test": [
         "//command_line:entry",
         "//command_line:progress",
+        "//command_line:status_file",
     ],
     "estimator_test": [
         "//model_fn/networks:c3d_small",
