@@ -63,7 +63,7 @@ from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, com
 from model_fn import transfer
 from command_line import entry
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line.options import option
+from command_line.options import option, Options
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
@@ -77,7 +77,7 @@ SYSTEM_MODES = {'ours': ('sync', 'async'), 'ps_strategy': ('async',),
 
 
 @dataclasses.dataclass(frozen=True)
-class EmulatorOptions:
+class EmulatorOptions(Options):
   nodes: tuple[int, ...] = option((1, 2, 4, 10), 'Node counts to emulate (one ps and one '
                                   'worker per node; multi_worker_mirrored: one worker).')
   systems: tuple[str, ...] = option(('ours',), 'Systems to run, from ours (this library\'s '

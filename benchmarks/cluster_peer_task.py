@@ -30,7 +30,7 @@ from model_fn.training_hooks import ProgressHook
 from command_line import cli, entry, status_file
 from towers import inputs
 from towers import flags as towers_flags
-from command_line.options import option
+from command_line.options import option, Options
 
 tf1 = tf.compat.v1
 
@@ -38,7 +38,7 @@ PEERS = ('ps_strategy', 'multi_worker_mirrored', 'replica_device_setter')
 
 
 @dataclasses.dataclass(frozen=True)
-class PeerOptions:
+class PeerOptions(Options):
   peer: str = option('ps_strategy', 'Which TensorFlow multi-node tool trains.', choices=PEERS)
 
 

@@ -70,7 +70,7 @@ from command_line import cli, entry
 from towers.checkpoints import checkpoint_step
 from towers.cluster.ps_variables import read_ps_variables
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line.options import option
+from command_line.options import option, Options
 
 tf1 = tf.compat.v1
 
@@ -87,7 +87,7 @@ BYTES_TARGET = 1.05
 
 
 @dataclasses.dataclass(frozen=True)
-class PeersOptions:
+class PeersOptions(Options):
   systems: tuple[str, ...] = option(SYSTEMS, f'Systems to run, from {",".join(SYSTEMS)}.')
   repeats: int = option(2, 'Runs per system, interleaved.')
   replica_batch: int = option(8, 'Clips per worker step (one replica per worker); the '

@@ -36,7 +36,7 @@ import tensorflow as tf
 from benchmarks.emulated_task import STEP_EVENT, variable_shapes
 from model_fn import networks
 from command_line import entry, status_file
-from command_line.options import option
+from command_line.options import option, Options
 
 tf1 = tf.compat.v1
 
@@ -46,7 +46,7 @@ GRADIENT_SCALE = 1e-6  # what the wait returns: every gradient value (momentum u
 
 
 @dataclasses.dataclass(frozen=True)
-class PeerTaskOptions:
+class PeerTaskOptions(Options):
   """What every task of an emulated peer is told (the emulator passes the same to all)."""
   peer: str = option('ps_strategy', 'Which TensorFlow strategy trains.', choices=PEERS)
   model: str = option('i3d', 'Network whose trainable variables are transferred.',

@@ -44,7 +44,7 @@ from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
 from command_line import entry, status_file
-from command_line.options import option
+from command_line.options import option, Options
 from towers.params import make_params
 
 tf1 = tf.compat.v1
@@ -55,7 +55,7 @@ FLOP_CLIP = (64, 224, 224)  # frames, height, width of the recipe's training cli
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskOptions:
+class TaskOptions(Options):
   """What every emulated task is told (the emulator passes the same to all)."""
   model: str = option('i3d', 'Network whose trainable variables are transferred.',
                       choices=networks.names())

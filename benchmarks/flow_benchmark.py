@@ -29,7 +29,7 @@ import numpy as np
 
 from benchmarks import machine
 from command_line import entry
-from command_line.options import option
+from command_line.options import option, Options
 from input_fn import flow, video_io
 
 WIDTH, HEIGHT = 341, 256
@@ -45,7 +45,7 @@ UNFUSED_BYTES, FUSED_BYTES = 95 * 12, 22 * 4
 
 
 @dataclasses.dataclass(frozen=True)
-class FlowBenchmarkOptions:
+class FlowBenchmarkOptions(Options):
   clip: str = option('', 'A video whose frames to use (default: the real UCF101 clip in '
                      '../shared/i3d beside the repository).', path=True)
   pairs: int = option(4, 'Frame pairs measured per backend (OpenCV takes ~2 s per pair).')

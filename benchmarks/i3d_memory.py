@@ -41,7 +41,7 @@ import tensorflow as tf
 
 from model_fn import freezing, layers
 from model_fn.networks import i3d, i3d_names
-from command_line.options import option
+from command_line.options import option, Options
 
 tf1 = tf.compat.v1
 
@@ -172,7 +172,7 @@ def recipe_params(path: str):
 
 
 @dataclasses.dataclass(frozen=True)
-class MemoryOptions:
+class MemoryOptions(Options):
   usable_gib: float = option(5.0, 'GPU memory the TF allocator can use, GiB (6 GB GTX1060: '
                              'about 5).')
   recipe: str = option('', 'A train flagfile (e.g. gtx1060.flags): check that its I3D '

@@ -56,7 +56,7 @@ import numpy as np
 
 from benchmarks import machine
 from command_line import console, entry
-from command_line.options import option
+from command_line.options import option, Options
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
 LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
@@ -64,7 +64,7 @@ ROUTES = ('tfrecord', 'pil', 'opencv', 'direct', 'flow')
 
 
 @dataclasses.dataclass(frozen=True)
-class InputBenchmarkOptions:
+class InputBenchmarkOptions(Options):
   seconds: float = option(30.0, 'Measurement time per route, split over --rounds rounds.')
   rounds: int = option(3, 'Interleaved rounds per route (the median counts).')
   clip_frames: int = option(64, 'Frames per clip (the I3D recipe: 64).')

@@ -18,11 +18,11 @@ import sys
 import tempfile
 
 from command_line import cli, entry
-from command_line.options import option
+from command_line.options import option, Options
 
 
 @dataclasses.dataclass(frozen=True)
-class ScalingOptions:
+class ScalingOptions(Options):
   """The cluster to model: the training clip, the GPUs, the network and the nodes' CPUs."""
   clip_frames: int = option(64, 'Frames per training clip.')
   crop_size: int = option(224, 'Crop side of a training clip.')

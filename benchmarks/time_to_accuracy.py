@@ -23,11 +23,11 @@ import time
 from absl import flags
 
 from command_line import cli, entry
-from command_line.options import option
+from command_line.options import option, Options
 
 
 @dataclasses.dataclass(frozen=True)
-class TimeToAccuracyOptions:
+class TimeToAccuracyOptions(Options):
   """The runs to compare and when each stops."""
   towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).')
   target: float = option(0.9, 'Top-1 test accuracy to reach.')

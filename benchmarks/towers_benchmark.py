@@ -31,11 +31,11 @@ import time
 from typing import Callable
 
 from command_line import cli, entry
-from command_line.options import option
+from command_line.options import option, Options
 
 
 @dataclasses.dataclass(frozen=True)
-class BenchmarkOptions:
+class BenchmarkOptions(Options):
   """What to measure and how; `batch_size`, `clip_frames`, `crop_size` and `num_classes`
   mean what they mean for //towers:train."""
   models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to benchmark, all in one run.')

@@ -4,7 +4,8 @@ A program's options are one frozen dataclass of `command_line.options.option` fi
 `define_flags(Options)` declares one absl flag per field (same name, default and help;
 choices become enum flags, tuples list flags; `--help` lists the fields marked
 `option(key=True)`, or all of them when the dataclass marks none, and `--helpfull` every
-flag); `options_from_flags(Options)` reads them
+flag, under the title of its section when the dataclass is composed of sections);
+`options_from_flags(Options)` reads them
 back, resolving path fields against the directory the user ran the command from; `run(main)`
 starts `main(argv)` in that directory, so `--flagfile` and relative paths mean what the
 user typed. The library never imports this module.
@@ -32,7 +33,7 @@ from absl import app, flags
 
 from command_line import console
 from command_line.working_dir import user_working_dir
-from command_line.options import CHOICES, KEY, PATH, build, help_of
+from command_line.options import CHOICES, KEY, PATH, build, help_of, section_of
 
 T = TypeVar('T')
 
@@ -41,22 +42,27 @@ def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS
   """Defines every field of `options_type` as a flag with the field's default and help (and
   its declared range: 'Must be positive.'). The fields marked `key` (all, when none is) are
   the program's key flags: absl's --help lists the main module's (`sys.argv[0]`) key flags,
-  --helpfull every flag."""
+  --helpfull every flag, grouped by the module that defined it: a field of a section
+  (`options.section_of`) counts as defined by '<section title> (<options type>)'."""
   fields = dataclasses.fields(options_type)
   for f in fields:
     default, help_text, field_type = f.default, help_of(f), str(f.type)
+    section = section_of(options_type, f.name)
+    where = {'flag_values': flag_values}
+    if section:
+      where['module_name'] = f'{section} ({options_type.__name__})'
     if f.metadata.get(CHOICES):
-      flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, flag_values=flag_values)
+      flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, **where)
     elif field_type.startswith('tuple'):
-      flags.DEFINE_list(f.name, [str(v) for v in default], help_text, flag_values=flag_values)
+      flags.DEFINE_list(f.name, [str(v) for v in default], help_text, **where)
     elif field_type == 'bool':
-      flags.DEFINE_bool(f.name, default, help_text, flag_values=flag_values)
+      flags.DEFINE_bool(f.name, default, help_text, **where)
     elif field_type == 'int':
-      flags.DEFINE_integer(f.name, default, help_text, flag_values=flag_values)
+      flags.DEFINE_integer(f.name, default, help_text, **where)
     elif field_type == 'float':
-      flags.DEFINE_float(f.name, default, help_text, flag_values=flag_values)
+      flags.DEFINE_float(f.name, default, help_text, **where)
     else:
-      flags.DEFINE_string(f.name, default, help_text, flag_values=flag_values)
+      flags.DEFINE_string(f.name, default, help_text, **where)
   for f in [f for f in fields if f.metadata.get(KEY)] or fields:
     flag_values.register_key_flag_for_module(sys.argv[0], flag_values[f.name])
 

@@ -35,7 +35,7 @@ from typing import Sequence
 from absl import flags
 from absl import logging as absl_logging
 
-from command_line.options import option
+from command_line.options import option, Options
 from command_line.working_dir import user_working_dir
 
 NATIVE_LOG_LEVEL = 'TF_CPP_MIN_LOG_LEVEL'
@@ -43,7 +43,7 @@ QUIET_NATIVE_LEVEL = '2'  # C++ ERROR and FATAL only
 
 
 @dataclasses.dataclass(frozen=True)
-class ConsoleOptions:
+class ConsoleOptions(Options):
   verbose: bool = option(
       False, 'Show everything TensorFlow logs (C++ INFO/WARNING lines, deprecation notices, '
       'Estimator INFO) besides the progress, evaluation and warning lines shown by default.')

@@ -1,16 +1,20 @@
 """Options objects: frozen dataclasses whose fields say their help, choices and paths.
 
-Every program of the project keeps its options in one frozen dataclass built with
-`option(...)` fields: `towers.params.TrainParams` for training, one dataclass per tool.
-`command_line/cli.py` turns such a dataclass into command-line flags; this module needs no absl,
-so the library can build options from a dict.
+Every program of the project keeps its options in one frozen dataclass derived from
+`Options` with `option(...)` fields: `towers.params.TrainParams` for training, one dataclass
+per tool. An options object is valid whenever it exists: making one (directly, from flags,
+from a dict or through `dataclasses.replace`) runs `validated`, the one check of every
+options type: each field converted to its type, finite, in its range and among its choices,
+then the type's cross-field `rules`. `build` adds only the check of unknown names.
+`command_line/cli.py` turns such a dataclass into command-line flags; this module needs no
+absl, so the library can build options from a dict.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 CHOICES = 'choices'
 HELP = 'help'
@@ -24,7 +28,8 @@ T = TypeVar('T')
 class OptionsError(ValueError):
   """An option's value or name is invalid. The message names the option; `option` holds its
   name (None when the error concerns no single option), for programs and specs to tell
-  errors apart without reading the text."""
+  errors apart without reading the text. `noun` is what the message calls an option."""
+  noun: ClassVar[str] = 'option'
 
   def __init__(self, message: str, option: str | None = None) -> None:
     super().__init__(message)
@@ -122,24 +127,68 @@ def field_names(options_type: type) -> tuple[str, ...]:
   return tuple(f.name for f in dataclasses.fields(options_type))
 
 
+# A cross-field rule: the problem (naming its option) of an options object, or None.
+Rule = Callable[[Any], 'Problem | None']
+
+
+class Options:
+  """Base of every options dataclass: making one runs `validated` (`__post_init__`).
+  A subclass declares its cross-field checks in `rules` (small named functions, each
+  returning a `Problem` or None; a subclass adds its own to its bases') and the error type
+  they raise in `error`."""
+  rules: ClassVar[tuple[Rule, ...]] = ()
+  error: ClassVar[type[OptionsError]] = OptionsError
+  TITLE: ClassVar[str] = ''  # a section's title: heads the fields it declares in help
+
+  def __post_init__(self) -> None:
+    validated(self)
+
+
+def section_of(options_type: type, name: str) -> str:
+  """The `TITLE` of the class that declares field `name` of `options_type` ('' if none): an
+  options type composed of sections groups its flags by it (--helpfull, docs/flags.md)."""
+  for cls in options_type.__mro__:
+    if name in vars(cls).get('__annotations__', {}):
+      return vars(cls).get('TITLE', '')
+  return ''
+
+
+def rules_of(options_type: type) -> tuple[Rule, ...]:
+  """Every rule `options_type` and its bases declare, bases' first (in field order)."""
+  return tuple(rule for cls in reversed(options_type.__mro__)
+               for rule in vars(cls).get('rules', ()))
+
+
+def validated(options: Any) -> Any:
+  """Checks `options` (a dataclass) in place and returns it: each field is converted
+  (`convert`: type, finite, range) and checked against its choices, then every rule of its
+  type runs (`rules_of`); the first problem raises the type's `error` naming the option."""
+  error = getattr(options, 'error', OptionsError)
+  for f in dataclasses.fields(options):
+    value = convert(f, getattr(options, f.name), error)
+    choices = f.metadata.get(CHOICES)
+    if choices and value not in choices:
+      raise _named(error, f'{f.name}={value!r} is not one of {", ".join(choices)}', f.name)
+    object.__setattr__(options, f.name, value)
+  for rule in rules_of(type(options)):
+    problem = rule(options)
+    if problem:
+      raise _named(error, problem, problem.option)
+  return options
+
+
 def build(options_type: type[T], values: Mapping[str, Any] | None = None,
-          error: type[Exception] = OptionsError) -> T:
-  """`options_type(**values)` after checking names, converting lists to tuples of the
-  field's element type and checking choices; raises `error` naming the option."""
+          error: type[Exception] | None = None) -> T:
+  """`options_type(**values)` (which validates itself, `Options`) after checking that every
+  name is a field; raises `error` (default the type's `error`) naming the unknown option."""
+  error = error or getattr(options_type, 'error', OptionsError)
   values = dict(values or {})
   unknown = sorted(set(values) - set(field_names(options_type)))
   if unknown:
-    raise _named(error, f'unknown option(s): {", ".join(unknown)} '
+    noun = getattr(error, 'noun', 'option')
+    raise _named(error, f'unknown {noun}(s): {", ".join(unknown)} '
                  f'(known: {", ".join(field_names(options_type))})', unknown[0])
-  fields = {f.name: f for f in dataclasses.fields(options_type)}
-  converted = {name: convert(fields[name], value, error) for name, value in values.items()}
-  built = options_type(**converted)
-  for f in dataclasses.fields(options_type):
-    choices = f.metadata.get(CHOICES)
-    value = getattr(built, f.name)
-    if choices and value not in choices:
-      raise _named(error, f'{f.name}={value!r} is not one of {", ".join(choices)}', f.name)
-  return built
+  return options_type(**values)
 
 
 def convert(f: dataclasses.Field, value: Any, error: type[Exception] = OptionsError) -> Any:
@@ -161,7 +210,7 @@ def convert(f: dataclasses.Field, value: Any, error: type[Exception] = OptionsEr
   return converted
 
 
-def _named(error: type[Exception], message: str, option: str) -> Exception:
+def _named(error: type[Exception], message: str, option: str | None) -> Exception:
   """`error(message)` holding `option` (as `OptionsError` does)."""
   made = error(message)
   made.option = option

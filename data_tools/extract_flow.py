@@ -61,7 +61,7 @@ from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
 from command_line import entry
-from command_line.options import option
+from command_line.options import option, Options
 from command_line.progress import Progress
 
 MANIFEST = 'flow.manifest.json'
@@ -70,7 +70,7 @@ BACKENDS = ('tensorflow', 'opencv')
 
 
 @dataclasses.dataclass(frozen=True)
-class ExtractFlowOptions:
+class ExtractFlowOptions(Options):
   """What to extract and how; empty directories are found under data_dir."""
   data_dir: str = option('', 'UCF101 root: UCF-101/ (the .avi class folders) and '
                          'ucfTrainTestlist/classInd.txt (for the labels of flow.txt).', path=True)

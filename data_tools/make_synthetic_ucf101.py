@@ -47,7 +47,7 @@ import numpy as np
 
 from input_fn import dir_identity, ucf101, video_io
 from command_line import entry
-from command_line.options import option
+from command_line.options import option, Options
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -69,7 +69,7 @@ HMDB51_IDS_OF_TEN = '2221111110'  # id by (video + 3 * split) % 10: 30% test, 10
 
 
 @dataclasses.dataclass(frozen=True)
-class SyntheticOptions:
+class SyntheticOptions(Options):
   """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)

@@ -63,7 +63,7 @@ from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
 from command_line import entry
-from command_line.options import option
+from command_line.options import option, Options
 from command_line.progress import Progress
 
 FORMAT_VERSION = 2
@@ -71,7 +71,7 @@ SHARD_STATE_DIR = manifest_lib.STATE_DIR
 
 
 @dataclasses.dataclass(frozen=True)
-class PrepareConfig:
+class PrepareConfig(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '

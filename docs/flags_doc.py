@@ -3,8 +3,9 @@
 Every `py_binary` of the BUILD files given (`BUILD_FILES`) is executed as `__main__` with
 `command_line.cli.define_flags` recording the options dataclasses it declares and `command_line.cli.run`
 doing nothing, so the page lists exactly the flags each binary defines, with their
-defaults, choices and help. Fields of one dataclass are grouped by the `# --- Name ---`
-comments of its source. A binary that declares no options this way is an error.
+defaults, choices and help. Fields of an options type composed of sections (`TrainParams`)
+are grouped by section (`command_line.options.section_of`). A binary that declares no
+options this way is an error.
 
     bazel run //docs:flags_doc            # rewrites docs/flags.md in the workspace
 """
@@ -12,7 +13,6 @@ comments of its source. A binary that declares no options this way is an error.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 import re
 import runpy
@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from command_line import cli, console
-from command_line.options import CHOICES, KEY, help_of
+from command_line.options import CHOICES, KEY, help_of, section_of
 
 REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
@@ -31,8 +31,6 @@ CONCERNS = (
     ('towers/cluster', 'Clusters'),
     ('benchmarks', 'Benchmarks'),
 )
-SECTION = re.compile(r'^\s*#\s*-{3}\s*(.+?)\s*-*\s*$')
-FIELD = re.compile(r'^\s*(\w+)\s*:\s*[^=]+=\s*\w+\(')  # name: type = option(...)-like
 BINARY = re.compile(r'py_binary\(\s*name\s*=\s*"(\w+)"(.*?)\n\)', re.S)
 MAIN = re.compile(r'main\s*=\s*"([\w/]+)\.py"')
 
@@ -45,7 +43,6 @@ class FlagsDocError(Exception):
 class Binary:
   label: str       # //package:name
   module: str      # dotted module executed as __main__
-  source: str      # path of that module, relative to the workspace root
 
 
 def binaries(package: str, build_text: str) -> list[Binary]:
@@ -54,8 +51,7 @@ def binaries(package: str, build_text: str) -> list[Binary]:
   for name, body in BINARY.findall(build_text):
     main = MAIN.search(body)
     stem = main.group(1) if main else name
-    source = f'{package}/{stem}.py'
-    found.append(Binary(f'//{package}:{name}', source[:-3].replace('/', '.'), source))
+    found.append(Binary(f'//{package}:{name}', f'{package}/{stem}'.replace('/', '.')))
   return found
 
 
@@ -78,28 +74,6 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
                         '(the one flag convention, command_line/cli.py)')
   doc = ' '.join((module_globals.get('__doc__') or '').strip().split('\n\n')[0].split())
   return list(dict.fromkeys(recorded)), doc
-
-
-def field_sections(options_type: type, source_path: str) -> dict[str, str]:
-  """Field name -> the `# --- Name ---` heading above it in the class body ('' if none)."""
-  with open(source_path) as f:
-    lines = f.read().splitlines()
-  start = next((i for i, line in enumerate(lines)
-                if re.match(rf'class {options_type.__name__}\b', line)), None)
-  sections: dict[str, str] = {}
-  if start is None:
-    return sections
-  heading = ''
-  for line in lines[start + 1:]:
-    if line and not line.startswith((' ', '#')):
-      break  # the class body ended
-    match = SECTION.match(line)
-    if match:
-      heading = match.group(1)
-    field = FIELD.match(line)
-    if field:
-      sections[field.group(1)] = heading
-  return sections
 
 
 def render_value(value: Any) -> str:
@@ -126,18 +100,15 @@ def table(fields: Sequence[dataclasses.Field]) -> list[str]:
   return rows
 
 
-def binary_section(binary: Binary, workspace: str) -> list[str]:
+def binary_section(binary: Binary) -> list[str]:
   options, doc = declared_options(binary)
   lines = [f'### `{binary.label}`', '']
   if doc:
     lines += [doc, '']
   for i, options_type in enumerate(options):
-    source = (os.path.join(workspace, binary.source) if options_type.__module__ == '__main__'
-              else inspect.getsourcefile(options_type))
-    sections = field_sections(options_type, source)
     groups: dict[str, list[dataclasses.Field]] = {}
     for f in dataclasses.fields(options_type):
-      groups.setdefault(sections.get(f.name, ''), []).append(f)
+      groups.setdefault(section_of(options_type, f.name), []).append(f)
     for heading, fields in groups.items():
       if not heading and i > 0:  # a second options object, e.g. ConsoleOptions: "Console"
         heading = re.sub(r'(Options|Params|Config)$', '', options_type.__name__) or 'Other'
@@ -147,8 +118,8 @@ def binary_section(binary: Binary, workspace: str) -> list[str]:
   return lines
 
 
-def render(build_files: dict[str, str], workspace: str) -> str:
-  """The page for `build_files` (package -> BUILD text); `workspace` holds the sources."""
+def render(build_files: dict[str, str]) -> str:
+  """The page for `build_files` (package -> BUILD text)."""
   found = {package: binaries(package, text) for package, text in build_files.items()}
   out = ['# Flags of every binary', '',
          f'Generated from each binary\'s options by `{REGENERATE}`: do not edit by hand. '
@@ -169,7 +140,7 @@ def render(build_files: dict[str, str], workspace: str) -> str:
                     ', '.join(f'`{b.label}`' for b in found[package]))
     body += [f'## {concern}', '']
     for binary in found[package]:
-      body += binary_section(binary, workspace)
+      body += binary_section(binary)
   return '\n'.join(out + contents + [''] + body).rstrip() + '\n'
 
 
@@ -195,7 +166,7 @@ def main(argv: Sequence[str], echo: Callable[[str], None] = print) -> int:
     echo(f'flags_doc: run it as `{REGENERATE}` (it writes {OUTPUT} in the workspace)')
     return 2
   root = runfiles_root()
-  text = render(read_build_files(root, [p for p, _ in CONCERNS]), root)
+  text = render(read_build_files(root, [p for p, _ in CONCERNS]))
   with open(os.path.join(workspace, OUTPUT), 'w') as f:
     f.write(text)
   echo(f'flags_doc: wrote {OUTPUT} ({len(text.splitlines())} lines)')

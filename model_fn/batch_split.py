@@ -6,9 +6,8 @@ import tensorflow as tf
 
 
 def tower_sizes(batch_size: int, num_towers: int) -> list[int]:
-  """Sizes that differ by at most one, larger first: 10 over 4 towers -> [3, 3, 2, 2]."""
-  if num_towers <= 0:
-    raise ValueError(f'num_towers must be positive, got {num_towers}')
+  """Sizes that differ by at most one, larger first: 10 over 4 towers -> [3, 3, 2, 2].
+  `num_towers` is positive (a count of tower devices or of micro-batches)."""
   if batch_size < num_towers:
     raise ValueError(f'a batch of {batch_size} cannot be split over {num_towers} towers: '
                      'every tower needs at least one example')

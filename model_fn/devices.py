@@ -29,10 +29,9 @@ def resolve_tower_devices(num_towers: int, tower_devices: tuple[str, ...] = (),
 
   Explicit `tower_devices` win. Otherwise, with GPUs visible: one tower per GPU
   (`num_towers` -1) or the first `num_towers` GPUs. With no GPU: `num_towers` virtual
-  CPU devices (1 for -1). `num_gpus` defaults to the GPUs TensorFlow sees.
+  CPU devices (1 for -1). `num_gpus` defaults to the GPUs TensorFlow sees. `num_towers` is
+  -1 or positive (`towers.params.DevicesSection` refuses others).
   """
-  if num_towers == 0 or num_towers < -1:
-    raise ValueError(f'num_towers={num_towers}: need at least one tower (-1: one per GPU)')
   if tower_devices:
     cpus = [d for d in tower_devices if 'CPU' in d.upper()]
     cpu_count = max((_device_index(d) for d in cpus), default=-1) + 1

@@ -28,7 +28,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 # pylint: disable=wrong-import-position
 from command_line import cli, entry, working_dir
 from towers import classifier
-from command_line.options import option
+from command_line.options import option, Options
 from towers.training import protocol
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
@@ -36,7 +36,7 @@ PROGRESS_EVERY_SECS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassifyOptions:
+class ClassifyOptions(Options):
   model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
                       '(the newest export there is used). With --flow_model: the RGB '
                       'stream.', path=True)

@@ -29,11 +29,11 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import entry, working_dir
 from input_fn import factory, pipeline
 from towers import two_stream
-from command_line.options import Range, option
+from command_line.options import option, Options, Range
 
 
 @dataclasses.dataclass(frozen=True)
-class EvaluateTwoStreamOptions:
+class EvaluateTwoStreamOptions(Options):
   rgb_model: str = option('', 'RGB stream: its model_dir (the newest export/best/ is used) or '
                           'an exported SavedModel directory.', path=True)
   flow_model: str = option('', 'Flow stream: its model_dir or an exported SavedModel.',

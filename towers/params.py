@@ -1,25 +1,33 @@
-"""One immutable parameter object for the whole library.
+"""One immutable parameter object for the whole library, in sections.
 
 `TrainParams` is the public contract: every field is also a command-line flag of
 `//towers:train` with the same name (see `towers/flags.py`), and `build_estimator(params)`
 accepts a dict with these keys. The library never reads absl flags itself, so it works
 without absl.
 
+The fields are declared in sections, one frozen dataclass per concern (`ModelSection`,
+`DevicesSection`, `OptimizationSection`, `RunSection`, `ClusterSection`, `DataSection`),
+each holding its fields, their ranges and its cross-field `rules`; `TrainParams` inherits
+them all, so names stay flat (`params.batch_size`, `--batch_size`, `{'batch_size': 8}`) and
+a function may declare the section it reads. The rules between sections are `TrainParams`'
+own. Every object is checked when made (`command_line.options.validated`).
+
 Units: steps are global steps; learning rates are per step; batch sizes are global
 (summed over towers and, in a cluster, per worker). Each numeric field declares its
 range beside it (`valid=`, `command_line/options.py`: checked when made, shown in the
-flag's help); every float must be finite; `_check` holds the rules between fields.
+flag's help); every float must be finite.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from input_fn import datasets
 from model_fn import networks
 from model_fn.networks import i3d_names
-from command_line.options import CHOICES, OptionsError, Range, above, at_least, convert, option
+from command_line.options import (OptionsError, Options, Problem, Range, above, at_least,
+                                  build, option)
 
 # How a resume treats each field (its `RESUME` metadata), declared on the field itself:
 # STRUCTURE decides the network's variables and can never change within a model_dir;
@@ -46,13 +54,59 @@ must_match = _resume_option(MUST_MATCH)
 may_change = _resume_option(MAY_CHANGE)
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainParams:
-  """All knobs of a training run, valid whenever it exists: construction (directly, through
-  `make_params` or `dataclasses.replace`) converts lists to tuples and raises `ParamsError`
-  naming the first invalid parameter. Each field declares how a resume treats it (`RESUME`)."""
+class ParamsError(OptionsError):
+  """A parameter value or combination is invalid. The message names the parameter and
+  `option` holds its name (None for a `make_params` argument that is not a dict)."""
+  noun: ClassVar[str] = 'parameter'
 
-  # --- Model -------------------------------------------------------------------------------
+
+class Section(Options):
+  """Base of the sections of `TrainParams`: a section made alone is checked too (its fields
+  and its `rules`); `TITLE` heads its flags in --helpfull and docs/flags.md."""
+  TITLE: ClassVar[str] = ''
+  error: ClassVar[type[OptionsError]] = ParamsError
+
+
+# --- Model ----------------------------------------------------------------------------------
+
+def _registered_model(p: ModelSection) -> Problem | None:
+  if p.model not in networks.names():
+    return Problem('model', f'model={p.model!r} is not a registered network '
+                   f'({", ".join(networks.names())})')
+  return None
+
+
+def _trainable_from_is_an_endpoint(p: ModelSection) -> Problem | None:
+  endpoints = networks.spec(p.model).endpoints
+  if p.trainable_from and p.trainable_from not in endpoints:
+    return Problem('trainable_from', f'trainable_from={p.trainable_from!r} is not an endpoint '
+                   f'of model={p.model} ({", ".join(endpoints) or "it has none"})')
+  return None
+
+
+def _warm_start_needs_a_checkpoint_network(p: ModelSection) -> Problem | None:
+  if p.warm_start_from and not networks.spec(p.model).warm_start:
+    able = [name for name in networks.names() if networks.spec(name).warm_start]
+    return Problem('warm_start_from', f'warm_start_from restores a checkpoint into a '
+                   f'registered network that declares one (model={" or ".join(able)}), got '
+                   f'model={p.model}: leave --warm_start_from empty or change --model')
+  return None
+
+
+def _network_builds_these_params(p: ModelSection) -> Problem | None:
+  """The network's own `param_problems`; a plain text names `model`."""
+  for problem in networks.spec(p.model).param_problems(p):
+    return problem if isinstance(problem, Problem) else Problem('model', problem)
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSection(Section):
+  """The network: which one, its input clips and its head; what a warm start restores."""
+  TITLE: ClassVar[str] = 'Model'
+  rules = (_registered_model, _trainable_from_is_an_endpoint,
+           _warm_start_needs_a_checkpoint_network, _network_builds_these_params)
+
   model: str = structure(
       'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
       'with model_fn.networks.register().', key=True)
@@ -66,8 +120,59 @@ class TrainParams:
       'size-weighted mean of all towers.', choices=('main', 'mean'))
   dropout_keep: float = must_match(1.0, 'Keep probability of dropout before the classifier.',
       valid=Range(0.0, 1.0, low_open=True))
+  stream: str = structure(
+      'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
+      'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
+      '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
+      '//towers:evaluate_two_stream fuses two trained models per video.',
+      choices=tuple(i3d_names.STREAMS), key=True)
+  warm_start_from: str = may_change(
+      '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
+      'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
+      'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True,
+      key=True)
+  warm_start_scope: str = may_change(
+      '', 'Maps graph names to checkpoint names for the warm start: '
+      '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
+      '"RGB/inception_i3d/=" for the Kinetics-600 checkpoint, whose names have no prefix. '
+      'Empty: the names are the same.')
+  head: str = structure(
+      'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
+      'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
+      'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
+      '(num_classes must equal the checkpoint\'s).', choices=i3d_names.HEADS)
+  pretrained_classes: int = structure(
+      400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
+      '600 Kinetics-600).')
+  trainable_from: str = must_match(
+      '', 'Freeze every endpoint of the network before this one (they keep their '
+      'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
+          f'model={name}: {", ".join(networks.spec(name).endpoints)}' for name in networks.names()
+          if networks.spec(name).endpoints) + '.')
 
-  # --- Towers and devices ------------------------------------------------------------------
+
+# --- Towers and devices -----------------------------------------------------------------------
+
+def _at_least_one_tower(p: DevicesSection) -> Problem | None:
+  if p.num_towers == 0 or p.num_towers < -1:
+    return Problem('num_towers', f'num_towers={p.num_towers}: need at least one tower '
+                   '(or -1 for one per visible GPU)')
+  return None
+
+
+def _one_device_per_tower(p: DevicesSection) -> Problem | None:
+  if p.tower_devices and p.num_towers > 0 and len(p.tower_devices) != p.num_towers:
+    return Problem('tower_devices', f'tower_devices lists {len(p.tower_devices)} devices but '
+                   f'num_towers={p.num_towers}')
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class DevicesSection(Section):
+  """The towers of one worker, where they and the variables run, and the strategy."""
+  TITLE: ClassVar[str] = 'Towers and devices'
+  rules = (_at_least_one_tower, _one_device_per_tower)
+
   num_towers: int = may_change(
       -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).', key=True)
   tower_devices: tuple[str, ...] = may_change(
@@ -99,7 +204,49 @@ class TrainParams:
       False, 'Cluster: the evaluator may use the GPUs its machine gives it (sharing them with '
       'a trainer); default it runs on the CPU and sees no GPU.')
 
-  # --- Optimisation ------------------------------------------------------------------------
+  @property
+  def tower_count(self) -> int:
+    """Towers per worker as far as the params say (-1 counts as 1: the GPUs are unknown
+    until the devices are resolved, `model_fn.devices`)."""
+    return len(self.tower_devices) or max(self.num_towers, 1)
+
+
+# --- Optimisation -----------------------------------------------------------------------------
+
+def _one_rate_more_than_boundaries(p: OptimizationSection) -> Problem | None:
+  if p.lr_schedule == 'piecewise' and len(p.lr_values) != len(p.lr_boundaries) + 1:
+    return Problem('lr_values', f'lr_values has {len(p.lr_values)} values but lr_boundaries '
+                   f'has {len(p.lr_boundaries)}: piecewise needs exactly one value more than '
+                   'boundaries')
+  return None
+
+
+def _some_rate(p: OptimizationSection) -> Problem | None:
+  return None if p.lr_values else Problem('lr_values', 'lr_values must hold at least one rate')
+
+
+def _exponential_decays(p: OptimizationSection) -> Problem | None:
+  if p.lr_schedule == 'exponential' and (p.lr_decay_steps <= 0 or p.lr_decay_rate <= 0):
+    return Problem('lr_decay_steps' if p.lr_decay_steps <= 0 else 'lr_decay_rate',
+                   f'the exponential schedule needs lr_decay_steps > 0 and lr_decay_rate > 0, '
+                   f'got {p.lr_decay_steps} and {p.lr_decay_rate}')
+  return None
+
+
+def _boundaries_increase(p: OptimizationSection) -> Problem | None:
+  if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
+    return Problem('lr_boundaries',
+                   f'lr_boundaries must be strictly increasing, got {p.lr_boundaries}')
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizationSection(Section):
+  """The optimizer, the learning-rate schedule and what acts on the gradients."""
+  TITLE: ClassVar[str] = 'Optimisation'
+  rules = (_one_rate_more_than_boundaries, _some_rate, _exponential_decays,
+           _boundaries_increase)
+
   optimizer: str = must_match('momentum', 'Optimizer.',
                               choices=('momentum', 'sgd', 'adam', 'rmsprop'))
   momentum: float = must_match(0.9, 'Momentum of the momentum optimizer (and of RMSProp).',
@@ -132,38 +279,29 @@ class TrainParams:
       'clipping needs every gradient before any is pushed, so pushes no longer overlap '
       'backprop (docs/scaling.md).', valid=at_least(0.0))
 
-  # --- I3D and fine-tuning -----------------------------------------------------------------
-  stream: str = structure(
-      'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
-      'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
-      '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
-      '//towers:evaluate_two_stream fuses two trained models per video.',
-      choices=tuple(i3d_names.STREAMS), key=True)
-  warm_start_from: str = may_change(
-      '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '
-      'DeepMind\'s kinetics-i3d repository) or a directory holding one, restored into the '
-      'network when model_dir has no checkpoint yet. Empty: train from scratch.', path=True,
-      key=True)
-  warm_start_scope: str = may_change(
-      '', 'Maps graph names to checkpoint names for the warm start: '
-      '"graph_prefix=checkpoint_prefix", comma-separated for several. E.g. '
-      '"RGB/inception_i3d/=" for the Kinetics-600 checkpoint, whose names have no prefix. '
-      'Empty: the names are the same.')
-  head: str = structure(
-      'replace', 'I3D classifier: replace = a fresh num_classes-way Logits layer (the '
-      'checkpoint\'s is not restored); stack = keep the checkpoint\'s pretrained_classes-way '
-      'Logits (restored) and put a fresh dense layer on top; keep = restore the Logits too '
-      '(num_classes must equal the checkpoint\'s).', choices=i3d_names.HEADS)
-  pretrained_classes: int = structure(
-      400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
-      '600 Kinetics-600).')
-  trainable_from: str = must_match(
-      '', 'Freeze every endpoint of the network before this one (they keep their '
-      'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
-          f'model={name}: {", ".join(networks.spec(name).endpoints)}' for name in networks.names()
-          if networks.spec(name).endpoints) + '.')
 
-  # --- Run ---------------------------------------------------------------------------------
+# --- Run --------------------------------------------------------------------------------------
+
+def _model_dir_named(p: RunSection) -> Problem | None:
+  if not p.model_dir:
+    return Problem('model_dir', 'model_dir is empty: name the directory for checkpoints and '
+                   'exports')
+  return None
+
+
+def _strict_eval_reads_everything(p: RunSection) -> Problem | None:
+  if p.strict_eval and p.eval_steps:
+    return Problem('strict_eval', f'strict_eval needs the whole eval set, but eval_steps='
+                   f'{p.eval_steps} reads part of it: set eval_steps=0')
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSection(Section):
+  """Batches, steps, cadences, evaluation and where the run keeps its checkpoints."""
+  TITLE: ClassVar[str] = 'Run'
+  rules = (_model_dir_named, _strict_eval_reads_everything)
+
   batch_size: int = must_match(
       24, 'Clips per micro-batch per worker, split across the towers (a worker step reads '
       'accumulate_steps x batch_size clips).', valid=at_least(1), key=True)
@@ -205,7 +343,32 @@ class TrainParams:
       'lacks (another optimizer than sgd, ema_decay from 0) cannot be allowed.')
   export_savedmodel: bool = may_change(True, 'Export a SavedModel after the final evaluation.')
 
-  # --- Cluster -----------------------------------------------------------------------------
+  @property
+  def effective_eval_batch_size(self) -> int:
+    return self.eval_batch_size or self.batch_size
+
+  @property
+  def examples_per_step(self) -> int:
+    """Training clips per worker step: accumulate_steps micro-batches of batch_size."""
+    return self.batch_size * self.accumulate_steps
+
+
+# --- Cluster ----------------------------------------------------------------------------------
+
+def _backup_workers_need_sync(p: ClusterSection) -> Problem | None:
+  if p.backup_workers and not p.sync_replicas:
+    return Problem('backup_workers', f'backup_workers={p.backup_workers} needs sync_replicas '
+                   '(backup workers are stragglers of a synchronous step): add --sync_replicas '
+                   'or set --backup_workers=0')
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSection(Section):
+  """The cluster: its tasks, synchronous or not, what travels, how long a task is waited for."""
+  TITLE: ClassVar[str] = 'Cluster'
+  rules = (_backup_workers_need_sync,)
+
   ps_hosts: tuple[str, ...] = may_change(
       (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG, '
       'else SLURM).')
@@ -244,7 +407,45 @@ class TrainParams:
       'training is over exits with an error naming the chief (a chief restarted sooner is '
       'waited for).', valid=at_least(1))
 
-  # --- Data --------------------------------------------------------------------------------
+
+# --- Data -------------------------------------------------------------------------------------
+
+def _one_or_three_crops(p: DataSection) -> Problem | None:
+  if p.eval_crops not in (1, 3):
+    return Problem('eval_crops', f'eval_crops={p.eval_crops}: must be 1 (centre crop) or 3 '
+                   '(three crops along the long side)')
+  return None
+
+
+def _crops_need_video_data(p: DataSection) -> Problem | None:
+  if p.eval_crops != 1 and p.data_source == 'synthetic':
+    return Problem('eval_crops', 'eval_crops=3 needs video data: the synthetic source makes '
+                   'single clips without frames to crop; use data_source=tfrecord, videos or '
+                   'frames')
+  return None
+
+
+def _official_split(p: DataSection) -> Problem | None:
+  if p.split not in (1, 2, 3):
+    return Problem('split', f'split must be 1, 2 or 3 (the official splits), got {p.split}')
+  return None
+
+
+def _list_needs_records(p: DataSection) -> Problem | None:
+  if p.dataset == 'list' and p.data_source in ('videos', 'frames'):
+    return Problem('data_source', f'dataset=list trains from prepared records, not '
+                   f'data_source={p.data_source}: run //data_tools:prepare --dataset=list (with '
+                   '--train_list, --test_list, --class_names) and train with '
+                   '--data_source=tfrecord on its --out')
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSection(Section):
+  """Where the clips come from and how training and evaluation read them."""
+  TITLE: ClassVar[str] = 'Data'
+  rules = (_one_or_three_crops, _crops_need_video_data, _official_split, _list_needs_records)
+
   data_source: str = must_match(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
       'shards written by //data_tools:prepare in data_dir (the fast route). videos: raw UCF101 '
@@ -283,125 +484,26 @@ class TrainParams:
   synthetic_eval_examples: int = may_change(
       128, 'synthetic data_source: number of evaluation clips.', valid=at_least(1))
 
-  def __post_init__(self) -> None:
-    for f in dataclasses.fields(self):
-      object.__setattr__(self, f.name, convert(f, getattr(self, f.name), ParamsError))
-    _check(self)
 
-  @property
-  def effective_eval_batch_size(self) -> int:
-    return self.eval_batch_size or self.batch_size
+# --- Between sections -------------------------------------------------------------------------
 
-  @property
-  def examples_per_step(self) -> int:
-    """Training clips per worker step: accumulate_steps micro-batches of batch_size."""
-    return self.batch_size * self.accumulate_steps
+def _every_tower_gets_an_example(p: TrainParams) -> Problem | None:
+  if p.batch_size < p.tower_count:
+    return Problem('batch_size', f'batch_size={p.batch_size} is smaller than the '
+                   f'{p.tower_count} towers: every tower needs at least one example')
+  return None
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
-
-
-class ParamsError(OptionsError):
-  """A parameter value or combination is invalid. The message names the parameter."""
-
-
-def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> TrainParams:
-  """Builds validated params from a dict (keys = flag names) plus keyword overrides.
-
-  Missing keys take the flag defaults; an unknown key is a `ParamsError` naming it.
-  Lists are stored as tuples so the object stays immutable and hashable.
-  """
-  if values is not None and not isinstance(values, Mapping):
-    raise ParamsError(f'params must be a TrainParams or a dict of parameter names to values '
-                      f'(e.g. {{"batch_size": 8}}), got a {type(values).__name__}: {values!r:.80}')
-  merged = dict(values or {})
-  merged.update(overrides)
-  unknown = sorted(set(merged) - set(FIELD_NAMES))
-  if unknown:
-    raise ParamsError(f'unknown parameter(s): {", ".join(unknown)} '
-                      f'(known: {", ".join(FIELD_NAMES)})')
-  return TrainParams(**merged)
-
-
-def fields_by_resume(*resumes: str) -> tuple[str, ...]:
-  """The TrainParams fields whose `RESUME` is one of `resumes`, in declaration order."""
-  return tuple(f.name for f in dataclasses.fields(TrainParams) if f.metadata[RESUME] in resumes)
-
-
-def _check(p: TrainParams) -> None:
-  """Raises `ParamsError` naming the first invalid parameter or combination (the checks
-  that need no file, device or cluster; `towers/preflight.py` does those)."""
-  for f in dataclasses.fields(TrainParams):
-    choices = f.metadata.get(CHOICES)
-    value = getattr(p, f.name)
-    if choices and value not in choices:
-      raise ParamsError(f'{f.name}={value!r} is not one of {", ".join(choices)}')
-  if p.model not in networks.names():
-    raise ParamsError(f'model={p.model!r} is not a registered network '
-                      f'({", ".join(networks.names())})')
-  network = networks.spec(p.model)
-  if p.trainable_from and p.trainable_from not in network.endpoints:
-    raise ParamsError(f'trainable_from={p.trainable_from!r} is not an endpoint of '
-                      f'model={p.model} ({", ".join(network.endpoints) or "it has none"})')
-  if p.warm_start_from and not network.warm_start:
-    able = [name for name in networks.names() if networks.spec(name).warm_start]
-    raise ParamsError(f'warm_start_from restores a checkpoint into a registered network that '
-                      f'declares one (model={" or ".join(able)}), got model={p.model}: leave '
-                      '--warm_start_from empty or change --model')
-  for problem in network.param_problems(p):
-    raise ParamsError(problem)
-  if p.num_towers == 0 or p.num_towers < -1:
-    raise ParamsError(f'num_towers={p.num_towers}: need at least one tower '
-                      '(or -1 for one per visible GPU)')
-  if p.tower_devices and p.num_towers > 0 and len(p.tower_devices) != p.num_towers:
-    raise ParamsError(f'tower_devices lists {len(p.tower_devices)} devices but '
-                      f'num_towers={p.num_towers}')
-  towers = len(p.tower_devices) or max(p.num_towers, 1)
-  if p.batch_size < towers:
-    raise ParamsError(f'batch_size={p.batch_size} is smaller than the {towers} towers: '
-                      'every tower needs at least one example')
-  if p.lr_schedule == 'piecewise' and len(p.lr_values) != len(p.lr_boundaries) + 1:
-    raise ParamsError(f'lr_values has {len(p.lr_values)} values but lr_boundaries has '
-                      f'{len(p.lr_boundaries)}: piecewise needs exactly one value more '
-                      'than boundaries')
-  if not p.lr_values:
-    raise ParamsError('lr_values must hold at least one rate')
-  if p.lr_schedule == 'exponential' and (p.lr_decay_steps <= 0 or p.lr_decay_rate <= 0):
-    raise ParamsError(f'the exponential schedule needs lr_decay_steps > 0 and lr_decay_rate '
-                      f'> 0, got {p.lr_decay_steps} and {p.lr_decay_rate}')
-  if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
-    raise ParamsError(f'lr_boundaries must be strictly increasing, got {p.lr_boundaries}')
-  if p.eval_crops not in (1, 3):
-    raise ParamsError(f'eval_crops={p.eval_crops}: must be 1 (centre crop) or 3 (three '
-                      'crops along the long side)')
-  if p.eval_crops != 1 and p.data_source == 'synthetic':
-    raise ParamsError('eval_crops=3 needs video data: the synthetic source makes single '
-                      'clips without frames to crop; use data_source=tfrecord, videos or frames')
-  if not p.model_dir:
-    raise ParamsError('model_dir is empty: name the directory for checkpoints and exports')
-  if p.split not in (1, 2, 3):
-    raise ParamsError(f'split must be 1, 2 or 3 (the official splits), got {p.split}')
-  if p.dataset == 'list' and p.data_source in ('videos', 'frames'):
-    raise ParamsError(f'dataset=list trains from prepared records, not data_source='
-                      f'{p.data_source}: run //data_tools:prepare --dataset=list (with '
-                      '--train_list, --test_list, --class_names) and train with '
-                      '--data_source=tfrecord on its --out')
+def _flow_needs_flow_data(p: TrainParams) -> Problem | None:
   if p.stream == 'flow' and p.data_source in ('synthetic', 'videos'):
-    raise ParamsError(
-        f'stream=flow needs 2-channel optical flow, but data_source={p.data_source} gives RGB '
-        'clips: extract TV-L1 flow once (bazel run //data_tools:extract_flow -- '
+    return Problem(
+        'stream', f'stream=flow needs 2-channel optical flow, but data_source={p.data_source} '
+        'gives RGB clips: extract TV-L1 flow once (bazel run //data_tools:extract_flow -- '
         '--data_dir=<UCF101 root holding UCF-101/>), then use --data_source=frames (reads '
         '<data_dir>/tvl1_flow) or prepare flow records (bazel run //data_tools:prepare -- '
         '--source=flow --data_dir=<UCF101 root holding tvl1_flow/> --out=<new directory>) '
         'for --data_source=tfrecord')
-  if p.strict_eval and p.eval_steps:
-    raise ParamsError(f'strict_eval needs the whole eval set, but eval_steps={p.eval_steps} '
-                      'reads part of it: set eval_steps=0')
-  if p.backup_workers and not p.sync_replicas:
-    raise ParamsError(f'backup_workers={p.backup_workers} needs sync_replicas (backup workers '
-                      'are stragglers of a synchronous step): add --sync_replicas or set '
-                      '--backup_workers=0')
-  _check_mirrored(p)
+  return None
 
 
 def _mirrored_ignored(p: TrainParams) -> list[str]:
@@ -422,8 +524,43 @@ def _mirrored_ignored(p: TrainParams) -> list[str]:
   return ignored
 
 
-def _check_mirrored(p: TrainParams) -> None:
+def _mirrored_applies_every_option(p: TrainParams) -> Problem | None:
   ignored = _mirrored_ignored(p) if p.strategy == 'mirrored' else []
   if ignored:
-    raise ParamsError(f'strategy=mirrored does not apply {", ".join(ignored)}: leave '
-                      f'{"it" if len(ignored) == 1 else "them"} unset or use strategy=towers')
+    return Problem('strategy', f'strategy=mirrored does not apply {", ".join(ignored)}: leave '
+                   f'{"it" if len(ignored) == 1 else "them"} unset or use strategy=towers')
+  return None
+
+
+# Bases in reverse: a dataclass lists its last base's fields first, so the flags read Model,
+# Towers and devices, Optimisation, Run, Cluster, Data (and the rules run in that order).
+@dataclasses.dataclass(frozen=True)
+class TrainParams(DataSection, ClusterSection, RunSection, OptimizationSection, DevicesSection,
+                  ModelSection):
+  """All knobs of a training run, valid whenever it exists: construction (directly, through
+  `make_params` or `dataclasses.replace`) converts lists to tuples and raises `ParamsError`
+  naming the first invalid parameter (`.option`). Each field declares how a resume treats it
+  (`RESUME`); the sections' rules run, then the rules between sections."""
+  rules = (_every_tower_gets_an_example, _flow_needs_flow_data, _mirrored_applies_every_option)
+
+
+SECTIONS: tuple[type[Section], ...] = (ModelSection, DevicesSection, OptimizationSection,
+                                       RunSection, ClusterSection, DataSection)
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainParams))
+
+
+def make_params(values: Mapping[str, Any] | None = None, **overrides: Any) -> TrainParams:
+  """Builds validated params from a dict (keys = flag names) plus keyword overrides.
+
+  Missing keys take the flag defaults; an unknown key is a `ParamsError` naming it.
+  Lists are stored as tuples so the object stays immutable and hashable.
+  """
+  if values is not None and not isinstance(values, Mapping):
+    raise ParamsError(f'params must be a TrainParams or a dict of parameter names to values '
+                      f'(e.g. {{"batch_size": 8}}), got a {type(values).__name__}: {values!r:.80}')
+  return build(TrainParams, {**(values or {}), **overrides}, ParamsError)
+
+
+def fields_by_resume(*resumes: str) -> tuple[str, ...]:
+  """The TrainParams fields whose `RESUME` is one of `resumes`, in declaration order."""
+  return tuple(f.name for f in dataclasses.fields(TrainParams) if f.metadata[RESUME] in resumes)

@@ -20,7 +20,7 @@ import dataclasses
 import sys
 
 from command_line import cli, console, entry
-from command_line.options import option
+from command_line.options import option, Options
 
 # pylint: disable=wrong-import-position
 from towers.cluster import time_limit
@@ -32,7 +32,7 @@ from towers.params import ParamsError, TrainParams
 
 
 @dataclasses.dataclass(frozen=True)
-class ProgramOptions:
+class ProgramOptions(Options):
   """The binary's own flags besides TrainParams' and the console's."""
   check_flags: bool = option(
       False, 'Only check the flags: exit 0 when they make a valid run, else the one error '

@@ -35,7 +35,8 @@ class NetworkSpec:
   partly frozen); `endpoint_of(variable_name)` names the endpoint a variable belongs to
   (None outside every endpoint). `warm_start` says whether `--warm_start_from` can
   restore it (DeepMind's I3D checkpoints). `param_problems(params)` lists what this
-  network cannot build from `params` (checked whenever a TrainParams is made);
+  network cannot build from `params` (checked whenever a TrainParams is made), each a
+  `command_line.options.Problem` naming its option (a plain text names --model);
   `missing_hint(params, missing, stored)` names the flag that most likely changed when a
   checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None.
   """

@@ -8,6 +8,8 @@ loads.
 
 from __future__ import annotations
 
+from command_line.options import Problem
+
 # Endpoints in network order.
 ENDPOINTS: tuple[str, ...] = (
     'Conv3d_1a_7x7', 'MaxPool3d_2a_3x3', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3',
@@ -42,19 +44,20 @@ def endpoint_of(variable_name: str) -> str | None:
   return None
 
 
-def param_problems(params) -> list[str]:
+def param_problems(params) -> list[Problem]:
   """What I3D cannot build from `params`: batch_norm=false (every Unit3D has batch norm, as
   DeepMind's checkpoints do); head=keep restores the checkpoint's Logits, so num_classes
   must equal its classes."""
   if not params.batch_norm:
-    return ['batch_norm=false does not apply to model=i3d: every Unit3D has batch norm, as '
-            'its Kinetics checkpoints do; drop --batch_norm=false or use --model=c3d_small']
+    return [Problem('batch_norm', 'batch_norm=false does not apply to model=i3d: every Unit3D '
+                    'has batch norm, as its Kinetics checkpoints do; drop --batch_norm=false or '
+                    'use --model=c3d_small')]
   if params.head == 'keep' and params.warm_start_from and \
       params.num_classes != params.pretrained_classes:
-    return [f'head=keep restores the checkpoint\'s Logits, which needs num_classes equal '
-            f'to its classes ({params.pretrained_classes}), got num_classes='
-            f'{params.num_classes}; use head=replace (a new {params.num_classes}-way '
-            'layer) or head=stack']
+    return [Problem('head', f'head=keep restores the checkpoint\'s Logits, which needs '
+                    f'num_classes equal to its classes ({params.pretrained_classes}), got '
+                    f'num_classes={params.num_classes}; use head=replace (a new '
+                    f'{params.num_classes}-way layer) or head=stack')]
   return []
 
 

@@ -359,7 +359,9 @@ MODULES = {
             ":i3d_names",
             "//model_fn:layers",
         ]),
-        ("i3d_names.py", False, []),
+        ("i3d_names.py", False, [
+            "//command_line:options",
+        ]),
     ],
     "tests": [
         ("__init__.py", False, []),

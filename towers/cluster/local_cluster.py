@@ -60,7 +60,7 @@ from absl import flags
 from command_line import entry, status_file
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
-from command_line.options import at_least, option
+from command_line.options import at_least, option, Options
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 EVALUATOR = 'evaluator'
@@ -386,7 +386,7 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class LocalClusterOptions:
+class LocalClusterOptions(Options):
   """The launcher's own flags; every other flag goes to each task's `towers.train`."""
   ps: int = option(1, 'Number of ps tasks.', valid=at_least(0))
   workers: int = option(2, 'Training workers, the chief included.', valid=at_least(1))
