@@ -10,8 +10,8 @@
 is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit code:
 
   2  refused before any work: a flag absl cannot parse (unknown flag, value not of its
-     type or choices), positional arguments the program does not take, an option value
-     `command_line.options.build` rejects, `Refused` or a `refused` exception type
+     type or choices), positional arguments the program does not take, options
+     `command_line.options` rejects (`OptionsError`: a value, a combination, a name), `Refused` or a `refused` exception type
      (raised by `check` or by `run` before it starts its work);
   1  the run failed: `Failed` or a `failed` exception type, or a write to a full disk
      (`command_line.disk_space.full_disk_line`: the path and its free space);

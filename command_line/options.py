@@ -181,7 +181,10 @@ def build(options_type: type[T], values: Mapping[str, Any] | None = None,
           error: type[Exception] | None = None) -> T:
   """`options_type(**values)` (which validates itself, `Options`) after checking that every
   name is a field; raises `error` (default the type's `error`) naming the unknown option."""
-  error = error or getattr(options_type, 'error', OptionsError)
+  if not issubclass(options_type, Options):
+    raise TypeError(f'{options_type.__name__} must derive from command_line.options.Options '
+                    '(the one check of every options object)')
+  error = error or options_type.error
   values = dict(values or {})
   unknown = sorted(set(values) - set(field_names(options_type)))
   if unknown:

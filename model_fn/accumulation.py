@@ -37,6 +37,15 @@ from model_fn.variable_placement import VariablePlacement
 Gradients = list[list[tf.Tensor | None]]  # [device][variable], as tower_gradients returns
 
 
+class InputBatchError(ValueError):
+  """A training batch that is not accumulate_steps x batch_size clips."""
+
+  def __init__(self, message: str, expected: int, given: int) -> None:
+    super().__init__(message)
+    self.expected = expected  # clips a step reads: accumulate_steps x batch_size
+    self.given = given  # clips in the input's batch
+
+
 def micro_batches(tensor: tf.Tensor, accumulate_steps: int, batch_size: int
                   ) -> list[tf.Tensor]:
   """`tensor` [k*b, ...] as k micro-batches [b, ...] (k = `accumulate_steps`, b =
@@ -44,10 +53,11 @@ def micro_batches(tensor: tf.Tensor, accumulate_steps: int, batch_size: int
   batched by batch_size alone would silently train on micro-batches of b/k clips."""
   static = tensor.shape[0]
   if accumulate_steps > 1 and static is not None and static != accumulate_steps * batch_size:
-    raise ValueError(f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
-                     f'batch_size={batch_size} = {accumulate_steps * batch_size} clips per '
-                     f'training batch, the input gives {static}: batch the input by '
-                     'params.examples_per_step (as towers.inputs.make_input_fn does)')
+    raise InputBatchError(f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
+                          f'batch_size={batch_size} = {accumulate_steps * batch_size} clips '
+                          f'per training batch, the input gives {static}: batch the input by '
+                          'params.examples_per_step (as towers.inputs.make_input_fn does)',
+                          expected=accumulate_steps * batch_size, given=int(static))
   return batch_split.split_batch(tensor, accumulate_steps)
 
 

@@ -27,6 +27,21 @@ from model_fn.variable_placement import VariablePlacement
 tf1 = tf.compat.v1
 
 
+# The conventions a network must keep to train over towers (`NetworkError.rule`).
+OWN_VARIABLES = 'own_variables'  # every tower reuses tower 0's variables
+UPDATE_OPS = 'update_ops'  # nothing relies on the UPDATE_OPS collection
+LOGITS_SHAPE = 'logits_shape'  # logits are [batch, num_classes]
+
+
+class NetworkError(ValueError):
+  """A network the towers cannot train as written; the message says the fix."""
+
+  def __init__(self, message: str, rule: str, count: int | None = None) -> None:
+    super().__init__(message)
+    self.rule = rule  # the convention it breaks: OWN_VARIABLES, UPDATE_OPS or LOGITS_SHAPE
+    self.count = count  # variables or ops that break it (None for LOGITS_SHAPE)
+
+
 def float_clips(clips: tf.Tensor) -> tf.Tensor:
   """uint8 clips [0, 255] -> float32 [-1, 1] (x * 2/255 - 1, as the input pipelines scale);
   any other dtype is returned unchanged (clips already scaled)."""
@@ -73,7 +88,7 @@ def build_towers(network: Network, clips: tf.Tensor, labels: tf.Tensor | None,
   quarter of the bytes of float clips.
 
   `placement` None leaves variables wherever the surrounding scope puts them.
-  Raises ValueError when a tower other than the first creates variables (the network
+  Raises `NetworkError` when a tower other than the first creates variables (the network
   does not use `tf.compat.v1.get_variable`, e.g. Keras layers) or when the network adds
   UPDATE_OPS (which no tower runs). `pull`, if given, turns each trainable variable into
   the tensor the towers read instead (once per variable, shared by all towers;
@@ -165,19 +180,21 @@ def _check_shared_variables(tower: int, created: list[tf.Variable]) -> None:
   """Tower `tower` > 0 must reuse tower 0's variables, not create its own."""
   if created:
     names = ', '.join(v.op.name for v in created[:3])
-    raise ValueError(f'tower {tower} created {len(created)} variables of its own ({names}, '
-                     '...): a network must create its variables with '
-                     'tf.compat.v1.get_variable (model_fn.layers, tf.compat.v1.layers), not '
-                     'Keras layers, so that every tower trains the same weights')
+    raise NetworkError(f'tower {tower} created {len(created)} variables of its own ({names}, '
+                       '...): a network must create its variables with '
+                       'tf.compat.v1.get_variable (model_fn.layers, tf.compat.v1.layers), not '
+                       'Keras layers, so that every tower trains the same weights',
+                       OWN_VARIABLES, len(created))
 
 
 def _check_no_update_ops(added: int) -> None:
   """The towers run no UPDATE_OPS: a network that relies on them would never update."""
   if added:
-    raise ValueError(f'the network added {added} ops to the UPDATE_OPS collection (e.g. '
-                     'tf.compat.v1.layers.batch_normalization), which the towers never run, '
-                     'so its moving statistics would never change: use '
-                     'model_fn.layers.batch_norm(x, ctx), which records its moments in ctx')
+    raise NetworkError(f'the network added {added} ops to the UPDATE_OPS collection (e.g. '
+                       'tf.compat.v1.layers.batch_normalization), which the towers never run, '
+                       'so its moving statistics would never change: use '
+                       'model_fn.layers.batch_norm(x, ctx), which records its moments in ctx',
+                       UPDATE_OPS, added)
 
 
 def tower_gradients(outputs: TowerOutputs, variables: Sequence[tf.Variable],

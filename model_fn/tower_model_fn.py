@@ -40,6 +40,7 @@ import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
+from command_line.options import OptionsError
 from model_fn import accumulation, batch_norm_updates, gradients, optimization, tower_graph
 from model_fn import eval_coverage, freezing, sync_replicas, training_hooks, transfer
 from model_fn import video_metrics
@@ -152,9 +153,10 @@ def check_logits(logits: tf.Tensor, num_classes: int) -> None:
   fail at run time or the per-class metrics average over classes that cannot occur."""
   shape = logits.shape
   if shape.rank != 2 or shape[-1] != num_classes:
-    raise ValueError(f'the network returns logits of shape {shape}, expected '
-                     f'[batch, num_classes={num_classes}]: set num_classes to the network\'s '
-                     'output width, or build the network for num_classes outputs')
+    raise tower_graph.NetworkError(
+        f'the network returns logits of shape {shape}, expected [batch, num_classes='
+        f'{num_classes}]: set num_classes to the network\'s output width, or build the '
+        'network for num_classes outputs', tower_graph.LOGITS_SHAPE)
 
 
 def _placement(params, devices: tuple[str, ...], config, network: Network | None
@@ -382,9 +384,9 @@ def _mirrored_spec(features, labels, mode, params, network: Network | None = Non
   peers of benchmarks/) whose params say strategy=towers.
   """
   if params.accumulate_steps != 1:
-    raise ValueError(f'accumulate_steps={params.accumulate_steps} is built only in the '
-                     'towers\' model_fn, not under a tf.distribute strategy: set '
-                     'accumulate_steps=1')
+    raise OptionsError(f'accumulate_steps={params.accumulate_steps} is built only in the '
+                       'towers\' model_fn, not under a tf.distribute strategy: set '
+                       'accumulate_steps=1', option='accumulate_steps')
   if mode == ModeKeys.PREDICT:
     return _serving_spec(features, params, network)
   clips, video_index = split_features(features)

@@ -15,7 +15,8 @@ scaling: tests/optimization_test.py.)
 import numpy as np
 import tensorflow as tf
 
-from model_fn import tower_model_fn
+from command_line.options import OptionsError
+from model_fn import accumulation, tower_model_fn
 from model_fn.layers import TowerContext
 from model_fn.networks import c3d_small
 from tests import tower_testing
@@ -146,10 +147,10 @@ class MirroredRefusesAccumulationTest(tf.test.TestCase):
     params = _params(batch_size=4, accumulate_steps=2)  # strategy=towers, as the peers pass
     clips, labels = _data(8)
     with tf.Graph().as_default():
-      with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 is built only in the '
-                                  'towers.*set accumulate_steps=1'):
+      with self.assertRaises(OptionsError) as caught:
         tower_model_fn.make_model_fn(strategy='mirrored')(tf.constant(clips), tf.constant(labels),
                                                           tf.estimator.ModeKeys.TRAIN, params)
+    self.assertEqual(caught.exception.option, 'accumulate_steps')
 
 
 class AccumulationInputTest(tf.test.TestCase):
@@ -157,11 +158,11 @@ class AccumulationInputTest(tf.test.TestCase):
   def test_a_batch_of_batch_size_alone_is_refused(self):
     clips, labels = _data(4)
     with tf.Graph().as_default():
-      with self.assertRaisesRegex(ValueError, 'accumulate_steps=2 needs 2 x batch_size=4 = 8 '
-                                  'clips per training batch, the input gives 4'):
+      with self.assertRaises(accumulation.InputBatchError) as caught:
         tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
                                        tf.estimator.ModeKeys.TRAIN,
                                        _params(batch_size=4, accumulate_steps=2))
+    self.assertEqual((caught.exception.expected, caught.exception.given), (8, 4))
 
   def test_a_step_reads_k_micro_batches(self):
     params = _params(batch_size=4, accumulate_steps=3, synthetic_train_examples=32)

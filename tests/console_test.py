@@ -144,6 +144,23 @@ class MeasuringProgramsRefuseBadFlagsTest(absltest.TestCase):
     self.check_refused('benchmarks.cluster_emulator', '--steps=1', '--steps')
 
 
+class TrainRefusalLineTest(absltest.TestCase):
+  """A training parameter that cannot work ends //towers:train with one line: the program,
+  `error:`, the parameter, what it must be and the value given (no traceback, exit 2)."""
+
+  def test_the_refusal_line(self):
+    refused = subprocess.run([sys.executable, '-m', 'towers.train', '--batch_size=-3'],
+                             capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    self.assertEqual((refused.returncode, refused.stderr),
+                     (2, 'train: error: batch_size must be positive, got -3\n'))
+    mirrored = subprocess.run([sys.executable, '-m', 'towers.train', '--strategy=mirrored',
+                               '--ema_decay=0.99', '--bn_update=mean'],
+                              capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    self.assertEqual((mirrored.returncode, mirrored.stderr),
+                     (2, 'train: error: strategy=mirrored does not apply ema_decay, '
+                         'bn_update=mean: leave them unset or use strategy=towers\n'))
+
+
 class VerboseRequestTest(absltest.TestCase):
 
   def test_flag_forms(self):

@@ -25,13 +25,13 @@ PROGRAM = textwrap.dedent('''
     from __future__ import annotations
     import dataclasses
     from command_line import cli, entry
-    from command_line.options import Problem, option
+    from command_line.options import Options, Problem, option
 
     class ToolError(ValueError):
       pass
 
     @dataclasses.dataclass(frozen=True)
-    class Options:
+    class ToolOptions(Options):
       size: int = option(1, 'Size.', key=True)
       mode: str = option('a', 'Mode.', choices=('a', 'b'), key=True)
       fail: bool = option(False, 'Fail.')
@@ -40,7 +40,7 @@ PROGRAM = textwrap.dedent('''
       lost: bool = option(False, 'Lose the peer.')
 
     @dataclasses.dataclass(frozen=True)
-    class Extra:
+    class Extra(Options):
       note: str = option('', 'Printed by the run.')
 
     def check(options):
@@ -57,7 +57,7 @@ PROGRAM = textwrap.dedent('''
       print('ran', cli.options_from_flags(Extra).note, flush=True)
       return options.code
 
-    entry.Program('tool', run, Options, check=check, refused=(ToolError,),
+    entry.Program('tool', run, ToolOptions, check=check, refused=(ToolError,),
                   extra_options=(Extra,)).start()
 ''')
 

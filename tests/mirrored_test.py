@@ -49,14 +49,17 @@ class MirroredTest(tf.test.TestCase):
     self.assertIn('accuracy/top_1', metrics)
 
   def test_options_mirrored_does_not_apply_are_refused(self):
-    with self.assertRaisesRegex(
-        ParamsError, 'strategy=mirrored does not apply ema_decay, clip_gradient_norm, '
-        'sync_replicas, bn_update=mean: leave them unset or use strategy=towers'):
-      make_params(strategy='mirrored', ema_decay=0.99, clip_gradient_norm=1.0,
-                  sync_replicas=True, bn_update='mean')
-    with self.assertRaisesRegex(ParamsError, 'does not apply variable_device=balanced'):
-      make_params(strategy='mirrored', variable_device='balanced')
-    self.assertEqual(make_params(ema_decay=0.99, bn_update='mean').strategy, 'towers')
+    for unapplied in (dict(ema_decay=0.99), dict(clip_gradient_norm=1.0),
+                      dict(sync_replicas=True), dict(bn_update='mean'),
+                      dict(accumulate_steps=2), dict(variable_device='balanced'),
+                      dict(transfer_dtype='bfloat16'),
+                      dict(ema_decay=0.99, clip_gradient_norm=1.0, sync_replicas=True)):
+      with self.subTest(unapplied):
+        with self.assertRaises(ParamsError) as caught:
+          make_params(strategy='mirrored', **unapplied)
+        self.assertEqual(caught.exception.option, 'strategy')
+        self.assertEqual(make_params(strategy='towers', **unapplied).strategy, 'towers')
+    self.assertEqual(make_params(strategy='mirrored').strategy, 'mirrored')
 
 
 if __name__ == '__main__':

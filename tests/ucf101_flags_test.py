@@ -104,8 +104,11 @@ class Ucf101FlagsTest(tf.test.TestCase):
 
   def test_other_models_reject_i3d_flags(self):
     for flag in ({'warm_start_from': 'x'}, {'trainable_from': 'Mixed_4b'}):
-      with self.subTest(flag), self.assertRaisesRegex(params_lib.ParamsError, 'model=c3d_small'):
-        params_lib.make_params(model='c3d_small', **flag)
+      with self.subTest(flag):
+        with self.assertRaises(params_lib.ParamsError) as caught:
+          params_lib.make_params(model='c3d_small', **flag)
+        self.assertEqual(caught.exception.option, *flag)
+        self.assertEqual(params_lib.make_params(model='i3d', **flag).model, 'i3d')
 
 
 if __name__ == '__main__':

@@ -330,6 +330,7 @@ MODULES = {
             ":variable_placement",
             ":video_metrics",
             ":warm_start",
+            "//command_line:options",
             "//command_line:status_file",
             "//model_fn/networks",
         ]),
@@ -589,7 +590,9 @@ MODULES = {
 TEST_DEPS = {
     "accumulation_test": [
         ":tower_testing",
+        "//command_line:options",
         "//model_fn/networks:c3d_small",
+        "//model_fn:accumulation",
         "//model_fn:layers",
         "//model_fn:tower_model_fn",
         "//towers:inputs",
@@ -940,6 +943,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "one_config_test": [
+        ":program_runs",
         "//towers",
         "//towers:params",
         "//towers:preflight",
@@ -1010,6 +1014,7 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "run_refusals_test": [
+        ":program_runs",
         "//towers",
         "//towers:params",
         "//towers:preflight",
@@ -1082,6 +1087,7 @@ TEST_DEPS = {
     "transfer_test": [
         "//benchmarks:cluster_model",
         "//benchmarks:emulated_task_lib",
+        "//command_line:options",
         "//model_fn:tower_model_fn",
         "//model_fn:transfer",
         "//towers:params",
