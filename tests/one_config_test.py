@@ -108,7 +108,8 @@ class OneWayToTrainTest(tf.test.TestCase):
 
     done = program_runs.run('towers.train', *(f'--{k}={v}' for k, v in changed.items()),
                             timeout=LIMIT)
-    self.assertEqual((done.code, done.error['error']), (2, 'PreflightError'), done.output())
+    # The binary refuses before training too (its refusal: `entry.Refused`, exit 2).
+    self.assertEqual((done.code, done.error['error']), (2, 'Refused'), done.output())
     self.assertEqual(tf.train.latest_checkpoint(model_dir).rsplit('-', 1)[1], '2')
     with open(os.path.join(model_dir, train_settings.RECORD_FILE)) as f:
       self.assertEqual(json.load(f)['settings']['batch_size'], 2)  # neither run changed it

@@ -178,6 +178,33 @@ class BatchSplitTest(tf.test.TestCase):
       resolve_tower_devices(2, num_gpus=1)
 
 
+class ToolOptionsTest(tf.test.TestCase):
+  """Every program's options object gets the one check when made, as TrainParams does."""
+
+  def test_a_tool_options_object_is_checked_when_made(self):
+    from towers.cluster.local_cluster import LocalClusterOptions  # pylint: disable=g-import-not-at-top
+    from towers.evaluate_two_stream import EvaluateTwoStreamOptions  # pylint: disable=g-import-not-at-top
+    self.assertEqual(LocalClusterOptions(workers=3).workers, 3)
+    self.assertEqual(EvaluateTwoStreamOptions(flow_weight=1).flow_weight, 1.0)
+    for make, option in ((lambda: LocalClusterOptions(workers=0), 'workers'),
+                         (lambda: LocalClusterOptions(network='bridge'), 'network'),
+                         (lambda: LocalClusterOptions(ps='1'), 'ps'),
+                         (lambda: EvaluateTwoStreamOptions(flow_weight=float('nan')),
+                          'flow_weight'),
+                         (lambda: options.build(LocalClusterOptions, {'worker': 2}), 'worker')):
+      with self.subTest(option):
+        with self.assertRaises(options.OptionsError) as caught:
+          make()
+        self.assertEqual(caught.exception.option, option)
+
+  def test_an_options_type_must_derive_from_options(self):
+    @dataclasses.dataclass(frozen=True)
+    class Unchecked:
+      size: int = options.option(1, 'Size.')
+    with self.assertRaises(TypeError):
+      options.build(Unchecked, {'size': 2})
+
+
 class FlagsTest(tf.test.TestCase):
 
   def test_every_field_is_a_flag_and_relative_paths_follow_the_users_directory(self):

@@ -120,6 +120,7 @@ class ModelSection(Section):
       'size-weighted mean of all towers.', choices=('main', 'mean'))
   dropout_keep: float = must_match(1.0, 'Keep probability of dropout before the classifier.',
       valid=Range(0.0, 1.0, low_open=True))
+  # I3D and fine-tuning.
   stream: str = structure(
       'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
       'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '

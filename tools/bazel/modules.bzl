@@ -970,6 +970,8 @@ TEST_DEPS = {
         "//model_fn:devices",
         "//model_fn:optimization",
         "//towers",
+        "//towers/cluster:local_cluster_lib",
+        "//towers:evaluate_two_stream_lib",
         "//towers:flags",
         "//towers:params",
     ],
