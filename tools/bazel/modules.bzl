@@ -491,6 +491,7 @@ MODULES = {
             "//model_fn:warm_start",
         ]),
         ("resume_check.py", False, [
+            "//command_line:options",
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
         ]),
