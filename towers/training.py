@@ -66,11 +66,12 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   if task is not None:
     if params.strategy != 'towers':
       raise ParamsError(f'strategy={params.strategy} trains on one machine, but a cluster is '
-                        f'configured ({task.source}): use strategy=towers')
+                        f'configured ({task.source}): use strategy=towers', option='strategy')
     if network is not None:
       raise ParamsError('train_and_evaluate(network=...) trains on one machine, but a cluster '
                         f'is configured ({task.source}): register the network '
-                        '(model_fn.networks.register) and pass its name as model')
+                        '(model_fn.networks.register) and pass its name as model',
+                        option='model')
     assign_gpus(params, task)  # before anything initialises TensorFlow's devices
   lock = _writer_lock(params, task)
   try:
