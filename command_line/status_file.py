@@ -22,6 +22,18 @@ Events written today:
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
+  prepare_plan   {subsets: {name: {shards, already_done}}, videos, shards, workers}
+                                             //data_tools:prepare's plan: per subset its
+                                             shards and those already done; the videos and
+                                             shards to convert now, and the worker count
+  flow_plan      {videos, mine, already_done, adopted, to_compute, changed, backend,
+                  workers, shard, num_shards}
+                                             //data_tools:extract_flow's plan: videos found,
+                                             this shard's share, how many have current flow
+                                             (`adopted`: kept without a source record), how
+                                             many to compute (`changed`: their video changed)
+  flow_computed  {videos, flow_frames, seconds, backend, workers}
+                                             what this extract_flow process computed
   error          {program, exit_code, error, options}
                                              a program ended with its one error line
                                              (`command_line/entry.py`): the exception's

@@ -54,7 +54,13 @@ DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before dataset
 
 class ManifestError(ValueError):
   """A prepared directory is missing, incomplete or holds other data. The message names the
-  file and the fix."""
+  file and the fix; `path` is the manifest concerned ('' when not one file) and `damaged`
+  is True when it exists but cannot be read as a manifest."""
+
+  def __init__(self, message: str, path: str = '', damaged: bool = False) -> None:
+    super().__init__(message)
+    self.path = path
+    self.damaged = damaged
 
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
@@ -139,13 +145,13 @@ def read(directory: str, subset: str) -> dict[str, Any]:
   manifest = json_files.load_object(path)
   if manifest is None and os.path.exists(path):
     raise ManifestError(f'{path} is damaged (not a JSON object): rerun //data_tools:prepare '
-                        f'with --out={directory} to write it again')
+                        f'with --out={directory} to write it again', path, damaged=True)
   if manifest is None:
     raise ManifestError(f'{path} is missing or unreadable: {directory} holds no prepared '
-                        f'{subset} data; run //data_tools:prepare with --out={directory}')
+                        f'{subset} data; run //data_tools:prepare with --out={directory}', path)
   if not isinstance(manifest.get('shards'), list):
     raise ManifestError(f'{path} is damaged (no list of shards): rerun //data_tools:prepare '
-                        f'with --out={directory} to write it again')
+                        f'with --out={directory} to write it again', path, damaged=True)
   return manifest
 
 
@@ -158,10 +164,12 @@ def shard_paths(directory: str, subset: str) -> list[tuple[str, int]]:
   if missing:
     raise ManifestError(f'{len(missing)} of the {len(rows)} {subset} shards listed in '
                         f'{manifest_path(directory, subset)} are missing (first: {missing[0]}); '
-                        f'rerun //data_tools:prepare with --out={directory} to rewrite them')
+                        f'rerun //data_tools:prepare with --out={directory} to rewrite them',
+                        manifest_path(directory, subset))
   if not rows:
     raise ManifestError(f'{manifest_path(directory, subset)} lists no shard: rerun '
-                        f'//data_tools:prepare with --out={directory}')
+                        f'//data_tools:prepare with --out={directory}',
+                        manifest_path(directory, subset))
   return rows
 
 
