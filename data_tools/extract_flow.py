@@ -346,15 +346,17 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   shard = flow_shards.from_environment(options.shard, options.num_shards)
   videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
-    raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
-                            '(or --data_dir holding UCF-101/)')
+    raise ucf101.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
+                           '(or --data_dir holding UCF-101/)', videos_dir,
+                           'videos_dir' if options.videos_dir else 'data_dir')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
   classes = (datasets.read_classes(options.dataset, options.data_dir)[0]
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
   if not tasks and not skipped:
-    raise FileNotFoundError(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
-                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir')
+    raise ucf101.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
+                           'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir',
+                           videos_dir, 'videos_dir' if options.videos_dir else 'data_dir')
   if options.strict and skipped:
     raise InputError(skipped[0])
   settings = options.settings

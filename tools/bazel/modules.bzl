@@ -191,6 +191,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
@@ -225,6 +226,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:json_files",
@@ -246,6 +248,7 @@ MODULES = {
         ]),
         ("dir_identity.py", False, [
             ":json_files",
+            "//command_line:options",
         ]),
         ("direct.py", False, [
             ":datasets",
@@ -723,8 +726,17 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:train_lib",
     ],
-    "data_tools_test": [
+    "data_tools_console_test": [
+        ":program_runs",
         "//data_tools:extract_flow_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+    ],
+    "data_tools_test": [
+        ":program_runs",
+        "//command_line:status_file",
+        "//data_tools:extract_flow_lib",
+        "//data_tools:layouts",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:direct",
