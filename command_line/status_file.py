@@ -22,6 +22,16 @@ Events written today:
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
+  task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
+                                             node's processes ended ('ps 0', 'trainer 1',
+                                             'evaluator')
+  requeue        {job, stopped}              that script requeues its job: the chief or the
+                                             evaluator stopped for the time limit
+  cluster_task   {source, task_type, index, address}
+                                             a cluster task starts its role: where its
+                                             cluster came from ('flags', 'TF_CONFIG',
+                                             'SLURM'), its job and index, its host:port
+                                             (None for the evaluator)
   prepare_plan   {subsets: {name: {shards, already_done}}, videos, shards, workers}
                                              //data_tools:prepare's plan: per subset its
                                              shards and those already done; the videos and
