@@ -22,6 +22,11 @@ Events written today:
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
+  emulator_row   {system, mode, nodes, examples_per_second_per_worker, sent_mb,
+                  received_mb, model_mb, link_use}
+                                             one row of the cluster emulator's table: the
+                                             busiest link's MB per worker step, measured
+                                             and modelled, and its use of the shaped rate
   task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
                                              node's processes ended ('ps 0', 'trainer 1',
                                              'evaluator')
