@@ -33,6 +33,7 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:status_file",
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -272,6 +273,7 @@ MODULES = {
         ("manifest.py", False, [
             ":dir_identity",
             ":json_files",
+            "//command_line:options",
         ]),
         ("pipeline.py", False, [
             ":manifest",
@@ -573,6 +575,7 @@ MODULES = {
             ":spec",
             ":time_limit",
             ":watchdog",
+            "//command_line:status_file",
         ]),
         ("shutdown.py", False, [
             ":ps_variables",
@@ -642,6 +645,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "cluster_emulator_test": [
+        "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
     ],
     "cluster_evaluator_test": [
@@ -788,6 +792,7 @@ TEST_DEPS = {
     ],
     "flow_extract_test": [
         ":flow_testing",
+        "//command_line:status_file",
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -808,6 +813,7 @@ TEST_DEPS = {
     "flow_slurm_test": [
         ":flow_testing",
         ":slurm_testing",
+        "//command_line:status_file",
         "//data_tools:extract_flow_lib",
     ],
     "full_disk_test": [
@@ -841,7 +847,9 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:train_lib",
     ],
-    "gpu_tools_test": [],
+    "gpu_tools_test": [
+        "//tools:gpu_report_lib",
+    ],
     "gtx1060_recipe_test": [
         "//benchmarks:i3d_memory_lib",
         "//towers:flags",
@@ -852,9 +860,11 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "hmdb51_test": [
+        "//command_line:options",
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:datasets",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:records",
@@ -980,6 +990,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "prepare_test": [
+        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:records",
