@@ -27,7 +27,9 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
   record whole.
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
-  summary gives flow frames/s per core (opencv) or in all (tensorflow).
+  summary gives flow frames/s per core (opencv) or in all (tensorflow). The plan (videos
+  found, already done, to compute, changed) and what was computed are also `flow_plan` and
+  `flow_computed` status events (`command_line/status_file.py`).
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
   source identity is recorded; a rerun skips every video whose flow is there and whose .avi
   is the one recorded, and computes the rest: missing ones, and replaced or edited videos

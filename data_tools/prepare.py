@@ -27,7 +27,8 @@ index in the split list. Writes `<out>/{train,test}-SSSSS-of-NNNNN.tfrecord` and
 `<out>/{train,test}.manifest.json`, the table of contents (`input_fn/manifest.py`: source,
 settings, every shard with its record count and videos, every skipped input with its
 reason), and prints a summary line per subset whose numbers add up: records + skipped =
-listed videos.
+listed videos. Its plan (shards per subset, those already done, videos to convert) is also
+a `prepare_plan` status event (`command_line/status_file.py`).
 
 * One dataset per directory: --out holding another dataset (other source, split or
   settings) stops with the differences named; --overwrite replaces it, stale shards included.
