@@ -92,24 +92,51 @@ def format_table(rows: Sequence[Row]) -> str:
   return '\n'.join(lines)
 
 
+@dataclasses.dataclass(frozen=True)
+class Target:
+  """One target of one model: `ratios` (device count -> median ratio: to the one-device
+  reference for the tower overhead, to MirroredStrategy for `versus_mirrored`) each at
+  least `threshold` when `met`."""
+  model: str
+  versus_mirrored: bool
+  threshold: float
+  ratios: dict[int, float]
+
+  @property
+  def met(self) -> bool:
+    return all(x >= self.threshold for x in self.ratios.values())
+
+  @property
+  def line(self) -> str:
+    """The report's line: met or NOT met, with the figures."""
+    verdict = 'met' if self.met else 'NOT met'
+    if self.versus_mirrored:
+      figures = ', '.join(f'{d} devices {x:.3f}x' for d, x in self.ratios.items())
+      return (f'{self.model}: ours at least {self.threshold}x MirroredStrategy on every row: '
+              f'{verdict} ({figures})')
+    figures = ', '.join(f'{d} towers {x:.3f}x' for d, x in self.ratios.items())
+    return (f'{self.model}: 2 and 4 towers at least {self.threshold}x the one-device '
+            f'reference: {verdict} ({figures})')
+
+
+def target_results(rows: Sequence[Row]) -> list[Target]:
+  """Per model: the tower overhead target (2 and 4 towers vs the reference), then towers vs
+  MirroredStrategy on every tower row; a target without any figure is left out."""
+  found = []
+  for model in dict.fromkeys(row.model for row in rows):
+    overhead = {r.devices: ratio_to_reference(rows, r) for r in rows
+                if r.model == model and r.method == TOWERS and r.devices in (2, 4)}
+    overhead = {d: x for d, x in overhead.items() if x is not None}
+    if overhead:
+      found.append(Target(model, False, TOWER_OVERHEAD_TARGET, overhead))
+    versus = {r.devices: ratio_to_mirrored(rows, r) for r in rows
+              if r.model == model and r.method == TOWERS}
+    versus = {d: x for d, x in versus.items() if x is not None}
+    if versus:
+      found.append(Target(model, True, MIRRORED_TARGET, versus))
+  return found
+
+
 def targets(rows: Sequence[Row]) -> list[str]:
   """One line per target and model: met or NOT met, with the figures (medians)."""
-  lines = []
-  for model in dict.fromkeys(row.model for row in rows):
-    overhead = [(r.devices, ratio_to_reference(rows, r)) for r in rows
-                if r.model == model and r.method == TOWERS and r.devices in (2, 4)]
-    overhead = [(d, x) for d, x in overhead if x is not None]
-    if overhead:
-      met = all(x >= TOWER_OVERHEAD_TARGET for _, x in overhead)
-      figures = ', '.join(f'{d} towers {x:.3f}x' for d, x in overhead)
-      lines.append(f'{model}: 2 and 4 towers at least {TOWER_OVERHEAD_TARGET}x the one-device '
-                   f'reference: {"met" if met else "NOT met"} ({figures})')
-    versus = [(r.devices, ratio_to_mirrored(rows, r)) for r in rows
-              if r.model == model and r.method == TOWERS]
-    versus = [(d, x) for d, x in versus if x is not None]
-    if versus:
-      met = all(x >= MIRRORED_TARGET for _, x in versus)
-      figures = ', '.join(f'{d} devices {x:.3f}x' for d, x in versus)
-      lines.append(f'{model}: ours at least {MIRRORED_TARGET}x MirroredStrategy on every row: '
-                   f'{"met" if met else "NOT met"} ({figures})')
-  return lines
+  return [target.line for target in target_results(rows)]

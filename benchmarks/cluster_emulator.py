@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 
-from command_line import console
+from command_line import console, status_file
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -394,8 +394,9 @@ def run(options: EmulatorOptions) -> None:
 def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
                shapes: list[tuple[str, tuple[int, ...]]], layers: Layers | None,
                compute_shares_file: str) -> None:
-  """Measures every (system, mode) pair at every node count and prints its row; raises
-  `NetworkSetupError` (exit 2) if the emulated network cannot be set up."""
+  """Measures every (system, mode) pair at every node count and prints its row (also an
+  `emulator_row` status event: the row's figures, MB per worker step of the busiest link);
+  raises `NetworkSetupError` (exit 2) if the emulated network cannot be set up."""
   ideal = options.batch_size / options.emulate_compute
   for system, mode in pairs:
     sync = mode == 'sync'
@@ -416,6 +417,11 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
             f'{percentile(m.step_seconds, 0.5):.2f} / {percentile(m.step_seconds, 0.9):.2f} | '
             f'{m.sent_per_step[busiest] / MB:.3f} / {m.received_per_step[busiest] / MB:.3f} | '
             f'{model_bytes / MB:.3f} | {m.busiest_link_use:.0%} |', flush=True)
+      status_file.record('emulator_row', system=system, mode=mode, nodes=nodes,
+                         examples_per_second_per_worker=per_worker,
+                         sent_mb=m.sent_per_step[busiest] / MB,
+                         received_mb=m.received_per_step[busiest] / MB,
+                         model_mb=model_bytes / MB, link_use=m.busiest_link_use)
 
 
 PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem,

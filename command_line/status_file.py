@@ -22,6 +22,33 @@ Events written today:
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
+  emulator_row   {system, mode, nodes, examples_per_second_per_worker, sent_mb,
+                  received_mb, model_mb, link_use}
+                                             one row of the cluster emulator's table: the
+                                             busiest link's MB per worker step, measured
+                                             and modelled, and its use of the shaped rate
+  task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
+                                             node's processes ended ('ps 0', 'trainer 1',
+                                             'evaluator')
+  requeue        {job, stopped}              that script requeues its job: the chief or the
+                                             evaluator stopped for the time limit
+  cluster_task   {source, task_type, index, address}
+                                             a cluster task starts its role: where its
+                                             cluster came from ('flags', 'TF_CONFIG',
+                                             'SLURM'), its job and index, its host:port
+                                             (None for the evaluator)
+  prepare_plan   {subsets: {name: {shards, already_done}}, videos, shards, workers}
+                                             //data_tools:prepare's plan: per subset its
+                                             shards and those already done; the videos and
+                                             shards to convert now, and the worker count
+  flow_plan      {videos, mine, already_done, adopted, to_compute, changed, backend,
+                  workers, shard, num_shards}
+                                             //data_tools:extract_flow's plan: videos found,
+                                             this shard's share, how many have current flow
+                                             (`adopted`: kept without a source record), how
+                                             many to compute (`changed`: their video changed)
+  flow_computed  {videos, flow_frames, seconds, backend, workers}
+                                             what this extract_flow process computed
   error          {program, exit_code, error, options}
                                              a program ended with its one error line
                                              (`command_line/entry.py`): the exception's

@@ -27,7 +27,9 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
   record whole.
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
-  summary gives flow frames/s per core (opencv) or in all (tensorflow).
+  summary gives flow frames/s per core (opencv) or in all (tensorflow). The plan (videos
+  found, already done, to compute, changed) and what was computed are also `flow_plan` and
+  `flow_computed` status events (`command_line/status_file.py`).
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
   source identity is recorded; a rerun skips every video whose flow is there and whose .avi
   is the one recorded, and computes the rest: missing ones, and replaced or edited videos
@@ -61,7 +63,8 @@ from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
 from command_line import entry
-from command_line.options import option, Options
+from command_line import status_file
+from command_line.options import OptionsError, Options, option
 from command_line.progress import Progress
 
 MANIFEST = 'flow.manifest.json'
@@ -123,43 +126,51 @@ class VideoTask:
 
 
 class SettingsMismatch(ValueError):
-  """`out` holds flow extracted with other settings, or a damaged manifest."""
+  """`out` holds flow extracted with other settings, or a damaged manifest. `option` is
+  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry);
+  `damaged`: what a damaged manifest holds ('not JSON', 'no settings in it', ...), else ''."""
 
-
-class OptionsError(ValueError):
-  """An option that cannot work; the message names the flag and the allowed values."""
+  def __init__(self, message: str, differences: tuple[str, ...] = (),
+               damaged: str = '') -> None:
+    super().__init__(message)
+    self.option = 'out'
+    self.differences = differences
+    self.damaged = damaged
 
 
 def check_options(options: ExtractFlowOptions) -> None:
   """Raises `OptionsError` naming the first option that cannot work."""
   if not options.data_dir and not options.videos_dir:
-    raise OptionsError('give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir')
+    raise OptionsError('give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir',
+                       'data_dir')
   if options.short_side < 0:
     raise OptionsError(f'--short_side must be >= 0 (0 keeps the decoded size), got '
-                       f'{options.short_side}')
+                       f'{options.short_side}', 'short_side')
   if options.workers < 0:
-    raise OptionsError(f'--workers must be >= 0 (0: all CPUs), got {options.workers}')
+    raise OptionsError(f'--workers must be >= 0 (0: all CPUs), got {options.workers}',
+                       'workers')
   if options.tvl1_scales < 1:
     raise OptionsError(f'--tvl1_scales must be >= 1 (pyramid levels), got '
-                       f'{options.tvl1_scales}')
+                       f'{options.tvl1_scales}', 'tvl1_scales')
   if options.tvl1_warps < 1:
     raise OptionsError(f'--tvl1_warps must be >= 1 (0 computes no flow at all), got '
-                       f'{options.tvl1_warps}')
+                       f'{options.tvl1_warps}', 'tvl1_warps')
   if not math.isfinite(options.tvl1_epsilon) or options.tvl1_epsilon <= 0:
     raise OptionsError(f'--tvl1_epsilon must be a number > 0 (stopping threshold), got '
-                       f'{options.tvl1_epsilon}')
+                       f'{options.tvl1_epsilon}', 'tvl1_epsilon')
   if options.backend not in ('',) + BACKENDS:
     raise OptionsError(f'--backend must be one of {", ".join(BACKENDS)} (or empty: '
-                       f'tensorflow with a GPU, else opencv), got {options.backend!r}')
+                       f'tensorflow with a GPU, else opencv), got {options.backend!r}',
+                       'backend')
   if options.tvl1_batch < 1:
     raise OptionsError(f'--tvl1_batch must be >= 1 (frame pairs per batch), got '
-                       f'{options.tvl1_batch}')
+                       f'{options.tvl1_batch}', 'tvl1_batch')
   try:
     flow_shards.from_environment(options.shard, options.num_shards)
   except ValueError as e:
-    raise OptionsError(str(e)) from None
+    raise OptionsError(str(e), 'shard') from None
   if options.out and os.path.exists(options.out) and not os.path.isdir(options.out):
-    raise OptionsError(f'--out={options.out} is a file, not a directory')
+    raise OptionsError(f'--out={options.out} is a file, not a directory', 'out')
 
 
 def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
@@ -221,10 +232,7 @@ def decode_gray(task: VideoTask, settings: dict[str, Any]) -> np.ndarray | Probl
   try:
     frames = video_io.decode_video(task.path, settings['short_side'])
   except video_io.VideoError as e:
-    kind = ('empty file' if 'empty file' in str(e) else
-            'no readable frame' if 'no readable frame' in str(e) else
-            'truncated video' if 'truncated' in str(e) else 'undecodable video')
-    return Problem(task.path, 0, str(e), kind)
+    return Problem(task.path, 0, str(e), e.kind)
   if len(frames) < 2:
     return Problem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
   return flow.grayscale(frames)
@@ -274,14 +282,14 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
   except dir_identity.IdentityDamaged as e:
     raise SettingsMismatch(
         f'{path} is damaged ({e}): delete it to extract into {out} again (flow whose '
-        f'source and settings are recorded in {SOURCES} is kept), or use another --out'
-    ) from None
+        f'source and settings are recorded in {SOURCES} is kept), or use another --out',
+        damaged=str(e)) from None
   found = dir_identity.differences(previous, settings) if previous is not None else []
   if found:
     raise SettingsMismatch(dir_identity.refusal(
         f'--out={out}', 'flow extracted with other settings', found,
         'use another --out (and give it to prepare as --flow_dir), or delete it to extract '
-        'again'))
+        'again'), tuple(f.option for f in found))
 
 
 def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
@@ -340,15 +348,17 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   shard = flow_shards.from_environment(options.shard, options.num_shards)
   videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
-    raise FileNotFoundError(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
-                            '(or --data_dir holding UCF-101/)')
+    raise ucf101.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
+                           '(or --data_dir holding UCF-101/)', videos_dir,
+                           'videos_dir' if options.videos_dir else 'data_dir')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
   classes = (datasets.read_classes(options.dataset, options.data_dir)[0]
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
   if not tasks and not skipped:
-    raise FileNotFoundError(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
-                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir')
+    raise ucf101.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
+                           'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir',
+                           videos_dir, 'videos_dir' if options.videos_dir else 'data_dir')
   if options.strict and skipped:
     raise InputError(skipped[0])
   settings = options.settings
@@ -386,6 +396,10 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
          f'with {workers} process(es)')
   log(f'extract_flow: {len(tasks)} videos in {videos_dir}{share}, {len(mine) - len(todo)} '
       f'already done{kept}; {len(todo)} to compute{again} {how} into {out}')
+  status_file.record('flow_plan', videos=len(tasks), mine=len(mine),
+                     already_done=len(mine) - len(todo), adopted=len(adopted),
+                     to_compute=len(todo), changed=len(changed), backend=backend,
+                     workers=workers, shard=shard[0], num_shards=shard[1])
   progress = Progress('extract_flow:', len(todo), 'videos', amount_unit='flow frames')
   start = time.time()
   jobs = [(t, out, settings) for t in todo]
@@ -420,6 +434,8 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   rate = progress.amount / max(elapsed, 1e-6)
   speed = (f'{rate:.1f} flow frames/s (tensorflow)' if backend == 'tensorflow' else
            f'{rate / workers:.1f} flow frames/s per core ({workers} process(es))')
+  status_file.record('flow_computed', videos=progress.done, flow_frames=int(progress.amount),
+                     seconds=elapsed, backend=backend, workers=workers)
   if split:
     flow_shards.write_part(out, *shard, {'settings': settings,
                                          'skipped': [p.to_json() for p in skipped]})

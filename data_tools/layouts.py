@@ -42,7 +42,18 @@ _DIGITS = re.compile(r'\d+')
 
 class LayoutError(ValueError):
   """A layout pattern that cannot be used, or files on disk in no known layout; the message
-  names what was found and what is expected."""
+  names what was found and what is expected. `option`: the flag it concerns (layout,
+  frames_dir or flow_dir); `found`: what the folder holds in layout terms ('' when not
+  looked at); `expected`: the layouts looked for; `mixed`: for a folder in two layouts, the
+  number of sampled videos in each."""
+
+  def __init__(self, message: str, option: str, found: str = '',
+               expected: tuple[str, ...] = (), mixed: dict[str, int] | None = None) -> None:
+    super().__init__(message)
+    self.option = option
+    self.found = found
+    self.expected = expected
+    self.mixed = mixed or {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +128,7 @@ def parse(pattern: str, flow: bool) -> Layout:
     problems.append('the two channels as {u,v} or {x,y}' if flow else 'no {u,v} channel part')
   if problems:
     raise LayoutError(f'--layout={pattern} is not a {kind} layout: it needs '
-                      f'{", ".join(problems)} (e.g. --layout={example})')
+                      f'{", ".join(problems)} (e.g. --layout={example})', 'layout')
   return Layout(pattern)
 
 
@@ -199,12 +210,16 @@ def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, st
                          for l in candidates if l in found)
     raise LayoutError(f'{flag}={root} mixes file layouts: {mixed} among {looked}; one '
                       'preparation reads one layout: rename the files of one of them (or '
-                      'name one with --layout, and the videos in the other are skipped)')
+                      'name one with --layout, and the videos in the other are skipped)',
+                      flag.lstrip('-'), expected=tuple(l.pattern for l in candidates),
+                      mixed={l.pattern: len(found[l]) for l in candidates if l in found})
   if found:
     return next(iter(found))
   expected = ' or '.join(l.pattern for l in candidates)
   hint = ' (or name the file pattern with --layout)' if pattern == AUTO else ''
   if flow and not os.path.isdir(root) and not listed:
     hint += '; compute the flow with //data_tools:extract_flow'
-  raise LayoutError(f'{flag}={root}: found {describe(root, sample, listed)}; expected '
-                    f'{expected} for {looked}{hint}')
+  holds = describe(root, sample, listed)
+  raise LayoutError(f'{flag}={root}: found {holds}; expected {expected} for {looked}{hint}',
+                    flag.lstrip('-') if pattern == AUTO else 'layout', holds,
+                    tuple(l.pattern for l in candidates))

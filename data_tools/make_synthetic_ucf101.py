@@ -92,7 +92,12 @@ class SyntheticOptions(Options):
 
 
 class SyntheticError(ValueError):
-  """The options or --out cannot be used; the message says which and why."""
+  """The options or --out cannot be used; the message says which and why; `option` names
+  the option."""
+
+  def __init__(self, message: str, option: str) -> None:
+    super().__init__(message)
+    self.option = option
 
 
 def claim_out_dir(out: str) -> None:
@@ -100,7 +105,7 @@ def claim_out_dir(out: str) -> None:
   what is there); removes what it wrote before in one that has it (any settings: a
   generator's directory is written again)."""
   if os.path.exists(out) and not os.path.isdir(out):
-    raise SyntheticError(f'--out={out} is a file')
+    raise SyntheticError(f'--out={out} is a file', 'out')
   children = sorted(os.listdir(out)) if os.path.isdir(out) else []
   try:
     ours = dir_identity.read(os.path.join(out, MARKER)) is not None
@@ -109,7 +114,7 @@ def claim_out_dir(out: str) -> None:
   if children and not ours:
     raise SyntheticError(f'--out={out} is not empty ({len(children)} entries, e.g. '
                          f'{children[0]}) and was not written by make_synthetic_ucf101: '
-                         'nothing is overwritten; choose a new or empty directory')
+                         'nothing is overwritten; choose a new or empty directory', 'out')
   for name in children:
     if name in WRITTEN:
       path = os.path.join(out, name)
@@ -119,27 +124,28 @@ def claim_out_dir(out: str) -> None:
 def check_options(options: SyntheticOptions) -> None:
   """Raises `SyntheticError` naming the first option that cannot work (before writing)."""
   if not options.out:
-    raise SyntheticError('--out is required')
+    raise SyntheticError('--out is required', 'out')
   if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
     raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
-                         f'training data, got {options.groups}')
+                         f'training data, got {options.groups}', 'groups')
   if not 1 <= options.min_frames <= options.max_frames:
     raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
-                         f'and {options.max_frames}')
+                         f'and {options.max_frames}', 'min_frames')
   if options.classes < 1:
-    raise SyntheticError(f'--classes must be >= 1, got {options.classes}')
+    raise SyntheticError(f'--classes must be >= 1, got {options.classes}', 'classes')
   if options.clips_per_group < 1:
-    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}')
+    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}',
+                         'clips_per_group')
   if min(options.width, options.height) < 8:
     raise SyntheticError(f'--width and --height must be >= 8 pixels, got {options.width}x'
-                         f'{options.height}')
+                         f'{options.height}', 'width' if options.width < 8 else 'height')
   if not 1 <= options.object_size < min(options.width, options.height):
     raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
                          f' (smaller than the frame, or nothing is seen to move), got '
-                         f'{options.object_size}')
+                         f'{options.object_size}', 'object_size')
   if options.write_flow and options.min_frames < 2:
     raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
-                         f'got {options.min_frames}')
+                         f'got {options.min_frames}', 'min_frames')
 
 
 def class_motion(label: int) -> tuple[str, tuple[float, float]]:

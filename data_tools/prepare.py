@@ -27,7 +27,8 @@ index in the split list. Writes `<out>/{train,test}-SSSSS-of-NNNNN.tfrecord` and
 `<out>/{train,test}.manifest.json`, the table of contents (`input_fn/manifest.py`: source,
 settings, every shard with its record count and videos, every skipped input with its
 reason), and prints a summary line per subset whose numbers add up: records + skipped =
-listed videos.
+listed videos. Its plan (shards per subset, those already done, videos to convert) is also
+a `prepare_plan` status event (`command_line/status_file.py`).
 
 * One dataset per directory: --out holding another dataset (other source, split or
   settings) stops with the differences named; --overwrite replaces it, stale shards included.
@@ -62,7 +63,7 @@ from input_fn import manifest as manifest_lib
 from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
-from command_line import entry
+from command_line import entry, status_file
 from command_line.options import option, Options
 from command_line.progress import Progress
 
@@ -134,7 +135,16 @@ class PrepareInterrupted(RuntimeError):
 
 
 class PrepareError(ValueError):
-  """The options or --out cannot be used; the message names the flag and the fix."""
+  """The options or --out cannot be used; the message names the flag and the fix.
+  `option`: the option it concerns (None for none); `differences`: for --out holding
+  another dataset, the identity fields that differ (`manifest.IDENTITY_FIELDS`, or a
+  `source_paths` entry)."""
+
+  def __init__(self, message: str, option: str | None = None,
+               differences: tuple[str, ...] = ()) -> None:
+    super().__init__(message)
+    self.option = option
+    self.differences = differences
 
 
 class EmptySubset(PrepareError):
@@ -144,43 +154,48 @@ class EmptySubset(PrepareError):
 def check_config(config: PrepareConfig) -> None:
   """Raises `PrepareError` naming the first option that cannot work."""
   if not config.data_dir:
-    raise PrepareError('--data_dir is required: the UCF101 root')
+    raise PrepareError('--data_dir is required: the UCF101 root', 'data_dir')
   if not config.out:
-    raise PrepareError('--out is required: the directory for the shards and manifests')
+    raise PrepareError('--out is required: the directory for the shards and manifests', 'out')
   if config.split not in (1, 2, 3):
-    raise PrepareError(f'--split must be 1, 2 or 3, got {config.split}')
+    raise PrepareError(f'--split must be 1, 2 or 3, got {config.split}', 'split')
   if config.dataset not in datasets.NAMES:
-    raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}')
+    raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}',
+                       'dataset')
   list_flags = ('train_list', 'test_list', 'class_names')
   if config.dataset == 'list':
     missing = [f'--{name}' for name in list_flags if not getattr(config, name)]
     if missing:
       raise PrepareError(f'--dataset=list needs {", ".join(missing)}: the annotation files '
-                         '(see docs/datasets.md)')
+                         '(see docs/datasets.md)', missing[0][2:])
     if config.split != 1:
       raise PrepareError(f'--split={config.split} picks an official split of ucf101 or hmdb51; '
-                         'a list dataset is its --train_list and --test_list: leave --split out')
+                         'a list dataset is its --train_list and --test_list: leave --split out',
+                         'split')
     if config.split_dir:
       raise PrepareError('--split_dir applies to ucf101 and hmdb51; a list dataset is its '
-                         '--train_list and --test_list')
+                         '--train_list and --test_list', 'split_dir')
   else:
     given = [f'--{name}' for name in list_flags if getattr(config, name)]
     if given:
       raise PrepareError(f'{", ".join(given)} apply to --dataset=list, not '
-                         f'--dataset={config.dataset}')
+                         f'--dataset={config.dataset}', given[0][2:])
   unknown = [s for s in config.subsets if s not in manifest_lib.SUBSETS]
   if unknown or not config.subsets:
-    raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}')
+    raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}',
+                       'subsets')
   if config.videos_per_shard < 1:
-    raise PrepareError(f'--videos_per_shard must be >= 1, got {config.videos_per_shard}')
+    raise PrepareError(f'--videos_per_shard must be >= 1, got {config.videos_per_shard}',
+                       'videos_per_shard')
   if config.short_side < 0:
-    raise PrepareError(f'--short_side must be >= 0, got {config.short_side}')
+    raise PrepareError(f'--short_side must be >= 0, got {config.short_side}', 'short_side')
   if not 1 <= config.jpeg_quality <= 100:
-    raise PrepareError(f'--jpeg_quality must be in 1..100, got {config.jpeg_quality}')
+    raise PrepareError(f'--jpeg_quality must be in 1..100, got {config.jpeg_quality}',
+                       'jpeg_quality')
   if config.workers < 0:
-    raise PrepareError(f'--workers must be >= 0, got {config.workers}')
+    raise PrepareError(f'--workers must be >= 0, got {config.workers}', 'workers')
   if os.path.exists(config.out) and not os.path.isdir(config.out):
-    raise PrepareError(f'--out={config.out} is a file, not a directory')
+    raise PrepareError(f'--out={config.out} is a file, not a directory', 'out')
   named = {'data_dir': os.path.isdir, 'split_dir': os.path.isdir, 'videos_dir': os.path.isdir,
            'frames_dir': os.path.isdir, 'frame_list': os.path.isfile,
            'flow_dir': os.path.isdir, 'flow_list': os.path.isfile,
@@ -191,15 +206,15 @@ def check_config(config: PrepareConfig) -> None:
     if value and not exists(value):
       kind = 'folder' if exists is os.path.isdir else 'file'
       raise PrepareError(f'--{name}={value} is not a {kind}'
-                         f'{"" if os.path.exists(value) else " (it does not exist)"}')
+                         f'{"" if os.path.exists(value) else " (it does not exist)"}', name)
   if config.layout != layouts.AUTO:
     if config.source == 'videos':
       raise PrepareError(f'--layout={config.layout} applies to --source=frames or flow, not '
-                         'videos')
+                         'videos', 'layout')
     try:
       layouts.parse(config.layout, config.source == 'flow')
     except layouts.LayoutError as e:
-      raise PrepareError(str(e)) from None
+      raise PrepareError(str(e), e.option) from None
 
 
 # --- One video -----------------------------------------------------------------------------
@@ -269,10 +284,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
     try:
       frames = video_io.decode_video(path, task['short_side'])
     except video_io.VideoError as e:
-      kind = ('empty file' if 'empty file' in str(e) else
-              'no readable frame' if 'no readable frame' in str(e) else
-              'truncated video' if 'truncated' in str(e) else 'undecodable video')
-      return None, Problem(path, 0, f'{e} ({where})', kind)
+      return None, Problem(path, 0, f'{e} ({where})', e.kind)
     jpegs = [video_io.encode_jpeg(f, task['jpeg_quality']) for f in frames]
     height, width = frames.shape[1:3]
   else:
@@ -440,7 +452,7 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
           config.layout, root, [e.name for s in config.subsets for e in split.subset(s)],
           listed, config.source == 'flow', flag).pattern
     except layouts.LayoutError as e:
-      raise PrepareError(str(e)) from None
+      raise PrepareError(str(e), e.option) from None
   from input_fn import records
   plans = {}
   for subset in config.subsets:
@@ -515,7 +527,8 @@ def check_out_dir(config: PrepareConfig) -> None:
                                       manifest_lib.IDENTITY_FIELDS) if here is not None else [])
   if found and not config.overwrite:
     raise PrepareError(dir_identity.refusal(f'--out={config.out}', 'another dataset', found,
-                                            'use another --out, or --overwrite to replace it'))
+                                            'use another --out, or --overwrite to replace it'),
+                       'out', tuple(f.option for f in found if getattr(f, 'option', None)))
 
 
 def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
@@ -561,6 +574,9 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
   total = sum(len(s['tasks']) for s in todo)
   workers = min(workers, max(len(todo), 1))
   log(f'prepare: {total} videos in {len(todo)} shards to convert with {workers} worker(s)')
+  status_file.record('prepare_plan', subsets={
+      subset: {'shards': len(shards), 'already_done': sum(s['file'] in states for s in shards)}
+      for subset, shards in plans.items()}, videos=total, shards=len(todo), workers=workers)
   progress = Progress(f'prepare: {",".join(plans)}:', total, 'videos')
   completed_this_run = 0
 

@@ -36,7 +36,13 @@ MAIN = re.compile(r'main\s*=\s*"([\w/]+)\.py"')
 
 
 class FlagsDocError(Exception):
-  """A binary whose flags cannot be read; the message names it and the fix."""
+  """A binary whose flags cannot be read; the message names it and the fix. `label`: the
+  binary's (//package:name); `declares_none`: it imports but declares no options."""
+
+  def __init__(self, message: str, label: str, declares_none: bool = False) -> None:
+    super().__init__(message)
+    self.label = label
+    self.declares_none = declares_none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,12 +72,14 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
     module_globals = runpy.run_module(binary.module, run_name='__main__', alter_sys=False)
   except ImportError as e:
     raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}); add '
-                        f'{binary.label} to PROGRAMS in tools/bazel/py_rules.bzl') from e
+                        f'{binary.label} to PROGRAMS in tools/bazel/py_rules.bzl',
+                        binary.label) from e
   finally:
     cli.define_flags, cli.run = real_define, real_run
   if not recorded:
     raise FlagsDocError(f'{binary.label} declares no options through command_line.cli.define_flags '
-                        '(the one flag convention, command_line/cli.py)')
+                        '(the one flag convention, command_line/cli.py)', binary.label,
+                        declares_none=True)
   doc = ' '.join((module_globals.get('__doc__') or '').strip().split('\n\n')[0].split())
   return list(dict.fromkeys(recorded)), doc
 

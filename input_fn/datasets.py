@@ -50,7 +50,14 @@ HMDB51_IDS = {'1': 'train', '2': 'test', '0': None}
 
 
 class DatasetError(ValueError):
-  """The dataset's split files cannot be read at all; the message names the file."""
+  """The dataset's split files cannot be read at all; the message names the file. `path`:
+  the file or folder concerned ('' for none); `line`: its line (1-based, 0 for none);
+  `option`: the option that names it, when one does."""
+
+  def __init__(self, message: str, path: str = '', line: int = 0,
+               option: str | None = None) -> None:
+    super().__init__(message)
+    self.path, self.line, self.option = path, line, option
 
 
 def split_dir(dataset: str, data_dir: str) -> str:
@@ -101,7 +108,8 @@ def read_split(dataset: str, split_folder: str, split: int,
     return read_hmdb51_split(split_folder, split)
   if dataset == 'list':
     if lists is None:
-      raise DatasetError('dataset=list needs --train_list, --test_list and --class_names')
+      raise DatasetError('dataset=list needs --train_list, --test_list and --class_names',
+                         option='train_list')
     return read_list_split(lists)
   return ucf101.read_split(split_folder, split)
 
@@ -152,7 +160,7 @@ def read_hmdb51_split(folder: str, split: int) -> Split:
     raise DatasetError(f'{folder} holds no HMDB51 split file of split {split} '
                        f'(<class>_test_split{split}.txt, from testTrainMulti_7030_splits/ of '
                        'the official test_train_splits.rar): the HMDB51 root holds them in '
-                       'testTrainMulti_7030_splits/')
+                       'testTrainMulti_7030_splits/', folder, option='split_dir')
   names = sorted(files)
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
@@ -196,7 +204,7 @@ def read_class_names(path: str) -> ClassIndex:
   for number, text in ucf101.read_lines(path):
     if text.lower() in {n.lower() for n in names}:
       raise DatasetError(f'{path}:{number}: class {text!r} is named twice (one name per '
-                         'line, in label order)')
+                         'line, in label order)', path, number, 'class_names')
     names.append(text)
   return ClassIndex(tuple(names))
 
@@ -260,10 +268,11 @@ def read_list_split(lists: ListFiles) -> Split:
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
     if not os.path.isfile(path):
-      raise FileNotFoundError(f'{flag}={path} not found')
+      raise ucf101.not_found(f'{flag}={path} not found', path, flag[2:])
   classes = read_class_names(lists.class_names)
   if not len(classes):
-    raise DatasetError(f'--class_names={lists.class_names} names no class')
+    raise DatasetError(f'--class_names={lists.class_names} names no class', lists.class_names,
+                       option='class_names')
   train, folders, found = read_annotation_list(lists.train, 'train', classes, lists.root)
   test, test_folders, test_found = read_annotation_list(lists.test, 'test', classes, lists.root)
   train, problems = ucf101.apply_split_rule(train, test, found + test_found)

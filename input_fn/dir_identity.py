@@ -20,6 +20,7 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
+from command_line.options import Problem
 from input_fn import json_files
 
 
@@ -48,10 +49,11 @@ def read(path: str, key: str | None = None) -> dict[str, Any] | None:
 
 
 def differences(here: Mapping[str, Any], asked: Mapping[str, Any],
-                fields: Sequence[str] | None = None) -> list[str]:
+                fields: Sequence[str] | None = None) -> list[Problem]:
   """'name: <value here> here, <value asked> asked' for every field that differs (`fields`
   in that order, default every field of either); a field holding a dict on both sides is
-  compared entry by entry ('(none)' for a missing or empty entry)."""
+  compared entry by entry ('(none)' for a missing or empty entry). Each is a `Problem`
+  whose `option` is the field's name (the entry's key inside a dict field)."""
   names = list(fields) if fields is not None else sorted(set(here) | set(asked))
   found = []
   for name in names:
@@ -59,10 +61,10 @@ def differences(here: Mapping[str, Any], asked: Mapping[str, Any],
     if isinstance(old, dict) and isinstance(new, dict):
       for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
-          found.append(f'{key}: {old.get(key) or "(none)"} here, '
-                       f'{new.get(key) or "(none)"} asked')
+          found.append(Problem(key, f'{key}: {old.get(key) or "(none)"} here, '
+                                    f'{new.get(key) or "(none)"} asked'))
     elif old != new:
-      found.append(f'{name}: {old} here, {new} asked')
+      found.append(Problem(name, f'{name}: {old} here, {new} asked'))
   return found
 
 

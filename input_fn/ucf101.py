@@ -70,6 +70,15 @@ class Problem:
     return {'input': self.source, 'line': self.line, 'kind': self.kind, 'reason': self.reason}
 
 
+def not_found(message: str, path: str, option: str | None = None) -> FileNotFoundError:
+  """A FileNotFoundError whose text is `message`, with the missing `path` as `path` and the
+  option naming it (e.g. 'test_list') as `option`."""
+  error = FileNotFoundError(message)
+  error.path = path
+  error.option = option
+  return error
+
+
 class InputError(ValueError):
   """Raised in strict mode: the message names the file (and line) and the reason."""
 
@@ -271,14 +280,15 @@ def read_split(split_dir: str, split: int) -> Split:
   """
   class_path = find_child(split_dir, CLASS_INDEX_FILE)
   if class_path is None:
-    raise FileNotFoundError(f'{os.path.join(split_dir, CLASS_INDEX_FILE)} not found')
+    raise not_found(f'{os.path.join(split_dir, CLASS_INDEX_FILE)} not found',
+                    os.path.join(split_dir, CLASS_INDEX_FILE), 'split_dir')
   classes, problems = read_class_index(class_path)
   lists = {}
   for subset in ('train', 'test'):
     list_path = find_child(split_dir, f'{subset}list{split:02d}.txt')
     if list_path is None:
-      raise FileNotFoundError(f'{os.path.join(split_dir, f"{subset}list{split:02d}.txt")} '
-                              'not found')
+      wanted = os.path.join(split_dir, f'{subset}list{split:02d}.txt')
+      raise not_found(f'{wanted} not found', wanted, 'split_dir')
     lists[subset], list_problems = read_split_list(list_path, classes)
     problems += list_problems
   train, problems = apply_split_rule(lists['train'], lists['test'], problems)

@@ -13,7 +13,13 @@ import numpy as np
 
 
 class VideoError(IOError):
-  """A video that cannot be used; the message is the reason (the caller adds the path)."""
+  """A video that cannot be used; the message is the reason (the caller adds the path).
+  `kind` names the reason for counting: 'empty file', 'undecodable video', 'no readable
+  frame' or 'truncated video' (the `kind` of a skipped input in the manifests)."""
+
+  def __init__(self, message: str, kind: str = 'undecodable video') -> None:
+    super().__init__(message)
+    self.kind = kind
 
 
 def resize_short_side(frame: np.ndarray, short_side: int) -> np.ndarray:
@@ -38,7 +44,7 @@ def decode_video(path: str, short_side: int = 0, keep: Iterable[int] | None = No
   (truncated or corrupt).
   """
   if os.path.getsize(path) == 0:
-    raise VideoError('empty file (0 bytes)')
+    raise VideoError('empty file (0 bytes)', 'empty file')
   capture = cv2.VideoCapture(path)
   try:
     if not capture.isOpened():
@@ -63,12 +69,12 @@ def decode_video(path: str, short_side: int = 0, keep: Iterable[int] | None = No
   finally:
     capture.release()
   if decoded == 0:
-    raise VideoError('no readable frame')
+    raise VideoError('no readable frame', 'no readable frame')
   complete = last_needed is None or decoded <= last_needed
   if complete and announced and decoded < announced - max(truncation_tolerance,
                                                           announced // 20):
     raise VideoError(f'decoded {decoded} of the {announced} frames its header announces '
-                     '(truncated or corrupt)')
+                     '(truncated or corrupt)', 'truncated video')
   if wanted is None:
     return np.stack(frames)
   missing = [i for i in wanted if i not in frames]

@@ -38,24 +38,24 @@ class BenchmarkReportTest(tf.test.TestCase):
     self.assertIn('| 94.00 | 94.00-94.00 | 0.940x | 0.989x | - | - |', lines[4])
 
   def test_targets_say_met_or_not_with_every_figure(self):
-    missed = report.targets(ROWS)  # 0.94x the reference at 4 towers, 0.989x mirrored at 4
-    self.assertLen(missed, 2)
-    for line, figures in zip(missed, [('0.960x', '0.940x'), ('1.067x', '0.989x')]):
-      self.assertTrue(line.startswith('c3d_small: '), line)
-      self.assertIn(': NOT met (', line)
-      for figure in figures:
-        self.assertIn(figure, line)
+    missed = report.target_results(ROWS)  # 0.94x the reference at 4 towers, 0.989x mirrored
+    self.assertEqual([(t.model, t.versus_mirrored, t.met) for t in missed],
+                     [('c3d_small', False, False), ('c3d_small', True, False)])
+    self.assertEqual(list(missed[0].ratios), [2, 4])
+    self.assertAllClose(list(missed[0].ratios.values()), [0.96, 0.94])
+    self.assertAllClose(list(missed[1].ratios.values()), [96.0 / 90.0, 94.0 / 95.0])
+    # The report's line of a target: the verdict and every figure.
+    self.assertEqual(report.targets(ROWS)[0], 'c3d_small: 2 and 4 towers at least 0.95x the '
+                     'one-device reference: NOT met (2 towers 0.960x, 4 towers 0.940x)')
     # Towers as fast as the reference and faster than MirroredStrategy on every row.
     fast = [report.Row('c3d_small', report.REFERENCE, 1, (100.0,)),
             report.Row('c3d_small', report.TOWERS, 2, (100.0,)),
             report.Row('c3d_small', report.TOWERS, 4, (99.0,)),
             report.Row('c3d_small', report.MIRRORED, 2, (90.0,)),
             report.Row('c3d_small', report.MIRRORED, 4, (95.0,))]
-    met = report.targets(fast)
+    met = report.target_results(fast)
     self.assertLen(met, 2)
-    for line in met:
-      self.assertIn(': met (', line)
-      self.assertNotIn('NOT met', line)
+    self.assertTrue(all(t.met for t in met), [t.line for t in met])
 
   def test_busy_time_is_the_union_of_op_intervals(self):
     self.assertEqual(benchmark_trace._busy_micros([(0, 10), (5, 15), (20, 30)]), 25)

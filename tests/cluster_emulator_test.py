@@ -13,12 +13,12 @@ timing threshold on how fast this machine is.
 """
 
 import os
-import re
 import subprocess
 import sys
 
 from absl.testing import absltest
 
+from command_line import status_file
 from towers.cluster.local_cluster import isolation_command
 
 EMULATOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -28,26 +28,22 @@ SMALL = ['--model=c3d_small', '--num_classes=4', '--nodes=2', '--link_mbit=8',
          '--timeout_secs=400']
 
 
-def table_row(output: str, system: str, mode: str) -> list[str]:
-  row = re.compile(rf'^\| {system} \| {mode} \| 2 \|')
-  rows = [line for line in output.splitlines() if row.match(line)]
-  if len(rows) != 1:
-    raise AssertionError(f'expected one {system} {mode} row for 2 nodes in:\n{output}')
-  return [cell.strip() for cell in rows[0].strip('|').split('|')]
-
-
 @absltest.skipIf(isolation_command() is None, 'this machine allows no network namespaces')
 class ClusterEmulatorTest(absltest.TestCase):
 
   def check_two_nodes_on_shaped_links(self, system: str, mode: str) -> None:
+    events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
     result = subprocess.run(
         [sys.executable, EMULATOR, *SMALL, f'--systems={system}', f'--modes={mode}'],
-        capture_output=True, text=True, timeout=600, check=False)
+        capture_output=True, text=True, timeout=600, check=False,
+        env=dict(os.environ, **{status_file.STATUS_FILE_ENV: events}))
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    cells = table_row(result.stdout, system, mode)
-    out_mb, in_mb = (float(v) for v in cells[8].split('/'))
-    model_mb = float(cells[9])
-    link_use = float(cells[10].rstrip('%')) / 100
+    rows = [e for e in status_file.read(events) if e['event'] == 'emulator_row']
+    self.assertEqual([(r['system'], r['mode'], r['nodes']) for r in rows], [(system, mode, 2)],
+                     result.stdout)
+    cells = rows[0]
+    out_mb, in_mb, model_mb = cells['sent_mb'], cells['received_mb'], cells['model_mb']
+    link_use = cells['link_use']
     for measured in (out_mb, in_mb):
       self.assertGreaterEqual(measured / model_mb, 0.8, cells)
       self.assertLessEqual(measured / model_mb, 1.6, cells)

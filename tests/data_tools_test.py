@@ -15,6 +15,9 @@
   named (`num_listed`).
 * Damaged JSON files of the tools give one line (or are rebuilt), never a traceback.
 
+The specs read exit codes, the `error` and plan events of the status file, manifests and
+records; the lines the tools print are specified in data_tools_console_test.py.
+
 Data: a synthetic UCF101 of 2 classes x 8 groups (split 1: 2 train, 14 test videos of 4-5
 frames of 24x16), its frames and TV-L1 flow, and copies in other projects' layouts. The
 processes run a few at a time in setUpClass; the specs look at their results.
@@ -25,34 +28,31 @@ import glob
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import cv2
 import numpy as np
 import tensorflow as tf
 
-from data_tools import extract_flow, make_synthetic_ucf101
+from command_line import status_file
+from data_tools import extract_flow, layouts, make_synthetic_ucf101
 
 from input_fn import direct, flow, manifest, records, ucf101
+from tests import program_runs
 from towers import params as params_lib
 
 LIMIT = 300  # seconds for one process
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the workspace's files
 SYNTHETIC_FLOW = [f'--{k}={v}' for k, v in make_synthetic_ucf101.SYNTHETIC_FLOW.items()]
 SPLIT = 'ucfTrainTestlist'
 UNEVEN = 'v_MoveLeftSpeed1_g01_c01'   # its v folder loses frames (different lengths)
 REPLACED = 'v_MoveLeftSpeed1_g02_c01'  # its .avi is replaced by another video's
 
 
-def run(module: str, *args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', module, *args],
-                        capture_output=True, text=True, timeout=LIMIT, check=False,
-                        env=dict(os.environ, PYTHONPATH=ROOT))
+def run(module: str, *args: str) -> program_runs.ProgramRun:
+  return program_runs.run(module, *args, timeout=LIMIT)
 
 
-def prepare(data: str, out: str, *args: str) -> subprocess.CompletedProcess:
+def prepare(data: str, out: str, *args: str) -> program_runs.ProgramRun:
   return run('data_tools.prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
              *args)
 
@@ -81,12 +81,11 @@ def copy_frames(source: str, target: str, name: str, transform=lambda image: ima
     cv2.imwrite(os.path.join(target, name % (i + 1)), transform(image))
 
 
-def one_line(process: subprocess.CompletedProcess) -> str:
-  """The single stderr line of a refused run (exit 2, nothing on stdout)."""
-  lines = process.stderr.strip().splitlines()
-  assert process.returncode == 2 and len(lines) == 1 and not process.stdout.strip(), (
-      process.returncode, process.stdout, process.stderr)
-  return lines[0]
+def plan(done: program_runs.ProgramRun, event: str) -> dict:
+  """The one plan event (`prepare_plan`, `flow_plan`) of a run."""
+  found = [e for e in done.events if e['event'] == event]
+  assert len(found) == 1, (event, done.events, done.output())
+  return found[0]
 
 
 class DataToolsTest(tf.test.TestCase):
@@ -178,6 +177,15 @@ class DataToolsTest(tf.test.TestCase):
     shutil.rmtree(cls.root)
     super().tearDownClass()
 
+  def assertRefused(self, done: program_runs.ProgramRun, error: str, options: list[str]):
+    """Exit 2 through the program's entry, for `error` naming `options`."""
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options), (error, options),
+                     done.output())
+
+  def assertDone(self, done: program_runs.ProgramRun):
+    self.assertEqual((done.code, done.error), (0, None), done.output())
+
   @classmethod
   def extract_into_another_out(cls) -> dict:
     """extract_flow into the default --out, then with other TV-L1 settings (refused), then
@@ -242,8 +250,7 @@ class DataToolsTest(tf.test.TestCase):
   # --- What the user names wins; a tool writes only inside its own output -----------------
 
   def test_an_explicit_frames_dir_wins_over_the_rgb_txt_of_data_dir(self):
-    result = self.results['frames_dir']
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertDone(self.results['frames_dir'])
     out = os.path.join(self.root, 'out_frames_dir')
     test = read_records(out, 'test')
     self.assertLen(test, 14)
@@ -253,8 +260,7 @@ class DataToolsTest(tf.test.TestCase):
                      (os.path.join(self.root, 'big_frames'), ''))
 
   def test_an_explicit_flow_dir_wins_over_the_flow_txt_of_data_dir(self):
-    result = self.results['flow_dir']
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertDone(self.results['flow_dir'])
     out = os.path.join(self.root, 'out_flow_dir')
     test = read_records(out, 'test')
     self.assertLen(test, 14)
@@ -267,12 +273,10 @@ class DataToolsTest(tf.test.TestCase):
 
   def test_extract_flow_into_another_out_leaves_every_list_alone_and_its_advice_works(self):
     runs = self.results['other_out']
-    self.assertEqual(runs['first'].returncode, 0, runs['first'].stderr)
-    self.assertIn('use another --out (and give it to prepare as --flow_dir)',
-                  one_line(runs['refused']))
-    self.assertEqual(runs['second'].returncode, 0, runs['second'].stderr)
-    self.assertIn(f'//data_tools:prepare --source=flow --flow_dir={runs["flow_b"]}',
-                  runs['second'].stdout)
+    self.assertDone(runs['first'])
+    self.assertRefused(runs['refused'], 'SettingsMismatch', ['out'])
+    self.assertDone(runs['second'])
+    self.assertEqual(plan(runs['second'], 'flow_plan')['to_compute'], 16)
     # Only flowB's own list is new; the lists of the first extraction and data_dir's are
     # byte for byte what they were.
     new = os.path.join(runs['flow_b'], ucf101.FLOW_LIST_NAME)
@@ -281,7 +285,7 @@ class DataToolsTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(os.path.join(self.root, 'videos', ucf101.FLOW_LIST_NAME)))
     # The suggested prepare reads flowB: its manifest says so and its records hold flowB's
     # JPEGs, not those of tvl1_flow.
-    self.assertEqual(runs['prepare'].returncode, 0, runs['prepare'].stderr)
+    self.assertDone(runs['prepare'])
     paths = read_json(manifest.manifest_path(runs['out'], 'train'))['source_paths']
     self.assertEqual((paths['flow_dir'], paths['flow_list']), (runs['flow_b'], new))
     video, record = sorted(read_records(runs['out'], 'train').items())[0]
@@ -294,37 +298,35 @@ class DataToolsTest(tf.test.TestCase):
 
   def test_impossible_tvl1_settings_and_sizes_stop_with_one_line_before_any_work(self):
     out = os.path.join(self.root, 'never_written')
-    cases = {
-        '--tvl1_warps=0': '--tvl1_warps must be >= 1', '--tvl1_warps=-2': '--tvl1_warps must',
-        '--tvl1_scales=0': '--tvl1_scales must be >= 1',
-        '--tvl1_epsilon=0': '--tvl1_epsilon must be a number > 0',
-        '--short_side=-8': '--short_side must be >= 0'}
+    cases = {'--tvl1_warps=0': 'tvl1_warps', '--tvl1_warps=-2': 'tvl1_warps',
+             '--tvl1_scales=0': 'tvl1_scales', '--tvl1_epsilon=0': 'tvl1_epsilon',
+             '--short_side=-8': 'short_side'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
           lambda flag: run('data_tools.extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
           cases)))
-    for flag, expected in cases.items():
-      line = one_line(results[flag])
-      self.assertStartsWith(line, 'extract_flow: error: ')
-      self.assertIn(expected, line)
-    self.assertIn('--short_side must be >= 0',
-                  one_line(prepare(self.data, out, '--short_side=-8')))
-    self.assertEqual(one_line(prepare(self.data, out, '--source=frames',
-                                      f'--frames_dir={out}')),
-                     f'prepare: error: --frames_dir={out} is not a folder (it does not exist)')
+    for flag, option in cases.items():
+      with self.subTest(flag):
+        self.assertRefused(results[flag], 'OptionsError', [option])
+        self.assertEqual(status_file.values(results[flag].events, 'flow_plan', 'videos'), [])
+    self.assertRefused(prepare(self.data, out, '--short_side=-8'), 'PrepareError',
+                       ['short_side'])
+    self.assertRefused(prepare(self.data, out, '--source=frames', f'--frames_dir={out}'),
+                       'PrepareError', ['frames_dir'])
     self.assertFalse(os.path.exists(out))
 
   def test_make_synthetic_ucf101_refuses_impossible_sizes_before_writing(self):
     out = os.path.join(self.root, 'never_synthesized')
-    cases = {('--width=0',): '--width and --height must be >= 8',
-             ('--object_size=0',): '--object_size must be in 1..47',
-             ('--clips_per_group=0',): '--clips_per_group must be >= 1',
-             ('--write_flow', '--min_frames=1'): '--write_flow needs --min_frames >= 2'}
+    cases = {('--width=0',): 'width', ('--object_size=0',): 'object_size',
+             ('--object_size=48',): 'object_size',
+             ('--clips_per_group=0',): 'clips_per_group',
+             ('--write_flow', '--min_frames=1'): 'min_frames'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
           lambda flags: run('data_tools.make_synthetic_ucf101', f'--out={out}', *flags), cases)))
-    for flags, expected in cases.items():
-      self.assertIn(expected, one_line(results[flags]), flags)
+    for flags, option in cases.items():
+      with self.subTest(flags):
+        self.assertRefused(results[flags], 'SyntheticError', [option])
     self.assertFalse(os.path.exists(out))
 
   # --- Stale and damaged flow ----------------------------------------------------------------
@@ -332,10 +334,15 @@ class DataToolsTest(tf.test.TestCase):
   def test_a_replaced_video_gets_its_flow_computed_again_and_said(self):
     runs = self.results['replaced']
     for name in ('first', 'second', 'third'):
-      self.assertEqual(runs[name].returncode, 0, runs[name].stderr)
-    self.assertIn('15 already done; 1 to compute (1 whose video changed since its flow was '
-                  'computed: computed again)', runs['second'].stdout)
-    self.assertIn('16 already done; 0 to compute', runs['third'].stdout)
+      self.assertDone(runs[name])
+    counts = lambda name: {k: plan(runs[name], 'flow_plan')[k]
+                           for k in ('videos', 'already_done', 'to_compute', 'changed')}
+    self.assertEqual(counts('first'),
+                     {'videos': 16, 'already_done': 0, 'to_compute': 16, 'changed': 0})
+    self.assertEqual(counts('second'),
+                     {'videos': 16, 'already_done': 15, 'to_compute': 1, 'changed': 1})
+    self.assertEqual(counts('third'),
+                     {'videos': 16, 'already_done': 16, 'to_compute': 0, 'changed': 0})
     # The replaced video's flow is now that of the video copied over it.
     for channel in flow.CHANNELS:
       replaced = os.path.join(runs['flow'], channel, REPLACED)
@@ -348,22 +355,32 @@ class DataToolsTest(tf.test.TestCase):
 
   def test_a_damaged_flow_manifest_is_one_line_and_deleting_it_as_told_works(self):
     runs = self.results['damaged_flow_manifest']
-    for name, found in (('invalid', 'not JSON'), ('empty', 'no settings in it'),
-                        ('list', 'a JSON list, not an object')):
-      line = one_line(runs['refused'][name])
-      self.assertIn(f'flow.manifest.json is damaged ({found}): delete it', line)
-    self.assertEqual(runs['again'].returncode, 0, runs['again'].stderr)
-    self.assertIn('16 already done; 0 to compute', runs['again'].stdout)
+    for name in ('invalid', 'empty', 'list'):
+      self.assertRefused(runs['refused'][name], 'SettingsMismatch', ['out'])
+    self.assertDone(runs['again'])
+    self.assertEqual(plan(runs['again'], 'flow_plan')['already_done'], 16)
+    self.assertEqual(plan(runs['again'], 'flow_plan')['to_compute'], 0)
+    # What the refusal found, as the error holds it.
+    out = self.create_tempdir().full_path
+    for text, found in (('{"settings": ', 'not JSON'), ('{}', 'no settings in it'),
+                        ('[1, 2]', 'a JSON list, not an object')):
+      with open(os.path.join(out, extract_flow.MANIFEST), 'w') as f:
+        f.write(text)
+      options = extract_flow.ExtractFlowOptions(data_dir=self.data, out=out, workers=1)
+      with self.assertRaises(extract_flow.SettingsMismatch) as caught:
+        extract_flow.extract(options, log=lambda line: None)
+      self.assertEqual((caught.exception.damaged, caught.exception.option), (found, 'out'))
+    self.assertEqual(sorted(os.listdir(out)), [extract_flow.MANIFEST])  # no flow computed
 
   def test_u_and_v_of_different_lengths_are_skipped_and_counted_never_cut(self):
-    result = self.results['uneven']
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertDone(self.results['uneven'])
     out = os.path.join(self.root, 'out_uneven')
     test = read_json(manifest.manifest_path(out, 'test'))
-    self.assertEqual((test['num_records'], test['num_listed']), (13, 14))
+    self.assertEqual((test['num_records'], test['num_skipped'], test['num_listed']),
+                     (13, 1, 14))
     self.assertEqual(test['skipped_by_kind'], {'u/v length mismatch': 1})
-    self.assertIn(UNEVEN, test['skipped'][0]['reason'])
-    self.assertIn('skipped 1: 1 u/v length mismatch', result.stdout)
+    self.assertEqual(test['skipped'][0]['input'], os.path.join(self.root, 'uneven', 'u', UNEVEN))
+    self.assertLen(read_records(out, 'test'), 13)
     self.assertNotIn(UNEVEN, read_records(out, 'test'))
 
   # --- Other projects' layouts -------------------------------------------------------------
@@ -375,30 +392,31 @@ class DataToolsTest(tf.test.TestCase):
         self.assertEqual((int(record['num_frames']), len(record['frames'])), (count, count))
 
   def test_tsn_frame_folders_in_the_root_are_detected_and_prepared(self):
-    result = self.results['tsn']
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertDone(self.results['tsn'])
     out = os.path.join(self.root, 'out_tsn')
-    self.assertIn('prepare: test: 14 records of 14 listed videos', result.stdout)
-    self.assertEqual(read_json(manifest.manifest_path(out, 'test'))['layout'],
-                     '{video}/img_%05d.jpg')
+    test = read_json(manifest.manifest_path(out, 'test'))
+    self.assertEqual((test['num_records'], test['num_listed'], test['layout']),
+                     (14, 14, '{video}/img_%05d.jpg'))
     self.check_frames(out)
 
   def test_a_named_layout_is_used_and_one_that_does_not_fit_stops_naming_both(self):
-    result = self.results['tsn_named']
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertDone(self.results['tsn_named'])
     self.check_frames(os.path.join(self.root, 'out_tsn_named'), ('train',))
-    line = one_line(self.results['tsn_misnamed'])
-    self.assertIn('found {video}/img_%05d.jpg; expected {video}/frame%06d.jpg', line)
+    self.assertRefused(self.results['tsn_misnamed'], 'PrepareError', ['layout'])
     self.assertFalse(os.path.exists(os.path.join(self.root, 'out_tsn_misnamed')))
-    line = one_line(prepare(self.data, os.path.join(self.root, 'never'), '--source=flow',
-                            '--layout={video}/flow_x_%05d.jpg'))
-    self.assertIn('is not a flow layout: it needs the two channels as {u,v} or {x,y}', line)
+    tsn = os.path.join(self.root, 'tsn')
+    with self.assertRaises(layouts.LayoutError) as caught:
+      layouts.resolve('{video}/frame%06d.jpg', tsn, self.videos, {}, False, '--frames_dir')
+    self.assertEqual((caught.exception.found, caught.exception.expected),
+                     ('{video}/img_%05d.jpg', ('{video}/frame%06d.jpg',)))
+    self.assertRefused(prepare(self.data, os.path.join(self.root, 'never'), '--source=flow',
+                               '--layout={video}/flow_x_%05d.jpg'), 'PrepareError', ['layout'])
+    self.assertFalse(os.path.exists(os.path.join(self.root, 'never')))
 
   def test_denseflow_and_per_video_u_v_flow_layouts_are_detected(self):
     for name, layout in (('denseflow', '{video}/flow_{x,y}_%05d.jpg'),
                          ('inside', '{video}/{u,v}/frame%06d.jpg')):
-      result = self.results[name]
-      self.assertEqual(result.returncode, 0, result.stderr)
+      self.assertDone(self.results[name])
       out = os.path.join(self.root, f'out_{name}')
       test = read_json(manifest.manifest_path(out, 'test'))
       self.assertEqual((test['layout'], test['num_records']), (layout, 14))
@@ -410,12 +428,14 @@ class DataToolsTest(tf.test.TestCase):
         self.assertAllClose(stored, original, atol=3)
 
   def test_an_unknown_layout_stops_with_one_line_naming_found_and_expected(self):
-    line = one_line(self.results['png'])
-    self.assertEqual(line, f'prepare: error: --frames_dir={os.path.join(self.root, "png")}: found '
-                     '{video}/image-%04d.png; expected {video}/frame%06d.jpg or '
-                     '{video}/img_%05d.jpg for the 16 listed videos (or name the file pattern '
-                     'with --layout)')
+    self.assertRefused(self.results['png'], 'PrepareError', ['frames_dir'])
     self.assertFalse(os.path.exists(os.path.join(self.root, 'out_png')))
+    with self.assertRaises(layouts.LayoutError) as caught:
+      layouts.resolve(layouts.AUTO, os.path.join(self.root, 'png'), self.videos, {}, False,
+                      '--frames_dir')
+    self.assertEqual((caught.exception.option, caught.exception.found,
+                      caught.exception.expected),
+                     ('frames_dir', '{video}/image-%04d.png', layouts.FRAME_LAYOUTS))
 
   def test_a_tree_mixing_two_frame_layouts_is_refused_by_prepare_and_read_by_the_direct_route(
       self):
@@ -423,11 +443,12 @@ class DataToolsTest(tf.test.TestCase):
     skip the other half, so it stops naming both; the direct route reads each folder in its
     own layout."""
     root = os.path.join(self.root, 'mixed')
-    line = one_line(self.results['mixed'])
-    self.assertRegex(line, rf'^prepare: error: --frames_dir={root} mixes file layouts: '
-                     r'\{video\}/frame%06d.jpg \(8, e.g. v_\w+\) and \{video\}/img_%05d.jpg '
-                     r'\(8, e.g. v_\w+\) among the 16 listed videos; ')
+    self.assertRefused(self.results['mixed'], 'PrepareError', ['frames_dir'])
     self.assertFalse(os.path.exists(os.path.join(self.root, 'out_mixed')))
+    with self.assertRaises(layouts.LayoutError) as caught:
+      layouts.resolve(layouts.AUTO, root, self.videos, {}, False, '--frames_dir')
+    self.assertEqual(caught.exception.mixed,
+                     {'{video}/frame%06d.jpg': 8, '{video}/img_%05d.jpg': 8})
     params = params_lib.make_params(model='c3d_small', num_classes=2, data_source='frames',
                                     data_dir=root, frame_short_side=0, clip_frames=4,
                                     crop_size=16, model_dir=os.path.join(self.root, 'unused'))
@@ -446,17 +467,13 @@ class DataToolsTest(tf.test.TestCase):
   # --- No subset of zero records with exit 0 ---------------------------------------------------
 
   def test_a_subset_without_any_record_stops_prepare_naming_the_count_and_cause(self):
-    result = self.results['broken']
-    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-    self.assertNotIn('Traceback', result.stderr)
-    self.assertStartsWith(result.stderr.strip().splitlines()[-1],
-                          'prepare: error: test: 0 records of 14 listed videos (skipped 14 '
-                          'undecodable video; first: ')
+    self.assertRefused(self.results['broken'], 'EmptySubset', [])
     # The manifests say what the lists named and what was written.
     out = os.path.join(self.root, 'out_broken')
     test = read_json(manifest.manifest_path(out, 'test'))
     train = read_json(manifest.manifest_path(out, 'train'))
     self.assertEqual((test['num_listed'], test['num_records']), (14, 0))
+    self.assertEqual(test['skipped_by_kind'], {'undecodable video': 14})
     self.assertEqual((train['num_listed'], train['num_records']), (2, 2))
 
   def test_an_empty_test_list_stops_prepare(self):
@@ -464,28 +481,34 @@ class DataToolsTest(tf.test.TestCase):
     shutil.copytree(os.path.join(self.root, 'videos', SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(self.root, 'videos', 'UCF-101'), os.path.join(data, 'UCF-101'))
     open(os.path.join(data, SPLIT, 'testlist01.txt'), 'w').close()
-    result = prepare(data, os.path.join(data, 'out'), '--subsets=test')
-    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-    self.assertIn('prepare: error: test: the test list of split 1 names no video',
-                  result.stderr.strip().splitlines()[-1])
+    out = os.path.join(data, 'out')
+    self.assertRefused(prepare(data, out, '--subsets=test'), 'EmptySubset', [])
+    test = read_json(manifest.manifest_path(out, 'test'))
+    self.assertEqual((test['num_listed'], test['num_records']), (0, 0))
 
   # --- Damaged files of prepare ---------------------------------------------------------------
 
   def test_a_damaged_dataset_identity_is_rebuilt_from_the_manifest(self):
     runs = self.results['damaged_identity']
-    self.assertEqual(runs['first'].returncode, 0, runs['first'].stderr)
-    self.assertEqual(runs['again'].returncode, 0, runs['again'].stderr)
-    self.assertIn('prepare: train: 1 shards, 1 already done', runs['again'].stdout)
+    self.assertDone(runs['first'])
+    self.assertDone(runs['again'])
+    self.assertEqual(plan(runs['again'], 'prepare_plan')['subsets'],
+                     {'train': {'shards': 1, 'already_done': 1}})
     self.assertEqual(read_json(os.path.join(runs['out'], '.shards', 'dataset.json'))['split'], 1)
 
   def test_a_damaged_manifest_is_named_with_the_fix(self):
     out = self.create_tempdir().full_path
+    path = manifest.manifest_path(out, 'test')
     for text in ('{"shards": ', '[]', '{}'):
-      with open(manifest.manifest_path(out, 'test'), 'w') as f:
+      with open(path, 'w') as f:
         f.write(text)
-      with self.assertRaisesRegex(manifest.ManifestError,
-                                  r'test.manifest.json is damaged .*rerun //data_tools:prepare'):
+      with self.assertRaises(manifest.ManifestError) as caught:
         manifest.read(out, 'test')
+      self.assertEqual((caught.exception.path, caught.exception.damaged), (path, True), text)
+    os.remove(path)
+    with self.assertRaises(manifest.ManifestError) as caught:
+      manifest.read(out, 'test')
+    self.assertEqual((caught.exception.path, caught.exception.damaged), (path, False))
 
 
 if __name__ == '__main__':

@@ -9,10 +9,13 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
+from command_line import status_file
 from data_tools import extract_flow, flow_shards, make_synthetic_ucf101
 
 from input_fn import flow, ucf101
@@ -94,8 +97,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
     # The file spells the class otherwise (like v_HandStandPushups in HandstandPushups/).
     os.rename(os.path.join(videos, 'v_MoveLeftSpeed1_g02_c01.avi'),
               os.path.join(videos, 'v_MoveleftSpeed1_g02_c01.avi'))
-    cls.logged = []
-    cls.manifest = cls.extract(cls.data, cls.logged, workers=2)
+    cls.manifest, cls.events = cls.extract(cls.data, workers=2)
 
   @classmethod
   def tearDownClass(cls):
@@ -103,11 +105,19 @@ class ExtractFlowToolTest(tf.test.TestCase):
     super().tearDownClass()
 
   @staticmethod
-  def extract(data, logged, **overrides):
+  def extract(data, **overrides) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Runs extract_flow here: (its manifest, {event name: its status event})."""
     options = extract_flow.ExtractFlowOptions(**{
         'data_dir': data, 'short_side': 0, 'workers': 1, 'tvl1_scales': FAST.scales,
         'tvl1_warps': FAST.warps, 'tvl1_epsilon': FAST.epsilon, **overrides})
-    return extract_flow.extract(options, log=logged.append)
+    with tempfile.TemporaryDirectory() as scratch:
+      path = os.path.join(scratch, 'events.jsonl')
+      with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: path}):
+        manifest = extract_flow.extract(options, log=lambda line: None)
+      return manifest, {e['event']: e for e in status_file.read(path)}
+
+  def assertPlan(self, events, **expected):
+    self.assertEqual({k: events['flow_plan'][k] for k in expected}, expected)
 
   def test_writes_every_video_under_its_canonical_name_and_reports_the_bad_one(self):
     out = os.path.join(self.data, 'tvl1_flow')
@@ -118,8 +128,11 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertIn('v_MoveLeftSpeed1_g09_c01.avi', manifest['skipped'][0]['input'])
     self.assertTrue(flow.has_flow(out, 'v_MoveLeftSpeed1_g02_c01'))
     self.assertFalse(os.path.exists(os.path.join(out, 'u', 'v_MoveleftSpeed1_g02_c01')))
-    self.assertRegex(self.logged[-1], r'16 of 17 videos have flow .* flow frames/s per core '
-                     r'\(2 process\(es\)\); skipped 1: 1 undecodable video')
+    computed = self.events['flow_computed']
+    self.assertEqual((computed['videos'], computed['backend'], computed['workers']),
+                     (17, 'opencv', 2))
+    self.assertEqual(computed['flow_frames'], sum(
+        ucf101.count_flow_frames(out, name)[0] for name in os.listdir(os.path.join(out, 'u'))))
     # flow.txt: I3D_Finetune's list inside --out, one row per video with flow, counts =
     # frames - 1; nothing written beside --out.
     self.assertFalse(os.path.exists(os.path.join(self.data, 'flow.txt')))
@@ -137,15 +150,15 @@ class ExtractFlowToolTest(tf.test.TestCase):
     shutil.copytree(self.data, data)
     out = os.path.join(data, 'tvl1_flow')
     shutil.rmtree(os.path.join(out, 'v', 'v_MoveRightSpeed1_g03_c01'))
-    logged = []
-    self.extract(data, logged)
-    self.assertIn('15 already done; 2 to compute', logged[0])  # the gap + the bad video
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=15, to_compute=2)  # the gap + the bad video
     self.assertTrue(flow.has_flow(out, 'v_MoveRightSpeed1_g03_c01'))
     with open(os.path.join(out, extract_flow.MANIFEST)) as f:
       self.assertEqual(json.load(f)['num_with_flow'], 16)
-    with self.assertRaisesRegex(extract_flow.SettingsMismatch,
-                                'other settings.*use another --out'):
-      self.extract(data, logged, tvl1_epsilon=0.01)
+    with self.assertRaises(extract_flow.SettingsMismatch) as caught:
+      self.extract(data, tvl1_epsilon=0.01)
+    self.assertEqual((caught.exception.differences, caught.exception.damaged),
+                     (('epsilon',), ''))
 
   def test_flow_of_an_older_extraction_without_source_records_is_kept_unless_older_than_its_video(self):
     data = os.path.join(self.root, 'older')
@@ -154,29 +167,24 @@ class ExtractFlowToolTest(tf.test.TestCase):
     video = os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g04_c01.avi')
     later = os.stat(video).st_mtime + 3600
     os.utime(video, (later, later))  # edited after its flow was computed
-    logged = []
-    self.extract(data, logged)
-    self.assertIn('15 already done (15 without a source record but newer than their video: '
-                  'kept); 2 to compute (1 whose video changed since its flow was computed: '
-                  'computed again)', logged[0])
-    logged = []
-    self.extract(data, logged)
-    self.assertIn('16 already done; 1 to compute with', logged[0])  # the bad video only
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=15, adopted=15, to_compute=2, changed=1)
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=16, adopted=0, to_compute=1, changed=0)  # the bad one
 
   def test_three_shards_into_one_out_write_what_one_process_writes_byte_for_byte(self):
     out = os.path.join(self.root, 'sharded')
-    results = [self.extract(self.data, [], out=out, shard=i, num_shards=3) for i in range(3)]
+    results = [self.extract(self.data, out=out, shard=i, num_shards=3)[0] for i in range(3)]
     self.assertEqual([r.get('merged', True) for r in results], [False, False, True])
     self.assertEqual(tree_bytes(out), tree_bytes(os.path.join(self.data, 'tvl1_flow')))
-    logged = []
-    self.extract(self.data, logged, out=out)  # a later run: nothing to do, same records
-    self.assertIn('16 already done; 1 to compute', logged[0])
+    _, events = self.extract(self.data, out=out)  # a later run: nothing to do, same records
+    self.assertPlan(events, videos=17, already_done=16, to_compute=1, num_shards=1)
     self.assertEqual(tree_bytes(out), tree_bytes(os.path.join(self.data, 'tvl1_flow')))
 
   def test_a_shard_out_of_range_is_refused_before_work(self):
-    with self.assertRaisesRegex(extract_flow.OptionsError,
-                                r'--shard=3 must be below --num_shards=3'):
-      self.extract(self.data, [], shard=3, num_shards=3)
+    with self.assertRaises(extract_flow.OptionsError) as caught:
+      self.extract(self.data, shard=3, num_shards=3)
+    self.assertEqual(caught.exception.option, 'shard')
 
   def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
     environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',
@@ -199,9 +207,10 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertCountEqual(again, shares[2])
 
   def test_a_folder_without_videos_is_an_error_naming_the_fix(self):
-    with self.assertRaisesRegex(FileNotFoundError, 'no <Class>/v_<Class>_gGG_cCC.avi under '
-                                '.*ucfTrainTestlist: pass the UCF101 root'):
-      self.extract('', [], videos_dir=os.path.join(self.data, 'ucfTrainTestlist'))
+    lists = os.path.join(self.data, 'ucfTrainTestlist')
+    with self.assertRaises(FileNotFoundError) as caught:
+      self.extract('', videos_dir=lists)
+    self.assertEqual((caught.exception.path, caught.exception.option), (lists, 'videos_dir'))
 
 
 if __name__ == '__main__':

@@ -96,8 +96,7 @@ class FlowInputTest(tf.test.TestCase):
     self.assertEqual((train['source'], test['source']), ('flow', 'flow'))
     self.assertEqual(train['num_records'], train['num_listed'] - 1)
     self.assertEqual(train['skipped_by_kind'], {'missing flow folder': 1})
-    self.assertIn(self.missing, train['skipped'][0]['reason'])
-    self.assertIn('run //data_tools:extract_flow', train['skipped'][0]['reason'])
+    self.assertEqual(os.path.basename(train['skipped'][0]['input']), self.missing)
     self.assertEqual(test['num_records'], test['num_listed'])
 
   def test_prepare_uses_the_rows_of_flow_txt_when_given(self):
@@ -179,19 +178,21 @@ class FlowInputTest(tf.test.TestCase):
     no_flow = os.path.join(self.root, 'no_flow')
     os.makedirs(no_flow, exist_ok=True)
     # Sources that give RGB clips: refused when the params are made, before any file is read.
+    # The same sources with the RGB stream are accepted: the stream is what is refused.
     for values in (dict(data_source='videos', data_dir=self.data), dict(data_source='synthetic')):
-      with self.assertRaisesRegex(params_lib.ParamsError, '//data_tools:extract_flow'):
+      with self.assertRaises(params_lib.ParamsError):
         self.params(**values)
-    cases = [
-        (self.params(data_source='frames', data_dir=no_flow),
-         f'extract_flow -- --data_dir={no_flow}'),
-        (self.params(data_dir=rgb_tfr), 'holds RGB records .* --source=flow'),
-        (self.params(stream='rgb'), 'holds flow records'),
-    ]
-    for params, message in cases:
-      with self.assertRaisesRegex(preflight.PreflightError, message):
+      self.assertEqual(self.params(stream='rgb', **values).stream, 'rgb')
+    # Data that cannot give the stream's clips: one problem, the stream's data problem.
+    cases = [self.params(data_source='frames', data_dir=no_flow),
+             self.params(data_dir=rgb_tfr),
+             self.params(stream='rgb')]
+    for params in cases:
+      with self.assertRaises(preflight.PreflightError):
         preflight.check(params)
+      self.assertIsNotNone(factory.stream_data_problem(params), params)
     self.assertEqual(preflight.problems(self.params()), [])
+    self.assertIsNone(factory.stream_data_problem(self.params()))
 
 
 if __name__ == '__main__':

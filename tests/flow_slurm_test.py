@@ -8,6 +8,7 @@ Skips, with the reason, only where Slurm is not installed (`bash tools/setup.sh`
 is not root.
 """
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ import unittest
 
 from absl.testing import absltest
 
+from command_line import status_file
 from data_tools import extract_flow
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 from tests.slurm_testing import MultiNodeSlurm, missing_reason
@@ -48,8 +50,8 @@ class FlowSlurmTest(absltest.TestCase):
     shutil.rmtree(cls.slurm_dir, ignore_errors=True)
     super().tearDownClass()
 
-  def array_states(self, job: str) -> dict[str, tuple[str, str]]:
-    """{array task id: (JobState, ExitCode)} of every task of array job `job`."""
+  def array_states(self, job: str) -> dict[str, tuple[str, str, str]]:
+    """{array task id: (JobState, ExitCode, NodeList)} of every task of array job `job`."""
     out = subprocess.run([*self.slurm.client, 'scontrol', 'show', 'job', '-o', job],
                          env=self.slurm.env, capture_output=True, text=True, timeout=30,
                          check=True).stdout
@@ -57,10 +59,11 @@ class FlowSlurmTest(absltest.TestCase):
     for line in out.splitlines():
       fields = dict(re.findall(r'(\w+)=(\S+)', line))
       if 'JobState' in fields:
-        states[fields.get('ArrayTaskId', '?')] = (fields['JobState'], fields['ExitCode'])
+        states[fields.get('ArrayTaskId', '?')] = (fields['JobState'], fields['ExitCode'],
+                                                  fields.get('NodeList', ''))
     return states
 
-  def wait_array(self, job: str) -> dict[str, tuple[str, str]]:
+  def wait_array(self, job: str) -> dict[str, tuple[str, str, str]]:
     deadline = time.time() + LIMIT
     while time.time() < deadline:
       states = self.array_states(job)
@@ -83,8 +86,10 @@ class FlowSlurmTest(absltest.TestCase):
         tvl1_warps=3, tvl1_epsilon=0.05), log=lambda line: None)
 
     out = os.path.join(work, 'array')
+    events = os.path.join(work, 'events.jsonl')  # every task's status events
     env = {'PYTHON': sys.executable, 'PYTHONPATH': ROOT, 'PYTHONUNBUFFERED': '1',
-           'DATA_DIR': data, 'OUT': out, 'FLOW_FLAGS': ' '.join(SETTINGS)}
+           'DATA_DIR': data, 'OUT': out, 'FLOW_FLAGS': ' '.join(SETTINGS),
+           status_file.STATUS_FILE_ENV: events}
     job = self.slurm.submit(['--array=0-2', '--gres=none', f'--output={work}/task-%a.out',
                              SCRIPT], cwd=ROOT, env=env)
     states = self.wait_array(job)
@@ -92,10 +97,17 @@ class FlowSlurmTest(absltest.TestCase):
     for task in range(3):
       with open(os.path.join(work, f'task-{task}.out')) as f:
         logs += f.read()
-    self.assertEqual(states, {str(t): ('COMPLETED', '0:0') for t in range(3)}, logs[-3000:])
-    hosts = set(re.findall(r'array task \d of 3 on (\w+)', logs))
+    self.assertEqual({t: state[:2] for t, state in states.items()},
+                     {str(t): ('COMPLETED', '0:0') for t in range(3)}, logs[-3000:])
+    hosts = {state[2] for state in states.values()}
     self.assertEqual(hosts, {'n1', 'n2', 'n3'}, logs[-3000:])  # one task per node
-    self.assertIn('all 3 shards done: 16 of 17 videos have flow', logs)
+    plans = [e for e in status_file.read(events) if e['event'] == 'flow_plan']
+    self.assertEqual(sorted((p['shard'], p['num_shards'], p['videos']) for p in plans),
+                     [(0, 3, 17), (1, 3, 17), (2, 3, 17)], logs[-3000:])
+    self.assertEqual(sum(p['mine'] for p in plans), 17)
+    with open(os.path.join(out, extract_flow.MANIFEST)) as f:
+      merged = json.load(f)
+    self.assertEqual((merged['num_with_flow'], merged['num_found']), (16, 17))
     self.assertEqual(tree_bytes(out), tree_bytes(one))
 
 

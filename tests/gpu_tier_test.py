@@ -16,7 +16,8 @@ printed, where TensorFlow sees no GPU. With one or more GPUs:
 
 `tools/gpu_check.sh` runs this file and prints its table; with GPU_TIER_RESULTS set, each
 spec appends its measurements there as one JSON line (spec, gpu, towers, examples/s,
-peak MiB).
+peak MiB), and the tier's report lines as {'note': line} (with `skipped`: the reason, when
+the tier cannot run).
 """
 
 from __future__ import annotations
@@ -83,6 +84,17 @@ def record(test: tf.test.TestCase, spec: str, **values) -> None:
                           'gpu': ', '.join(sorted(set(gpu_names()))), **values}) + '\n')
 
 
+def note(line: str, **values) -> None:
+  """Prints a line of the tier's report and, when GPU_TIER_RESULTS is set, appends it there
+  for tools/gpu_check.sh as {'note': line, **values} (`skipped`: the reason the tier
+  cannot run here)."""
+  print(line, flush=True)
+  path = os.environ.get('GPU_TIER_RESULTS')
+  if path:
+    with open(path, 'a', encoding='utf-8') as f:
+      f.write(json.dumps({'note': line, **values}) + '\n')
+
+
 def gpu_pids() -> dict[int, int]:
   """pid -> GPU MiB of every process holding GPU memory (nvidia-smi)."""
   out = subprocess.run(['nvidia-smi', '--query-compute-apps=pid,used_memory',
@@ -133,7 +145,7 @@ class GpuTierTest(tf.test.TestCase):
     super().setUpClass()
     cls.reason = no_gpu_reason()
     if cls.reason:
-      print(f'GPU tier skipped: {cls.reason}', flush=True)
+      note(f'GPU tier skipped: {cls.reason}', skipped=cls.reason)
     else:
       # Float32 arithmetic as on the CPU (Ampere and later would use TF32 otherwise).
       tf.config.experimental.enable_tensor_float_32_execution(False)
@@ -143,7 +155,7 @@ class GpuTierTest(tf.test.TestCase):
       for gpu in tf.config.list_physical_devices('GPU'):
         tf.config.experimental.set_memory_growth(gpu, True)
       cls.num_gpus = len(tf.config.list_physical_devices('GPU'))
-      print(f'GPU tier on {cls.num_gpus} GPU(s): {", ".join(gpu_names())}', flush=True)
+      note(f'GPU tier on {cls.num_gpus} GPU(s): {", ".join(gpu_names())}')
 
   def setUp(self):
     super().setUp()
@@ -370,8 +382,8 @@ class GpuTierTest(tf.test.TestCase):
     for name, rate in median.items():
       self.assertGreater(rate, 0.0, name)
       record(self, f'c3d_small {name}', towers=self.num_gpus, examples_per_s=rate)
-    print(f'towers / mirrored examples/s on {self.num_gpus} GPU(s): '
-          f'{median["towers"] / median["mirrored"]:.2f}x', flush=True)
+    note(f'towers / mirrored examples/s on {self.num_gpus} GPU(s): '
+         f'{median["towers"] / median["mirrored"]:.2f}x')
   # --- TV-L1 flow on one GPU -------------------------------------------------------------
 
   def test_tvl1_flow_runs_30_frame_pairs_per_second_at_341x256(self):

@@ -12,7 +12,8 @@ import tempfile
 import tensorflow as tf
 
 from data_tools import extract_flow, make_synthetic_ucf101, prepare
-from input_fn import factory, manifest, records
+from command_line.options import options_named
+from input_fn import datasets, factory, manifest, records
 from towers import classifier
 from towers import params as params_lib
 from towers import evaluate_two_stream, preflight, two_stream
@@ -155,19 +156,20 @@ class Hmdb51Test(tf.test.TestCase):
   def test_one_dataset_per_directory_and_records_of_another_dataset_refused(self):
     out = os.path.join(self.root, 'once')
     self.prepare(out, split=1)
-    with self.assertRaisesRegex(prepare.PrepareError, r'holds another dataset \(split: 1 here, '
-                                r'2 asked\)'):
+    with self.assertRaises(prepare.PrepareError) as caught:
       self.prepare(out, split=2)
+    self.assertEqual((caught.exception.option, caught.exception.differences), ('out', ('split',)))
     ucf = os.path.join(self.root, 'ucf')
     make_synthetic_ucf101.make_dataset(ucf, classes=2, groups=8, width=24, height=20,
                                        min_frames=8, max_frames=8, object_size=10)
-    with self.assertRaisesRegex(prepare.PrepareError, r'holds another dataset \(dataset: '
-                                r'hmdb51 here, ucf101 asked'):
+    with self.assertRaises(prepare.PrepareError) as caught:
       prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, short_side=0, workers=1))
+    self.assertEqual(caught.exception.differences[0], 'dataset')
     params = params_lib.make_params(data_source='tfrecord', data_dir=out, num_classes=3)
-    with self.assertRaisesRegex(ValueError, r'--dataset=ucf101 but .*train.manifest.json holds '
-                                r'hmdb51 records: set --dataset=hmdb51'):
+    with self.assertRaises(manifest.ManifestError) as caught:
       factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
+    self.assertEqual(options_named(caught.exception), ['dataset'])
+    self.assertEqual(manifest.read(out, 'train')['dataset'], 'hmdb51')
 
   def test_the_direct_route_reads_the_official_layout(self):
     params = params_lib.make_params(dataset='hmdb51', data_source='videos', data_dir=self.data,
@@ -186,7 +188,12 @@ class Hmdb51Test(tf.test.TestCase):
     found = preflight.problems(dataclasses.replace(
         params, data_dir=partial, split=3, model_dir=os.path.join(self.root, 'unused')))
     self.assertLen(found, 1)
-    self.assertIn('holds no HMDB51 split file of split 3 (<class>_test_split3.txt', found[0])
+    self.assertEqual(preflight.problems(dataclasses.replace(
+        params, data_dir=partial, split=2, model_dir=os.path.join(self.root, 'unused'))), [])
+    splits = os.path.join(partial, 'testTrainMulti_7030_splits')
+    with self.assertRaises(datasets.DatasetError) as caught:  # what preflight reports
+      datasets.read_split('hmdb51', splits, 3)
+    self.assertEqual(caught.exception.path, splits)
 
   def test_a_small_network_learns_from_hmdb51_records_and_from_a_list(self):
     hmdb = os.path.join(self.root, 'learn_hmdb51')

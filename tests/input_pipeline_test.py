@@ -219,13 +219,12 @@ class PipelineTest(tf.test.TestCase):
   def test_factory_dispatches_and_checks_data_params(self):
     fn = factory.make_input_fn(self.params, TRAIN)
     self.assertEqual(fn(None).element_spec[0]['clips'].shape.as_list(), [4, T, S, S, 3])
-    for bad, message in (({'eval_clips': 0}, 'eval_clips'),
-                         ({'max_eval_videos': 3}, 'max_eval_videos'),
-                         ({'data_dir': '/nonexistent'}, 'data_dir'),
-                         ({'split': 4}, 'split')):
-      with self.subTest(bad), self.assertRaisesRegex(ValueError, message):
+    factory.make_input_fn(self.params, EVAL)  # each case below changes one value of these
+    for bad in ({'eval_clips': 0}, {'max_eval_videos': 3}, {'data_dir': '/nonexistent'},
+                {'split': 4}):
+      with self.subTest(bad), self.assertRaises(ValueError):
         factory.make_input_fn(params_lib.make_params(self.params.__dict__, **bad), EVAL)
-    with self.assertRaisesRegex(ValueError, 'synthetic'):
+    with self.assertRaises(ValueError):
       factory.make_input_fn(params_lib.make_params(self.params.__dict__,
                                                    data_source='synthetic'), TRAIN)
 

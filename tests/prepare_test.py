@@ -6,10 +6,13 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
+from command_line import status_file
 from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import records, ucf101
@@ -31,6 +34,16 @@ def read_records(out: str, subset: str) -> list[dict]:
                    'num_frames': int(parsed['num_frames']), 'index': int(parsed['index']),
                    'frames': len(parsed['frames'])})
   return rows
+
+
+def prepare_plan(config: prepare.PrepareConfig) -> dict[str, Any]:
+  """Runs `prepare` and returns its `prepare_plan` status event."""
+  with tempfile.TemporaryDirectory() as scratch:
+    path = os.path.join(scratch, 'events.jsonl')
+    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: path}):
+      prepare.prepare(config, log=lambda s: None)
+    events = status_file.read(path)
+  return next(e for e in events if e['event'] == 'prepare_plan')
 
 
 class PrepareTest(tf.test.TestCase):
@@ -112,8 +125,7 @@ class PrepareTest(tf.test.TestCase):
     data = self.copy()
     self._break_videos(data)
     out = self.create_tempdir().full_path
-    lines = []
-    manifests = prepare.prepare(self.config(data, out), log=lines.append)
+    manifests = prepare.prepare(self.config(data, out), log=lambda s: None)
     test = manifests['test']
     kinds = test['skipped_by_kind']
     self.assertEqual(kinds, {'empty file': 1, 'truncated video': 1, 'undecodable video': 1,
@@ -128,10 +140,8 @@ class PrepareTest(tf.test.TestCase):
     self.assertEqual(by_kind['missing file']['line'], 5)
     self.assertEqual(by_kind['unknown class']['line'], 15)
     self.assertEqual(by_kind['malformed line']['line'], 16)
-    summary = [l for l in lines if l.startswith('prepare: test: ')][-1]
-    self.assertIn('9 records of 16 listed videos', summary)  # 9 + 7 skipped = 16 lines
-    self.assertIn('skipped 7', summary)
-    self.assertIn('1 empty file', summary)
+    # 9 + 7 skipped = 16 lines
+    self.assertEqual((test['num_records'], test['num_skipped'], test['num_listed']), (9, 7, 16))
     names = {r['video'] for r in read_records(out, 'test')}
     self.assertNotIn('v_MoveRightSpeed1_g01_c01', names)
     self.assertIn('v_MoveRightSpeed1_g06_c01', names)
@@ -160,16 +170,21 @@ class PrepareTest(tf.test.TestCase):
     data = self.copy()
     append_lines(os.path.join(data, SPLIT, 'trainlist01.txt'),
                  ['MoveLeftSpeed1/v_MoveLeftSpeed1_g09_c02.avi 9'])
-    with self.assertRaisesRegex(ucf101.InputError, r'trainlist01\.txt:5: label 9 out of range'):
+    with self.assertRaises(ucf101.InputError) as caught:
       prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
                       log=lambda s: None)
+    problem = caught.exception.problem
+    self.assertEqual((os.path.basename(problem.source), problem.line, problem.kind),
+                     ('trainlist01.txt', 5, 'label out of range'))
     data = self.copy()
     open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g08_c01.avi'),
          'wb').close()
-    with self.assertRaisesRegex(ucf101.InputError,
-                                r'v_MoveLeftSpeed1_g08_c01\.avi: empty file.*trainlist01\.txt:3'):
+    with self.assertRaises(ucf101.InputError) as caught:
       prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
                       log=lambda s: None)
+    problem = caught.exception.problem
+    self.assertEqual((os.path.basename(problem.source), problem.kind),
+                     ('v_MoveLeftSpeed1_g08_c01.avi', 'empty file'))
 
   def test_resumed_preparation_equals_an_uninterrupted_one_and_reruns_change_nothing(self):
     whole = self.create_tempdir().full_path
@@ -184,9 +199,8 @@ class PrepareTest(tf.test.TestCase):
     done_before = sorted(glob.glob(os.path.join(resumed, '*.tfrecord')))
     self.assertLen(done_before, 3)
     mtimes = {p: os.stat(p).st_mtime_ns for p in done_before}
-    lines = []
-    prepare.prepare(self.config(self.clean, resumed), log=lines.append)
-    self.assertIn('prepare: 12 videos in 6 shards to convert with 1 worker(s)', lines)
+    plan = prepare_plan(self.config(self.clean, resumed))
+    self.assertEqual((plan['videos'], plan['shards'], plan['workers']), (12, 6, 1))
     for path, mtime in mtimes.items():
       self.assertEqual(os.stat(path).st_mtime_ns, mtime, f'{path} was rewritten')
     names = lambda d: sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, '*')))
@@ -195,20 +209,22 @@ class PrepareTest(tf.test.TestCase):
       with open(os.path.join(whole, name), 'rb') as a, open(os.path.join(resumed, name),
                                                            'rb') as b:
         self.assertEqual(a.read(), b.read(), name)
-    lines = []
-    prepare.prepare(self.config(self.clean, resumed), log=lines.append)
-    self.assertIn('prepare: 0 videos in 0 shards to convert with 1 worker(s)', lines)
+    plan = prepare_plan(self.config(self.clean, resumed))
+    self.assertEqual((plan['videos'], plan['shards']), (0, 0))
+    self.assertEqual(plan['subsets'], {'train': {'shards': 2, 'already_done': 2},
+                                       'test': {'shards': 7, 'already_done': 7}})
 
   def test_changed_settings_need_overwrite_and_then_redo_the_shards(self):
     out = self.create_tempdir().full_path
     prepare.prepare(self.config(self.clean, out, subsets=('train',)), log=lambda s: None)
-    with self.assertRaisesRegex(prepare.PrepareError, 'short_side: 0 here, 32 asked'):
+    with self.assertRaises(prepare.PrepareError) as caught:
       prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32),
                       log=lambda s: None)
-    lines = []
-    prepare.prepare(self.config(self.clean, out, subsets=('train',), short_side=32,
-                                overwrite=True), log=lines.append)
-    self.assertIn('prepare: 4 videos in 2 shards to convert with 1 worker(s)', lines)
+    self.assertEqual((caught.exception.option, caught.exception.differences),
+                     ('out', ('short_side',)))
+    plan = prepare_plan(self.config(self.clean, out, subsets=('train',), short_side=32,
+                                    overwrite=True))
+    self.assertEqual((plan['videos'], plan['shards'], plan['workers']), (4, 2, 1))
 
   def test_process_pool_gives_the_same_records(self):
     one = self.create_tempdir().full_path

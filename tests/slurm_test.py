@@ -128,8 +128,10 @@ class RealSlurmTest(tf.test.TestCase):
                f'--slurm_port={port}')
     job, code, log = self.submit(['--ntasks=4', f'--wrap={command}'])
     self.assert_ended_cleanly(job, code, log)
-    self.assertIn('cluster from SLURM: this is ps 0', log)
-    self.assertIn('cluster from SLURM: this is worker 1', log)
+    roles = sorted((e['source'], e['task_type'], e['index'])
+                   for e in self.events('cluster_task'))
+    self.assertEqual(roles, [('SLURM', 'chief', 0), ('SLURM', 'ps', 0), ('SLURM', 'worker', 0),
+                             ('SLURM', 'worker', 1)], log[-4000:])
     self.assertLen(self.events('workers_finished'), 1,
                    'the chief heard from every worker before the final checkpoint')
 
@@ -137,10 +139,11 @@ class RealSlurmTest(tf.test.TestCase):
     # A trainer that fails at once (as a bad flag would); ps and evaluator are real.
     self.use_batch_script(failing=('worker', 7))
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
-    self.assertEqual(self.slurm.job_state(job)[0], 'FAILED', log[-3000:])
+    self.assertEqual(self.slurm.job_state(job), ('FAILED', '7:0'), log[-3000:])
     self.assertNotEqual(code, 0)
-    self.assertIn('error: trainer 0 on', log)
-    self.assertIn('exited with code 7', log)
+    failed = [(e['task'], e['exit_code']) for e in self.events('task_ended')
+              if e['exit_code'] != 0]
+    self.assertEqual(failed[0], ('trainer 0', 7), log[-3000:])  # the one the job names
     time.sleep(1)
     self.assertEqual(leftover_processes(self.model_dir), '', 'no task outlives the job')
 
@@ -149,8 +152,8 @@ class RealSlurmTest(tf.test.TestCase):
     self.use_batch_script(failing=('evaluator', 5))
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
-    self.assertIn('warning: evaluator on', log)
-    self.assertIn('exited with code 5; training goes on without it', log)
+    ended = {e['task']: e['exit_code'] for e in self.events('task_ended')}
+    self.assertEqual(ended, {'ps 0': 0, 'trainer 0': 0, 'evaluator': 5}, log[-3000:])
 
   def test_an_evaluator_stopped_for_the_time_limit_after_training_evaluates_on_requeue(self):
     # Training completes; the evaluator stops for the time limit (exit 75) before the final
@@ -159,10 +162,11 @@ class RealSlurmTest(tf.test.TestCase):
     self.use_batch_script(failing=('evaluator', 75), once=True)
     job, code, log = self.submit(['--nodes=1', '--gres=none', SCRIPT])
     self.assert_ended_cleanly(job, code, log)
-    self.assertIn('the time limit is near: training is over, the final checkpoint is not yet '
-                  f'evaluated; requeueing job {job}', log)
+    self.assertEqual([(e['job'], e['stopped']) for e in self.events('requeue')],
+                     [(job, 'evaluator')], log[-3000:])
     self.assert_final_checkpoint_evaluated(log)
-    self.assertNotIn('warning: evaluator on', log)
+    evaluator = [e['exit_code'] for e in self.events('task_ended') if e['task'] == 'evaluator']
+    self.assertEqual(evaluator, [75, 0], log[-3000:])  # stopped, then evaluated on requeue
 
 
 if __name__ == '__main__':

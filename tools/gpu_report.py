@@ -10,6 +10,7 @@ be loaded, a CPU-only TensorFlow build. Exit 0 when at least one GPU is seen, 1 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import glob
 import os
 import shutil
@@ -71,33 +72,66 @@ def unloadable_libraries() -> list[str]:
   return missing
 
 
-def main() -> int:
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+  """What this machine offers TensorFlow: the GPUs it sees (one line each) and, for none,
+  the causes found: a CPU-only build, the driver (version from nvidia-smi, None without
+  one; `driver_line` what nvidia-smi said) and whether it is older than `MIN_DRIVER`, CUDA
+  libraries that cannot be loaded, and CUDA_VISIBLE_DEVICES when set."""
+  tf_version: str
+  gpus: list[str]
+  cuda_version: str | None
+  cudnn_version: str | None
+  cuda_build: bool
+  driver_version: str | None = None
+  driver_line: str = ''
+  driver_too_old: bool = False
+  unloadable: list[str] = dataclasses.field(default_factory=list)
+  visible_devices: str | None = None
+
+
+def diagnose() -> Diagnosis:
+  """Looks at TensorFlow's GPUs and, when it sees none, at why (see `Diagnosis`)."""
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   build = tf.sysconfig.get_build_info()
-  gpus = tf.config.list_physical_devices('GPU')
-  for i, gpu in enumerate(gpus):
+  gpus = []
+  for i, gpu in enumerate(tf.config.list_physical_devices('GPU')):
     details = tf.config.experimental.get_device_details(gpu)
     capability = details.get('compute_capability')
-    say(f'GPU {i}: {details.get("device_name", gpu.name)}'
-        + (f', compute capability {capability[0]}.{capability[1]}' if capability else ''))
+    gpus.append(f'GPU {i}: {details.get("device_name", gpu.name)}'
+                + (f', compute capability {capability[0]}.{capability[1]}' if capability else ''))
+  found = Diagnosis(tf.__version__, gpus, build.get('cuda_version'),
+                    build.get('cudnn_version'), bool(build.get('is_cuda_build')))
   if gpus:
-    say(f'TensorFlow {tf.__version__} sees {len(gpus)} GPU(s) (CUDA {build.get("cuda_version")}, '
-        f'cuDNN {build.get("cudnn_version")})')
-    return 0
-  say(f'TensorFlow {tf.__version__} sees no GPU. Why:')
-  if not build.get('is_cuda_build'):
-    say('- this TensorFlow is a CPU-only build (tensorflow-cpu): run `bash tools/setup.sh --gpu`')
+    return found
   version, line = driver()
-  say(f'- {line}')
-  if version and driver_too_old(version):
-    say(f'- driver {version} is older than {MIN_DRIVER[0]}.{MIN_DRIVER[1]}, which CUDA '
-        f'{build.get("cuda_version", "12")} needs: upgrade the NVIDIA driver')
-  if build.get('is_cuda_build'):
-    for problem in unloadable_libraries():
-      say(f'- cannot load {problem}')
-  if os.environ.get('CUDA_VISIBLE_DEVICES') is not None:
-    say(f'- CUDA_VISIBLE_DEVICES={os.environ["CUDA_VISIBLE_DEVICES"]!r} limits the GPUs '
+  return dataclasses.replace(
+      found, driver_version=version, driver_line=line,
+      driver_too_old=bool(version and driver_too_old(version)),
+      unloadable=unloadable_libraries() if found.cuda_build else [],
+      visible_devices=os.environ.get('CUDA_VISIBLE_DEVICES'))
+
+
+def main() -> int:
+  found = diagnose()
+  for line in found.gpus:
+    say(line)
+  if found.gpus:
+    say(f'TensorFlow {found.tf_version} sees {len(found.gpus)} GPU(s) (CUDA '
+        f'{found.cuda_version}, cuDNN {found.cudnn_version})')
+    return 0
+  say(f'TensorFlow {found.tf_version} sees no GPU. Why:')
+  if not found.cuda_build:
+    say('- this TensorFlow is a CPU-only build (tensorflow-cpu): run `bash tools/setup.sh --gpu`')
+  say(f'- {found.driver_line}')
+  if found.driver_too_old:
+    say(f'- driver {found.driver_version} is older than {MIN_DRIVER[0]}.{MIN_DRIVER[1]}, which '
+        f'CUDA {found.cuda_version or "12"} needs: upgrade the NVIDIA driver')
+  for problem in found.unloadable:
+    say(f'- cannot load {problem}')
+  if found.visible_devices is not None:
+    say(f'- CUDA_VISIBLE_DEVICES={found.visible_devices!r} limits the GPUs '
         'this process may see')
   return 1
 

@@ -33,6 +33,7 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:status_file",
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -191,6 +192,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
@@ -225,6 +227,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:json_files",
@@ -246,6 +249,7 @@ MODULES = {
         ]),
         ("dir_identity.py", False, [
             ":json_files",
+            "//command_line:options",
         ]),
         ("direct.py", False, [
             ":datasets",
@@ -269,6 +273,7 @@ MODULES = {
         ("manifest.py", False, [
             ":dir_identity",
             ":json_files",
+            "//command_line:options",
         ]),
         ("pipeline.py", False, [
             ":manifest",
@@ -574,6 +579,7 @@ MODULES = {
             ":spec",
             ":time_limit",
             ":watchdog",
+            "//command_line:status_file",
         ]),
         ("shutdown.py", False, [
             ":ps_variables",
@@ -645,6 +651,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "cluster_emulator_test": [
+        "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
     ],
     "cluster_evaluator_test": [
@@ -729,8 +736,17 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:train_lib",
     ],
-    "data_tools_test": [
+    "data_tools_console_test": [
+        ":program_runs",
         "//data_tools:extract_flow_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+    ],
+    "data_tools_test": [
+        ":program_runs",
+        "//command_line:status_file",
+        "//data_tools:extract_flow_lib",
+        "//data_tools:layouts",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:direct",
@@ -782,6 +798,7 @@ TEST_DEPS = {
     ],
     "flow_extract_test": [
         ":flow_testing",
+        "//command_line:status_file",
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -802,6 +819,7 @@ TEST_DEPS = {
     "flow_slurm_test": [
         ":flow_testing",
         ":slurm_testing",
+        "//command_line:status_file",
         "//data_tools:extract_flow_lib",
     ],
     "full_disk_test": [
@@ -835,7 +853,9 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:train_lib",
     ],
-    "gpu_tools_test": [],
+    "gpu_tools_test": [
+        "//tools:gpu_report_lib",
+    ],
     "gtx1060_recipe_test": [
         "//benchmarks:i3d_memory_lib",
         "//towers:flags",
@@ -846,9 +866,11 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "hmdb51_test": [
+        "//command_line:options",
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:datasets",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:records",
@@ -977,6 +999,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "prepare_test": [
+        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:records",

@@ -31,6 +31,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from towers.cluster import evaluator, shutdown, time_limit
 from towers.cluster.base_runner import Recipe, Runner, assign_gpus
 from towers.cluster.model_ready import ModelReadyHook
@@ -208,6 +209,8 @@ def run_task(recipe: Recipe, task: ClusterTask) -> dict[str, Any]:
   others. Raises `shutdown.TrainingIncomplete` on the chief when a worker failed."""
   logging.info('cluster from %s: this is %s of %s', task.source, task.name,
                json.dumps(task.tf_config['cluster']))
+  status_file.record('cluster_task', source=task.source, task_type=task.task_type,
+                     index=task.task_index, address=task.address)
   assign_gpus(recipe.params, task)
   return RUNNERS[task.task_type](recipe, task).start()
 
