@@ -14,6 +14,10 @@ Events written today:
   sync_replicas  {workers, aggregated}       synchronous training built: gradients of the
                                              first `aggregated` of `workers` per step
   replica_batch  {clips}                     a replica's batch (benchmark peers)
+  gpus           {task, visible}             a cluster task's GPU visibility was decided
+                                             before TensorFlow started: its name and the
+                                             CUDA_VISIBLE_DEVICES ids set ([] none, None
+                                             the ones the process was given)
   waiting_for_workers {workers}              the chief reached max_steps and waits for
                                              these worker indices' last steps
   workers_finished {workers}                 the chief heard from every worker; it writes
@@ -21,12 +25,20 @@ Events written today:
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
+  checkpoints_skipped {skipped, step, last_step}
+                                             a lagging evaluator skips `skipped`
+                                             checkpoints: it evaluates `step` next, after
+                                             `last_step`
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
-  error          {program, exit_code, error, options}
+  network        {isolated}                  local_cluster starts its tasks: in a private
+                                             loopback-only namespace (true) or on the
+                                             host network
+  error          {program, exit_code, error, options, message}
                                              a program ended with its one error line
                                              (`command_line/entry.py`): the exception's
-                                             type (None for a stray argument) and the
-                                             option names it concerns
+                                             type (None for a stray argument), the
+                                             option names it concerns and the line's
+                                             message (for a launcher to pass on)
 
 Needs neither TensorFlow nor absl.
 """

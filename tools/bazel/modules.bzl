@@ -541,6 +541,7 @@ MODULES = {
         ("base_runner.py", False, [
             ":gpus",
             ":spec",
+            "//command_line:status_file",
         ]),
         ("evaluator.py", False, [
             ":base_runner",
@@ -609,7 +610,9 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "classify_test": [
+        ":program_runs",
         "//command_line:entry",
+        "//command_line:options",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:direct",
@@ -804,6 +807,7 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "gpu_roles_test": [
+        ":program_runs",
         "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
