@@ -22,6 +22,11 @@ Events written today:
                                              these worker indices' last steps
   workers_finished {workers}                 the chief heard from every worker; it writes
                                              the final checkpoint next
+  worker_lost    {worker, address, stuck, lost_secs}
+                                             the chief, waiting at max_steps, counts worker
+                                             `worker` as failed: unreachable (stuck false)
+                                             or answering without its last step (true) for
+                                             lost_secs
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
@@ -33,6 +38,15 @@ Events written today:
   network        {isolated}                  local_cluster starts its tasks: in a private
                                              loopback-only namespace (true) or on the
                                              host network
+  already_trained {step, max_steps}          the model_dir holds a checkpoint at `step` >=
+                                             max_steps: nothing to do, nothing written
+  stopped        {step, max_steps}           training stopped for the job's time limit
+                                             (exit 75) at a checkpoint of `step` (None: the
+                                             cluster session's own end saved it)
+  peer_lost      {address, down_secs, limit_secs, exit_code}
+                                             a watchdog gave up on a ps or the chief
+                                             unreachable past its limit; the task exits
+                                             with `exit_code`
   error          {program, exit_code, error, options, message}
                                              a program ended with its one error line
                                              (`command_line/entry.py`): the exception's

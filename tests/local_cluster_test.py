@@ -52,11 +52,11 @@ class LocalClusterTest(tf.test.TestCase):
                   for n in ('chief', 'worker1', 'worker2')}
     self.assertEqual(built_sync, {n: [(3, 2)] for n in ('chief', 'worker1', 'worker2')})
     # TensorFlow's own SyncReplicasOptimizer hook left the chief's session waiting its
-    # 120 s stop grace period for a queue runner blocked on gradients that no longer come,
-    # then printed that thread's CancelledError traceback (model_fn/sync_replicas.py).
+    # 120 s stop grace period for a queue runner blocked on gradients that no longer come
+    # (model_fn/sync_replicas.py): from every worker finished (the final checkpoint next)
+    # to the chief's exit is well under it, and the chief ends without an error.
     chief = cluster.output('chief')
-    self.assertFalse([l for l in chief if 'Traceback' in l or 'CancelledError' in l])
-    # From every worker finished (the final checkpoint next) to the chief's exit.
+    self.assertEqual(cluster.events('chief', 'error'), [])
     finished = cluster.events('chief', 'workers_finished')
     self.assertLen(finished, 1, chief[-20:])
     self.assertEqual(cluster.tasks['chief'].process.returncode, 0)

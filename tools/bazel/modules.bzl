@@ -338,7 +338,9 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("transfer.py", False, []),
-        ("variable_placement.py", False, []),
+        ("variable_placement.py", False, [
+            "//command_line:options",
+        ]),
         ("video_metrics.py", False, []),
         ("warm_start.py", False, [
             ":layers",
@@ -357,6 +359,7 @@ MODULES = {
         ]),
         ("i3d.py", False, [
             ":i3d_names",
+            "//command_line:options",
             "//model_fn:layers",
         ]),
         ("i3d_names.py", False, []),
@@ -498,6 +501,7 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:status_file",
             "//input_fn:pipeline",
             "//towers/cluster:evaluator",
             "//towers/cluster:time_limit",
@@ -549,6 +553,7 @@ MODULES = {
             ":spec",
             ":time_limit",
             ":watchdog",
+            "//command_line:status_file",
         ]),
         ("gpus.py", False, [
             ":spec",
@@ -571,6 +576,7 @@ MODULES = {
             ":spec",
             ":time_limit",
             ":watchdog",
+            "//command_line:status_file",
         ]),
         ("shutdown.py", False, [
             ":ps_variables",
@@ -581,6 +587,7 @@ MODULES = {
         ("time_limit.py", False, []),
         ("watchdog.py", False, [
             ":shutdown",
+            "//command_line:status_file",
         ]),
     ],
 }
@@ -652,6 +659,7 @@ TEST_DEPS = {
     ],
     "cluster_faults_test": [
         ":cluster_testing",
+        ":program_runs",
         "//towers:checkpoints",
         "//towers:train_lib",
     ],
@@ -669,6 +677,8 @@ TEST_DEPS = {
         "//towers:training",
     ],
     "cluster_refusals_test": [
+        ":program_runs",
+        "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
         "//towers:params",
@@ -823,6 +833,7 @@ TEST_DEPS = {
         ":tower_testing",
         "//benchmarks:benchmark_graphs",
         "//benchmarks:flow_benchmark_lib",
+        "//command_line:status_file",
         "//model_fn/networks:c3d_small",
         "//model_fn:devices",
         "//model_fn:layers",
@@ -860,6 +871,7 @@ TEST_DEPS = {
     "i3d_network_test": [
         ":i3d_test_lib",
         "//benchmarks:i3d_memory_lib",
+        "//command_line:options",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
         "//model_fn/networks:i3d_names",
@@ -1066,6 +1078,7 @@ TEST_DEPS = {
     ],
     "tower_placement_test": [
         ":tower_testing",
+        "//command_line:options",
         "//model_fn:gradients",
         "//model_fn:tower_model_fn",
         "//model_fn:variable_placement",
@@ -1097,6 +1110,7 @@ TEST_DEPS = {
         "//input_fn:video_io",
     ],
     "two_stream_checks_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//towers:evaluate_two_stream_lib",

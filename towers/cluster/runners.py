@@ -31,6 +31,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from towers.cluster import evaluator, shutdown, time_limit
 from towers.cluster.base_runner import Recipe, Runner, assign_gpus
 from towers.cluster.model_ready import ModelReadyHook
@@ -73,6 +74,7 @@ class TrainerRunner(Runner):
     if finished is not None and finished >= params.max_steps:
       logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                    params.model_dir, finished, params.max_steps)
+      status_file.record('already_trained', step=finished, max_steps=params.max_steps)
       self.finish(server.target, f'{params.model_dir} was already trained')
       return {}
     ps_watchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
