@@ -1094,6 +1094,14 @@ TEST_DEPS = {
         "//towers:train_lib",
         "//towers:train_settings",
     ],
+    "training_console_test": [
+        ":program_runs",
+        "//towers/cluster:local_cluster_lib",
+        "//towers:classify_lib",
+        "//towers:evaluate_two_stream_lib",
+        "//towers:train_lib",
+        "//towers:two_stream",
+    ],
     "transfer_test": [
         "//benchmarks:cluster_model",
         "//benchmarks:emulated_task_lib",
