@@ -41,7 +41,8 @@ def ps_unreachable_message(address: str, down_secs: float, limit_secs: float) ->
 class Watchdog(threading.Thread):
   """Ends the process with `exit_code` when any of `addresses` has refused TCP connections
   for `limit_secs` in a row, after logging `message(address, down_secs, limit_secs)` as an
-  error and recording a `peer_lost` status event. Checks every `period_secs`. A daemon thread: it ends with the task."""
+  error and recording a `peer_lost` status event. Checks every `period_secs`. A daemon
+  thread: it ends with the task."""
 
   def __init__(self, name: str, addresses: Sequence[str], limit_secs: float,
                message: Callable[[str, float, float], str], exit_code: int,
