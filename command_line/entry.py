@@ -21,8 +21,9 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. Every such ending is also recorded in the status file
 (`command_line.status_file`) as an `error` event: the program, its exit code, the error's
-type and the options it names (`options.options_named`), for callers and specs to tell
-endings apart without reading the line. `verbose=True` also defines `--verbose` and configures the console
+type, the options it names (`options.options_named`) and the message of its line, for
+callers and specs to tell endings apart without reading the line (a launcher passes the
+message on). `verbose=True` also defines `--verbose` and configures the console
 (`command_line.console`) before `check`. `extra_options`: more options dataclasses whose
 flags it defines after those, for `run` to read (`cli.options_from_flags`): //towers:train's
 options are `TrainParams`, the library's, and its own --check_flags lives beside them.
@@ -140,5 +141,5 @@ class Program:
     print(error_line(self.name, message), file=sys.stderr, flush=True)
     status_file.record('error', program=self.name, exit_code=code,
                        error=type(error).__name__ if error else None,
-                       options=options_named(error) if error else [])
+                       options=options_named(error) if error else [], message=str(message))
     return code

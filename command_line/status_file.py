@@ -14,13 +14,26 @@ Events written today:
   sync_replicas  {workers, aggregated}       synchronous training built: gradients of the
                                              first `aggregated` of `workers` per step
   replica_batch  {clips}                     a replica's batch (benchmark peers)
+  gpus           {task, visible}             a cluster task's GPU visibility was decided
+                                             before TensorFlow started: its name and the
+                                             CUDA_VISIBLE_DEVICES ids set ([] none, None
+                                             the ones the process was given)
   waiting_for_workers {workers}              the chief reached max_steps and waits for
                                              these worker indices' last steps
   workers_finished {workers}                 the chief heard from every worker; it writes
                                              the final checkpoint next
+  worker_lost    {worker, address, stuck, lost_secs}
+                                             the chief, waiting at max_steps, counts worker
+                                             `worker` as failed: unreachable (stuck false)
+                                             or answering without its last step (true) for
+                                             lost_secs
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
   evaluation     {step, metrics}             one evaluation's metrics (name -> float)
+  checkpoints_skipped {skipped, step, last_step}
+                                             a lagging evaluator skips `skipped`
+                                             checkpoints: it evaluates `step` next, after
+                                             `last_step`
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
   emulator_row   {system, mode, nodes, examples_per_second_per_worker, sent_mb,
                   received_mb, model_mb, link_use}
@@ -49,11 +62,24 @@ Events written today:
                                              many to compute (`changed`: their video changed)
   flow_computed  {videos, flow_frames, seconds, backend, workers}
                                              what this extract_flow process computed
-  error          {program, exit_code, error, options}
+  network        {isolated}                  local_cluster starts its tasks: in a private
+                                             loopback-only namespace (true) or on the
+                                             host network
+  already_trained {step, max_steps}          the model_dir holds a checkpoint at `step` >=
+                                             max_steps: nothing to do, nothing written
+  stopped        {step, max_steps}           training stopped for the job's time limit
+                                             (exit 75) at a checkpoint of `step` (None: the
+                                             cluster session's own end saved it)
+  peer_lost      {address, down_secs, limit_secs, exit_code}
+                                             a watchdog gave up on a ps or the chief
+                                             unreachable past its limit; the task exits
+                                             with `exit_code`
+  error          {program, exit_code, error, options, message}
                                              a program ended with its one error line
                                              (`command_line/entry.py`): the exception's
-                                             type (None for a stray argument) and the
-                                             option names it concerns
+                                             type (None for a stray argument), the
+                                             option names it concerns and the line's
+                                             message (for a launcher to pass on)
 
 Needs neither TensorFlow nor absl.
 """

@@ -13,6 +13,8 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from command_line.options import Problem
+
 
 class VariablePlacement(abc.ABC):
   """Assigns a device to each variable the first time it is requested."""
@@ -140,7 +142,8 @@ def make_placement(policy: str, tower_devices: Sequence[str],
     return GreedyBytesPlacement(tower_devices)
   if policy == 'ps':
     if not ps_devices:
-      raise ValueError('variable_device=ps needs a cluster with ps tasks (TF_CONFIG)')
+      raise ValueError(Problem('variable_device',
+                               'variable_device=ps needs a cluster with ps tasks (TF_CONFIG)'))
     if planned:
       return LargestFirstPlacement(ps_devices, planned, worker_host=host_device)
     return ParameterServerPlacement(ps_devices, worker_host=host_device)

@@ -14,10 +14,7 @@ import csv
 import dataclasses
 import json
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -28,6 +25,8 @@ from data_tools import make_synthetic_ucf101, prepare
 from input_fn import direct, pipeline, records, ucf101
 from input_fn import video_io
 from command_line import entry
+from command_line.options import options_named
+from tests import program_runs
 from towers import classifier, evaluate_two_stream, export_info, preflight, two_stream
 from towers import params as params_lib
 from towers.estimator import build_estimator
@@ -114,18 +113,28 @@ class ClassifyTest(tf.test.TestCase):
                            export_info.ASSETS_DIR, export_info.INFO_FILE)) as f:
       info = json.load(f)
     names, json_file = export_info.CLASS_NAMES_FILE, export_info.INFO_FILE
-    for name, file, data, reason in (
-        ('twice', names, '\n'.join(CLASSES[:3] + CLASSES[:1]), 'is the name of classes 0 and 3'),
-        ('three', names, '\n'.join(CLASSES[:3]), 'it lists 3 names'),
-        ('junk', names, bytes(range(255, -1, -1)) * 8, 'not UTF-8 text'),
-        ('truncated', json_file, json.dumps(info)[:100], 'not JSON'),
-        ('text', json_file, json.dumps(dict(info, eval_clips='three')), '"eval_clips" is "three"'),
+    # (name, file replaced, its data, the reason, the field or class name at fault)
+    for name, file, data, reason, field in (
+        ('twice', names, '\n'.join(CLASSES[:3] + CLASSES[:1]), 'repeated_name', CLASSES[0]),
+        ('three', names, '\n'.join(CLASSES[:3]), 'name_count', None),
+        ('junk', names, bytes(range(255, -1, -1)) * 8, 'not_text', None),
+        ('truncated', json_file, json.dumps(info)[:100], 'not_json', None),
+        ('text', json_file, json.dumps(dict(info, eval_clips='three')), 'bad_value',
+         'eval_clips'),
         ('other', json_file, json.dumps(dict(info, clip_frames=8, crop_size=32)),
-         'it says clip_frames 8 (the model: 4), crop_size 32 (the model: 16)')):
+         'not_described', None)):
       export = self.damaged_export(name, file, data)
-      with self.assertRaisesRegex(classifier.ClassifyError, re.escape(reason)) as caught:
+      with self.assertRaises(classifier.ClassifyError) as caught:
         classifier.classify(self.test_videos[:1], export)
-      self.assertIn(os.path.join(export, export_info.ASSETS_DIR, file), str(caught.exception))
+      error = caught.exception
+      self.assertEqual((error.reason, error.path, error.option),
+                       (reason, os.path.join(export, export_info.ASSETS_DIR, file), 'model'),
+                       name)
+      if reason == 'not_described':  # the fields that contradict the model
+        self.assertEqual(error.fields, ('clip_frames', 'crop_size'))
+      else:  # the export's own check, named by its file
+        self.assertIsInstance(error.__cause__, export_info.ExportInfoError)
+        self.assertEqual(error.__cause__.field, field, name)
 
   # --- classify() -------------------------------------------------------------------------------
 
@@ -196,8 +205,10 @@ class ClassifyTest(tf.test.TestCase):
     export_best = os.path.join(self.model('rgb'), 'export', 'best')  # also a model
     self.assertAllClose(classifier.classify(videos[:1], export_best)[0].probabilities,
                         rgb[0].probabilities)
-    with self.assertRaisesRegex(classifier.ClassifyError, 'swap the arguments'):
+    with self.assertRaises(classifier.ClassifyError) as caught:
       classifier.classify(videos, self.model('flow'), flow_model=self.model('rgb'))
+    self.assertEqual((caught.exception.reason, caught.exception.option), ('wrong_stream', 'model'))
+    self.assertEqual(caught.exception.path, two_stream.saved_model_dir(self.model('flow')))
 
   def test_frame_folders_and_list_files_are_videos_too(self):
     video = self.test_videos[0]
@@ -223,9 +234,7 @@ class ClassifyTest(tf.test.TestCase):
   # --- //towers:classify ------------------------------------------------------------------------
 
   def run_tool(self, *args):
-    env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
-    return subprocess.run([sys.executable, '-m', 'towers.classify', *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return program_runs.run('towers.classify', *args, timeout=300)
 
   def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):
     bad = os.path.join(self.root, 'bad')
@@ -240,19 +249,17 @@ class ClassifyTest(tf.test.TestCase):
     out = os.path.join(self.root, 'results.csv')
     run = self.run_tool(f'--model={self.model("rgb")}', '--top_k=1', f'--output={out}',
                         good[0], empty, garbage, still, good[1])
-    self.assertEqual(run.returncode, 1, run.stderr[-3000:])
-    lines = run.stdout.splitlines()
-    self.assertLen(lines, 5, run.stdout)
-    self.assertRegex(lines[0], rf'^{re.escape(good[0])}: ({"|".join(CLASSES)}) [01]\.\d{{3}}$')
-    self.assertEqual(lines[1], f'{empty}: FAILED: empty file (0 bytes)')
-    self.assertTrue(lines[2].startswith(f'{garbage}: FAILED: '), lines[2])
-    self.assertEqual(lines[3], f'{still}: FAILED: too short: 1 frame(s), a video needs 2')
-    self.assertIn('classify: 2 of 5 videos classified (rgb, 2 clips x 1 crop each); '
-                  f'3 failed (first: {empty})', run.stderr)
+    self.assertEqual(run.code, 1, run.output())
     with open(out, newline='') as f:
       rows = list(csv.reader(f))
     self.assertEqual(rows[0], ['video', 'status', 'class_1', 'probability_1', 'error'])
+    self.assertEqual([r[0] for r in rows[1:]], [good[0], empty, garbage, still, good[1]])
     self.assertEqual([r[1] for r in rows[1:]], ['ok', 'failed', 'failed', 'failed', 'ok'])
+    self.assertIn(rows[1][2], CLASSES)
+    self.assertEqual([r[4] for r in rows[2:5:2]],  # the reasons, as the file records them
+                     ['empty file (0 bytes)', 'too short: 1 frame(s), a video needs 2'])
+    self.assertNotEqual(rows[3][4], '')
+    self.assertEqual(run.events, [])  # failed videos are results, not an ending error
 
   def test_ten_good_videos_of_a_list_exit_0_with_json_and_a_progress_line(self):
     listing = os.path.join(self.root, 'ten.txt')
@@ -261,14 +268,13 @@ class ClassifyTest(tf.test.TestCase):
     out = os.path.join(self.root, 'results.json')
     run = self.run_tool(f'--model={self.model("rgb")}', f'--flow_model={self.model("flow")}',
                         '--crops=3', f'--output={out}', listing)
-    self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+    self.assertEqual(run.code, 0, run.output())
     with open(out) as f:
       written = json.load(f)
     self.assertEqual([w['video'] for w in written], self.test_videos[:10])
     self.assertEqual({t['class'] for t in written[0]['top']}, set(CLASSES))
     self.assertEqual({w['error'] for w in written}, {None})
-    self.assertRegex(run.stderr, r'classify: 10/10 videos \(100%\)  0 failed  [\d.]+ videos/s')
-    self.assertIn('(rgb+flow, 2 clips x 3 crops each); 0 failed', run.stderr)
+    self.assertEqual(run.events, [])
 
   def test_wrong_options_exit_2_with_one_line(self):
     junk = self.damaged_export('junk_names', export_info.CLASS_NAMES_FILE,
@@ -276,25 +282,27 @@ class ClassifyTest(tf.test.TestCase):
     junk_names = os.path.join(junk, export_info.ASSETS_DIR, export_info.CLASS_NAMES_FILE)
     not_a_folder = os.path.join(self.root, 'results.csv.d')
     open(not_a_folder, 'w').close()
-    for args, message in (([f'--model={junk}', self.test_videos[0]],
-                           f'classify: error: {junk_names} is damaged: not UTF-8 text'),
-                          ([f'--model={self.model("rgb")}',
-                            f'--output={not_a_folder}/out.csv', self.test_videos[0]],
-                           f'classify: error: --output={not_a_folder}/out.csv: cannot be '
-                           'written'),
-                          ([self.test_videos[0]], 'give --model'),
-                          ([f'--model={self.model("rgb")}'], 'give the videos'),
-                          ([f'--model={self.root}', self.test_videos[0]],
-                           'neither a SavedModel nor a model_dir'),
-                          ([f'--model={self.model("rgb")}', '--crops=2', self.test_videos[0]],
-                           'crops=2: must be 1'),
-                          ([f'--model={self.model("rgb")}', '--output=x.txt',
-                            self.test_videos[0]], 'must end in .json or .csv')):
+    self.assertTrue(os.path.isfile(junk_names))
+    for args, error, options in (([f'--model={junk}', self.test_videos[0]],
+                                  'ClassifyError', ['model']),  # junk class names
+                                 ([f'--model={self.model("rgb")}',
+                                   f'--output={not_a_folder}/out.csv', self.test_videos[0]],
+                                  'Refused', ['output']),
+                                 ([self.test_videos[0]], 'Refused', ['model']),
+                                 ([f'--model={self.model("rgb")}'], 'Refused', []),  # no video
+                                 ([f'--model={self.root}', self.test_videos[0]],
+                                  'ClassifyError', ['model']),  # no export there
+                                 ([f'--model={self.model("rgb")}', '--crops=2',
+                                   self.test_videos[0]], 'ClassifyError', ['crops']),
+                                 ([f'--model={self.model("rgb")}', '--output=x.txt',
+                                   self.test_videos[0]], 'Refused', ['output'])):
       run = self.run_tool(*args)
-      self.assertEqual(run.returncode, 2, (args, run.stderr[-2000:]))
-      self.assertIn(message, run.stderr)
-      self.assertNotIn('Traceback', run.stderr)
+      self.assertEqual(run.code, 2, (args, run.output()))
+      self.assertEqual(run.error,  # the program ended through its entry, no traceback
+                       dict(run.error, program='classify', exit_code=2, error=error,
+                            options=options), args)
       self.assertEqual(run.stdout, '')  # refused before any video was classified
+      self.assertFalse(os.path.exists('x.txt'))
 
   # --- Three crops in evaluation --------------------------------------------------------------
 
@@ -304,21 +312,22 @@ class ClassifyTest(tf.test.TestCase):
     //towers:evaluate_two_stream and classify, never evaluated as '3 crops'."""
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 16, 3))
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 22, 1))  # as training cuts it
-    self.assertIn('smaller than the crop 22', pipeline.eval_crops_problem(20, 24, 22, 3))
-    self.assertIn('the same frame', pipeline.eval_crops_problem(20, 24, 24, 3))
-    self.assertIn('no room for 3 different crops', pipeline.eval_crops_problem(20, 21, 20, 3))
+    # Short side below the crop (windows, then the same frame), long side too short.
+    problems = [pipeline.eval_crops_problem(20, 24, 22, 3),
+                pipeline.eval_crops_problem(20, 24, 24, 3),
+                pipeline.eval_crops_problem(20, 21, 20, 3)]
+    self.assertNotIn(None, problems)
+    self.assertLen(set(problems), 3)
     for source, data_dir in (('tfrecord', self.records['rgb']), ('videos', self.data)):
       params = dataclasses.replace(self.params['rgb'], data_source=source, data_dir=data_dir,
                                    crop_size=22, eval_crops=3, frame_short_side=0,
                                    model_dir=os.path.join(self.root, 'crops_22'))
       found = preflight.problems(params)
-      self.assertLen(found, 1, found)
-      self.assertRegex(found[0], r'^--eval_crops=3 with --crop_size=22: in the .* \(test video '
-                       r'v_\w+\), frames of 20x24 \(height x width\) are smaller than the crop '
-                       r'22 .*; use --eval_crops=1')
+      self.assertLen(found, 1, found)  # the one problem is --eval_crops=3's:
       self.assertEqual(preflight.problems(dataclasses.replace(params, eval_crops=1)), [])
-    with self.assertRaisesRegex(entry.Refused, 'smaller than the crop 22'):
+    with self.assertRaises(entry.Refused) as caught:
       evaluate_two_stream._check_crops(self.records['rgb'], 22, 3)
+    self.assertEqual(options_named(caught.exception), ['eval_crops'])
     evaluate_two_stream._check_crops(self.records['rgb'], 16, 3)
     # classify: a model reading frames of a short side below its crop is refused up front,
     # a video whose frames are too small is named with the reason, the others go on.
@@ -327,9 +336,10 @@ class ClassifyTest(tf.test.TestCase):
       info = json.load(f)
     small = self.damaged_export('short_side_12', export_info.INFO_FILE,
                                 json.dumps(dict(info, frame_short_side=12)))
-    with self.assertRaisesRegex(classifier.ClassifyError, 'short side of 12, smaller than its '
-                                'crop 16: the 3 crops would be'):
+    with self.assertRaises(classifier.ClassifyError) as caught:
       classifier.classify(self.test_videos[:1], small, crops=3)
+    self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.path),
+                     ('crops_stretched', 'crops', small))
     tiny = os.path.join(self.root, 'tiny_frames', 'v_MoveUpSpeed1_g01_c01')
     os.makedirs(tiny, exist_ok=True)
     for i, frame in enumerate(video_io.decode_video(self.test_videos[0])):
@@ -337,8 +347,9 @@ class ClassifyTest(tf.test.TestCase):
         f.write(video_io.encode_jpeg(frame[:12, :14], 100))
     results = classifier.classify([tiny, self.test_videos[0]], self.model('rgb'), crops=3)
     self.assertEqual([r.ok for r in results], [False, True])
-    self.assertIn('3 crops: frames of 12x14 (height x width) are smaller than the crop 16',
-                  results[0].error)
+    self.assertEqual(results[0].error,  # the reason is the frames' own: 12x14 under crop 16
+                     f'3 crops: {pipeline.eval_crops_problem(12, 14, S, 3)}; classify it with 1 '
+                     'crop')
     self.assertTrue(classifier.classify([tiny], self.model('rgb'), crops=1)[0].ok)
 
   def test_three_crop_evaluation_is_the_mean_of_six_hand_cut_views(self):

@@ -4,12 +4,11 @@ Every test is bounded in time and stops all its processes, pass or fail.
 """
 
 import os
-import subprocess
-import sys
 import time
 
 import tensorflow as tf
 
+from tests import program_runs
 from tests.cluster_testing import (TRAIN_ARGS, make_cluster, progress_steps, session_steps,
                                    wait_until)
 from towers.checkpoints import checkpoint_step
@@ -98,29 +97,32 @@ class ClusterFaultsTest(tf.test.TestCase):
     started = time.time()
     for name in ('chief', 'worker1'):
       self.assertEqual(cluster.wait(name, timeout=90), 3, name)
-      self.assertTrue(any('has been unreachable' in line and '--ps_unreachable_secs=6' in line
-                          for line in cluster.output(name)), name)
+      lost = cluster.events(name, 'peer_lost')
+      self.assertEqual([(e['address'], e['limit_secs'], e['exit_code']) for e in lost],
+                       [(cluster.cluster['ps'][0], 6, 3)], name)
+      self.assertGreaterEqual(lost[0]['down_secs'], 6)
     self.assertLess(time.time() - started, 90)
 
   def test_a_second_run_on_a_finished_model_dir_returns_at_once(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    command = [sys.executable, '-m', 'towers.train', *TRAIN_ARGS, f'--model_dir={model_dir}',
-               '--max_steps=20', '--export_savedmodel=false']
-    env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
-    subprocess.run(command, env=env, check=True, capture_output=True, timeout=LIMIT)
+    args = [*TRAIN_ARGS, f'--model_dir={model_dir}', '--max_steps=20',
+            '--export_savedmodel=false']
+    first = program_runs.run('towers.train', *args, timeout=LIMIT)
+    self.assertEqual(first.code, 0, first.output())
     self.assertEqual(checkpoint_step(model_dir), 20)
     files = model_files(model_dir)
-    again = subprocess.run(command, env=env, check=True, capture_output=True, text=True,
-                           timeout=LIMIT)
-    self.assertIn('already holds a checkpoint at step 20 >= max_steps=20: nothing to do',
-                  again.stderr)
+    again = program_runs.run('towers.train', *args, timeout=LIMIT)
+    self.assertEqual(again.code, 0, again.output())
+    self.assertEqual([(e['event'], e['step'], e['max_steps']) for e in again.events],
+                     [('already_trained', 20, 20)], 'no graph, session nor step')
     self.assertEqual(model_files(model_dir), files, 'nothing is trained nor saved again')
     cluster = make_cluster(model_dir, num_ps=1, num_workers=1, max_steps=20,
                            extra_args=('--ps_unreachable_secs=3',))
     self.addCleanup(cluster.stop_all)
     cluster.start('chief')  # no ps is even running: the chief must not need one
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
-    self.assertEqual(cluster.events('chief'), [], 'no graph, session nor step: nothing to do')
+    # Its GPUs decided, then nothing to do: no graph, session nor step.
+    self.assertEqual([e['event'] for e in cluster.events('chief')], ['gpus', 'already_trained'])
     self.assertEqual(checkpoint_step(model_dir), 20)
 
 

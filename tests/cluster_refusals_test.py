@@ -17,59 +17,85 @@ import tempfile
 
 import tensorflow as tf
 
-from towers.cluster import spec
+from command_line import status_file
+from tests import program_runs
+from towers.cluster import local_cluster, spec
 from towers.params import make_params
 
 LIMIT = 120  # seconds; each refusal comes before any task starts
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT)
+LOGS = os.path.join('runs', 'local_cluster_logs')  # where the tasks' logs would be
 
 
-def launch(*args: str, cwd: str | None = None, prefix: tuple[str, ...] = ()
-           ) -> subprocess.CompletedProcess:
-  return subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster',
-                         '--network=host', *args], capture_output=True, text=True,
-                        timeout=LIMIT, check=False, env=ENV, cwd=cwd or tempfile.mkdtemp())
+def launch(*args: str, cwd: str | None = None) -> program_runs.ProgramRun:
+  return program_runs.run('towers.cluster.local_cluster', '--network=host', *args,
+                          timeout=LIMIT, cwd=cwd or tempfile.mkdtemp())
+
+
+def launch_with_prefix(prefix: tuple[str, ...], *args: str, cwd: str) -> program_runs.ProgramRun:
+  """`launch` under `prefix` (a command that runs the rest of its arguments)."""
+  with tempfile.TemporaryDirectory() as scratch:
+    events_path = os.path.join(scratch, 'events.jsonl')
+    env = dict(os.environ, PYTHONPATH=program_runs.ROOT,
+               **{status_file.STATUS_FILE_ENV: events_path})
+    done = subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster',
+                           '--network=host', *args], capture_output=True, text=True,
+                          timeout=LIMIT, check=False, env=env, cwd=cwd)
+    return program_runs.ProgramRun(done.returncode, status_file.read(events_path),
+                                   done.stdout, done.stderr)
 
 
 class ClusterRefusalsTest(tf.test.TestCase):
 
-  def assert_refused(self, done: subprocess.CompletedProcess, *parts: str) -> None:
-    self.assertEqual(done.returncode, 2, done.stdout[-2000:] + done.stderr[-2000:])
-    lines = [l for l in done.stderr.splitlines() if l.startswith('local_cluster: error: ')]
-    self.assertLen(lines, 1, done.stderr)
-    for part in parts:
-      self.assertIn(part, lines[0])
-    self.assertNotIn('[chief]', done.stdout)  # no task was started
+  def assert_refused(self, done: program_runs.ProgramRun, options: list[str],
+                     cwd: str | None = None) -> None:
+    """local_cluster ended through its entry (exit 2, one `error` event naming `options`)
+    before any task started: no task wrote a status event or a log in `cwd`."""
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual([e['event'] for e in done.events], ['error'], done.output())
+    self.assertEqual((done.error['program'], done.error['error'], done.error_options),
+                     ('local_cluster', 'Refused', options), done.output())
+    if cwd:
+      self.assertEqual(os.listdir(os.path.join(cwd, LOGS)) if os.path.isdir(
+          os.path.join(cwd, LOGS)) else [], [])
 
   def test_a_cluster_without_a_ps_task_is_refused(self):
     for workers in (2, 1):
-      self.assert_refused(launch('--ps=0', f'--workers={workers}', '--max_steps=2'),
-                          f'--ps=0 --workers={workers}', 'use --ps=1')
-    with self.assertRaisesRegex(spec.ClusterError, r'ps: no ps task, but 1 worker'):
+      here = tempfile.mkdtemp()
+      self.assert_refused(launch('--ps=0', f'--workers={workers}', '--max_steps=2', cwd=here),
+                          ['ps'], here)
+    with self.assertRaises(spec.ClusterError) as caught:
       spec.resolve_cluster(make_params(worker_hosts=['127.0.0.1:1', '127.0.0.1:2'],
                                        task_type='worker', task_index=0), environ={})
+    self.assertEqual((caught.exception.field, caught.exception.value),
+                     ('cluster (from flags).ps', 1))  # 1 worker besides the chief
 
   def test_as_many_backup_workers_as_workers_are_refused_also_from_a_flagfile(self):
     self.assert_refused(launch('--workers=2', '--sync_replicas', '--backup_workers=2'),
-                        '--backup_workers=2 with --workers=2', 'below 2')
+                        ['backup_workers'])
     here = tempfile.mkdtemp()
     with open(os.path.join(here, 'sync.flags'), 'w') as f:
       f.write('--sync_replicas\n--backup_workers=3\n')
     self.assert_refused(launch('--workers=3', '--flagfile=sync.flags', cwd=here),
-                        '--backup_workers=3 with --workers=3')
+                        ['backup_workers'], here)
+    # One backup worker of three is fine: those flags pass the launcher's checks.
+    self.assertIsNone(local_cluster._sync_problem(['--sync_replicas', '--backup_workers=2'], 3))
 
   def test_task_flags_that_cannot_work_are_refused_once_by_the_launcher(self):
     # Each used to be refused by every task separately (or, --chief_lost_secs=0, ran with
     # a different outcome each time); the launcher checks the train flags once.
-    for args, text in ((('--chief_lost_secs=0',), 'chief_lost_secs must be positive, got 0'),
-                       (('--worker_lost_secs=-5',), 'worker_lost_secs must be positive'),
-                       (('--chief_lost_secs=-1',), 'chief_lost_secs must be positive'),
-                       (('--backup_workers=1',), 'backup_workers=1 needs sync_replicas'),
-                       (('--lr_schedule=constant', '--lr_boundaries=', '--lr_values=nan'),
-                        'lr_values must all be > 0, got (nan,)')):
+    for args, options in ((('--chief_lost_secs=0',), ['chief_lost_secs']),
+                          (('--worker_lost_secs=-5',), ['worker_lost_secs']),
+                          (('--chief_lost_secs=-1',), ['chief_lost_secs']),
+                          (('--lr_schedule=constant', '--lr_boundaries=', '--lr_values=nan'),
+                           ['lr_values'])):
       with self.subTest(args):
-        self.assert_refused(launch('--workers=2', '--max_steps=2', *args), text)
+        here = tempfile.mkdtemp()
+        self.assert_refused(launch('--workers=2', '--max_steps=2', *args, cwd=here), options,
+                            here)
+    # A rule between two options: the train binary's check names one of them (or none).
+    done = launch('--workers=2', '--max_steps=2', '--backup_workers=1')
+    self.assertEqual((done.code, done.error['error']), (2, 'Refused'), done.output())
+    self.assertLessEqual(set(done.error_options), {'backup_workers', 'sync_replicas'})
 
   def test_a_read_only_working_directory_is_refused(self):
     here = tempfile.mkdtemp()
@@ -85,8 +111,9 @@ class ClusterRefusalsTest(tf.test.TestCase):
         self.skipTest(f'cannot mount read-only here: {probe.stderr.decode()[-200:]}')
     else:
       os.chmod(here, 0o555)
-    done = launch('--workers=1', '--max_steps=2', cwd=here, prefix=prefix)
-    self.assert_refused(done, 'cannot write the task logs to', 'writable working directory')
+    done = launch_with_prefix(prefix, '--workers=1', '--max_steps=2', cwd=here)
+    self.assert_refused(done, [])
+    self.assertFalse(os.path.exists(os.path.join(here, LOGS)))
 
 
 if __name__ == '__main__':

@@ -31,14 +31,17 @@ class ClusterShutdownTest(tf.test.TestCase):
       cluster.start(name)
     return cluster, model_dir
 
-  def assert_chief_ends_without_worker_0(self, cluster, model_dir: str, why: str) -> None:
-    """The chief exits 1 with one error line naming worker 0 and `why`, after writing the
-    checkpoint at max_steps; the ps still exits 0."""
+  def assert_chief_ends_without_worker_0(self, cluster, model_dir: str, stuck: bool,
+                                         lost_secs: int) -> None:
+    """The chief exits 1 through its error line, having counted worker 0 lost (`stuck`: it
+    still answered) after `lost_secs`, after writing the checkpoint at max_steps; the ps
+    still exits 0."""
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 1, cluster.output('chief')[-20:])
-    errors = [l for l in cluster.output('chief') if l.startswith('train: error: ')]
-    address = cluster.cluster['worker'][0]
-    self.assertEqual(errors, [f'train: error: training reached max_steps={MAX_STEPS} without '
-                              f'worker 0 ({address}): {why}'])
+    self.assertEqual([(e['program'], e['exit_code']) for e in cluster.events('chief', 'error')],
+                     [('train', 1)])
+    lost = [(e['worker'], e['address'], e['stuck'], e['lost_secs'])
+            for e in cluster.events('chief', 'worker_lost')]
+    self.assertEqual(lost, [(0, cluster.cluster['worker'][0], stuck, lost_secs)])
     self.assertGreaterEqual(checkpoint_step(model_dir), MAX_STEPS)
     self.assertEqual(cluster.wait('ps0', timeout=LIMIT), 0)
 
@@ -67,9 +70,7 @@ class ClusterShutdownTest(tf.test.TestCase):
   def test_a_worker_that_never_finishes_is_named_and_the_ps_still_exits_0(self):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=4',))
     # worker1 is never started: its port refuses connections.
-    self.assert_chief_ends_without_worker_0(
-        cluster, model_dir, 'stopped answering for 4 s before it finished (--worker_lost_secs); '
-        'its updates since the last one the ps received are lost')
+    self.assert_chief_ends_without_worker_0(cluster, model_dir, stuck=False, lost_secs=4)
 
   def test_a_stuck_worker_that_still_answers_is_named_and_the_ps_still_exits_0(self):
     cluster, model_dir = self.run_cluster(extra_args=('--worker_lost_secs=6',))
@@ -79,9 +80,7 @@ class ClusterShutdownTest(tf.test.TestCase):
     self.addCleanup(cluster.kill, 'worker1')
     # Stopped, its port still accepts connections (the kernel answers), its step never ends.
     cluster.tasks['worker1'].process.send_signal(signal.SIGSTOP)
-    self.assert_chief_ends_without_worker_0(
-        cluster, model_dir, 'answered for 6 s without finishing its last step '
-        '(--worker_lost_secs): stuck; its updates since the last one the ps received are lost')
+    self.assert_chief_ends_without_worker_0(cluster, model_dir, stuck=True, lost_secs=6)
 
 
 if __name__ == '__main__':

@@ -13,6 +13,7 @@ import sys
 import tensorflow as tf
 from absl import flags
 
+from tests import program_runs
 from towers import flags as towers_flags
 from towers.cluster import gpus, spec
 from towers.cluster.base_runner import server_config
@@ -117,15 +118,18 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
     worker = cluster.tasks['worker1']
     params = params_from_argv(cluster.role_args(worker))  # num_towers=-1: every GPU
     task = spec.resolve_cluster(params, {})
-    with self.assertRaisesRegex(spec.ClusterError, '--gpus_per_worker'):
+    with self.assertRaises(spec.ClusterError) as caught:  # 2 trainers share every GPU
       visible(params, task, {'CUDA_VISIBLE_DEVICES': '0,1'})
+    self.assertEqual((caught.exception.option, caught.exception.value), ('gpus_per_worker', 2))
     params = params_from_argv(['--num_towers=1'] + cluster.role_args(worker))
-    with self.assertRaisesRegex(spec.ClusterError, 'trainer 2 of 2.*gives 1'):
+    with self.assertRaises(spec.ClusterError) as caught:  # the machine gives 1 GPU
       visible(params, task, {'CUDA_VISIBLE_DEVICES': '0'})
+    self.assertEqual((caught.exception.option, caught.exception.value), ('gpus_per_worker', 1))
     params = params_from_argv(['--num_towers=2', '--gpus_per_worker=1'] +
                               cluster.role_args(worker))
-    with self.assertRaisesRegex(spec.ClusterError, '--gpus_per_worker=1 .* --num_towers=2'):
+    with self.assertRaises(spec.ClusterError) as caught:  # 1 GPU per trainer for 2 towers
       visible(params, task, {'CUDA_VISIBLE_DEVICES': '0,1'})
+    self.assertEqual((caught.exception.option, caught.exception.value), ('gpus_per_worker', 1))
     params = params_from_argv(['--num_towers=1'] + cluster.role_args(worker))
     # Without any GPU there is nothing to share: CPU clusters start as before.
     self.assertIsNone(visible(params, task, {'CUDA_VISIBLE_DEVICES': ''}).visible)
@@ -194,30 +198,31 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
 
   def test_the_evaluator_hides_gpus_before_preflight(self):
     # The train binary decides visibility as soon as it knows the role: an evaluator whose
-    # data is missing stops at preflight, with its visibility line already logged.
+    # data is missing stops at preflight, with its visibility already decided.
     data_dir = os.path.join(self.get_temp_dir(), 'missing')
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES='0,1', PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop('TF_CONFIG', None)
-    result = subprocess.run(
-        [sys.executable, '-m', 'towers.train', '--worker_hosts=localhost:2',
-         '--task_type=evaluator', '--data_source=tfrecord', f'--data_dir={data_dir}',
-         f'--model_dir={self.get_temp_dir()}'],
-        env=env, capture_output=True, text=True, timeout=300, check=False)
-    self.assertEqual(result.returncode, 2, result.stderr)
-    self.assertIn('evaluator 0: the evaluator runs on the CPU (--evaluator_gpu to give it a '
-                  'GPU): no GPU visible', result.stderr)
-    self.assertIn('train: error: cannot start', result.stderr)
+    done = program_runs.run(
+        'towers.train', '--worker_hosts=localhost:2', '--task_type=evaluator',
+        '--data_source=tfrecord', f'--data_dir={data_dir}', f'--model_dir={self.get_temp_dir()}',
+        env={'CUDA_VISIBLE_DEVICES': '0,1'}, timeout=300)
+    self.assertEqual(done.code, 2, done.output())
+    names = [e['event'] for e in done.events]
+    self.assertEqual(names, ['gpus', 'error'], done.output())
+    self.assertEqual((done.events[0]['task'], done.events[0]['visible']), ('evaluator 0', []))
+    self.assertEqual(done.error['error'], 'Refused', done.output())  # by preflight
 
   def test_visibility_set_after_tensorflow_initialised_is_refused(self):
-    code = ('import tensorflow as tf\n'
+    code = ('import sys\n'
+            'import tensorflow as tf\n'
             'tf.constant(1)\n'
             'from towers.cluster import gpus\n'
-            'gpus.apply_role_gpus(gpus.RoleGpus((), "test"))\n')
+            'try:\n'
+            '  gpus.apply_role_gpus(gpus.RoleGpus((), "test"))\n'
+            'except gpus.VisibilityTooLate:\n'
+            '  sys.exit(7)\n')
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     result = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
                             text=True, timeout=300, check=False)
-    self.assertNotEqual(result.returncode, 0)
-    self.assertIn('GPU visibility must be set before TensorFlow initialises', result.stderr)
+    self.assertEqual(result.returncode, 7, result.stderr)
 
 
 if __name__ == '__main__':

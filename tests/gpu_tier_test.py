@@ -37,6 +37,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from command_line import status_file
 from model_fn import tower_model_fn
 from model_fn.devices import resolve_tower_devices
 from model_fn.layers import TowerContext
@@ -252,12 +253,13 @@ class GpuTierTest(tf.test.TestCase):
     ps_port, worker_port = pick_free_ports(2)
     ps_address = f'127.0.0.1:{ps_port}'
     before = gpu_used_mib()
+    status = os.path.join(self.create_tempdir().full_path, 'ps.events.jsonl')
+    env = dict(child_env(CUDA_VISIBLE_DEVICES=None), **{status_file.STATUS_FILE_ENV: status})
     process = subprocess.Popen(
         [sys.executable, '-m', 'towers.train', f'--ps_hosts={ps_address}',
          f'--worker_hosts=127.0.0.1:{worker_port}', '--task_type=ps',
          f'--model_dir={self.get_temp_dir()}'],
-        env=child_env(CUDA_VISIBLE_DEVICES=None), cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
     try:
@@ -281,7 +283,8 @@ class GpuTierTest(tf.test.TestCase):
       process.send_signal(signal.SIGKILL)
       process.wait()
       process.stdout.close()
-    self.assertIn('a ps serves variables on the CPU: no GPU visible', ''.join(lines))
+    gpus = [(e['task'], e['visible']) for e in status_file.read(status) if e['event'] == 'gpus']
+    self.assertEqual(gpus, [(f'ps 0 ({ps_address})', [])], ''.join(lines))  # none visible
     record(self, 'ps holds no GPU memory', towers=0)
 
   def test_a_trainer_and_an_evaluator_share_one_gpu(self):
@@ -314,8 +317,10 @@ class GpuTierTest(tf.test.TestCase):
         os.environ['CUDA_VISIBLE_DEVICES'] = previous
     logs = {name: '\n'.join(cluster.output(name)) for name in cluster.tasks}
     self.assertEqual(code, 0, logs)
-    self.assertIn('GPUs 0', logs['chief'])
-    self.assertIn('--evaluator_gpu: GPUs 0', logs['evaluator'])
+    # The chief sees GPU 0 as its own; the evaluator keeps the GPU it was given (0).
+    self.assertEqual(status_file.values(cluster.events('chief'), 'gpus', 'visible'), [['0']])
+    self.assertEqual(status_file.values(cluster.events('evaluator'), 'gpus', 'visible'),
+                     [None])
     self.assertIn(40, [e['step'] for e in cluster.events('evaluator', 'evaluation')],
                   logs['evaluator'])
     ours = {task.process.pid for task in cluster.tasks.values()}

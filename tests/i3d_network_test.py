@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tests import i3d_test_lib as lib
 from benchmarks import i3d_memory
+from command_line.options import options_named
 from model_fn import layers
 from model_fn.networks import build_network, i3d, i3d_names
 from towers import params as params_lib
@@ -82,10 +83,12 @@ class I3dNamesTest(tf.test.TestCase):
       self.assertEqual(net.shape.as_list(), [1, 8, 8, 8, 480])
       names = [v.op.name for v in tf1.global_variables()]
       self.assertFalse(any('Mixed_4' in n or 'Logits' in n for n in names))
-      with self.assertRaisesRegex(ValueError, 'final_endpoint'):
+      with self.assertRaises(ValueError) as caught:
         i3d.inception_i3d(clips, layers.TowerContext(), 10, final_endpoint='Mixed_9z')
-      with self.assertRaisesRegex(ValueError, 'flow stream needs clips'):
+      self.assertEqual(options_named(caught.exception), ['final_endpoint'])
+      with self.assertRaises(ValueError) as caught:  # 3-channel clips for the flow stream
         i3d.inception_i3d(clips, layers.TowerContext(), 10, stream='flow')
+      self.assertEqual(options_named(caught.exception), ['stream'])
 
   def test_small_input_runs(self):
     """8 frames at 32x32 (Mixed_5c is 1x1x1): logits, predictions, train and eval mode."""

@@ -34,7 +34,8 @@ class ProgramRun:
 
   @property
   def error(self) -> dict[str, Any] | None:
-    """The `error` event (program, exit_code, error, options), or None when none was written."""
+    """The `error` event (program, exit_code, error, options, message), or None when none was
+    written."""
     found = [e for e in self.events if e['event'] == 'error']
     return found[-1] if found else None
 

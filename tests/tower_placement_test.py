@@ -4,6 +4,7 @@ placement policy says (checked from the executed step's trace, not the requested
 import numpy as np
 import tensorflow as tf
 
+from command_line.options import options_named
 from model_fn import tower_model_fn
 from model_fn.gradients import SYNC_SCOPE
 from model_fn.variable_placement import GreedyBytesPlacement, SingleDevicePlacement, make_placement
@@ -102,8 +103,9 @@ class PlacementStrategyTest(tf.test.TestCase):
     self.assertEqual(SingleDevicePlacement('/cpu:0').device_for('v', [3], tf.float32), '/cpu:0')
     self.assertEqual(make_placement('gpu0', ['/gpu:0', '/gpu:1']).device_for('v', [1], tf.float32),
                      '/gpu:0')
-    with self.assertRaisesRegex(ValueError, 'ps tasks'):
+    with self.assertRaises(ValueError) as caught:  # no ps task to place on
       make_placement('ps', ['/gpu:0'])
+    self.assertEqual(options_named(caught.exception), ['variable_device'])
 
 
 if __name__ == '__main__':

@@ -10,25 +10,26 @@ A model_dir that lists no training videos is evaluated with a warning saying so.
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
+from tests import program_runs
 from towers import params as params_lib
 from towers import train_settings, two_stream
 from towers.training import train_and_evaluate
 
 LIMIT = 300
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 
-def evaluate(*args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'towers.evaluate_two_stream', *args],
-                        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
+def evaluate(*args: str) -> program_runs.ProgramRun:
+  return program_runs.run('towers.evaluate_two_stream', *args, timeout=LIMIT)
+
+
+def json_out(args: list[str]) -> str:
+  """The --json_out of `args`."""
+  return [a.split('=', 1)[1] for a in args if a.startswith('--json_out=')][-1]
 
 
 class TwoStreamChecksTest(tf.test.TestCase):
@@ -70,18 +71,22 @@ class TwoStreamChecksTest(tf.test.TestCase):
     values.update(overrides)
     return [f'--{k}={v}' for k, v in values.items()]
 
-  def assert_refused(self, done: subprocess.CompletedProcess, *parts: str) -> None:
-    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
-    self.assertNotIn('Traceback', done.stderr)
-    self.assertNotIn('two-stream evaluation on', done.stdout)
-    for part in parts:
-      self.assertIn(part, done.stderr)
+  def assert_refused(self, args: list[str], error: str, options: list[str]) -> None:
+    """evaluate_two_stream `args` ends through its entry with exit 2, the `error` type
+    naming `options`, and writes no table."""
+    done = evaluate(*args)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options), (error, options), done.output())
+    self.assertFalse(os.path.exists(json_out(args)))
 
   def test_the_own_split_is_evaluated(self):
-    done = evaluate(*self.args())
-    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-    self.assertIn('| Fusion |', done.stdout)
-    self.assertNotIn('warning', done.stderr)
+    args = self.args()
+    done = evaluate(*args)
+    self.assertEqual(done.code, 0, done.output())
+    with open(json_out(args)) as f:
+      result = json.load(f)
+    self.assertEqual(set(result['rows']), {'rgb', 'flow', 'fusion'})
+    self.assertEqual(result['training_videos_checked'], {'rgb': True, 'flow': True})
 
   def test_splits_print_each_table_and_the_mean_video_top_1(self):
     for stream in ('rgb', 'flow'):  # two "splits" of the same model and records
@@ -94,34 +99,37 @@ class TwoStreamChecksTest(tf.test.TestCase):
     pattern = {f'{stream}_{kind}': os.path.join(self.root, f'{stream}_{kind}_s{{split}}')
                for stream in ('rgb', 'flow') for kind in ('model', 'data')}
     done = evaluate(*self.args(splits='1,2', json_out=out, **pattern))
-    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+    self.assertEqual(done.code, 0, done.output())
     result = json.load(open(out))
     self.assertEqual(sorted(result['splits']), ['1', '2'])
     for row in ('rgb', 'flow', 'fusion'):
       self.assertAlmostEqual(result['mean']['rows'][row]['top_1'],
                              result['splits']['1']['rows'][row]['top_1'])
-    fusion = result['mean']['rows']['fusion']['top_1']
-    self.assertIn(f'| Fusion | {fusion:.4f} | {fusion:.4f} | {fusion:.4f} |', done.stdout)
-    self.assert_refused(evaluate(*self.args(splits='1,2')), '--splits needs {split} in '
-                        '--rgb_model, --flow_model, --rgb_data, --flow_data')
-    self.assert_refused(evaluate(*self.args(rgb_model=pattern['rgb_model'])),
-                        '--rgb_model hold {split}: give --splits')
+    self.assertEqual(result['mean']['splits'], [1, 2])
+    # Paths without {split} under --splits, and {split} without --splits.
+    self.assert_refused(self.args(splits='1,2'), 'Refused', ['rgb_model'])
+    self.assert_refused(self.args(rgb_model=pattern['rgb_model']), 'Refused', ['splits'])
 
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
     trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])
     split_2_tests = json.load(open(os.path.join(self.data['rgb', 2], 'test.manifest.json')))
     seen = sum(v['name'] in trained for s in split_2_tests['shards'] for v in s['videos'])
     self.assertGreater(seen, 0)
-    done = evaluate(*self.args(split=2))
-    self.assert_refused(done, f'{seen} of the {split_2_tests["num_records"]} test videos of '
-                              f'{self.data["rgb", 2]} are training videos of the rgb model')
+    model = two_stream.load_model(self.models['rgb'], 'rgb')
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(model, self.models['rgb'], self.data['rgb', 2])
+    self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
+                     ('trained_on', self.data['rgb', 2], seen))
+    self.assert_refused(self.args(split=2), 'TwoStreamError', [])
 
   def test_another_class_count_is_refused_before_inference(self):
     model = two_stream.load_model(self.models['rgb'], 'rgb')
-    with self.assertRaisesRegex(two_stream.TwoStreamError, r'has 3 classes but \S+ holds 4'):
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.check_stream(model, self.models['rgb'], self.four_classes)
-    self.assert_refused(evaluate(*self.args(rgb_data=self.four_classes)),
-                        'has 3 classes but', 'holds 4')
+    self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
+                     ('classes', self.four_classes, 4))
+    self.assertEqual(two_stream.model_classes(model), 3)
+    self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', [])
 
   def test_a_model_dir_without_its_training_videos_is_evaluated_with_a_warning(self):
     bare = shutil.copytree(self.models['rgb'], os.path.join(self.create_tempdir().full_path,
@@ -129,19 +137,26 @@ class TwoStreamChecksTest(tf.test.TestCase):
     os.remove(train_settings.record_path(bare))
     warning = two_stream.check_stream(two_stream.load_model(bare, 'rgb'), bare,
                                       self.data['rgb', 1])
-    self.assertRegex(warning, 'lists no training videos .*: cannot check')
+    self.assertIsNotNone(warning)
+    self.assertIsNone(two_stream.check_stream(two_stream.load_model(self.models['rgb'], 'rgb'),
+                                              self.models['rgb'], self.data['rgb', 1]))
+    args = self.args(rgb_model=bare)
+    done = evaluate(*args)
+    self.assertEqual(done.code, 0, done.output())
+    with open(json_out(args)) as f:
+      self.assertEqual(json.load(f)['training_videos_checked'], {'rgb': False, 'flow': True})
 
   def test_flow_weight_and_json_out_are_checked_before_anything_is_loaded(self):
     missing = os.path.join(self.root, 'no_such_model')
     for weight in ('nan', '-0.5', '1.5'):
       with self.subTest(weight):
-        self.assert_refused(evaluate(*self.args(flow_weight=weight, rgb_model=missing)),
-                            f'flow_weight must be in [0, 1], got {float(weight)}')
-    self.assert_refused(evaluate(*self.args(json_out=self.root, rgb_model=missing)),
-                        f'--json_out={self.root}: is a directory')
-    self.assert_refused(evaluate(*self.args(json_out='/proc/two_stream.json',
-                                            rgb_model=missing)),
-                        '--json_out=/proc/two_stream.json: cannot be written')
+        self.assert_refused(self.args(flow_weight=weight, rgb_model=missing), 'OptionsError',
+                            ['flow_weight'])
+    for unwritable in (self.root, '/proc/two_stream.json'):  # a directory; no file allowed
+      with self.subTest(unwritable):
+        done = evaluate(*self.args(json_out=unwritable, rgb_model=missing))
+        self.assertEqual(done.code, 2, done.output())
+        self.assertEqual((done.error['error'], done.error_options), ('Refused', ['json_out']))
 
 
 if __name__ == '__main__':

@@ -61,12 +61,17 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
     for row in result['rows'].values():
       for value in row.values():
         self.assertBetween(value, 0.0, 1.0)
-    self.assertIn('| Fusion |', two_stream.format_table(result))
-    with self.assertRaisesRegex(two_stream.TwoStreamError, 'swap the arguments'):
+    self.assertEqual(set(result['rows']), {'rgb', 'flow', 'fusion'})
+    flow_export = two_stream.saved_model_dir(streams['flow'][0].model_dir)
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.load_model(streams['flow'][0].model_dir, 'rgb')
-    with self.assertRaisesRegex(two_stream.TwoStreamError, 'holds rgb records but .* flow'):
+    self.assertEqual((caught.exception.reason, caught.exception.path),
+                     ('wrong_stream', flow_export))
+    with self.assertRaises(two_stream.TwoStreamError) as caught:  # rgb records, flow model
       two_stream.predict_stream(two_stream.load_model(streams['flow'][0].model_dir),
                                 streams['rgb'][1], CLIPS_PER_VIDEO, log=lambda s: None)
+    self.assertEqual((caught.exception.reason, caught.exception.path),
+                     ('wrong_stream', streams['rgb'][1]))
 
 
 if __name__ == '__main__':

@@ -25,8 +25,9 @@ class FusionTest(tf.test.TestCase):
     self.assertAllClose(two_stream.fuse(rgb, flow), [[0.4, 0.6]])
     self.assertAllClose(two_stream.fuse(rgb, flow, flow_weight=0.25), [[0.5, 0.5]])
     self.assertAllClose(two_stream.fuse(rgb, flow, flow_weight=0.0), rgb)
-    with self.assertRaisesRegex(two_stream.TwoStreamError, 'flow_weight'):
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.fuse(rgb, flow, flow_weight=1.5)
+    self.assertEqual(caught.exception.option, 'flow_weight')
 
   def test_video_metrics(self):
     # 4 videos, 6 classes. Labels 0, 0, 1, 2.
@@ -70,20 +71,21 @@ class FusionTest(tf.test.TestCase):
     self.assertEqual(np.argmax(fused, axis=1).tolist(), [0, 1, 2])
     self.assertAlmostEqual(rows['fusion']['top_1'], 1.0)
     self.assertAlmostEqual(rows['fusion']['mean_per_class'], 1.0)
-    table = two_stream.format_table(result)
-    self.assertIn('| Fusion | 1.0000 | 1.0000 | 1.0000 |', table)
-    self.assertIn('video = mean softmax of 2 clips x 1 crop)', table)  # the protocol
-    self.assertIn('flow: 1 video(s) not in the other stream, left out of every row '
-                  '(e.g. v_D_g01_c01); 1 bad record(s) skipped', table)
+    self.assertEqual(rows['fusion'], {'top_1': 1.0, 'top_5': 1.0, 'mean_per_class': 1.0})
+    streams = result['streams']  # the protocol and the counts the rows rest on
+    self.assertEqual([(streams[s]['clips_per_video'], streams[s]['crops_per_video'],
+                       streams[s]['videos'], streams[s]['skipped_records'])
+                      for s in ('rgb', 'flow')], [(2, 1, 3, 0), (2, 1, 4, 1)])
 
   def test_streams_that_cannot_be_fused_are_refused(self):
     rgb = stream('rgb', ['v_A_g01_c01'], [0], [[0.5, 0.5]])
-    with self.assertRaisesRegex(two_stream.TwoStreamError, 'different labels'):
-      two_stream.report(rgb, stream('flow', ['v_A_g01_c01'], [1], [[0.5, 0.5]]))
-    with self.assertRaisesRegex(two_stream.TwoStreamError, '2 classes .* 3'):
-      two_stream.report(rgb, stream('flow', ['v_A_g01_c01'], [0], [[0.2, 0.3, 0.5]]))
-    with self.assertRaisesRegex(two_stream.TwoStreamError, 'share no video'):
-      two_stream.report(rgb, stream('flow', ['v_B_g01_c01'], [0], [[0.5, 0.5]]))
+    for flow, reason, count in (
+        (stream('flow', ['v_A_g01_c01'], [1], [[0.5, 0.5]]), 'labels', 1),
+        (stream('flow', ['v_A_g01_c01'], [0], [[0.2, 0.3, 0.5]]), 'classes', 3),
+        (stream('flow', ['v_B_g01_c01'], [0], [[0.5, 0.5]]), 'no_shared_video', None)):
+      with self.assertRaises(two_stream.TwoStreamError) as caught:
+        two_stream.report(rgb, flow)
+      self.assertEqual((caught.exception.reason, caught.exception.count), (reason, count))
 
 
 if __name__ == '__main__':

@@ -44,7 +44,22 @@ MIN_FRAMES = 2
 
 
 class ClassifyError(ValueError):
-  """The model or the options cannot classify; the message says what to fix."""
+  """The model or the options cannot classify; the message says what to fix.
+
+  `reason`: what is wrong, one short key (that of the `TwoStreamError` or `ExportInfoError`
+  behind it, else 'not_described', 'no_flow_extraction', 'classes', 'crops',
+  'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
+  else None; `option`: the option at fault, else None; `fields`: the video_model.json fields
+  that contradict the model ('not_described').
+  """
+
+  def __init__(self, message: str, reason: str, path: str | None = None,
+               option: str | None = None, fields: tuple[str, ...] = ()) -> None:
+    super().__init__(message)
+    self.reason = reason
+    self.path = path
+    self.option = option
+    self.fields = fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,17 +77,17 @@ class Stream:
     return self.model.stream
 
 
-def load_stream(model: str, expect: str | None = None) -> Stream:
+def load_stream(model: str, expect: str | None = None, option: str = 'model') -> Stream:
   """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
-  `ClassifyError`."""
+  `ClassifyError` naming `option`, the option that gave `model`."""
   try:
     loaded = two_stream.load_model(model, expect)
   except two_stream.TwoStreamError as e:
-    raise ClassifyError(str(e)) from e
+    raise ClassifyError(str(e), e.reason, e.path, option) from e
   try:
     info, names = export_info.read(loaded.export)
   except export_info.ExportInfoError as e:
-    raise ClassifyError(str(e)) from e
+    raise ClassifyError(str(e), e.reason, e.path, option) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
   if info is None:
     names = [f'class_{i}' for i in range(num_classes)]
@@ -83,17 +98,19 @@ def load_stream(model: str, expect: str | None = None) -> Stream:
             'clip_frames': info['clip_frames'], 'crop_size': info['crop_size']}
     has = {'stream': loaded.stream, 'num_classes': num_classes, 'clip_frames': loaded.frames,
            'crop_size': loaded.size}
-    differ = [f'{name} {said[name]} (the model: {has[name]})' for name in said
-              if said[name] != has[name]]
+    fields = tuple(name for name in said if said[name] != has[name])
+    differ = [f'{name} {said[name]} (the model: {has[name]})' for name in fields]
     if differ:
       path = os.path.join(loaded.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
       raise ClassifyError(f'{path} does not describe the model beside it: it says '
-                          f'{", ".join(differ)}; it belongs to another export')
+                          f'{", ".join(differ)}; it belongs to another export',
+                          'not_described', path, option, fields)
   if loaded.stream == 'flow' and not settings:
     raise ClassifyError(f'{loaded.export} is a flow model whose export does not say how its '
                         'training flow was extracted (assets.extra/video_model.json, written '
                         'by //towers:train since class names are exported): train it again '
-                        'or classify with the RGB stream only')
+                        'or classify with the RGB stream only', 'no_flow_extraction',
+                        loaded.export, option)
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
                 (info or {}).get('records_jpeg_quality'), settings, info is not None)
 
@@ -115,12 +132,14 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5) -> Classifi
   if not flow_model:
     return Classifier((load_stream(model),))
   if not 0.0 <= flow_weight <= 1.0:
-    raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}')
-  rgb, flow_stream = load_stream(model, 'rgb'), load_stream(flow_model, 'flow')
+    raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}', 'flow_weight',
+                        option='flow_weight')
+  rgb, flow_stream = load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model')
   if rgb.class_names != flow_stream.class_names:
     raise ClassifyError(f'{rgb.model.export} and {flow_stream.model.export} have different '
                         f'classes ({len(rgb.class_names)} and {len(flow_stream.class_names)}, '
-                        'or other names): they were not trained on the same class list')
+                        'or other names): they were not trained on the same class list',
+                        'classes', flow_stream.model.export, 'flow_model')
   return Classifier((rgb, flow_stream), flow_weight)
 
 
@@ -340,18 +359,20 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   with `error`, never an exception."""
   classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
   if crops not in pipeline.EVAL_CROPS:
-    raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)')
+    raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)',
+                        'crops', option='crops')
   for stream in classifier.streams:
     if crops > 1 and 0 < stream.frame_short_side < stream.model.size:
       raise ClassifyError(f'crops={crops}: {stream.model.export} reads frames resized to a '
                           f'short side of {stream.frame_short_side}, smaller than its crop '
                           f'{stream.model.size}: the {crops} crops would be windows stretched '
-                          'to a square; use 1 crop')
+                          'to a square; use 1 crop', 'crops_stretched', stream.model.export,
+                          'crops')
   if clips is None:
     clips = default_clips(classifier)
   if clips < 1 or top_k < 1 or batch_size < 1:
     raise ClassifyError(f'clips, top_k and batch_size must be positive, got {clips}, {top_k} '
-                        f'and {batch_size}')
+                        f'and {batch_size}', 'not_positive')
   paths = find_videos([videos] if isinstance(videos, str) else videos)
   results, failed, started = [], 0, time.monotonic()
   for path in paths:

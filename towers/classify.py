@@ -28,7 +28,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 # pylint: disable=wrong-import-position
 from command_line import cli, entry, working_dir
 from towers import classifier
-from command_line.options import option, Options
+from command_line.options import Options, Problem, option
 from towers.training import protocol
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
@@ -82,12 +82,13 @@ class Progress:
 def check_options(options: ClassifyOptions) -> None:
   """Raises `entry.Refused` naming the first option that cannot work."""
   if not options.model:
-    raise entry.Refused('give --model (an export directory or a model_dir)')
+    raise entry.Refused(Problem('model', 'give --model (an export directory or a model_dir)'))
   if options.output and not options.output.lower().endswith(('.json', '.csv')):
-    raise entry.Refused(f'--output={options.output}: must end in .json or .csv')
+    raise entry.Refused(Problem('output',
+                                f'--output={options.output}: must end in .json or .csv'))
   problem = working_dir.unwritable(options.output) if options.output else None
   if problem:
-    raise entry.Refused(f'--output={options.output}: {problem}')
+    raise entry.Refused(Problem('output', f'--output={options.output}: {problem}'))
 
 
 def run(options: ClassifyOptions, arguments: list[str]) -> int:

@@ -118,6 +118,7 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   if finished is not None:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                  params.model_dir, finished, params.max_steps)
+    status_file.record('already_trained', step=finished, max_steps=params.max_steps)
     return {}
   estimator = build_estimator(params, network)
   exporters = make_exporters(params)

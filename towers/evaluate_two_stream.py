@@ -29,7 +29,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import entry, working_dir
 from input_fn import factory, pipeline
 from towers import two_stream
-from command_line.options import option, Options, Range
+from command_line.options import Options, Problem, Range, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,26 +67,28 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
   missing = [f'--{name}' for name in ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
              if not getattr(options, name)]
   if missing:
-    raise entry.Refused(f'give {", ".join(missing)}')
+    raise entry.Refused(Problem(missing[0][2:], f'give {", ".join(missing)}'))
   if options.eval_clips < 1 or options.eval_batch_size < 1:
-    raise entry.Refused('eval_clips and eval_batch_size must be positive')
+    raise entry.Refused(Problem('eval_clips' if options.eval_clips < 1 else 'eval_batch_size',
+                                'eval_clips and eval_batch_size must be positive'))
   if options.eval_crops not in (1, 3):
-    raise entry.Refused(f'--eval_crops={options.eval_crops}: must be 1 or 3')
+    raise entry.Refused(Problem('eval_crops', f'--eval_crops={options.eval_crops}: must be 1 or 3'))
   problem = working_dir.unwritable(options.json_out)
   if problem:
-    raise entry.Refused(f'--json_out={options.json_out}: {problem}')
+    raise entry.Refused(Problem('json_out', f'--json_out={options.json_out}: {problem}'))
   if len(set(options.splits)) != len(options.splits) or \
       any(k not in (1, 2, 3) for k in options.splits):
-    raise entry.Refused(f'--splits={",".join(map(str, options.splits))}: each of 1, 2, 3 at '
-                        'most once')
+    raise entry.Refused(Problem('splits', f'--splits={",".join(map(str, options.splits))}: '
+                                'each of 1, 2, 3 at most once'))
   placeholders = [f'--{name}' for name in PATHS if '{split}' in getattr(options, name)]
   if options.splits and len(placeholders) != len(PATHS):
     lacking = [f'--{name}' for name in PATHS if f'--{name}' not in placeholders]
-    raise entry.Refused(f'--splits needs {{split}} in {", ".join(lacking)} (one model and one '
-                        'eval directory per split, e.g. --rgb_model=runs/rgb_split{split})')
+    raise entry.Refused(Problem(lacking[0][2:], f'--splits needs {{split}} in '
+                                f'{", ".join(lacking)} (one model and one eval directory per '
+                                'split, e.g. --rgb_model=runs/rgb_split{split})'))
   if placeholders and not options.splits:
-    raise entry.Refused(f'{", ".join(placeholders)} hold {{split}}: give --splits (e.g. '
-                        '--splits=1,2,3)')
+    raise entry.Refused(Problem('splits', f'{", ".join(placeholders)} hold {{split}}: give '
+                                '--splits (e.g. --splits=1,2,3)'))
 
 
 def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
@@ -97,18 +99,23 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
   for video, _, height, width in factory.records_frame_sample(data_dir, 'test'):
     problem = height and width and pipeline.eval_crops_problem(height, width, crop_size, crops)
     if problem:
-      raise entry.Refused(f'--eval_crops={crops} with the model\'s crop {crop_size}: in the '
-                          f'records of {data_dir} (test video {video}), {problem}; use '
-                          '--eval_crops=1, or records prepared with a larger --short_side')
+      raise entry.Refused(Problem(
+          'eval_crops', f'--eval_crops={crops} with the model\'s crop {crop_size}: in the '
+          f'records of {data_dir} (test video {video}), {problem}; use --eval_crops=1, or '
+          'records prepared with a larger --short_side'))
 
 
 def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
   """Loads both models of `paths`, predicts every test video of each stream and returns
-  the table (`two_stream.report`)."""
+  the table (`two_stream.report`) with `training_videos_checked`: stream -> whether its
+  model_dir listed its training videos, so none of them could be among the test videos
+  (False: evaluated with a warning, unchecked)."""
   models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
+  checked = {}
   for stream, model in models.items():
     warning = two_stream.check_stream(model, paths[f'{stream}_model'], paths[f'{stream}_data'])
+    checked[stream] = warning is None
     if warning:
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
   for stream, model in models.items():
@@ -117,7 +124,8 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
                                          options.eval_clips, options.eval_batch_size,
                                          crops_per_video=options.eval_crops)
                for stream in ('rgb', 'flow'))
-  return two_stream.report(rgb, flow, options.flow_weight)
+  return dict(two_stream.report(rgb, flow, options.flow_weight),
+              training_videos_checked=checked)
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:

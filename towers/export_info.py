@@ -124,7 +124,24 @@ def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict
 
 class ExportInfoError(ValueError):
   """An export's assets.extra file is damaged or contradicts itself; the message names the
-  file, what is wrong and the fix."""
+  file, what is wrong and the fix.
+
+  `path`: the file; `reason`: what is wrong, one short key ('unreadable', 'not_json',
+  'not_an_object', 'missing_field', 'bad_value', 'not_text', 'empty_line', 'repeated_name',
+  'name_count'); `field`: the JSON field at fault (e.g. 'eval_clips',
+  'flow_extraction.tvl1.scales') or the class name that repeats, else None; `value`: what
+  is there instead (the field's value, the number of names, the empty line's number, the
+  JSON type), else None; `copy`: the copy of the assets training keeps, when it exists.
+  """
+
+  def __init__(self, message: str, path: str, reason: str, field: str | None = None,
+               value: Any = None, copy: str | None = None) -> None:
+    super().__init__(message)
+    self.path = path
+    self.reason = reason
+    self.field = field
+    self.value = value
+    self.copy = copy
 
 
 def _is_int(value: Any) -> bool:
@@ -163,41 +180,48 @@ _TVL1_FIELDS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _damaged(path: str, problem: str) -> ExportInfoError:
+def _damaged(path: str, problem: str, reason: str, field: str | None = None,
+             value: Any = None) -> ExportInfoError:
   model_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.dirname(os.path.abspath(path))))))
   keep = os.path.join(model_dir, 'export_assets')
   restore = f'restore it (training keeps a copy in {keep}/)' if os.path.isdir(keep) else \
       'restore it'
   return ExportInfoError(f'{path} is damaged: {problem}; {restore} or train and export the '
-                         'model again')
+                         'model again', path, reason, field, value,
+                         keep if os.path.isdir(keep) else None)
 
 
 def _check_info(path: str, info: Any) -> dict[str, Any]:
   """`info` when it is a video_model.json this module writes; `ExportInfoError` else."""
   if not isinstance(info, dict):
-    raise _damaged(path, f'not a JSON object but {type(info).__name__}')
+    raise _damaged(path, f'not a JSON object but {type(info).__name__}', 'not_an_object',
+                   value=type(info).__name__)
   for name, (valid, wanted) in _INFO_FIELDS.items():
     if name not in info:
-      raise _damaged(path, f'it has no "{name}"')
+      raise _damaged(path, f'it has no "{name}"', 'missing_field', name)
     if not valid(info[name]):
-      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}')
+      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}', 'bad_value',
+                     name, info[name])
   for name, (valid, wanted) in _LATER_FIELDS.items():
     if name in info and not valid(info[name]):
-      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}')
+      raise _damaged(path, f'"{name}" is {json.dumps(info[name])}, not {wanted}', 'bad_value',
+                     name, info[name])
   settings = info['flow_extraction']
   if info['stream'] == 'flow' and settings is not None:
     tvl1 = settings.get('tvl1')
     if not _is_int(settings.get('short_side')) or settings['short_side'] < 0:
       raise _damaged(path, '"flow_extraction.short_side" is '
-                     f'{json.dumps(settings.get("short_side"))}, not an integer >= 0')
+                     f'{json.dumps(settings.get("short_side"))}, not an integer >= 0',
+                     'bad_value', 'flow_extraction.short_side', settings.get('short_side'))
     if not isinstance(tvl1, dict) or set(tvl1) != set(_TVL1_FIELDS):
       raise _damaged(path, f'"flow_extraction.tvl1" is {json.dumps(tvl1)}, not an object '
-                     f'of {", ".join(_TVL1_FIELDS)}')
+                     f'of {", ".join(_TVL1_FIELDS)}', 'bad_value', 'flow_extraction.tvl1',
+                     tvl1)
     for name, (valid, wanted) in _TVL1_FIELDS.items():
       if not valid(tvl1[name]):
         raise _damaged(path, f'"flow_extraction.tvl1.{name}" is {json.dumps(tvl1[name])}, '
-                       f'not {wanted}')
+                       f'not {wanted}', 'bad_value', f'flow_extraction.tvl1.{name}', tvl1[name])
   return info
 
 
@@ -210,16 +234,16 @@ def _check_names(path: str, lines: list[str], num_classes: int) -> list[str]:
   empty = [i + 1 for i, name in enumerate(names) if not name.strip()]
   if empty:
     raise _damaged(path, f'line {empty[0]} is empty (one class name per line, line i = '
-                   'label i)')
+                   'label i)', 'empty_line', value=empty[0])
   seen: dict[str, int] = {}
   for i, name in enumerate(names):
     if name in seen:
       raise _damaged(path, f'"{name}" is the name of classes {seen[name]} and {i}: two classes '
-                     'would print the same name')
+                     'would print the same name', 'repeated_name', name)
     seen[name] = i
   if len(names) != num_classes:
     raise _damaged(path, f'it lists {len(names)} names, but video_model.json says '
-                   f'num_classes {num_classes}')
+                   f'num_classes {num_classes}', 'name_count', value=len(names))
   return names
 
 
@@ -228,7 +252,8 @@ def _read_bytes(path: str) -> bytes:
     with tf.io.gfile.GFile(path, 'rb') as f:
       return f.read()
   except (OSError, tf.errors.OpError) as e:
-    raise ExportInfoError(f'{path} cannot be read ({getattr(e, "message", None) or e})') from e
+    raise ExportInfoError(f'{path} cannot be read ({getattr(e, "message", None) or e})', path,
+                          'unreadable') from e
 
 
 def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
@@ -244,12 +269,12 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   try:
     info = json.loads(info_data.decode('utf-8'))
   except (ValueError, UnicodeDecodeError) as e:
-    raise _damaged(info_path, f'not JSON ({e})') from e
+    raise _damaged(info_path, f'not JSON ({e})', 'not_json') from e
   info = _check_info(info_path, info)
   try:
     text = names_data.decode('utf-8')
   except UnicodeDecodeError as e:
-    raise _damaged(names_path, f'not UTF-8 text ({e})') from e
+    raise _damaged(names_path, f'not UTF-8 text ({e})', 'not_text') from e
   if '\x00' in text:
-    raise _damaged(names_path, 'not text (it holds NUL bytes)')
+    raise _damaged(names_path, 'not text (it holds NUL bytes)', 'not_text')
   return info, _check_names(names_path, text.split('\n'), info['num_classes'])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from command_line import cli, console, entry
+from command_line import cli, console, entry, status_file
 from command_line.options import option, Options
 
 # pylint: disable=wrong-import-position
@@ -68,6 +68,7 @@ def run(params: TrainParams) -> int:
     raise entry.Failed(line) from None
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
+    status_file.record('stopped', step=e.step, max_steps=params.max_steps)
     return STOPPED_EXIT_CODE
   finally:
     time_limit.ignore_signal()  # whatever the end, also through the interpreter's shutdown

@@ -41,7 +41,21 @@ STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 
 
 class TwoStreamError(ValueError):
-  """The two streams cannot be evaluated together; the message says what to fix."""
+  """The two streams cannot be evaluated together; the message says what to fix.
+
+  `reason`: what is wrong, one short key ('flow_weight', 'classes', 'labels', 'no_shared_video',
+  'no_export', 'no_manifest', 'not_a_video_model', 'wrong_stream', 'trained_on',
+  'no_readable_video'); `path`: the model or data directory at fault (None: neither);
+  `count`: the count the message names (classes, videos), else None.
+  """
+
+  def __init__(self, message: str, reason: str, path: str | None = None,
+               count: int | None = None) -> None:
+    super().__init__(message)
+    self.reason = reason
+    self.path = path
+    self.count = count
+    self.option = 'flow_weight' if reason == 'flow_weight' else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +78,7 @@ def fuse(rgb: np.ndarray, flow: np.ndarray, flow_weight: float = 0.5) -> np.ndar
   """Fused per-video probabilities: `(1 - flow_weight) * rgb + flow_weight * flow`, both
   [videos, classes] and aligned row by row."""
   if not 0.0 <= flow_weight <= 1.0:
-    raise TwoStreamError(f'flow_weight must be in [0, 1], got {flow_weight}')
+    raise TwoStreamError(f'flow_weight must be in [0, 1], got {flow_weight}', 'flow_weight')
   return (1.0 - flow_weight) * rgb + flow_weight * flow
 
 
@@ -97,7 +111,7 @@ def match(rgb: StreamPredictions, flow: StreamPredictions) -> Matched:
   if rgb.probabilities.shape[1] != flow.probabilities.shape[1]:
     raise TwoStreamError(f'the RGB model has {rgb.probabilities.shape[1]} classes and the Flow '
                          f'model {flow.probabilities.shape[1]}: they were not trained on the '
-                         'same class list')
+                         'same class list', 'classes', count=flow.probabilities.shape[1])
   flow_rows = {name.lower(): i for i, name in enumerate(flow.names)}
   rgb_keys = {name.lower() for name in rgb.names}
   rows = [(i, flow_rows[name.lower()]) for i, name in enumerate(rgb.names)
@@ -106,7 +120,7 @@ def match(rgb: StreamPredictions, flow: StreamPredictions) -> Matched:
   if mismatched:
     raise TwoStreamError(f'{len(mismatched)} videos have different labels in the RGB and Flow '
                          f'eval data (e.g. {mismatched[0]}): prepare both from the same split '
-                         'files')
+                         'files', 'labels', count=len(mismatched))
   r = np.array([i for i, _ in rows], np.int64)
   f = np.array([j for _, j in rows], np.int64)
   return Matched(
@@ -124,7 +138,7 @@ def report(rgb: StreamPredictions, flow: StreamPredictions,
   if not matched.names:
     raise TwoStreamError(f'the RGB eval data ({len(rgb.names)} videos) and the Flow eval data '
                          f'({len(flow.names)} videos) share no video name: were they prepared '
-                         'from the same split?')
+                         'from the same split?', 'no_shared_video')
   fused = fuse(matched.rgb, matched.flow, flow_weight)
   return {
       'videos': len(matched.names), 'flow_weight': flow_weight,
@@ -203,7 +217,7 @@ def saved_model_dir(path: str) -> str:
   if not exports:
     raise TwoStreamError(f'{path} is neither a SavedModel nor a model_dir with an export under '
                          'export/best/: train it with //towers:train (export_savedmodel=true, '
-                         'the default) or pass the export directory')
+                         'the default) or pass the export directory', 'no_export', path)
   return os.path.join(best, exports[-1].rstrip('/'))
 
 
@@ -211,7 +225,7 @@ def _manifest(data_dir: str) -> dict[str, Any]:
   path = manifest_lib.manifest_path(data_dir, 'test')
   if not tf.io.gfile.exists(path):
     raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
-                         'of //data_tools:prepare (its test shards)')
+                         'of //data_tools:prepare (its test shards)', 'no_manifest', data_dir)
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
@@ -239,11 +253,12 @@ def load_model(model: str, expect: str | None = None) -> StreamModel:
   _, frames, height, width, channels = spec.shape.as_list()
   if channels not in STREAM_OF_CHANNELS or height != width:
     raise TwoStreamError(f'{export} takes clips of shape {spec.shape}: not a video model of '
-                         'this project')
+                         'this project', 'not_a_video_model', export)
   loaded = StreamModel(export, serving, frames, height, channels)
   if expect and loaded.stream != expect:
     raise TwoStreamError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
-                         f'it is a {loaded.stream} model: swap the arguments')
+                         f'it is a {loaded.stream} model: swap the arguments', 'wrong_stream',
+                         export)
   return loaded
 
 
@@ -278,12 +293,13 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | No
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
     raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
-                         f'{model.stream} model')
+                         f'{model.stream} model', 'wrong_stream', data_dir)
   classes, data_classes = model_classes(model), int(manifest['num_classes'])
   if classes is not None and classes != data_classes:
     raise TwoStreamError(f'the {model.stream} model {model.export} has {classes} classes but '
                          f'{data_dir} holds {data_classes}: evaluate it on test records '
-                         'prepared from the class list it was trained with')
+                         'prepared from the class list it was trained with', 'classes',
+                         data_dir, data_classes)
   trained = training_videos(model_path)
   if trained is None:
     return (f'{model_path} lists no training videos (train_settings.json): cannot check that '
@@ -295,7 +311,8 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | No
     raise TwoStreamError(f'{len(seen)} of the {len(tests)} test videos of {data_dir} are '
                          f'training videos of the {model.stream} model {model_path} (e.g. '
                          f'{seen[0]}): its accuracy on them says nothing; evaluate on the test '
-                         'records of the split it was trained on')
+                         'records of the split it was trained on', 'trained_on', data_dir,
+                         len(seen))
   return None
 
 
@@ -311,7 +328,7 @@ def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != stream:
     raise TwoStreamError(f'{data_dir} holds {data_stream} records but {export} is a {stream} '
-                         'model')
+                         'model', 'wrong_stream', data_dir)
   num_classes = int(manifest['num_classes'])
   dataset = tf.data.TFRecordDataset(pipeline.record_files(data_dir, 'test')).enumerate()
   dataset = dataset.map(lambda i, record: (i,) + pipeline.eval_video(
@@ -329,7 +346,8 @@ def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
     labels.extend(label.numpy().tolist())
     names.extend(n.decode() for n in name.numpy())
   if not names:
-    raise TwoStreamError(f'{data_dir} gave no readable eval video')
+    raise TwoStreamError(f'{data_dir} gave no readable eval video', 'no_readable_video',
+                         data_dir)
   log(f'evaluate_two_stream: {stream}: {len(names)} videos x '
       f'{protocol(clips_per_video, crops_per_video)} of {frames}x{height}x{width} through '
       f'{export}')

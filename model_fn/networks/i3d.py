@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from command_line.options import Problem
 from model_fn import layers
 from model_fn.networks.i3d_names import (ENDPOINTS, HEADS, KINETICS_CLASSES, LOGITS_CONV,
                                           NETWORK_SCOPE, STACKED_HEAD, STREAMS, stream_parts)
@@ -114,11 +115,12 @@ def inception_i3d(clips: tf.Tensor, ctx: layers.TowerContext, num_classes: int =
   an unknown stream or endpoint, or clips whose channel count does not fit the stream.
   """
   if final_endpoint not in ENDPOINTS:
-    raise ValueError(f'final_endpoint={final_endpoint!r} is not one of {", ".join(ENDPOINTS)}')
+    raise ValueError(Problem('final_endpoint', f'final_endpoint={final_endpoint!r} is not one '
+                             f'of {", ".join(ENDPOINTS)}'))
   top_scope, channels = stream_parts(stream)
   if clips.shape.rank != 5 or clips.shape[-1] != channels:
-    raise ValueError(f'I3D {stream} stream needs clips [batch, frames, height, width, '
-                     f'{channels}], got shape {clips.shape}')
+    raise ValueError(Problem('stream', f'I3D {stream} stream needs clips [batch, frames, '
+                             f'height, width, {channels}], got shape {clips.shape}'))
   end_points: dict[str, tf.Tensor] = {}
   net = clips
   with tf1.variable_scope(top_scope), tf1.variable_scope(NETWORK_SCOPE):

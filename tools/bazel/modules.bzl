@@ -344,7 +344,9 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("transfer.py", False, []),
-        ("variable_placement.py", False, []),
+        ("variable_placement.py", False, [
+            "//command_line:options",
+        ]),
         ("video_metrics.py", False, []),
         ("warm_start.py", False, [
             ":layers",
@@ -363,6 +365,7 @@ MODULES = {
         ]),
         ("i3d.py", False, [
             ":i3d_names",
+            "//command_line:options",
             "//model_fn:layers",
         ]),
         ("i3d_names.py", False, [
@@ -507,6 +510,7 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:status_file",
             "//input_fn:pipeline",
             "//towers/cluster:evaluator",
             "//towers/cluster:time_limit",
@@ -550,6 +554,7 @@ MODULES = {
         ("base_runner.py", False, [
             ":gpus",
             ":spec",
+            "//command_line:status_file",
         ]),
         ("evaluator.py", False, [
             ":base_runner",
@@ -557,6 +562,7 @@ MODULES = {
             ":spec",
             ":time_limit",
             ":watchdog",
+            "//command_line:status_file",
         ]),
         ("gpus.py", False, [
             ":spec",
@@ -590,6 +596,7 @@ MODULES = {
         ("time_limit.py", False, []),
         ("watchdog.py", False, [
             ":shutdown",
+            "//command_line:status_file",
         ]),
     ],
 }
@@ -621,7 +628,9 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "classify_test": [
+        ":program_runs",
         "//command_line:entry",
+        "//command_line:options",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:direct",
@@ -662,6 +671,7 @@ TEST_DEPS = {
     ],
     "cluster_faults_test": [
         ":cluster_testing",
+        ":program_runs",
         "//towers:checkpoints",
         "//towers:train_lib",
     ],
@@ -679,6 +689,8 @@ TEST_DEPS = {
         "//towers:training",
     ],
     "cluster_refusals_test": [
+        ":program_runs",
+        "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
         "//towers:params",
@@ -828,6 +840,7 @@ TEST_DEPS = {
         "//towers:train_lib",
     ],
     "gpu_roles_test": [
+        ":program_runs",
         "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
@@ -843,6 +856,7 @@ TEST_DEPS = {
         ":tower_testing",
         "//benchmarks:benchmark_graphs",
         "//benchmarks:flow_benchmark_lib",
+        "//command_line:status_file",
         "//model_fn/networks:c3d_small",
         "//model_fn:devices",
         "//model_fn:layers",
@@ -884,6 +898,7 @@ TEST_DEPS = {
     "i3d_network_test": [
         ":i3d_test_lib",
         "//benchmarks:i3d_memory_lib",
+        "//command_line:options",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
         "//model_fn/networks:i3d_names",
@@ -1095,6 +1110,7 @@ TEST_DEPS = {
     ],
     "tower_placement_test": [
         ":tower_testing",
+        "//command_line:options",
         "//model_fn:gradients",
         "//model_fn:tower_model_fn",
         "//model_fn:variable_placement",
@@ -1109,6 +1125,14 @@ TEST_DEPS = {
         "//towers:preflight",
         "//towers:train_lib",
         "//towers:train_settings",
+    ],
+    "training_console_test": [
+        ":program_runs",
+        "//towers/cluster:local_cluster_lib",
+        "//towers:classify_lib",
+        "//towers:evaluate_two_stream_lib",
+        "//towers:train_lib",
+        "//towers:two_stream",
     ],
     "transfer_test": [
         "//benchmarks:cluster_model",
@@ -1127,6 +1151,7 @@ TEST_DEPS = {
         "//input_fn:video_io",
     ],
     "two_stream_checks_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//towers:evaluate_two_stream_lib",

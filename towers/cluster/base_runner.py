@@ -18,6 +18,7 @@ from typing import Any, Callable
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from towers.cluster.gpus import RoleGpus, apply_role_gpus, plan_role_gpus
 from towers.cluster.spec import ClusterTask
 
@@ -84,4 +85,6 @@ def assign_gpus(params, task: ClusterTask) -> RoleGpus:
     apply_role_gpus(role)
     _assigned[task.name] = role
     logging.info('%s: %s', task.name, role.reason)
+    status_file.record('gpus', task=task.name,
+                       visible=list(role.visible) if role.visible is not None else None)
   return _assigned[task.name]

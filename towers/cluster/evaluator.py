@@ -29,6 +29,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from towers.cluster import time_limit
 from towers.cluster.base_runner import Recipe
 from towers.cluster.shutdown import reachable
@@ -180,6 +181,8 @@ class Evaluator:
       logging.warning('evaluator: %d checkpoint(s) behind: evaluating step %d next (last '
                       'evaluated step %d); the ones between are not evaluated', skipped,
                       newest.step, self.last_step)
+      status_file.record('checkpoints_skipped', skipped=skipped, step=newest.step,
+                         last_step=self.last_step)
     return newest
 
   def _evaluate(self, checkpoint: Checkpoint, pinned: str) -> dict[str, Any]:

@@ -27,6 +27,11 @@ VISIBLE = 'CUDA_VISIBLE_DEVICES'
 NVIDIA_PROC_DIR = '/proc/driver/nvidia/gpus'  # one entry per GPU while the driver is loaded
 
 
+class VisibilityTooLate(RuntimeError):
+  """GPU visibility was to be set after TensorFlow initialised its devices (it would be
+  ignored)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RoleGpus:
   """The GPUs one task may see. `visible`: the `CUDA_VISIBLE_DEVICES` ids to set, () to
@@ -75,13 +80,14 @@ def plan_role_gpus(params, task: ClusterTask, environ: Mapping[str, str] = os.en
   group = params.gpus_per_worker or max(params.num_towers, 0)
   if group and params.num_towers > group and not params.tower_devices:
     raise ClusterError(f'--gpus_per_worker={group} gives each trainer fewer GPUs than its '
-                       f'--num_towers={params.num_towers}: raise it or lower --num_towers')
+                       f'--num_towers={params.num_towers}: raise it or lower --num_towers',
+                       '--gpus_per_worker', group)
   if not group:
     if n == 1:
       return RoleGpus(None, f'every GPU of this machine ({",".join(machine)})')
     raise ClusterError(f'{n} trainers share host {task.address.rpartition(":")[0]} with '
                        '--num_towers=-1 (every visible GPU): say how many GPUs each gets '
-                       'with --gpus_per_worker (or --num_towers)')
+                       'with --gpus_per_worker (or --num_towers)', '--gpus_per_worker', n)
   if n > 1 and len(machine) == group and environ.get('SLURM_JOB_ID'):
     # Slurm already gave this task its own GPUs (--gpus-per-task, --gres per task).
     return RoleGpus(machine, f'the GPUs Slurm gave this task ({",".join(machine)})')
@@ -92,18 +98,19 @@ def plan_role_gpus(params, task: ClusterTask, environ: Mapping[str, str] = os.en
                        f'(--gpus_per_worker, else --num_towers), but this machine gives '
                        f'{len(machine)} (GPU ids {",".join(machine)}): run fewer trainers '
                        'there (local_cluster: --workers), fewer towers each (--num_towers), '
-                       f'or train on the CPU ({VISIBLE}= hides the GPUs)')
+                       f'or train on the CPU ({VISIBLE}= hides the GPUs)', '--gpus_per_worker',
+                       len(machine))
   return RoleGpus(mine, f'GPUs {",".join(mine)}: group {k + 1} of {n} trainers on this machine')
 
 
 def apply_role_gpus(role: RoleGpus, environ: MutableMapping[str, str] = os.environ) -> None:
   """Sets `CUDA_VISIBLE_DEVICES` for `role` (nothing when `role.visible` is None). Raises
-  `RuntimeError` when TensorFlow's eager runtime has already initialised its devices, as
+  `VisibilityTooLate` when TensorFlow's eager runtime has already initialised its devices, as
   the setting would then be ignored."""
   if role.visible is None:
     return
   if environ is os.environ and _tensorflow_devices_initialised():
-    raise RuntimeError('GPU visibility must be set before TensorFlow initialises its '
+    raise VisibilityTooLate('GPU visibility must be set before TensorFlow initialises its '
                        'devices: plan and apply it before building any graph or server')
   environ[VISIBLE] = ','.join(role.visible)
 

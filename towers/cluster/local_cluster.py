@@ -60,7 +60,7 @@ from absl import flags
 from command_line import entry, status_file
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOP_SIGNAL, STOPPED_EXIT_CODE
-from command_line.options import at_least, option, Options
+from command_line.options import Options, Problem, at_least, option
 
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 EVALUATOR = 'evaluator'
@@ -395,7 +395,7 @@ class LocalClusterOptions(Options):
                         'host: the host network.', choices=('isolated', 'host'))
 
 
-def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
+def _sync_problem(train_args: Sequence[str], workers: int) -> Problem | None:
   """Why --sync_replicas with --backup_workers (given to the tasks, also in a --flagfile)
   cannot run on `workers` workers; None when it can."""
   values = flags.FlagValues()
@@ -406,24 +406,30 @@ def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
   except flags.Error:
     return None  # the tasks' own flag parsing reports it
   if values.sync_replicas and values.backup_workers >= workers:
-    return (f'--sync_replicas --backup_workers={values.backup_workers} with --workers={workers} '
-            'would aggregate no gradient per step (each step waits for workers - '
-            f'backup_workers): set --backup_workers below {workers}')
+    return Problem('backup_workers', f'--sync_replicas --backup_workers={values.backup_workers} '
+                   f'with --workers={workers} would aggregate no gradient per step (each step '
+                   f'waits for workers - backup_workers): set --backup_workers below {workers}')
   return None
 
 
-def _task_flags_problem(train_args: Sequence[str]) -> str | None:
+def _task_flags_problem(train_args: Sequence[str]) -> Problem | None:
   """What the train binary says of `train_args` (its --check_flags: TrainParams' rules,
-  each declared beside its option), or None when they make a valid run. Checked once
-  here, before any task starts, instead of by every task."""
-  done = subprocess.run([sys.executable, '-m', 'towers.train', *train_args, '--check_flags'],
-                        capture_output=True, text=True, check=False)
+  each declared beside its option), or None when they make a valid run: the message and
+  first option of its `error` status event. Checked once here, before any task starts,
+  instead of by every task."""
+  with tempfile.TemporaryDirectory() as scratch:
+    events_path = os.path.join(scratch, 'check_flags.jsonl')
+    env = dict(os.environ, **{status_file.STATUS_FILE_ENV: events_path})
+    done = subprocess.run([sys.executable, '-m', 'towers.train', *train_args, '--check_flags'],
+                          capture_output=True, text=True, check=False, env=env)
+    errors = [e for e in status_file.read(events_path) if e['event'] == 'error']
   if done.returncode == 0:
     return None
-  errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
-  return (errors[0][len('train: error: '):] if errors else
-          f'the train flags cannot be checked (exit code {done.returncode}): '
-          f'{done.stderr.strip()[-500:]}')
+  if errors:
+    return Problem(errors[-1]['options'][0] if errors[-1]['options'] else None,
+                   errors[-1]['message'])
+  return Problem(None, f'the train flags cannot be checked (exit code {done.returncode}): '
+                       f'{done.stderr.strip()[-500:]}')
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -435,9 +441,9 @@ def check_options(options: LocalClusterOptions) -> None:
   """Raises `entry.Refused` when --ps/--workers cannot make a training cluster (their
   ranges are declared beside them)."""
   if options.ps == 0:
-    raise entry.Refused(f'--ps=0 --workers={options.workers}: the variables of a training '
-                        'cluster live on its ps tasks; use --ps=1 or more (or //towers:train '
-                        'without a cluster)')
+    raise entry.Refused(Problem('ps', f'--ps=0 --workers={options.workers}: the variables of a '
+                                'training cluster live on its ps tasks; use --ps=1 or more (or '
+                                '//towers:train without a cluster)'))
 
 
 def run(options: LocalClusterOptions, train_args: list[str]) -> int:
@@ -464,6 +470,7 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
           'interface while they run', file=sys.stderr)
   elif os.environ.get(ISOLATED_ENV):
     print('local_cluster: network isolated: a new namespace with loopback only')
+  status_file.record('network', isolated=bool(os.environ.get(ISOLATED_ENV)))
   cluster = LocalCluster(options.ps, options.workers, train_args,
                          evaluator=options.evaluator, log_dir=log_dir)
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)

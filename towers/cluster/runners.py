@@ -74,6 +74,7 @@ class TrainerRunner(Runner):
     if finished is not None and finished >= params.max_steps:
       logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
                    params.model_dir, finished, params.max_steps)
+      status_file.record('already_trained', step=finished, max_steps=params.max_steps)
       self.finish(server.target, f'{params.model_dir} was already trained')
       return {}
     ps_watchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()

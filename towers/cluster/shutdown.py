@@ -274,3 +274,5 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
               '(--worker_lost_secs)')
       self.failures[f'worker {index} ({worker.address})'] = (
           f'{what}; its updates since the last one the ps received are lost')
+      status_file.record('worker_lost', worker=index, address=worker.address, stuck=answering,
+                         lost_secs=self._lost_secs)

@@ -27,7 +27,18 @@ LOCAL_HOSTS = ('localhost', '127.0.0.1', '::1', '[::1]', '0.0.0.0')
 
 
 class ClusterError(ValueError):
-  """The cluster description is malformed or inconsistent; the message names the field."""
+  """The cluster description is malformed or inconsistent; the message names the field.
+
+  `field`: the field at fault as the message names it ('TF_CONFIG.cluster.chief',
+  '--worker_hosts', 'SLURM_LOCALID', 'task.index'); `value`: its offending value or count
+  (None when it has none); `option`: the flag's name when the field is a flag, else None.
+  """
+
+  def __init__(self, message: str, field: str, value: Any = None) -> None:
+    super().__init__(message)
+    self.field = field
+    self.value = value
+    self.option = field[2:] if field.startswith('--') else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,9 +105,10 @@ def from_flags(params) -> ClusterTask:
   """`--worker_hosts` lists every trainer; the first is the chief. `--task_type=worker
   --task_index=0` therefore means the chief, and worker i > 0 is TF_CONFIG worker i-1."""
   if not params.worker_hosts:
-    raise ClusterError('--worker_hosts: empty; list every training worker (the first is the chief)')
+    raise ClusterError('--worker_hosts: empty; list every training worker (the first is the chief)',
+                       '--worker_hosts')
   if not params.task_type:
-    raise ClusterError('--task_type: empty; say which role this process has')
+    raise ClusterError('--task_type: empty; say which role this process has', '--task_type')
   cluster = {'chief': (params.worker_hosts[0],), 'worker': tuple(params.worker_hosts[1:])}
   if params.ps_hosts:
     cluster['ps'] = tuple(params.ps_hosts)
@@ -104,7 +116,7 @@ def from_flags(params) -> ClusterTask:
   if task_type == 'worker':
     if not 0 <= index < len(params.worker_hosts):
       raise ClusterError(f'--task_index={index} is out of range: --worker_hosts has '
-                         f'{len(params.worker_hosts)} hosts')
+                         f'{len(params.worker_hosts)} hosts', '--task_index', index)
     task_type, index = ('chief', 0) if index == 0 else ('worker', index - 1)
   cluster = {job: hosts for job, hosts in cluster.items() if hosts}
   return validate(cluster, task_type, index, 'flags')
@@ -115,25 +127,28 @@ def from_tf_config(text: str) -> ClusterTask:
   try:
     config = json.loads(text)
   except json.JSONDecodeError as e:
-    raise ClusterError(f'TF_CONFIG is not valid JSON: {e}') from e
+    raise ClusterError(f'TF_CONFIG is not valid JSON: {e}', 'TF_CONFIG') from e
   if not isinstance(config, dict):
-    raise ClusterError('TF_CONFIG must be a JSON object with "cluster" and "task"')
+    raise ClusterError('TF_CONFIG must be a JSON object with "cluster" and "task"', 'TF_CONFIG')
   cluster, task = config.get('cluster'), config.get('task')
   if not isinstance(cluster, dict) or not cluster:
-    raise ClusterError('TF_CONFIG.cluster: missing or empty')
+    raise ClusterError('TF_CONFIG.cluster: missing or empty', 'TF_CONFIG.cluster')
   if not isinstance(task, dict) or 'type' not in task:
-    raise ClusterError('TF_CONFIG.task.type: missing')
+    raise ClusterError('TF_CONFIG.task.type: missing', 'TF_CONFIG.task.type')
   try:
     index = int(task.get('index', 0))
   except (TypeError, ValueError) as e:
-    raise ClusterError(f'TF_CONFIG.task.index={task.get("index")!r} is not an integer') from e
+    raise ClusterError(f'TF_CONFIG.task.index={task.get("index")!r} is not an integer',
+                       'TF_CONFIG.task.index', task.get('index')) from e
   for job, hosts in cluster.items():
     if not isinstance(hosts, list):
-      raise ClusterError(f'TF_CONFIG.cluster.{job}: must be a list of "host:port" strings')
+      raise ClusterError(f'TF_CONFIG.cluster.{job}: must be a list of "host:port" strings',
+                         f'TF_CONFIG.cluster.{job}', hosts)
   evaluators = cluster.get('evaluator', [])
   if len(evaluators) > 1:
     raise ClusterError(f'TF_CONFIG.cluster.evaluator: lists {len(evaluators)} tasks; one '
-                       'evaluator is supported (TFJob: Evaluator replicas: 1)')
+                       'evaluator is supported (TFJob: Evaluator replicas: 1)',
+                       'TF_CONFIG.cluster.evaluator', len(evaluators))
   for i, address in enumerate(evaluators):
     _check_address(f'TF_CONFIG.cluster.evaluator[{i}]', address)
   # Kubeflow's operator lists every replica type in the cluster, the evaluator too. The
@@ -159,25 +174,29 @@ def from_slurm(environ: Mapping[str, str], num_ps: int, port: int) -> ClusterTas
                'SLURM_STEP_NODELIST', 'SLURM_STEP_TASKS_PER_NODE'):
     if name not in environ:
       raise ClusterError(f'{name}: not set; run under `srun` (SLURM_JOB_ID is set but this '
-                         'is not a job step)')
+                         'is not a job step)', name)
   num_tasks = int(environ['SLURM_STEP_NUM_TASKS'])
   if num_ps < 0 or num_tasks < num_ps + 1:
     raise ClusterError(f'--slurm_num_ps={num_ps} cannot be honoured: the step has {num_tasks} '
                        f'task(s) and needs {num_ps} ps task(s) plus a chief; run srun with '
-                       f'--ntasks >= {num_ps + 1} or lower --slurm_num_ps')
+                       f'--ntasks >= {num_ps + 1} or lower --slurm_num_ps', '--slurm_num_ps',
+                       num_ps)
   hosts = slurm.expand_hostlist(environ['SLURM_STEP_NODELIST'])
   per_node = slurm.expand_tasks_per_node(environ['SLURM_STEP_TASKS_PER_NODE'])
   if len(per_node) != len(hosts) or sum(per_node) != num_tasks:
     raise ClusterError(f'SLURM_STEP_TASKS_PER_NODE={environ["SLURM_STEP_TASKS_PER_NODE"]} does '
                        f'not match SLURM_STEP_NODELIST ({len(hosts)} nodes) and '
-                       f'SLURM_STEP_NUM_TASKS={num_tasks}')
+                       f'SLURM_STEP_NUM_TASKS={num_tasks}', 'SLURM_STEP_TASKS_PER_NODE',
+                       environ['SLURM_STEP_TASKS_PER_NODE'])
   node = environ['SLURMD_NODENAME']
   if node not in hosts:
-    raise ClusterError(f'SLURMD_NODENAME={node} is not in SLURM_STEP_NODELIST={hosts}')
+    raise ClusterError(f'SLURMD_NODENAME={node} is not in SLURM_STEP_NODELIST={hosts}',
+                       'SLURMD_NODENAME', node)
   local_id = int(environ['SLURM_LOCALID'])
   if not 0 <= local_id < per_node[hosts.index(node)]:
     raise ClusterError(f'SLURM_LOCALID={local_id} is out of range: node {node} runs '
-                       f'{per_node[hosts.index(node)]} task(s) of this step')
+                       f'{per_node[hosts.index(node)]} task(s) of this step', 'SLURM_LOCALID',
+                       local_id)
   slots = sorted(((k, n) for n, count in enumerate(per_node) for k in range(count)))
   addresses = [f'{hosts[n]}:{port + k}' for k, n in slots]
   mine = slots.index((local_id, hosts.index(node)))
@@ -199,39 +218,45 @@ def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index:
   field = 'TF_CONFIG.cluster' if source == 'TF_CONFIG' else f'cluster (from {source})'
   for job in cluster:
     if job not in TRAINING_JOBS:
-      raise ClusterError(f'{field}.{job}: unknown job; expected chief, worker, ps')
+      raise ClusterError(f'{field}.{job}: unknown job; expected chief, worker, ps',
+                         f'{field}.{job}', job)
   chiefs = cluster.get('chief', ())
   if len(chiefs) != 1:
-    raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed')
+    raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed',
+                       f'{field}.chief', len(chiefs))
   if cluster.get('worker') and not cluster.get('ps'):
     raise ClusterError(f'{field}.ps: no ps task, but {len(cluster["worker"])} worker(s) besides '
                        'the chief: workers share the variables through ps tasks; list at least '
-                       'one ps (--ps_hosts; local_cluster --ps=1)')
+                       'one ps (--ps_hosts; local_cluster --ps=1)', f'{field}.ps',
+                       len(cluster['worker']))
   seen: dict[str, str] = {}
   for job, hosts in cluster.items():
     for i, address in enumerate(hosts):
       name = f'{field}.{job}[{i}]'
       _check_address(name, address)
       if address in seen:
-        raise ClusterError(f'{name} and {seen[address]} both use {address}')
+        raise ClusterError(f'{name} and {seen[address]} both use {address}', name, address)
       seen[address] = name
   if task_type not in TASK_TYPES:
-    raise ClusterError(f'task.type={task_type!r} is not one of {", ".join(TASK_TYPES)}')
+    raise ClusterError(f'task.type={task_type!r} is not one of {", ".join(TASK_TYPES)}',
+                       'task.type', task_type)
   if task_type == 'evaluator':
     if task_index != 0:
-      raise ClusterError(f'task.index={task_index}: there is one evaluator, index 0')
+      raise ClusterError(f'task.index={task_index}: there is one evaluator, index 0', 'task.index',
+                         task_index)
   elif not 0 <= task_index < len(cluster.get(task_type, ())):
     raise ClusterError(f'task.index={task_index} is out of range: {field}.{task_type} has '
-                       f'{len(cluster.get(task_type, ()))} tasks')
+                       f'{len(cluster.get(task_type, ()))} tasks', 'task.index', task_index)
   return ClusterTask(dict(cluster), task_type, task_index, source)
 
 
 def _check_address(name: str, address: Any) -> None:
   if not isinstance(address, str) or ':' not in address:
-    raise ClusterError(f'{name}={address!r} is not "host:port"')
+    raise ClusterError(f'{name}={address!r} is not "host:port"', name, address)
   host, _, port = address.rpartition(':')
   if not host or not port.isdigit() or not 0 < int(port) < 65536:
-    raise ClusterError(f'{name}={address!r} is not "host:port" with a port in 1..65535')
+    raise ClusterError(f'{name}={address!r} is not "host:port" with a port in 1..65535', name,
+                       address)
 
 
 def check_port_free(task: ClusterTask) -> None:
@@ -250,7 +275,8 @@ def check_port_free(task: ClusterTask) -> None:
       probe.bind(('127.0.0.1' if host in LOCAL_HOSTS else '', int(port)))
     except OSError as e:
       raise ClusterError(f'{task.task_type}[{task.task_index}]={address}: port {port} is '
-                         f'already in use on this machine ({e.strerror})') from e
+                         f'already in use on this machine ({e.strerror})',
+                         f'{task.task_type}[{task.task_index}]', int(port)) from e
 
 
 def pick_free_ports(count: int) -> list[int]:

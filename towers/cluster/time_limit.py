@@ -36,7 +36,12 @@ STOP = threading.Event()  # set once STOP_SIGNAL has come to this process
 
 
 class StoppedBeforeTheEnd(RuntimeError):
-  """Training stopped on STOP_SIGNAL before max_steps; the message says where."""
+  """Training stopped on STOP_SIGNAL before max_steps; the message says where. `step`: the
+  global step of the checkpoint written at the stop (None: the session's own end saved it)."""
+
+  def __init__(self, message: str, step: int | None = None) -> None:
+    super().__init__(message)
+    self.step = step
 
 
 def remember_signal() -> None:
@@ -123,6 +128,6 @@ def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
       raise StoppedBeforeTheEnd(
           f'train: stopped before max_steps={max_steps} for the job\'s time limit '
           f'(checkpoint at step {step} written); training continues from it when the job '
-          'is requeued or resubmitted')
+          'is requeued or resubmitted', int(step))
 
   return StopHook()

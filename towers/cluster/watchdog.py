@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 from absl import logging
 
+from command_line import status_file
 from towers.cluster.shutdown import reachable
 
 PS_UNREACHABLE_EXIT_CODE = 3
@@ -40,7 +41,8 @@ def ps_unreachable_message(address: str, down_secs: float, limit_secs: float) ->
 class Watchdog(threading.Thread):
   """Ends the process with `exit_code` when any of `addresses` has refused TCP connections
   for `limit_secs` in a row, after logging `message(address, down_secs, limit_secs)` as an
-  error. Checks every `period_secs`. A daemon thread: it ends with the task."""
+  error and recording a `peer_lost` status event. Checks every `period_secs`. A daemon
+  thread: it ends with the task."""
 
   def __init__(self, name: str, addresses: Sequence[str], limit_secs: float,
                message: Callable[[str, float, float], str], exit_code: int,
@@ -64,6 +66,8 @@ class Watchdog(threading.Thread):
         if now - since >= self._limit:
           logging.error('%s', self._message(address, now - since, self._limit))
           logging.flush()
+          status_file.record('peer_lost', address=address, down_secs=now - since,
+                             limit_secs=self._limit, exit_code=self.exit_code)
           os._exit(self.exit_code)  # pylint: disable=protected-access
       time.sleep(self._period)
 

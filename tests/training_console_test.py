@@ -1,0 +1,122 @@
+"""Specification: the console of the training-side programs, the lines a person reads.
+
+train, classify, evaluate_two_stream and local_cluster: one refusal line each
+(`<program>: error: <message>`), training's progress line and evaluation line (their numbers
+are those of the run's `progress` and `evaluation` status events), and the two-stream
+table. The other specs assert on exit codes, files, JSON and status events; this one is
+where the wording is pinned, once. Every program runs at once, as a user starts it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+import tempfile
+
+import numpy as np
+from absl.testing import absltest
+
+from tests import program_runs
+from towers import two_stream
+
+TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
+            '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=1',
+            '--lr_schedule=constant', '--lr_values=0.02', '--max_steps=6',
+            '--save_checkpoints_steps=6', '--log_every_steps=3', '--synthetic_eval_examples=8',
+            '--export_savedmodel=false')
+CLOCK = r'\d\d:\d\d:\d\d '  # the time every line of a training run starts with
+TIMEOUT = 240
+
+
+def lines(done: program_runs.ProgramRun) -> list[str]:
+  """Every line the run printed, stdout's then stderr's."""
+  return (done.stdout + done.stderr).splitlines()
+
+
+class TrainingConsoleTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    root = tempfile.mkdtemp()
+    runs = {
+        'train': ('towers.train', *TINY_RUN, f'--model_dir={os.path.join(root, "model")}'),
+        'train_refused': ('towers.train', '--chief_lost_secs=0', '--check_flags'),
+        'classify_refused': ('towers.classify', os.path.join(root, 'video.avi')),
+        'evaluate_refused': ('towers.evaluate_two_stream', '--rgb_model=r', '--flow_model=f',
+                             '--rgb_data=rd', '--flow_data=fd', '--eval_crops=2'),
+        'cluster_refused': ('towers.cluster.local_cluster', '--network=host', '--ps=0',
+                            '--workers=2'),
+    }
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+      started = {name: pool.submit(program_runs.run, *args, timeout=TIMEOUT, cwd=root)
+                 for name, args in runs.items()}
+      cls.runs = {name: future.result() for name, future in started.items()}
+
+  def assertOneErrorLine(self, name: str, line: str) -> None:
+    """Run `name` was refused (exit 2) with `line` as its only line on stderr."""
+    done = self.runs[name]
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual(done.stderr.splitlines(), [line], done.output())
+
+  def test_each_program_refuses_with_one_line(self):
+    self.assertOneErrorLine('train_refused',
+                            'train: error: chief_lost_secs must be positive, got 0')
+    self.assertOneErrorLine('classify_refused',
+                            'classify: error: give --model (an export directory or a model_dir)')
+    self.assertOneErrorLine('evaluate_refused',
+                            'evaluate_two_stream: error: --eval_crops=2: must be 1 or 3')
+    self.assertOneErrorLine(
+        'cluster_refused', 'local_cluster: error: --ps=0 --workers=2: the variables of a '
+        'training cluster live on its ps tasks; use --ps=1 or more (or //towers:train without '
+        'a cluster)')
+
+  def test_the_progress_line_says_the_step_loss_and_speed(self):
+    done = self.runs['train']
+    self.assertEqual(done.code, 0, done.output())
+    event = [e for e in done.events if e['event'] == 'progress'][0]
+    self.assertEqual(event['step'], 3)
+    line = (f'step 3/6 (50%)  loss {event["loss"]:.4f}  '
+            f'{event["examples_per_second"]:.1f} examples/s  '
+            f'{event["steps_per_second"]:.2f} steps/s  ETA ')
+    found = [l for l in lines(done) if re.fullmatch(CLOCK + re.escape(line) + r'\d+s', l)]
+    self.assertLen(found, 1, done.output())
+
+  def test_the_evaluation_line_says_the_step_and_its_metrics(self):
+    done = self.runs['train']
+    self.assertEqual(done.code, 0, done.output())
+    event = [e for e in done.events if e['event'] == 'evaluation'][-1]
+    metrics = event['metrics']
+    line = (f'evaluation at step 6: top-1 {metrics["accuracy/top_1"]:.4f}  '
+            f'top-5 {metrics["accuracy/top_5"]:.4f}  '
+            f'mean per class {metrics["accuracy/mean_per_class"]:.4f}  '
+            f'loss {metrics["loss"]:.4f}')
+    found = [l for l in lines(done) if re.fullmatch(CLOCK + re.escape(line), l)]
+    self.assertLen(found, 1, done.output())
+
+  def test_the_two_stream_table(self):
+    # 3 videos both streams have (every fused prediction right), one only the flow data
+    # lists, and one bad flow record: each count the rows rest on is said.
+    names = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
+    rgb = two_stream.StreamPredictions(
+        'rgb', '/models/rgb', names, np.array([0, 1, 2]),
+        np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
+    flow = two_stream.StreamPredictions(
+        'flow', '/models/flow', (*names, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
+        np.array([[.4, .3, .3], [.1, .8, .1], [.2, .2, .6], [1, 0, 0]], np.float32), 2, 1)
+    table = two_stream.format_table(two_stream.report(rgb, flow))
+    self.assertEqual(table.splitlines(), [
+        'two-stream evaluation on 3 videos (flow_weight 0.5; video = mean softmax of 2 clips '
+        'x 1 crop)',
+        '| stream | video top-1 | video top-5 | mean per-class |',
+        '|---|---|---|---|',
+        '| RGB | 0.6667 | 1.0000 | 0.6667 |',
+        '| Flow | 1.0000 | 1.0000 | 1.0000 |',
+        '| Fusion | 1.0000 | 1.0000 | 1.0000 |',
+        'flow: 1 video(s) not in the other stream, left out of every row (e.g. v_D_g01_c01); '
+        '1 bad record(s) skipped'])
+
+
+if __name__ == '__main__':
+  absltest.main()
