@@ -1,6 +1,6 @@
 """One task of an emulated TensorFlow peer (`//benchmarks:cluster_emulator --systems=...`).
 
-    python -m benchmarks.emulated_peer_task --peer=multi_worker_mirrored --model=i3d ...
+    python -m benchmarks.emulated_peer_task_main --peer=multi_worker_mirrored --model=i3d ...
 
 The peers' counterpart of `benchmarks/emulated_task.py`, through TensorFlow's own
 multi-node machinery instead of this library's:
@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from benchmarks.emulated_task import STEP_EVENT, variable_shapes
 from model_fn import networks
-from command_line import entry, status_file
+from command_line import status_file
 from command_line.options import option
 
 tf1 = tf.compat.v1
@@ -149,10 +149,3 @@ def run(options: PeerTaskOptions) -> None:
   tf.estimator.train_and_evaluate(estimator,
                                   tf.estimator.TrainSpec(input_fn, max_steps=10 ** 9),
                                   tf.estimator.EvalSpec(input_fn, steps=1))
-
-
-PROGRAM = entry.Program('emulated_peer_task', run, PeerTaskOptions)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -1,9 +1,9 @@
 """One task of the emulated cluster (`//benchmarks:cluster_emulator` starts these).
 
-    python -m benchmarks.emulated_task --model=i3d --emulate_compute=2.1 --time_scale=10 ...
+    python -m benchmarks.emulated_task_main --model=i3d --emulate_compute=2.1 --time_scale=10 ...
 
 Its role comes from `--ps_hosts`, `--worker_hosts`, `--task_type` and `--task_index`
-(set per task by `LocalCluster`, as for `towers.train`; worker 0 is the chief). A ps task serves. A
+(set per task by `LocalCluster`, as for `towers.train_main`; worker 0 is the chief). A ps task serves. A
 worker builds the real network's trainable variables (names, shapes, float32; created on
 the ps tasks by the project's `ParameterServerPlacement`, or largest first with
 `--ps_placement=largest_first`), and runs steps through TensorFlow's parameter-server
@@ -35,7 +35,6 @@ import json
 import time
 
 import tensorflow as tf
-from absl import flags
 
 from benchmarks import flop_count
 from model_fn import transfer
@@ -43,7 +42,7 @@ from model_fn import networks
 from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
-from command_line import entry, status_file
+from command_line import status_file
 from command_line.options import option
 from towers.params import make_params
 
@@ -284,10 +283,3 @@ def run(options: TaskOptions) -> None:
     server.join()
     return
   run_worker(options, server, cluster, options.task_type, options.task_index)
-
-
-PROGRAM = entry.Program('emulated_task', run, TaskOptions)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

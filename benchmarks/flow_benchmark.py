@@ -28,7 +28,6 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line import entry
 from command_line.options import option
 from input_fn import flow, video_io
 
@@ -213,11 +212,3 @@ def options_problem(options: FlowBenchmarkOptions) -> str | None:
   except ValueError as e:
     return str(e)
   return None
-
-
-PROGRAM = entry.Program('flow_benchmark', lambda options: print(run(options)),
-                        FlowBenchmarkOptions, check=options_problem)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -191,10 +191,3 @@ def run(options: MemoryOptions) -> int:
   fits, line = recipe_line(params, options.usable_gib)
   print(f'{options.recipe}: {line}')
   return 0 if fits else 1
-
-
-PROGRAM = entry.Program('i3d_memory', run, MemoryOptions)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -55,7 +55,6 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line import console, entry
 from command_line.options import option
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
@@ -506,11 +505,3 @@ def cpu_allocator() -> str:
   faults on it cost about 15% of the TFRecord route's CPU (docs/input.md)."""
   value = os.environ.get('TF_CPU_ALLOCATOR_USE_BFC', '').strip().lower()
   return 'BFC CPU allocator' if value in ('1', 'true') else 'default CPU allocator (malloc)'
-
-
-PROGRAM = entry.Program('input_benchmark', lambda options: print(run(options)),
-                        InputBenchmarkOptions, check=options_problem, verbose=True)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

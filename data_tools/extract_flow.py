@@ -60,7 +60,6 @@ from data_tools import flow_shards
 from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
-from command_line import entry
 from command_line.options import option
 from command_line.progress import Progress
 
@@ -506,19 +505,3 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
       rows.append(f'{task.name} {{:s}}/{task.name} {count} {task.label}')
   json_files.write_text(os.path.join(out, ucf101.FLOW_LIST_NAME),
                         ''.join(row + '\n' for row in rows))
-
-
-def _run(options: ExtractFlowOptions) -> None:
-  try:
-    extract(options)
-  except InputError as e:
-    raise entry.Failed(f'--strict: {e}') from None
-
-
-PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,
-                        refused=(OptionsError, SettingsMismatch, FileNotFoundError,
-                                 ImportError))
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

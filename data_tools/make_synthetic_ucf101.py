@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 
 from input_fn import dir_identity, ucf101, video_io
-from command_line import entry
 from command_line.options import option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
@@ -283,18 +282,3 @@ def _make_hmdb51(options: SyntheticOptions, rng: np.random.Generator) -> dict[st
     extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=out, dataset='hmdb51',
                                                          **SYNTHETIC_FLOW))
   return {'classes': names, 'videos': sum(len(v) for v in stems.values()), 'out': out}
-
-
-def _run(options: SyntheticOptions) -> None:
-  settings = {k: v for k, v in dataclasses.asdict(options).items() if k != 'out'}
-  summary = make_dataset(options.out, **settings)
-  print(f'make_synthetic_ucf101: wrote {summary["videos"]} videos of '
-        f'{len(summary["classes"])} classes to {options.out}')
-
-
-PROGRAM = entry.Program('make_synthetic_ucf101', _run, SyntheticOptions,
-                        check=check_options, refused=(SyntheticError,))
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -371,8 +371,6 @@ def _file_identity(path: str) -> list[int]:
 # --- Whole preparation ---------------------------------------------------------------------
 
 
-
-
 def _source_paths(config: PrepareConfig) -> dict[str, str]:
   """The source's resolved directories and files (empty ones found under data_dir). A
   folder given explicitly wins over a list found under data_dir: that list's rows point
@@ -671,18 +669,3 @@ def summary_line(manifest: dict[str, Any]) -> str:
           f'{": " + kinds if kinds else ""}'
           f'{f"; {len(unread)} unusable line(s) in {files}" if unread else ""}'
           f'{f"; {unused} videos of the split files in neither subset (id 0)" if unused else ""}')
-
-
-def _run(config: PrepareConfig) -> None:
-  try:
-    prepare(config)
-  except InputError as e:
-    raise entry.Failed(f'--strict: {e}') from None
-
-
-PROGRAM = entry.Program('prepare', _run, PrepareConfig, check=check_config,
-                        refused=(PrepareError, FileNotFoundError, datasets.DatasetError))
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -16,10 +16,9 @@ import inspect
 import os
 import re
 import runpy
-import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from command_line import cli, console
+from command_line import cli
 from command_line.options import CHOICES, KEY, help_of
 
 REGENERATE = 'bazel run //docs:flags_doc'
@@ -185,22 +184,3 @@ def runfiles_root() -> str:
   """The workspace inside this program's runfiles (its sources and BUILD files)."""
   here = os.path.dirname(os.path.abspath(__file__))
   return os.path.dirname(here)
-
-
-def main(argv: Sequence[str], echo: Callable[[str], None] = print) -> int:
-  del argv
-  console.quiet_native_logs()
-  workspace = os.environ.get('BUILD_WORKSPACE_DIRECTORY')
-  if not workspace:
-    echo(f'flags_doc: run it as `{REGENERATE}` (it writes {OUTPUT} in the workspace)')
-    return 2
-  root = runfiles_root()
-  text = render(read_build_files(root, [p for p, _ in CONCERNS]), root)
-  with open(os.path.join(workspace, OUTPUT), 'w') as f:
-    f.write(text)
-  echo(f'flags_doc: wrote {OUTPUT} ({len(text.splitlines())} lines)')
-  return 0
-
-
-if __name__ == '__main__':
-  sys.exit(main(sys.argv))

@@ -23,11 +23,11 @@ class BuildFilesTest(absltest.TestCase):
 
   def test_a_module_depends_on_what_it_imports_and_runs(self):
     modules = build_files.scan(ROOT)
-    # A function-level import, and a module started as `python -m towers.train`.
+    # A function-level import, and a module started as `python -m towers.train_main`.
     self.assertIn(':console', build_files.deps_of('command_line.cli', modules))
-    self.assertIn('//towers:train_lib', build_files.deps_of('towers.cluster.local_cluster', modules))
+    self.assertIn('//towers:train_main', build_files.deps_of('towers.cluster.local_cluster_main', modules))
     # `from towers import estimator` needs towers/estimator.py, not the package's __init__.
-    self.assertNotIn(':towers', build_files.deps_of('towers.train', modules))
+    self.assertNotIn(':towers', build_files.deps_of('towers.train_main', modules))
 
   def test_every_spec_has_one_tier_and_every_tier_a_suite(self):
     with open(os.path.join(ROOT, 'tests', 'BUILD'), encoding='utf-8') as f:

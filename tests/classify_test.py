@@ -224,7 +224,7 @@ class ClassifyTest(tf.test.TestCase):
 
   def run_tool(self, *args):
     env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
-    return subprocess.run([sys.executable, '-m', 'towers.classify', *args],
+    return subprocess.run([sys.executable, '-m', 'towers.classify_main', *args],
                           capture_output=True, text=True, env=env, timeout=300)
 
   def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):

@@ -104,7 +104,7 @@ class ClusterFaultsTest(tf.test.TestCase):
 
   def test_a_second_run_on_a_finished_model_dir_returns_at_once(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    command = [sys.executable, '-m', 'towers.train', *TRAIN_ARGS, f'--model_dir={model_dir}',
+    command = [sys.executable, '-m', 'towers.train_main', *TRAIN_ARGS, f'--model_dir={model_dir}',
                '--max_steps=20', '--export_savedmodel=false']
     env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
     subprocess.run(command, env=env, check=True, capture_output=True, timeout=LIMIT)

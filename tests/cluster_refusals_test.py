@@ -27,7 +27,7 @@ ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 def launch(*args: str, cwd: str | None = None, prefix: tuple[str, ...] = ()
            ) -> subprocess.CompletedProcess:
-  return subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster',
+  return subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster_main',
                          '--network=host', *args], capture_output=True, text=True,
                         timeout=LIMIT, check=False, env=ENV, cwd=cwd or tempfile.mkdtemp())
 

@@ -150,7 +150,7 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
       lines = [line.split(' ') for line in f.read().splitlines()]
     seen = {}
     for line in lines:
-      given, argv = line[0], line[3:]  # drop "-m towers.train"
+      given, argv = line[0], line[3:]  # drop "-m towers.train_main"
       params = params_from_argv([a for a in argv if not a.startswith('--flagfile')])
       task = spec.resolve_cluster(params, {})
       role = visible(params, task, {'CUDA_VISIBLE_DEVICES': given})
@@ -199,7 +199,7 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES='0,1', PYTHONPATH=os.pathsep.join(sys.path))
     env.pop('TF_CONFIG', None)
     result = subprocess.run(
-        [sys.executable, '-m', 'towers.train', '--worker_hosts=localhost:2',
+        [sys.executable, '-m', 'towers.train_main', '--worker_hosts=localhost:2',
          '--task_type=evaluator', '--data_source=tfrecord', f'--data_dir={data_dir}',
          f'--model_dir={self.get_temp_dir()}'],
         env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -1,7 +1,7 @@
 """Specification of the GPU tools on a machine without a GPU: tools/gpu_check.sh reports
 every spec of the GPU tier as skipped with the reason and exits 1; `tools/setup.sh --gpu`
 says what it would install and why it found no GPU, changes nothing and exits 1;
-tools/gpu_report.py names a driver too old for this TensorFlow's CUDA. The NVIDIA driver is
+tools/gpu_report_main.py names a driver too old for this TensorFlow's CUDA. The NVIDIA driver is
 stood for by a fake nvidia-smi first on PATH."""
 
 import os

@@ -45,12 +45,12 @@ class OneConfigTest(tf.test.TestCase):
       TrainParams(lr_schedule='constant', lr_values=(-1.0,))
 
   def test_the_config_and_the_train_binary_load_no_tensorflow_until_training(self):
-    program = ('import sys; import towers.params, towers.flags, towers.train; '
+    program = ('import sys; import towers.params, towers.flags, towers.train_main; '
                'print(sorted(m for m in ("tensorflow", "numpy") if m in sys.modules))')
     done = subprocess.run([sys.executable, '-c', program], capture_output=True, text=True,
                           env=ENV, timeout=LIMIT, check=True)
     self.assertEqual(done.stdout.strip(), '[]', done.stderr)
-    refused = subprocess.run([sys.executable, '-m', 'towers.train', '--batch_size=-3'],
+    refused = subprocess.run([sys.executable, '-m', 'towers.train_main', '--batch_size=-3'],
                              capture_output=True, text=True, env=ENV, timeout=LIMIT)
     self.assertEqual((refused.returncode, refused.stderr),
                      (2, 'train: error: batch_size must be positive, got -3\n'))
@@ -99,7 +99,7 @@ class OneWayToTrainTest(tf.test.TestCase):
     self.assertIn('was trained with --batch_size=2, now --batch_size=1', message)
 
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', *(f'--{k}={v}' for k, v in changed.items())],
+        [sys.executable, '-m', 'towers.train_main', *(f'--{k}={v}' for k, v in changed.items())],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-3000:])
     self.assertNotIn('Traceback', done.stderr)

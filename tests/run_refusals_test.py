@@ -49,7 +49,7 @@ class RunRefusalsTest(tf.test.TestCase):
   def train_binary(self, *args: str) -> subprocess.CompletedProcess:
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     flags = [f'--{k}={v}' for k, v in TINY.items()]
-    return subprocess.run([sys.executable, '-m', 'towers.train', *flags,
+    return subprocess.run([sys.executable, '-m', 'towers.train_main', *flags,
                            f'--model_dir={model_dir}', *args], capture_output=True, text=True,
                           timeout=LIMIT, check=False, env=ENV)
 

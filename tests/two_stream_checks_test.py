@@ -27,7 +27,7 @@ ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'towers.evaluate_two_stream', *args],
+  return subprocess.run([sys.executable, '-m', 'towers.evaluate_two_stream_main', *args],
                         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
 
 

@@ -138,12 +138,3 @@ def run(options: EvaluateTwoStreamOptions) -> None:
   with open(options.json_out, 'w') as f:
     json.dump(output, f, indent=1)
   print(f'written to {options.json_out}')
-
-
-PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
-                        check=check_options,
-                        refused=(two_stream.TwoStreamError, FileNotFoundError), verbose=True)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

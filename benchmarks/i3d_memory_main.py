@@ -1,0 +1,14 @@
+"""`bazel run //benchmarks:i3d_memory`: prints how many I3D training clips fit a GPU
+(benchmarks/i3d_memory.py)."""
+
+from __future__ import annotations
+
+from benchmarks.i3d_memory import MemoryOptions, run
+from command_line import entry
+
+
+PROGRAM = entry.Program('i3d_memory', run, MemoryOptions)
+
+
+if __name__ == '__main__':
+  PROGRAM.start()

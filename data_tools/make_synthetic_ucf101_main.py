@@ -1,0 +1,24 @@
+"""`bazel run //data_tools:make_synthetic_ucf101`: writes a synthetic dataset
+(data_tools/make_synthetic_ucf101.py) and prints one summary line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from command_line import entry
+from data_tools.make_synthetic_ucf101 import SyntheticError, SyntheticOptions, check_options, make_dataset
+
+
+def _run(options: SyntheticOptions) -> None:
+  settings = {k: v for k, v in dataclasses.asdict(options).items() if k != 'out'}
+  summary = make_dataset(options.out, **settings)
+  print(f'make_synthetic_ucf101: wrote {summary["videos"]} videos of '
+        f'{len(summary["classes"])} classes to {options.out}')
+
+
+PROGRAM = entry.Program('make_synthetic_ucf101', _run, SyntheticOptions,
+                        check=check_options, refused=(SyntheticError,))
+
+
+if __name__ == '__main__':
+  PROGRAM.start()

@@ -1,0 +1,110 @@
+"""`bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=...`: a whole
+parameter-server cluster on this machine (`LocalCluster`, towers/cluster/local_cluster.py),
+its train flags checked once before any task starts; the exit code is the cluster's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Sequence
+
+from absl import flags
+
+from command_line import entry
+from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, LocalClusterOptions, reexec_in_private_network
+from towers.cluster.time_limit import STOP_SIGNAL
+
+
+def _raise_keyboard_interrupt(signum, frame) -> None:
+  del signum, frame
+  raise KeyboardInterrupt
+
+
+def _sync_problem(train_args: Sequence[str], workers: int) -> str | None:
+  """Why --sync_replicas with --backup_workers (given to the tasks, also in a --flagfile)
+  cannot run on `workers` workers; None when it can."""
+  values = flags.FlagValues()
+  flags.DEFINE_bool('sync_replicas', False, '', flag_values=values)
+  flags.DEFINE_integer('backup_workers', 0, '', flag_values=values)
+  try:
+    values(['local_cluster', *train_args], known_only=True)
+  except flags.Error:
+    return None  # the tasks' own flag parsing reports it
+  if values.sync_replicas and values.backup_workers >= workers:
+    return (f'--sync_replicas --backup_workers={values.backup_workers} with --workers={workers} '
+            'would aggregate no gradient per step (each step waits for workers - '
+            f'backup_workers): set --backup_workers below {workers}')
+  return None
+
+
+def _task_flags_problem(train_args: Sequence[str]) -> str | None:
+  """What the train binary says of `train_args` (its --check_flags: TrainParams' rules,
+  each declared beside its option), or None when they make a valid run. Checked once
+  here, before any task starts, instead of by every task."""
+  done = subprocess.run([sys.executable, '-m', 'towers.train_main', *train_args, '--check_flags'],
+                        capture_output=True, text=True, check=False)
+  if done.returncode == 0:
+    return None
+  errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
+  return (errors[0][len('train: error: '):] if errors else
+          f'the train flags cannot be checked (exit code {done.returncode}): '
+          f'{done.stderr.strip()[-500:]}')
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+  """Parses the launcher's flags; returns [program, *train flags] (the unknown ones)."""
+  return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
+
+
+def check_options(options: LocalClusterOptions) -> None:
+  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster (their
+  ranges are declared beside them)."""
+  if options.ps == 0:
+    raise entry.Refused(f'--ps=0 --workers={options.workers}: the variables of a training '
+                        'cluster live on its ps tasks; use --ps=1 or more (or //towers:train '
+                        'without a cluster)')
+
+
+def run(options: LocalClusterOptions, train_args: list[str]) -> int:
+  """Starts the cluster with `train_args` for every task; its exit code (see
+  `LocalCluster.run`)."""
+  problem = _sync_problem(train_args, options.workers)
+  if problem is None and not os.environ.get(ISOLATED_ENV):  # not again once re-executed
+    problem = _task_flags_problem(train_args)
+  if problem:
+    raise entry.Refused(problem)
+  log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
+  try:
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, '.write_probe'), 'w'):
+      pass
+    os.remove(os.path.join(log_dir, '.write_probe'))
+  except OSError as e:
+    raise entry.Refused(f'cannot write the task logs to {log_dir} ({e.strerror}): start it '
+                        'from a writable working directory') from None
+  if options.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
+    reexec_in_private_network(__file__, sys.argv[1:])
+    print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
+          'not permitted); using the host network: the tasks\' ports are open on every '
+          'interface while they run', file=sys.stderr)
+  elif os.environ.get(ISOLATED_ENV):
+    print('local_cluster: network isolated: a new namespace with loopback only')
+  cluster = LocalCluster(options.ps, options.workers, train_args,
+                         evaluator=options.evaluator, log_dir=log_dir)
+  signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  signal.signal(STOP_SIGNAL, lambda signum, frame: cluster.signal_all(STOP_SIGNAL))
+  started = time.time()
+  code = cluster.run()
+  print(f'local_cluster: wall time {time.time() - started:.1f} s')
+  return code
+
+
+PROGRAM = entry.Program('local_cluster', run, LocalClusterOptions, check=check_options,
+                        arguments=True)
+
+
+if __name__ == '__main__':
+  PROGRAM.start(flags_parser=parse_flags)
