@@ -4,7 +4,8 @@ a video that cannot be read under --strict fails the run (exit 1)."""
 from __future__ import annotations
 
 from command_line import entry
-from data_tools.extract_flow import ExtractFlowOptions, OptionsError, SettingsMismatch, check_options, extract
+from data_tools.extract_flow import (ExtractFlowOptions, OptionsError, SettingsMismatch,
+                                     check_options, extract)
 from input_fn.ucf101 import InputError
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from command_line import entry
-from data_tools.make_synthetic_ucf101 import SyntheticError, SyntheticOptions, check_options, make_dataset
+from data_tools.make_synthetic_ucf101 import (SyntheticError, SyntheticOptions, check_options,
+                                              make_dataset)
 
 
 def _run(options: SyntheticOptions) -> None:

@@ -1,5 +1,5 @@
-"""`bazel run //data_tools:prepare`: converts a split into sharded TFRecords (data_tools/prepare.py);
-a video that cannot be read under --strict fails the run (exit 1)."""
+"""`bazel run //data_tools:prepare`: converts a split into sharded TFRecords
+(data_tools/prepare.py); a video that cannot be read under --strict fails the run (exit 1)."""
 
 from __future__ import annotations
 

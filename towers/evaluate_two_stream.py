@@ -1,4 +1,5 @@
-"""Fuses a trained RGB model and a trained Flow model per video and prints one table.
+"""The two-stream evaluation's options, their checks, and `evaluate`: both streams' models on
+their eval data, fused per video (the program: towers/evaluate_two_stream_main.py).
 
   bazel run //towers:evaluate_two_stream -- \\
     --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
@@ -17,8 +18,6 @@ prints each split's table, then video top-1 per split and the mean; the JSON hol
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import sys
 
 from command_line import console
@@ -118,23 +117,3 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
                                          crops_per_video=options.eval_crops)
                for stream in ('rgb', 'flow'))
   return two_stream.report(rgb, flow, options.flow_weight)
-
-
-def run(options: EvaluateTwoStreamOptions) -> None:
-  """Evaluates the two streams (each split of --splits), prints and writes the tables."""
-  if not options.splits:
-    output = evaluate({name: getattr(options, name) for name in PATHS}, options)
-    print(two_stream.format_table(output))
-  else:
-    results = {}
-    for split in options.splits:
-      paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
-      results[split] = evaluate(paths, options)
-      print(f'split {split}: ' + two_stream.format_table(results[split]))
-    mean = two_stream.mean_over_splits(results)
-    print(two_stream.format_splits_table(results, mean))
-    output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
-  os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
-  with open(options.json_out, 'w') as f:
-    json.dump(output, f, indent=1)
-  print(f'written to {options.json_out}')

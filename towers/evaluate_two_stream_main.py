@@ -1,11 +1,37 @@
-"""`bazel run //towers:evaluate_two_stream`: fuses an RGB and a Flow model per video and prints
-one table (towers/evaluate_two_stream.py)."""
+"""`bazel run //towers:evaluate_two_stream`: fuses an RGB and a Flow model per video, prints the
+table (each split's and their mean with --splits) and writes it as JSON (--json_out).
+Options, checks and method: towers/evaluate_two_stream.py, towers/two_stream.py."""
 
 from __future__ import annotations
 
+import json
+import os
+
+# First: it quiets TensorFlow's native logs before TensorFlow is imported.
+from towers.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
+# pylint: disable=wrong-import-order
 from command_line import entry
 from towers import two_stream
-from towers.evaluate_two_stream import EvaluateTwoStreamOptions, check_options, run
+
+
+def run(options: EvaluateTwoStreamOptions) -> None:
+  """Evaluates the two streams (each split of --splits), prints and writes the tables."""
+  if not options.splits:
+    output = evaluate({name: getattr(options, name) for name in PATHS}, options)
+    print(two_stream.format_table(output))
+  else:
+    results = {}
+    for split in options.splits:
+      paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
+      results[split] = evaluate(paths, options)
+      print(f'split {split}: ' + two_stream.format_table(results[split]))
+    mean = two_stream.mean_over_splits(results)
+    print(two_stream.format_splits_table(results, mean))
+    output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
+  os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
+  with open(options.json_out, 'w') as f:
+    json.dump(output, f, indent=1)
+  print(f'written to {options.json_out}')
 
 
 PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,

@@ -14,7 +14,8 @@ from typing import Sequence
 from absl import flags
 
 from command_line import entry
-from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, LocalClusterOptions, reexec_in_private_network
+from towers.cluster.local_cluster import (ISOLATED_ENV, LocalCluster, LocalClusterOptions,
+                                          reexec_in_private_network)
 from towers.cluster.time_limit import STOP_SIGNAL
 
 
