@@ -1,6 +1,9 @@
-"""The emulated-peer task program (`python -m benchmarks.emulated_peer_task_main`, started by
-//benchmarks:cluster_emulator --systems=...): reads its `PeerTaskOptions` and runs the task
-(benchmarks/emulated_peer_task.py)."""
+"""One task of an emulated TensorFlow peer (`//benchmarks:cluster_emulator --systems=...`).
+
+  python -m benchmarks.emulated_peer_task_main --peer=multi_worker_mirrored ...
+
+The task itself: benchmarks/emulated_peer_task.py.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""The emulated-cluster task program (`python -m benchmarks.emulated_task_main`, started by
-//benchmarks:cluster_emulator): reads its `TaskOptions` and runs the task
-(benchmarks/emulated_task.py)."""
+"""One task of the emulated cluster (`//benchmarks:cluster_emulator` starts these).
+
+  python -m benchmarks.emulated_task_main --model=i3d ...
+
+The task itself: benchmarks/emulated_task.py.
+"""
 
 from __future__ import annotations
 

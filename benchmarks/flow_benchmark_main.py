@@ -1,5 +1,9 @@
-"""`bazel run //benchmarks:flow_benchmark`: prints the TV-L1 comparison of
-benchmarks/flow_benchmark.py."""
+"""TV-L1 flow, side by side: OpenCV's DualTVL1 against its TensorFlow port (data_tools/tvl1.py).
+
+  bazel run //benchmarks:flow_benchmark [-- --pairs=4 --batch=4]
+
+Prints the table of benchmarks/flow_benchmark.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""`bazel run //benchmarks:i3d_memory`: prints how many I3D training clips fit a GPU
-(benchmarks/i3d_memory.py)."""
+"""How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
+
+  bazel run //benchmarks:i3d_memory [-- --usable_gib=5.0]
+
+Prints the estimate of benchmarks/i3d_memory.py.
+"""
 
 from __future__ import annotations
 

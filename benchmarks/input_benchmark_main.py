@@ -1,5 +1,9 @@
-"""`bazel run //benchmarks:input_benchmark`: prints the input-pipeline comparison of
-benchmarks/input_benchmark.py."""
+"""Input throughput, side by side: the TFRecord pipeline against a PIL py_func loader.
+
+  bazel run //benchmarks:input_benchmark [-- --seconds=30]
+
+Prints the report of benchmarks/input_benchmark.py.
+"""
 
 from __future__ import annotations
 

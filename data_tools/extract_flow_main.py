@@ -1,5 +1,10 @@
-"""`bazel run //data_tools:extract_flow`: TV-L1 flow of a UCF101 tree (data_tools/extract_flow.py);
-a video that cannot be read under --strict fails the run (exit 1)."""
+"""Extracts TV-L1 optical flow from raw UCF101 videos, in the community release's layout.
+
+  bazel run //data_tools:extract_flow -- --data_dir=data/ucf101/UCF101
+
+The extraction: data_tools/extract_flow.py; a video that cannot be read under --strict
+fails the run (exit 1).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""`bazel run //data_tools:make_synthetic_ucf101`: writes a synthetic dataset
-(data_tools/make_synthetic_ucf101.py) and prints one summary line."""
+"""Writes a small synthetic UCF101 or HMDB51: real .avi files and the official split files.
+
+  bazel run //data_tools:make_synthetic_ucf101 -- --out=/tmp/ucf_synth --classes=6
+
+The dataset: data_tools/make_synthetic_ucf101.py; prints one summary line.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
-"""`bazel run //data_tools:prepare`: converts a split into sharded TFRecords
-(data_tools/prepare.py); a video that cannot be read under --strict fails the run (exit 1)."""
+"""Converts a split (raw videos, frame folders or flow) into sharded TFRecords.
+
+  bazel run //data_tools:prepare -- --source=videos --data_dir=/data/UCF101 --out=/data/ucf101_tfr
+
+The conversion: data_tools/prepare.py; a video that cannot be read under --strict fails
+the run (exit 1).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
-"""`bazel run //towers:evaluate_two_stream`: fuses an RGB and a Flow model per video, prints the
-table (each split's and their mean with --splits) and writes it as JSON (--json_out).
-Options, checks and method: towers/evaluate_two_stream.py, towers/two_stream.py."""
+"""Fuses a trained RGB model and a trained Flow model per video and prints one table.
+
+  bazel run //towers:evaluate_two_stream -- --rgb_model=... --rgb_data=... --flow_model=... \\
+    --flow_data=...
+
+Prints the table (each split's and their mean with --splits) and writes it as JSON
+(--json_out). Options, checks and method: towers/evaluate_two_stream.py, towers/two_stream.py.
+"""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 load("//tools/bazel:modules.bzl", "MODULES", "TEST_DEPS")
 
-# Every program a user runs with `bazel run`: docs/flags.md documents each one
-# (//docs:flags_doc) and console_test starts each one.
+# Every program of the documented packages (each <name>_main.py, tools/build_files.py):
+# docs/flags.md documents each one (//docs:flags_doc); the emulated and peer tasks are the
+# ones the benchmarks start themselves (`python -m benchmarks.<task>_main`).
 PROGRAMS = [
     "//benchmarks:cluster_emulator",
     "//benchmarks:cluster_peer_task",

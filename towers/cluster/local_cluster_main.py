@@ -1,6 +1,10 @@
-"""`bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=...`: a whole
-parameter-server cluster on this machine (`LocalCluster`, towers/cluster/local_cluster.py),
-its train flags checked once before any task starts; the exit code is the cluster's."""
+"""Starts a whole parameter-server cluster as local processes on loopback.
+
+  bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
+
+The cluster: `LocalCluster` (towers/cluster/local_cluster.py). The train flags are checked
+once, before any task starts; the exit code is the cluster's.
+"""
 
 from __future__ import annotations
 
