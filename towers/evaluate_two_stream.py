@@ -1,18 +1,9 @@
-"""The two-stream evaluation's options, their checks, and `evaluate`: both streams' models on
-their eval data, fused per video (the program: towers/evaluate_two_stream_main.py).
-
-  bazel run //towers:evaluate_two_stream -- \\
-    --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
-    --flow_model=runs/ucf101_i3d_flow --flow_data=data/ucf101/flow_tfrecord
-
-Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy and
-writes the same as JSON (--json_out). Method: `towers/two_stream.py`.
-
-The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
-one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
-  --rgb_model=runs/hmdb51_rgb_split{split} --rgb_data=data/hmdb51/tfrecord_split{split} ...
-prints each split's table, then video top-1 per split and the mean; the JSON holds
-{'splits': {k: table}, 'mean': rows}.
+"""The two-stream evaluation's options (`EvaluateTwoStreamOptions`), their checks
+(`check_options`, before any model loads; --eval_crops against the records' frames in
+`evaluate`) and
+`evaluate(paths, options)` -> the table of `two_stream.report` for one split: both streams'
+models on their eval data, fused per video (method: towers/two_stream.py).
+The program and its whole description: towers/evaluate_two_stream_main.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,19 @@
 """Fuses a trained RGB model and a trained Flow model per video and prints one table.
 
-  bazel run //towers:evaluate_two_stream -- --rgb_model=... --rgb_data=... --flow_model=... \\
-    --flow_data=...
+  bazel run //towers:evaluate_two_stream -- \\
+    --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
+    --flow_model=runs/ucf101_i3d_flow --flow_data=data/ucf101/flow_tfrecord
 
-Prints the table (each split's and their mean with --splits) and writes it as JSON
-(--json_out). Options, checks and method: towers/evaluate_two_stream.py, towers/two_stream.py.
+Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy and
+writes the same as JSON (--json_out). Method: `towers/two_stream.py`.
+
+The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
+one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
+  --rgb_model=runs/hmdb51_rgb_split{split} --rgb_data=data/hmdb51/tfrecord_split{split} ...
+prints each split's table, then video top-1 per split and the mean; the JSON holds
+{'splits': {k: table}, 'mean': rows}.
+
+The library: towers/evaluate_two_stream.py.
 """
 
 from __future__ import annotations

@@ -1,42 +1,8 @@
-"""Starts a whole parameter-server cluster as local processes on loopback.
-
-    bazel run //towers/cluster:local_cluster -- --ps=2 --workers=2 --flagfile=towers/demo.flags
-
-Starts `--ps` ps tasks, `--workers` training workers (the first is the chief) and an
-evaluator, each a `towers.train_main` process told its role by flags (`--ps_hosts`,
-`--worker_hosts`, `--task_type`, `--task_index`) on free loopback ports. Streams every
-task's output prefixed with its name ([ps0], [chief], [worker1], [evaluator]), and also
-appends it to `runs/local_cluster_logs/<task>.log`; `--verbose` goes to every task and
-brings back TensorFlow's own logs (see command_line/console.py). Every task ends by itself when training
-is over (`towers/cluster/shutdown.py`): nothing is stopped while another task needs it.
-When a task fails, one line names it and its exit code, the others are stopped, and the
-launcher exits 1 (an evaluator that fails is named, but training goes on); Ctrl-C stops
-all at once (exit 130). SIGUSR1 (a job's time limit) is passed on to every task: the
-chief stops at a checkpoint (towers/cluster/time_limit.py), and the launcher says so on
-one line and exits 75 (run it again to continue), as when only the evaluator stopped
-before its final evaluation. Flags it does not know are passed to every task (so any train
-flag works; their help: `bazel run //towers:train -- --help`); they are checked once,
-before any task starts (the train binary's --check_flags), so a bad value is one line
-of the launcher, exit 2. The launcher's own:
---ps, --workers, --[no]evaluator, --network. Real clusters: see docs/cluster.md. On a
-machine with several GPUs, `--gpus_per_worker=N` (a train flag, so
-every task gets it) gives the chief the first N GPUs, worker 1 the next N, and so on; the
-ps tasks and the evaluator see none (`towers/cluster/gpus.py`).
-
-Network: TensorFlow's gRPC servers listen on every interface (0.0.0.0:port, hard-coded
-in grpc_server_lib.cc) and have no authentication. So by default (`--network=isolated`)
-the launcher runs the whole cluster inside a new network namespace that has only a
-loopback interface (`unshare --net --map-root-user`): nothing outside this machine, nor
-other processes on it, can reach the tasks. Where unprivileged namespaces are not
-allowed it says so and falls back to the host network (`--network=host`), where the
-tasks address each other on 127.0.0.1 but their ports are open on every interface.
-
-Tasks tell the launcher what they did through files, never through their output: each
-task appends JSON events to its own status file (`command_line/status_file.py`, named by
-$TOWERS_STATUS_FILE), e.g. `session_ready` once the chief has initialised or restored the
-model, which is when the launcher starts the workers.
-
-`LocalCluster` is the same machinery as a Python API; the fault tests drive it.
+"""A whole parameter-server cluster as local processes on loopback, as a library: `LocalCluster`
+(the tasks, their logs, status files and ends; `run()` -> the cluster's exit code), its options
+(`LocalClusterOptions`), and the private network namespace (`isolation_command`,
+`reexec_in_private_network`). The program and its whole description:
+towers/cluster/local_cluster_main.py.
 """
 
 from __future__ import annotations
