@@ -67,7 +67,7 @@ class GpuToolsWithoutGpuTest(tf.test.TestCase):
   def test_gpu_report_names_a_driver_too_old(self):
     env = fake_nvidia_smi(self.create_tempdir().full_path,
                           'echo "NVIDIA GeForce GTX 1060 6GB, 470.57.02, 6144 MiB"\n')
-    result = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'gpu_report.py')],
+    result = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'gpu_report_main.py')],
                             env=env, capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
     self.assertIn('[gpu] TensorFlow 2.15.1 sees no GPU. Why:', result.stdout)
