@@ -22,8 +22,8 @@ from __future__ import annotations
 import ast
 import os
 
-PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools', 'towers',
-            'towers/cluster', 'benchmarks', 'tests')
+PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools',
+            'towers', 'towers/cluster', 'benchmarks', 'tests')
 OUTPUT = 'tools/bazel/modules.bzl'
 MAIN_SUFFIX = '_main'
 # Packages whose programs get a py_binary in their BUILD (the specs start tests/'s with `-m`).
@@ -33,8 +33,7 @@ HAND_WRITTEN_PACKAGES = ('docs',)
 PROGRAMS_MARKER = ('# Programs: one py_binary per <name>_main.py, written by '
                    '`bazel run //tools:build_files`.')
 # Modules whose targets are written by hand (their deps are programs found at run time).
-HAND_WRITTEN = {('docs', 'flags_doc'): '//docs:flags_doc_lib',
-                ('docs', 'flags_doc_main'): '//docs:flags_doc_main'}
+HAND_WRITTEN = {('docs', 'flags_doc'): '//docs:flags_doc_lib'}
 
 
 def _dotted(package: str, filename: str) -> str:
@@ -56,7 +55,7 @@ def _target(package: str, filename: str, files: set) -> str:
   return f'//{package}:{stem}'
 
 
-def _is_binary(tree: ast.Module) -> bool:
+def _is_program(tree: ast.Module) -> bool:
   for node in tree.body:
     if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
       names = {getattr(n, 'id', None) for n in ast.walk(node.test)}
@@ -74,7 +73,7 @@ def misnamed(root: str) -> list[str]:
       if not filename.endswith('.py') or filename.endswith('_test.py'):
         continue
       with open(os.path.join(root, package, filename), encoding='utf-8') as f:
-        program = _is_binary(ast.parse(f.read(), filename))
+        program = _is_program(ast.parse(f.read(), filename))
       if program and not _is_program_file(filename):
         problems.append(f'{package}/{filename} runs as a program: name it '
                         f'{filename[:-len(".py")]}{MAIN_SUFFIX}.py (its library part apart)')
