@@ -68,8 +68,8 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
   try:
     module_globals = runpy.run_module(binary.module, run_name='__main__', alter_sys=False)
   except ImportError as e:
-    raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}); add '
-                        f'{binary.label} to PROGRAMS in tools/bazel/py_rules.bzl') from e
+    raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}): it is missing '
+                        'from PROGRAMS; run `bazel run //tools:build_files`') from e
   finally:
     cli.define_flags, cli.run = real_define, real_run
   if not recorded:

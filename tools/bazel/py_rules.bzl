@@ -2,31 +2,6 @@
 
 load("//tools/bazel:modules.bzl", "MODULES", "TEST_DEPS")
 
-# Every program of the documented packages (each <name>_main.py, tools/build_files.py):
-# docs/flags.md documents each one (//docs:flags_doc); the emulated and peer tasks are the
-# ones the benchmarks start themselves (`python -m benchmarks.<task>_main`).
-PROGRAMS = [
-    "//benchmarks:cluster_emulator",
-    "//benchmarks:cluster_peer_task",
-    "//benchmarks:cluster_peers",
-    "//benchmarks:cluster_traffic",
-    "//benchmarks:emulated_peer_task",
-    "//benchmarks:emulated_task",
-    "//benchmarks:flow_benchmark",
-    "//benchmarks:i3d_memory",
-    "//benchmarks:input_benchmark",
-    "//benchmarks:scaling_model",
-    "//benchmarks:time_to_accuracy",
-    "//benchmarks:towers_benchmark",
-    "//data_tools:extract_flow",
-    "//data_tools:make_synthetic_ucf101",
-    "//data_tools:prepare",
-    "//towers:classify",
-    "//towers:evaluate_two_stream",
-    "//towers:train",
-    "//towers/cluster:local_cluster",
-]
-
 def py_modules(data = {}):
     """One py_library per module of this package, named as tools/build_files.py names it.
 
