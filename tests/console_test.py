@@ -83,7 +83,8 @@ class TrainingOutputTest(absltest.TestCase):
 # Every program a user starts (its py_binary's main module).
 BINARIES = ('towers.train_main', 'towers.evaluate_two_stream_main', 'towers.classify_main',
             'towers.cluster.local_cluster_main',
-            'data_tools.prepare_main', 'data_tools.make_synthetic_ucf101_main', 'data_tools.extract_flow_main',
+            'data_tools.prepare_main', 'data_tools.make_synthetic_ucf101_main',
+            'data_tools.extract_flow_main',
             'benchmarks.towers_benchmark_main', 'benchmarks.input_benchmark_main',
             'benchmarks.time_to_accuracy_main', 'benchmarks.scaling_model_main',
             'benchmarks.cluster_traffic_main', 'benchmarks.i3d_memory_main',
