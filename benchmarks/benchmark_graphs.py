@@ -4,7 +4,7 @@ Every builder returns a `StepGraph`: a fresh graph whose `train_op` runs one ful
 step (forward, backward, gradient reduction, optimizer update, batch-norm updates) on a
 fixed synthetic global batch held in a local variable on the host CPU, and the session
 config to run it with. The same timing method then applies to every row
-(`session.run(train_op)`, see `benchmarks/towers_benchmark.py`):
+(`session.run(train_op)`, see `benchmarks/towers_benchmark_main.py`):
 
 * `reference_step`: the network on one device, plain `tf.compat.v1.gradients` and
   `apply_gradients`, no tower machinery (no split, no custom getter, no gradient averaging);

@@ -1,29 +1,6 @@
-"""One task of an emulated TensorFlow peer (`//benchmarks:cluster_emulator --systems=...`).
-
-    python -m benchmarks.emulated_peer_task --peer=multi_worker_mirrored --model=i3d ...
-
-The peers' counterpart of `benchmarks/emulated_task.py`, through TensorFlow's own
-multi-node machinery instead of this library's:
-
-  ps_strategy            tf.compat.v1.distribute.experimental.ParameterServerStrategy
-                         (asynchronous; variables round robin over the ps tasks)
-  multi_worker_mirrored  tf.distribute.experimental.MultiWorkerMirroredStrategy
-                         (synchronous; gradients summed by collective all-reduce)
-
-Its role comes from TF_CONFIG (`LocalCluster(tf_config_role=True)` sets it per task), as
-for any tf.distribute program, and `tf.estimator.train_and_evaluate` runs it: a ps task
-serves, the chief and workers train with the strategy as `train_distribute`, so the
-strategy's own variable placement, reads, updates and all-reduces move the bytes. The
-model_fn creates the network's trainable variables (names and shapes of
-`emulated_task.variable_shapes`, float32, zeros), reads each once, waits
-`emulate_compute x time_scale` seconds once every value has arrived (instead of the
-forward and backward passes), and returns a loss whose gradient is one float32 [shape]
-tensor per variable, computed after the wait; momentum applies them (the same optimizer
-as `emulated_task`). No checkpoints, summaries or evaluation. Each finished step appends
-an `emulated_step` event {index, end, seconds} to the task's status file (as
-`emulated_task`), and each training task a `session_ready` event once its session exists;
-once its graph is built, it prints the variables' bytes on each device where the strategy
-placed them.
+"""One task of an emulated TensorFlow peer, as a library: its options (`PeerTaskOptions`), the
+peer's strategy (`make_strategy`), its model_fn over the emulated variables and `run`.
+The program and its whole description: benchmarks/emulated_peer_task_main.py.
 """
 
 from __future__ import annotations
@@ -35,7 +12,7 @@ import tensorflow as tf
 
 from benchmarks.emulated_task import STEP_EVENT, variable_shapes
 from model_fn import networks
-from command_line import entry, status_file
+from command_line import status_file
 from command_line.options import option, Options
 
 tf1 = tf.compat.v1
@@ -149,10 +126,3 @@ def run(options: PeerTaskOptions) -> None:
   tf.estimator.train_and_evaluate(estimator,
                                   tf.estimator.TrainSpec(input_fn, max_steps=10 ** 9),
                                   tf.estimator.EvalSpec(input_fn, steps=1))
-
-
-PROGRAM = entry.Program('emulated_peer_task', run, PeerTaskOptions)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

@@ -1,21 +1,7 @@
-"""TV-L1 flow, side by side: OpenCV's DualTVL1 against its TensorFlow port (data_tools/tvl1.py).
-
-  bazel run //benchmarks:flow_benchmark [-- --pairs=4 --batch=4]
-
-Same real frames for both (the UCF101 clip ../shared/i3d/v_CricketShot_g04_c01_rgb.gif,
-resized to 341x256 and gray as extract_flow makes them, `--pairs` pairs spread over the
-clip), same settings (OpenCV's defaults). Prints:
-
-* throughput: frame pairs per second (wall clock) and per CPU-second (the process's CPU
-  time, all threads), OpenCV on one thread (extract_flow runs one process per core) and
-  TensorFlow on its device (the first GPU when TensorFlow sees one, else the CPU with all
-  cores) in batches of --batch pairs; TensorFlow's first call (building the graph) is
-  excluded, timed on its own;
-* agreement: mean end-point difference (px) between the two backends' flow and the share
-  of stored 8-bit codes (input_fn/flow.py's coding) within one gray level;
-* accuracy against ground truth: a real frame shifted by a known sub-pixel motion (Keys
-  cubic resampling of the frame, so the true flow is that motion at every pixel), mean
-  end-point error of each backend over the pixels at least 16 px from the border.
+"""TV-L1 flow, OpenCV's DualTVL1 against its TensorFlow port, as a library: the frame pairs
+(`real_pairs`, `shifted_pair`), each implementation timed (`opencv_flow`, `tensorflow_flow`:
+the flow and its `Throughput`, pairs per wall and CPU second), their agreement and `run` ->
+the report. The program and its whole description: benchmarks/flow_benchmark_main.py.
 """
 
 from __future__ import annotations
@@ -28,7 +14,6 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line import entry
 from command_line.options import option, Options
 from input_fn import flow, video_io
 
@@ -213,11 +198,3 @@ def options_problem(options: FlowBenchmarkOptions) -> str | None:
   except ValueError as e:
     return str(e)
   return None
-
-
-PROGRAM = entry.Program('flow_benchmark', lambda options: print(run(options)),
-                        FlowBenchmarkOptions, check=options_problem)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

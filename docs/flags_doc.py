@@ -16,11 +16,10 @@ import dataclasses
 import os
 import re
 import runpy
-import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from command_line import cli, console
-from command_line.options import CHOICES, KEY, help_of, section_of
+from command_line import cli
+from command_line.options import CHOICES, help_of, KEY, section_of
 
 REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
@@ -71,8 +70,8 @@ def declared_options(binary: Binary) -> tuple[list[type], str]:
   try:
     module_globals = runpy.run_module(binary.module, run_name='__main__', alter_sys=False)
   except ImportError as e:
-    raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}); add '
-                        f'{binary.label} to PROGRAMS in tools/bazel/py_rules.bzl',
+    raise FlagsDocError(f'{binary.label}: cannot import {binary.module} ({e}): it is missing '
+                        'from PROGRAMS; run `bazel run //tools:build_files`',
                         binary.label) from e
   finally:
     cli.define_flags, cli.run = real_define, real_run
@@ -164,22 +163,3 @@ def runfiles_root() -> str:
   """The workspace inside this program's runfiles (its sources and BUILD files)."""
   here = os.path.dirname(os.path.abspath(__file__))
   return os.path.dirname(here)
-
-
-def main(argv: Sequence[str], echo: Callable[[str], None] = print) -> int:
-  del argv
-  console.quiet_native_logs()
-  workspace = os.environ.get('BUILD_WORKSPACE_DIRECTORY')
-  if not workspace:
-    echo(f'flags_doc: run it as `{REGENERATE}` (it writes {OUTPUT} in the workspace)')
-    return 2
-  root = runfiles_root()
-  text = render(read_build_files(root, [p for p, _ in CONCERNS]))
-  with open(os.path.join(workspace, OUTPUT), 'w') as f:
-    f.write(text)
-  echo(f'flags_doc: wrote {OUTPUT} ({len(text.splitlines())} lines)')
-  return 0
-
-
-if __name__ == '__main__':
-  sys.exit(main(sys.argv))

@@ -234,7 +234,7 @@ class ClassifyTest(tf.test.TestCase):
   # --- //towers:classify ------------------------------------------------------------------------
 
   def run_tool(self, *args):
-    return program_runs.run('towers.classify', *args, timeout=300)
+    return program_runs.run('towers.classify_main', *args, timeout=300)
 
   def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):
     bad = os.path.join(self.root, 'bad')

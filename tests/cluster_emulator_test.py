@@ -22,7 +22,7 @@ from command_line import status_file
 from towers.cluster.local_cluster import isolation_command
 
 EMULATOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        'benchmarks', 'cluster_emulator.py')
+                        'benchmarks', 'cluster_emulator_main.py')
 SMALL = ['--model=c3d_small', '--num_classes=4', '--nodes=2', '--link_mbit=8',
          '--emulate_compute=0.05', '--time_scale=1', '--untimed_steps=1', '--steps=6',
          '--timeout_secs=400']

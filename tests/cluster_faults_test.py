@@ -107,11 +107,11 @@ class ClusterFaultsTest(tf.test.TestCase):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
     args = [*TRAIN_ARGS, f'--model_dir={model_dir}', '--max_steps=20',
             '--export_savedmodel=false']
-    first = program_runs.run('towers.train', *args, timeout=LIMIT)
+    first = program_runs.run('towers.train_main', *args, timeout=LIMIT)
     self.assertEqual(first.code, 0, first.output())
     self.assertEqual(checkpoint_step(model_dir), 20)
     files = model_files(model_dir)
-    again = program_runs.run('towers.train', *args, timeout=LIMIT)
+    again = program_runs.run('towers.train_main', *args, timeout=LIMIT)
     self.assertEqual(again.code, 0, again.output())
     self.assertEqual([(e['event'], e['step'], e['max_steps']) for e in again.events],
                      [('already_trained', 20, 20)], 'no graph, session nor step')

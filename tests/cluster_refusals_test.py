@@ -27,7 +27,7 @@ LOGS = os.path.join('runs', 'local_cluster_logs')  # where the tasks' logs would
 
 
 def launch(*args: str, cwd: str | None = None) -> program_runs.ProgramRun:
-  return program_runs.run('towers.cluster.local_cluster', '--network=host', *args,
+  return program_runs.run('towers.cluster.local_cluster_main', '--network=host', *args,
                           timeout=LIMIT, cwd=cwd or tempfile.mkdtemp())
 
 
@@ -37,7 +37,7 @@ def launch_with_prefix(prefix: tuple[str, ...], *args: str, cwd: str) -> program
     events_path = os.path.join(scratch, 'events.jsonl')
     env = dict(os.environ, PYTHONPATH=program_runs.ROOT,
                **{status_file.STATUS_FILE_ENV: events_path})
-    done = subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster',
+    done = subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster_main',
                            '--network=host', *args], capture_output=True, text=True,
                           timeout=LIMIT, check=False, env=env, cwd=cwd)
     return program_runs.ProgramRun(done.returncode, status_file.read(events_path),

@@ -45,7 +45,7 @@ class SlurmScriptTest(tf.test.TestCase):
                             timeout=120, cwd=ROOT, check=False)
     self.assertEqual(result.returncode, 0, result.stderr)
     with open(record) as f:
-      return [line.split()[2:] for line in f.read().splitlines()]  # drop "-m towers.train"
+      return [line.split()[2:] for line in f.read().splitlines()]  # drop "-m towers.train_main"
 
   def test_every_node_gets_a_valid_role(self):
     roles = []

@@ -30,7 +30,7 @@ TIMEOUT = 300
 def start_training(model_dir: str, *extra: str) -> subprocess.Popen:
   env = {k: v for k, v in os.environ.items()
          if k not in ('TF_CPP_MIN_LOG_LEVEL', 'TF_CONFIG')}
-  return subprocess.Popen([sys.executable, '-m', 'towers.train', *TINY_RUN,
+  return subprocess.Popen([sys.executable, '-m', 'towers.train_main', *TINY_RUN,
                            f'--model_dir={model_dir}', *extra],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
@@ -81,13 +81,14 @@ class TrainingOutputTest(absltest.TestCase):
 
 
 # Every program a user starts (its py_binary's main module).
-BINARIES = ('towers.train', 'towers.evaluate_two_stream', 'towers.classify',
-            'towers.cluster.local_cluster',
-            'data_tools.prepare', 'data_tools.make_synthetic_ucf101', 'data_tools.extract_flow',
-            'benchmarks.towers_benchmark', 'benchmarks.input_benchmark',
-            'benchmarks.time_to_accuracy', 'benchmarks.scaling_model',
-            'benchmarks.cluster_traffic', 'benchmarks.i3d_memory',
-            'benchmarks.cluster_emulator', 'benchmarks.cluster_peers')
+BINARIES = ('towers.train_main', 'towers.evaluate_two_stream_main', 'towers.classify_main',
+            'towers.cluster.local_cluster_main',
+            'data_tools.prepare_main', 'data_tools.make_synthetic_ucf101_main',
+            'data_tools.extract_flow_main',
+            'benchmarks.towers_benchmark_main', 'benchmarks.input_benchmark_main',
+            'benchmarks.time_to_accuracy_main', 'benchmarks.scaling_model_main',
+            'benchmarks.cluster_traffic_main', 'benchmarks.i3d_memory_main',
+            'benchmarks.cluster_emulator_main', 'benchmarks.cluster_peers_main')
 
 
 def run_quietly_unless_asked(*args: str) -> subprocess.Popen:
@@ -132,16 +133,16 @@ class MeasuringProgramsRefuseBadFlagsTest(absltest.TestCase):
     self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
     lines = process.stderr.strip().splitlines()
     self.assertLen(lines, 1, process.stderr)
-    self.assertStartsWith(lines[0], f'{module.rsplit(".", 1)[-1]}: error: ')
+    self.assertStartsWith(lines[0], f'{module.rsplit(".", 1)[-1].removesuffix("_main")}: error: ')
     self.assertIn(named, lines[0])
 
   def test_cluster_peers(self):
-    self.check_refused('benchmarks.cluster_peers', '--repeats=0', '--repeats')
-    self.check_refused('benchmarks.cluster_peers', '--window_secs=-1', '--window_secs')
-    self.check_refused('benchmarks.cluster_peers', '--systems=horovod', 'horovod')
+    self.check_refused('benchmarks.cluster_peers_main', '--repeats=0', '--repeats')
+    self.check_refused('benchmarks.cluster_peers_main', '--window_secs=-1', '--window_secs')
+    self.check_refused('benchmarks.cluster_peers_main', '--systems=horovod', 'horovod')
 
   def test_cluster_emulator(self):
-    self.check_refused('benchmarks.cluster_emulator', '--steps=1', '--steps')
+    self.check_refused('benchmarks.cluster_emulator_main', '--steps=1', '--steps')
 
 
 class TrainRefusalLineTest(absltest.TestCase):
@@ -149,11 +150,11 @@ class TrainRefusalLineTest(absltest.TestCase):
   `error:`, the parameter, what it must be and the value given (no traceback, exit 2)."""
 
   def test_the_refusal_line(self):
-    refused = subprocess.run([sys.executable, '-m', 'towers.train', '--batch_size=-3'],
+    refused = subprocess.run([sys.executable, '-m', 'towers.train_main', '--batch_size=-3'],
                              capture_output=True, text=True, timeout=TIMEOUT, check=False)
     self.assertEqual((refused.returncode, refused.stderr),
                      (2, 'train: error: batch_size must be positive, got -3\n'))
-    mirrored = subprocess.run([sys.executable, '-m', 'towers.train', '--strategy=mirrored',
+    mirrored = subprocess.run([sys.executable, '-m', 'towers.train_main', '--strategy=mirrored',
                                '--ema_decay=0.99', '--bn_update=mean'],
                               capture_output=True, text=True, timeout=TIMEOUT, check=False)
     self.assertEqual((mirrored.returncode, mirrored.stderr),

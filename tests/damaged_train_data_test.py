@@ -70,7 +70,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
     flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
              for k, v in TINY.items()]
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', *flags, f'--data_dir={data}',
+        [sys.executable, '-m', 'towers.train_main', *flags, f'--data_dir={data}',
          f'--model_dir={self.create_tempdir().full_path}'],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 1, done.stderr[-3000:])
@@ -94,7 +94,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
     flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
              for k, v in dict(TINY, max_steps=40, log_every_steps=10).items()]
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', *flags, f'--data_dir={data}',
+        [sys.executable, '-m', 'towers.train_main', *flags, f'--data_dir={data}',
          f'--model_dir={self.create_tempdir().full_path}'],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 0, done.stderr[-3000:])

@@ -36,14 +36,14 @@ class DataToolsConsoleTest(absltest.TestCase):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
     cls.data = os.path.join(cls.root, 'ucf')
-    cls.made = program_runs.run('data_tools.make_synthetic_ucf101', f'--out={cls.data}',
+    cls.made = program_runs.run('data_tools.make_synthetic_ucf101_main', f'--out={cls.data}',
                                 *SYNTHETIC)
     assert cls.made.code == 0, cls.made.output()
     cls.flow = os.path.join(cls.root, 'flow')
-    cls.extracted = program_runs.run('data_tools.extract_flow', f'--data_dir={cls.data}',
+    cls.extracted = program_runs.run('data_tools.extract_flow_main', f'--data_dir={cls.data}',
                                      f'--out={cls.flow}', '--workers=1', *SYNTHETIC_FLOW)
     cls.out = os.path.join(cls.root, 'records')
-    cls.prepared = program_runs.run('data_tools.prepare', f'--data_dir={cls.data}',
+    cls.prepared = program_runs.run('data_tools.prepare_main', f'--data_dir={cls.data}',
                                     f'--out={cls.out}', '--short_side=0', '--workers=1')
 
   @classmethod
@@ -60,15 +60,15 @@ class DataToolsConsoleTest(absltest.TestCase):
   def test_each_tool_refuses_with_one_line_naming_the_option_and_the_fix(self):
     missing = os.path.join(self.root, 'missing')
     self.assertEqual(
-        self.refusal(program_runs.run('data_tools.make_synthetic_ucf101', f'--out={missing}',
+        self.refusal(program_runs.run('data_tools.make_synthetic_ucf101_main', f'--out={missing}',
                                       '--clips_per_group=0')),
         'make_synthetic_ucf101: error: --clips_per_group must be >= 1, got 0')
     self.assertEqual(
-        self.refusal(program_runs.run('data_tools.extract_flow', f'--data_dir={self.data}',
+        self.refusal(program_runs.run('data_tools.extract_flow_main', f'--data_dir={self.data}',
                                       f'--out={missing}', '--tvl1_warps=0')),
         'extract_flow: error: --tvl1_warps must be >= 1 (0 computes no flow at all), got 0')
     self.assertEqual(
-        self.refusal(program_runs.run('data_tools.prepare', f'--data_dir={self.data}',
+        self.refusal(program_runs.run('data_tools.prepare_main', f'--data_dir={self.data}',
                                       f'--out={missing}', '--source=frames',
                                       f'--frames_dir={missing}')),
         f'prepare: error: --frames_dir={missing} is not a folder (it does not exist)')
@@ -77,7 +77,7 @@ class DataToolsConsoleTest(absltest.TestCase):
   def test_extract_flow_into_used_out_with_other_settings_names_the_difference_and_the_fix(
       self):
     line = self.refusal(program_runs.run(
-        'data_tools.extract_flow', f'--data_dir={self.data}', f'--out={self.flow}',
+        'data_tools.extract_flow_main', f'--data_dir={self.data}', f'--out={self.flow}',
         '--short_side=0', '--tvl1_scales=3', '--tvl1_warps=3', '--tvl1_epsilon=0.1'))
     self.assertEqual(line, f'extract_flow: error: --out={self.flow} holds flow extracted with '
                      'other settings (epsilon: 0.05 here, 0.1 asked): use another --out (and '

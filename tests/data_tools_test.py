@@ -53,7 +53,7 @@ def run(module: str, *args: str) -> program_runs.ProgramRun:
 
 
 def prepare(data: str, out: str, *args: str) -> program_runs.ProgramRun:
-  return run('data_tools.prepare', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
+  return run('data_tools.prepare_main', f'--data_dir={data}', f'--out={out}', '--short_side=0', '--workers=1',
              *args)
 
 
@@ -191,13 +191,13 @@ class DataToolsTest(tf.test.TestCase):
     """extract_flow into the default --out, then with other TV-L1 settings (refused), then
     as the refusal suggests: another --out, and the prepare it suggests for that."""
     data = os.path.join(cls.root, 'videos')
-    first = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     lists = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     other = ['--short_side=0', '--tvl1_scales=2', '--tvl1_warps=2', '--tvl1_epsilon=0.1']
-    refused = run('data_tools.extract_flow', f'--data_dir={data}', *other)
+    refused = run('data_tools.extract_flow_main', f'--data_dir={data}', *other)
     flow_b = os.path.join(data, 'flowB')
-    second = run('data_tools.extract_flow', f'--data_dir={data}', f'--out={flow_b}', *other)
+    second = run('data_tools.extract_flow_main', f'--data_dir={data}', f'--out={flow_b}', *other)
     after = {p: open(p, 'rb').read() for p in glob.glob(os.path.join(data, '**', '*.txt'),
                                                         recursive=True)}
     out = os.path.join(cls.root, 'out_flow_b')
@@ -212,12 +212,12 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    first = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    first = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     videos = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1')
     shutil.copy(os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g05_c01.avi'),
                 os.path.join(videos, REPLACED + '.avi'))
-    second = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
-    third = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    second = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    third = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'first': first, 'second': second, 'third': third,
             'flow': os.path.join(data, ucf101.FLOW_DIR_NAME)}
 
@@ -227,15 +227,15 @@ class DataToolsTest(tf.test.TestCase):
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
     shutil.copytree(os.path.join(cls.data, 'UCF-101'), os.path.join(data, 'UCF-101'))
-    run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     path = os.path.join(data, ucf101.FLOW_DIR_NAME, extract_flow.MANIFEST)
     refused = {}
     for name, text in (('invalid', '{"settings": '), ('empty', '{}'), ('list', '[1, 2]')):
       with open(path, 'w') as f:
         f.write(text)
-      refused[name] = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+      refused[name] = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     os.remove(path)  # as the line says
-    again = run('data_tools.extract_flow', f'--data_dir={data}', *SYNTHETIC_FLOW)
+    again = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     return {'refused': refused, 'again': again}
 
   @classmethod
@@ -303,7 +303,7 @@ class DataToolsTest(tf.test.TestCase):
              '--short_side=-8': 'short_side'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flag: run('data_tools.extract_flow', f'--data_dir={self.data}', f'--out={out}', flag),
+          lambda flag: run('data_tools.extract_flow_main', f'--data_dir={self.data}', f'--out={out}', flag),
           cases)))
     for flag, option in cases.items():
       with self.subTest(flag):
@@ -323,7 +323,7 @@ class DataToolsTest(tf.test.TestCase):
              ('--write_flow', '--min_frames=1'): 'min_frames'}
     with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
       results = dict(zip(cases, pool.map(
-          lambda flags: run('data_tools.make_synthetic_ucf101', f'--out={out}', *flags), cases)))
+          lambda flags: run('data_tools.make_synthetic_ucf101_main', f'--out={out}', *flags), cases)))
     for flags, option in cases.items():
       with self.subTest(flags):
         self.assertRefused(results[flags], 'SyntheticError', [option])

@@ -47,7 +47,7 @@ dd if=/dev/zero of="$M/filler" bs=1k count=$((free_kb - 600)) 2>/dev/null
 run resume "$@" --model_dir="$M/run" --max_steps=40
 umount "$M"
 mount -t tmpfs -o size=8k none "$M"
-run prepare "$PYTHON" -m data_tools.prepare --data_dir="$DATA" --out="$M/records" \
+run prepare "$PYTHON" -m data_tools.prepare_main --data_dir="$DATA" --out="$M/records" \
   --short_side=0 --workers=1
 '''
 
@@ -65,7 +65,7 @@ class FullDiskTest(tf.test.TestCase):
     data = os.path.join(cls.out, 'ucf')
     make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=24, height=16,
                                        min_frames=4, max_frames=5, object_size=6)
-    command = [sys.executable, '-m', 'towers.train', *TRAIN_ARGS, '--num_towers=1',
+    command = [sys.executable, '-m', 'towers.train_main', *TRAIN_ARGS, '--num_towers=1',
                '--max_steps=20']
     done = subprocess.run(['unshare', '-m', 'sh', '-c', SCRIPT, 'full_disk', mount_point,
                            cls.out, *command], env=dict(ENV, DATA=data, PYTHON=sys.executable),

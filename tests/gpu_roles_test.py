@@ -154,7 +154,7 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
       lines = [line.split(' ') for line in f.read().splitlines()]
     seen = {}
     for line in lines:
-      given, argv = line[0], line[3:]  # drop "-m towers.train"
+      given, argv = line[0], line[3:]  # drop "-m towers.train_main"
       params = params_from_argv([a for a in argv if not a.startswith('--flagfile')])
       task = spec.resolve_cluster(params, {})
       role = visible(params, task, {'CUDA_VISIBLE_DEVICES': given})
@@ -201,7 +201,7 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
     # data is missing stops at preflight, with its visibility already decided.
     data_dir = os.path.join(self.get_temp_dir(), 'missing')
     done = program_runs.run(
-        'towers.train', '--worker_hosts=localhost:2', '--task_type=evaluator',
+        'towers.train_main', '--worker_hosts=localhost:2', '--task_type=evaluator',
         '--data_source=tfrecord', f'--data_dir={data_dir}', f'--model_dir={self.get_temp_dir()}',
         env={'CUDA_VISIBLE_DEVICES': '0,1'}, timeout=300)
     self.assertEqual(done.code, 2, done.output())

@@ -256,7 +256,7 @@ class GpuTierTest(tf.test.TestCase):
     status = os.path.join(self.create_tempdir().full_path, 'ps.events.jsonl')
     env = dict(child_env(CUDA_VISIBLE_DEVICES=None), **{status_file.STATUS_FILE_ENV: status})
     process = subprocess.Popen(
-        [sys.executable, '-m', 'towers.train', f'--ps_hosts={ps_address}',
+        [sys.executable, '-m', 'towers.train_main', f'--ps_hosts={ps_address}',
          f'--worker_hosts=127.0.0.1:{worker_port}', '--task_type=ps',
          f'--model_dir={self.get_temp_dir()}'],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -343,7 +343,7 @@ class GpuTierTest(tf.test.TestCase):
   # --- The 6 GB recipe and the strategies side by side ------------------------------------
 
   def test_i3d_6gb_recipe_fits_under_the_cap(self):
-    result = subprocess.run([sys.executable, '-m', 'tests.gpu_i3d_fit', 'gtx1060.flags',
+    result = subprocess.run([sys.executable, '-m', 'tests.gpu_i3d_fit_main', 'gtx1060.flags',
                              str(CAP_GIB)], env=child_env(CUDA_VISIBLE_DEVICES='0'), cwd=ROOT,
                             capture_output=True, text=True, timeout=1800, check=False)
     rows = [line for line in result.stdout.splitlines() if line.startswith('{')]

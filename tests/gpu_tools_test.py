@@ -1,7 +1,7 @@
 """Specification of the GPU tools on a machine without a GPU: tools/gpu_check.sh reports
 every spec of the GPU tier as skipped with the reason (its GPU_CHECK_RESULTS JSON) and exits
 1; `tools/setup.sh --gpu` says what it would install and why it found no GPU, changes nothing
-and exits 1; tools/gpu_report.py finds a driver too old for this TensorFlow's CUDA and exits
+and exits 1; tools/gpu_report_main.py finds a driver too old for this TensorFlow's CUDA and exits
 1. The NVIDIA driver is stood for by a fake nvidia-smi first on PATH.
 
 setup.sh is a shell script whose only product is what it says: its lines are its console
@@ -16,7 +16,7 @@ from unittest import mock
 
 import tensorflow as tf
 
-from tools import gpu_report
+from tools import gpu_report_main as gpu_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_GPU = bool(tf.config.list_physical_devices('GPU'))
@@ -76,7 +76,7 @@ class GpuToolsWithoutGpuTest(tf.test.TestCase):
   def test_gpu_report_names_a_driver_too_old(self):
     env = fake_nvidia_smi(self.create_tempdir().full_path,
                           'echo "NVIDIA GeForce GTX 1060 6GB, 470.57.02, 6144 MiB"\n')
-    result = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'gpu_report.py')],
+    result = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'gpu_report_main.py')],
                             env=env, capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
     with mock.patch.dict(os.environ, {'PATH': env['PATH']}):

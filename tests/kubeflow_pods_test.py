@@ -34,9 +34,9 @@ TRAINERS_TINY = ['--num_towers=2']
 def pod_argv(pod: operator.Pod, shared: str) -> list[str]:
   """The pod's command with the image's python, /shared on `shared`, then the tiny settings."""
   command = [a.replace('/shared', shared) for a in pod.command]
-  assert command[:3] == ['.venv/bin/python3', '-m', 'towers.train'], command
+  assert command[:3] == ['.venv/bin/python3', '-m', 'towers.train_main'], command
   extra = TINY + (TRAINERS_TINY if pod.rtype != 'Evaluator' else [])
-  return [sys.executable, '-m', 'towers.train', *command[3:], *extra]
+  return [sys.executable, '-m', 'towers.train_main', *command[3:], *extra]
 
 
 class KubeflowPodsTest(tf.test.TestCase):

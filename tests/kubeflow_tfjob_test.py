@@ -62,8 +62,8 @@ def load_manifest() -> dict:
 def params_of(pod: operator.Pod):
   """The TrainParams of the pod's command, run in the image's workingDir (this checkout)."""
   argv = list(pod.command)
-  if argv[:3] != ['.venv/bin/python3', '-m', 'towers.train']:
-    raise AssertionError(f'{pod.name} does not run towers.train: {argv}')
+  if argv[:3] != ['.venv/bin/python3', '-m', 'towers.train_main']:
+    raise AssertionError(f'{pod.name} does not run towers.train_main: {argv}')
   flag_values = flags.FlagValues()
   towers_flags.define_flags(flag_values)
   args = [a.replace('--flagfile=', f'--flagfile={ROOT}/') for a in argv[3:]]

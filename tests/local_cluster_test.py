@@ -82,7 +82,7 @@ class LocalClusterTest(tf.test.TestCase):
   def _launch(self, model_dir, max_steps, cwd=None, stdout=subprocess.PIPE, env=None):
     """The launcher as a user starts it (from `cwd`: its task logs and status files go to
     `cwd`/runs/local_cluster_logs)."""
-    command = [sys.executable, '-m', 'towers.cluster.local_cluster', '--ps=1', '--workers=2',
+    command = [sys.executable, '-m', 'towers.cluster.local_cluster_main', '--ps=1', '--workers=2',
                '--noevaluator', *TRAIN_ARGS, f'--model_dir={model_dir}',
                f'--max_steps={max_steps}']
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(

@@ -58,7 +58,7 @@ class ModelDirLockTest(absltest.TestCase):
 
   def test_a_second_training_is_refused_naming_the_writer_and_a_dead_writer_blocks_nothing(self):
     holder = self.hold_in_another_process()
-    done = subprocess.run([sys.executable, '-m', 'towers.train', *TINY,
+    done = subprocess.run([sys.executable, '-m', 'towers.train_main', *TINY,
                            f'--model_dir={self.model_dir}'], capture_output=True, text=True,
                           timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-3000:])

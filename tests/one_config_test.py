@@ -51,12 +51,12 @@ class OneConfigTest(tf.test.TestCase):
                         'lr_values')
 
   def test_the_config_and_the_train_binary_load_no_tensorflow_until_training(self):
-    program = ('import sys; import towers.params, towers.flags, towers.train; '
+    program = ('import sys; import towers.params, towers.flags, towers.train_main; '
                'print(sorted(m for m in ("tensorflow", "numpy") if m in sys.modules))')
     done = subprocess.run([sys.executable, '-c', program], capture_output=True, text=True,
                           env=ENV, timeout=LIMIT, check=True)
     self.assertEqual(done.stdout.strip(), '[]', done.stderr)
-    refused = program_runs.run('towers.train', '--batch_size=-3', timeout=LIMIT)
+    refused = program_runs.run('towers.train_main', '--batch_size=-3', timeout=LIMIT)
     self.assertEqual((refused.code, refused.error['error'], refused.error_options),
                      (2, 'ParamsError', ['batch_size']), refused.output())
 
@@ -106,7 +106,7 @@ class OneWayToTrainTest(tf.test.TestCase):
     with self.assertRaises(preflight.PreflightError):
       train_and_evaluate(changed)
 
-    done = program_runs.run('towers.train', *(f'--{k}={v}' for k, v in changed.items()),
+    done = program_runs.run('towers.train_main', *(f'--{k}={v}' for k, v in changed.items()),
                             timeout=LIMIT)
     # The binary refuses before training too (its refusal: `entry.Refused`, exit 2).
     self.assertEqual((done.code, done.error['error']), (2, 'Refused'), done.output())

@@ -191,8 +191,8 @@ class PreparedDatasetTest(tf.test.TestCase):
     out = self.create_tempdir().full_path
     common = [f'--data_dir={self.clean}', f'--out={out}', '--short_side=0', '--workers=1',
               '--subsets=train']
-    self.assertEqual(run('data_tools.prepare', *common).returncode, 0)
-    done = run('data_tools.prepare', *common, '--split=2')
+    self.assertEqual(run('data_tools.prepare_main', *common).returncode, 0)
+    done = run('data_tools.prepare_main', *common, '--split=2')
     self.assertEqual(done.returncode, 2, done.stderr)
     self.assertRegex(done.stderr.strip().splitlines()[-1],
                      r'^prepare: error: --out=.* holds another dataset \(split: 1 here, 2 '
@@ -205,7 +205,7 @@ class PreparedDatasetTest(tf.test.TestCase):
     os.makedirs(os.path.dirname(class_index))
     with open(class_index, 'w') as f:
       f.write('1 ApplyEyeMakeup\n')
-    done = run('data_tools.make_synthetic_ucf101', f'--out={root}', '--classes=2', '--groups=8',
+    done = run('data_tools.make_synthetic_ucf101_main', f'--out={root}', '--classes=2', '--groups=8',
                '--min_frames=2', '--max_frames=2')
     self.assertEqual(done.returncode, 2, done.stderr)
     self.assertIn('was not written by make_synthetic_ucf101', done.stderr)

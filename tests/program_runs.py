@@ -1,7 +1,7 @@
 """Runs a project program as a user would and returns what specs assert on: the exit code,
 the program's status events (`command_line/status_file.py`) and its `error` event.
 
-    done = program_runs.run('towers.train', '--num_classes=1')
+    done = program_runs.run('towers.train_main', '--num_classes=1')
     done.code == 2 and done.error['options'] == ['num_classes']
 
 The console text is kept (`stdout`, `stderr`) only for failure messages: specs outside the

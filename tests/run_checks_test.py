@@ -64,7 +64,7 @@ class RunChecksTest(tf.test.TestCase):
   def test_train_binary_stops_before_training_with_one_error_line(self):
     model_dir = self.create_tempdir().full_path
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', '--data_source=tfrecord',
+        [sys.executable, '-m', 'towers.train_main', '--data_source=tfrecord',
          f'--data_dir={self.data}', '--num_classes=2', f'--model_dir={model_dir}',
          '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])
@@ -142,7 +142,7 @@ class RunChecksTest(tf.test.TestCase):
 
   def test_local_cluster_helpshort_shows_help_and_starts_nothing(self):
     log_dir = os.path.join(self.create_tempdir().full_path)
-    done = subprocess.run([sys.executable, '-m', 'towers.cluster.local_cluster', '--helpshort'],
+    done = subprocess.run([sys.executable, '-m', 'towers.cluster.local_cluster_main', '--helpshort'],
                           capture_output=True, text=True, timeout=LIMIT, check=False,
                           cwd=log_dir, env=ENV)
     # absl's help flags print the usage and exit 1; what matters is that nothing started.

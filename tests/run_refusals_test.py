@@ -50,7 +50,7 @@ class RunRefusalsTest(tf.test.TestCase):
   def train_binary(self, *args: str) -> subprocess.CompletedProcess:
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     flags = [f'--{k}={v}' for k, v in TINY.items()]
-    return subprocess.run([sys.executable, '-m', 'towers.train', *flags,
+    return subprocess.run([sys.executable, '-m', 'towers.train_main', *flags,
                            f'--model_dir={model_dir}', *args], capture_output=True, text=True,
                           timeout=LIMIT, check=False, env=ENV)
 
@@ -66,7 +66,7 @@ class RunRefusalsTest(tf.test.TestCase):
     through its entry (an `error` event, so no traceback), having written no checkpoint."""
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     flags = [f'--{k}={v}' for k, v in TINY.items()]
-    done = program_runs.run('towers.train', *flags, f'--model_dir={model_dir}', *args,
+    done = program_runs.run('towers.train_main', *flags, f'--model_dir={model_dir}', *args,
                             timeout=LIMIT)
     self.assertEqual(done.code, 2, done.output())
     self.assertIsNotNone(done.error, done.output())

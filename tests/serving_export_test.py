@@ -109,7 +109,7 @@ class ServingExportTest(tf.test.TestCase):
   def classify_tool(self, model_dir: str) -> dict[str, dict[str, float]]:
     """video -> {class name: probability} from //towers:classify's JSON output."""
     out = os.path.join(self.create_tempdir().full_path, 'results.json')
-    run = subprocess.run([sys.executable, '-m', 'towers.classify', f'--model={model_dir}',
+    run = subprocess.run([sys.executable, '-m', 'towers.classify_main', f'--model={model_dir}',
                           f'--clips={CLIPS}', '--top_k=3', f'--output={out}', *self.videos],
                          capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])

@@ -100,7 +100,7 @@ class SlurmNodesTest(tf.test.TestCase):
 
   def slurm_environment_mode(self, *srun_args):
     port = consecutive_free_ports(2)
-    command = (f'srun {" ".join(srun_args)} {sys.executable} -m towers.train '
+    command = (f'srun {" ".join(srun_args)} {sys.executable} -m towers.train_main '
                f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
                f'--slurm_port={port}')
     return ['--nodes=3', '--ntasks=4', f'--output={self.output}', f'--wrap={command}']

@@ -12,7 +12,6 @@ installs it) or this is not root.
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -123,7 +122,7 @@ class RealSlurmTest(tf.test.TestCase):
 
   def test_slurm_environment_mode_with_four_tasks_completes(self):
     port = consecutive_free_ports(4)
-    command = (f'srun --kill-on-bad-exit=1 -m cyclic {sys.executable} -m towers.train '
+    command = (f'srun --kill-on-bad-exit=1 -m cyclic {sys.executable} -m towers.train_main '
                f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
                f'--slurm_port={port}')
     job, code, log = self.submit(['--ntasks=4', f'--wrap={command}'])

@@ -48,9 +48,9 @@ def catches_usr1(pid: int) -> bool:
 class TimeLimitTest(tf.test.TestCase):
 
   def train(self, model_dir: str, *args: str, status: str | None = None) -> subprocess.Popen:
-    """`towers.train` with `args`; its status events go to `status`, if given."""
+    """`towers.train_main` with `args`; its status events go to `status`, if given."""
     env = dict(ENV, **{status_file.STATUS_FILE_ENV: status}) if status else ENV
-    process = subprocess.Popen([sys.executable, '-m', 'towers.train', *TRAIN_ARGS,
+    process = subprocess.Popen([sys.executable, '-m', 'towers.train_main', *TRAIN_ARGS,
                                 '--num_towers=1', f'--model_dir={model_dir}', *args],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)

@@ -107,7 +107,7 @@ class TrainSettingsTest(tf.test.TestCase):
     flags = [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'
              for name, value in TINY.items()]
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', *flags, '--batch_size=4', '--max_steps=3',
+        [sys.executable, '-m', 'towers.train_main', *flags, '--batch_size=4', '--max_steps=3',
          f'--model_dir={self.model_dir}'],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])
@@ -190,7 +190,7 @@ class TrainSettingsTest(tf.test.TestCase):
     flags = [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'
              for name, value in TINY.items()]
     done = subprocess.run(
-        [sys.executable, '-m', 'towers.train', *flags, '--max_steps=2',
+        [sys.executable, '-m', 'towers.train_main', *flags, '--max_steps=2',
          f'--model_dir={self.model_dir}'],
         capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
     self.assertEqual(done.returncode, 2, done.stderr[-2000:])

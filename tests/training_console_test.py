@@ -41,12 +41,12 @@ class TrainingConsoleTest(absltest.TestCase):
     super().setUpClass()
     root = tempfile.mkdtemp()
     runs = {
-        'train': ('towers.train', *TINY_RUN, f'--model_dir={os.path.join(root, "model")}'),
-        'train_refused': ('towers.train', '--chief_lost_secs=0', '--check_flags'),
-        'classify_refused': ('towers.classify', os.path.join(root, 'video.avi')),
-        'evaluate_refused': ('towers.evaluate_two_stream', '--rgb_model=r', '--flow_model=f',
+        'train': ('towers.train_main', *TINY_RUN, f'--model_dir={os.path.join(root, "model")}'),
+        'train_refused': ('towers.train_main', '--chief_lost_secs=0', '--check_flags'),
+        'classify_refused': ('towers.classify_main', os.path.join(root, 'video.avi')),
+        'evaluate_refused': ('towers.evaluate_two_stream_main', '--rgb_model=r', '--flow_model=f',
                              '--rgb_data=rd', '--flow_data=fd', '--eval_crops=2'),
-        'cluster_refused': ('towers.cluster.local_cluster', '--network=host', '--ps=0',
+        'cluster_refused': ('towers.cluster.local_cluster_main', '--network=host', '--ps=0',
                             '--workers=2'),
     }
     with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:

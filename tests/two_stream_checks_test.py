@@ -24,7 +24,7 @@ LIMIT = 300
 
 
 def evaluate(*args: str) -> program_runs.ProgramRun:
-  return program_runs.run('towers.evaluate_two_stream', *args, timeout=LIMIT)
+  return program_runs.run('towers.evaluate_two_stream_main', *args, timeout=LIMIT)
 
 
 def json_out(args: list[str]) -> str:

@@ -42,7 +42,7 @@ def flags(**values) -> list[str]:
 
 
 def train_binary(*args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'towers.train', *args], capture_output=True,
+  return subprocess.run([sys.executable, '-m', 'towers.train_main', *args], capture_output=True,
                         text=True, timeout=LIMIT, check=False, env=ENV)
 
 

@@ -1,33 +1,41 @@
-"""Writes tools/bazel/modules.bzl: one Bazel target per Python module, its deps read from its imports.
+"""The BUILD data of every package, generated from its sources: targets from file names, deps
+from imports.
 
-    bazel run //tools:build_files            # rewrite tools/bazel/modules.bzl
-    bazel run //tools:build_files -- --check # exit 1 when it is stale
+Writes tools/bazel/modules.bzl (one `py_library` per module, its deps read from its imports)
+and the programs section at the end of each package's BUILD (one `py_binary` per program file):
 
-Each package's BUILD calls `py_modules()` (tools/bazel/py_rules.bzl, which reads this data):
-one `py_library` per module, named after it (`__init__.py` after the package directory; a
-module that runs as a program, `if __name__ == '__main__':`, as `<name>_lib`, beside the
-py_binary its BUILD declares).
+  - a program file, a module with `if __name__ == '__main__':`, is named `<name>_main.py`; it
+    gets the py_library `<name>_main` and the py_binary `<name>` (`bazel run //pkg:<name>`,
+    `main = "<name>_main.py"`). It holds the `command_line.entry.Program` and its run glue.
+  - every other module is a library, named after the module (`__init__.py` after the package
+    directory; `<name>_lib` when `<name>` is also a program's name), and never ends in `_main`.
+    `misnamed` lists the files that break these two rules; the generator refuses to write then.
+
 A module's deps are the project modules it imports, at any depth (imports inside functions
-count), and those it names by a dotted string (`python -m towers.train`). Test files
+count), and those it names by a dotted string (`python -m towers.train_main`). Test files
 (`tests/*_test.py`) get their deps in TEST_DEPS; tests/BUILD keeps their size, tags and data.
+`bazel run //tools:build_files` writes them (tools/build_files_main.py).
 """
 
 from __future__ import annotations
 
 import ast
 import os
-import sys
 
-PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools', 'towers',
-            'towers/cluster', 'benchmarks', 'tests')
+PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools',
+            'towers', 'towers/cluster', 'benchmarks', 'tests')
 OUTPUT = 'tools/bazel/modules.bzl'
+MAIN_SUFFIX = '_main'
+# Packages whose programs get a py_binary in their BUILD (the specs start tests/'s with `-m`).
+BINARY_PACKAGES = tuple(p for p in PACKAGES if p != 'tests')
+# Packages whose programs docs/flags.md documents (//docs:flags_doc depends on PROGRAMS).
+DOCUMENTED_PACKAGES = ('towers', 'data_tools', 'towers/cluster', 'benchmarks')
+# Packages outside PACKAGES whose targets are written by hand but follow the naming rules.
+HAND_WRITTEN_PACKAGES = ('docs',)
+PROGRAMS_MARKER = ('# Programs: one py_binary per <name>_main.py, written by '
+                   '`bazel run //tools:build_files`.')
 # Modules whose targets are written by hand (their deps are programs found at run time).
 HAND_WRITTEN = {('docs', 'flags_doc'): '//docs:flags_doc_lib'}
-
-
-def _root() -> str:
-  return os.environ.get('BUILD_WORKSPACE_DIRECTORY') or os.path.dirname(
-      os.path.dirname(os.path.abspath(__file__)))
 
 
 def _dotted(package: str, filename: str) -> str:
@@ -35,20 +43,46 @@ def _dotted(package: str, filename: str) -> str:
   return package.replace('/', '.') if stem == '__init__' else f"{package.replace('/', '.')}.{stem}"
 
 
-def _target(package: str, filename: str, is_binary: bool) -> str:
+def _is_program_file(filename: str) -> bool:
+  return filename[:-len('.py')].endswith(MAIN_SUFFIX)
+
+
+def _target(package: str, filename: str, files: set) -> str:
+  """The py_library of `package/filename`; `files`: the package's files."""
   stem = filename[:-len('.py')]
   if stem == '__init__':
     return f'//{package}'
-  return f'//{package}:{stem}_lib' if is_binary else f'//{package}:{stem}'
+  if f'{stem}{MAIN_SUFFIX}.py' in files:
+    return f'//{package}:{stem}_lib'  # the program's name is the py_binary's
+  return f'//{package}:{stem}'
 
 
-def _is_binary(tree: ast.Module) -> bool:
+def _is_program(tree: ast.Module) -> bool:
   for node in tree.body:
     if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
       names = {getattr(n, 'id', None) for n in ast.walk(node.test)}
       if '__name__' in names:
         return True
   return False
+
+
+def misnamed(root: str) -> list[str]:
+  """One line per file breaking the naming rules: a program (`__main__` guard) not named
+  `<name>_main.py`, or a library whose name ends in `_main` (specs, `*_test.py`, aside)."""
+  problems = []
+  for package in PACKAGES + HAND_WRITTEN_PACKAGES:
+    for filename in sorted(os.listdir(os.path.join(root, package))):
+      if not filename.endswith('.py') or filename.endswith('_test.py'):
+        continue
+      with open(os.path.join(root, package, filename), encoding='utf-8') as f:
+        program = _is_program(ast.parse(f.read(), filename))
+      if program and not _is_program_file(filename):
+        problems.append(f'{package}/{filename} runs as a program: name it '
+                        f'{filename[:-len(".py")]}{MAIN_SUFFIX}.py (its library part apart)')
+      elif not program and _is_program_file(filename):
+        problems.append(f'{package}/{filename} is a library (no `if __name__ == \'__main__\'`): '
+                        f'its name must not end in {MAIN_SUFFIX}')
+  return problems
 
 
 def _named_modules(tree: ast.Module) -> set:
@@ -68,7 +102,7 @@ def _named_modules(tree: ast.Module) -> set:
 
 
 def scan(root: str) -> dict[str, dict]:
-  """dotted module name -> {package, file, binary, test, names}."""
+  """dotted module name -> {package, file, files (of its package), test, names}."""
   modules = {}
   for package in PACKAGES:
     directory = os.path.join(root, package)
@@ -78,7 +112,7 @@ def scan(root: str) -> dict[str, dict]:
       with open(os.path.join(directory, filename), encoding='utf-8') as f:
         tree = ast.parse(f.read(), filename)
       modules[_dotted(package, filename)] = dict(
-          package=package, file=filename, binary=_is_binary(tree),
+          package=package, file=filename, files=set(os.listdir(directory)),
           test=package == 'tests' and filename.endswith('_test.py'), names=_named_modules(tree))
   return modules
 
@@ -101,7 +135,7 @@ def deps_of(module: str, modules: dict[str, dict]) -> list[str]:
   for name in named:
     if name in modules and name != module and not modules[name]['test']:
       dep = modules[name]
-      found.add(_target(dep['package'], dep['file'], dep['binary']))
+      found.add(_target(dep['package'], dep['file'], dep['files']))
   own = f"//{info['package']}"
   local = {':' + os.path.basename(own) if d == own else ':' + d[len(own) + 1:]
            for d in found if d == own or d.startswith(own + ':')}
@@ -109,6 +143,7 @@ def deps_of(module: str, modules: dict[str, dict]) -> list[str]:
 
 
 def render(modules: dict[str, dict]) -> str:
+  """The text of tools/bazel/modules.bzl."""
   by_package: dict[str, list[tuple]] = {}
   tests = {}
   for module, info in modules.items():
@@ -116,21 +151,60 @@ def render(modules: dict[str, dict]) -> str:
     if info['test']:
       tests[info['file'][:-len('.py')]] = deps
       continue
-    by_package.setdefault(info['package'], []).append((info['file'], info['binary'], deps))
+    label = _target(info['package'], info['file'], info['files'])
+    name = label.rsplit(':', 1)[-1].rsplit('/', 1)[-1]
+    by_package.setdefault(info['package'], []).append((info['file'], name, deps))
   lines = ['"""Generated by `bazel run //tools:build_files` from the sources\' imports: do not edit.',
            '',
-           'MODULES: package -> [(file, runs as a program, deps)]; TEST_DEPS: test name -> deps."""',
+           'MODULES: package -> [(file, py_library name, deps)]; TEST_DEPS: test name -> deps;',
+           'PROGRAMS: the py_binary of every program file of the documented packages."""',
            '', 'MODULES = {']
   for package in sorted(by_package):
     lines.append(f'    "{package}": [')
-    for filename, binary, deps in sorted(by_package[package]):
-      lines.append(f'        ("{filename}", {binary}, {_list(deps, 8)}),')
+    for filename, name, deps in sorted(by_package[package]):
+      lines.append(f'        ("{filename}", "{name}", {_list(deps, 8)}),')
     lines.append('    ],')
   lines += ['}', '', 'TEST_DEPS = {']
   for name in sorted(tests):
     lines.append(f'    "{name}": {_list(tests[name], 4)},')
-  lines += ['}', '']
+  programs = sorted(f'//{i["package"]}:{i["file"][:-len(MAIN_SUFFIX + ".py")]}'
+                    for i in modules.values()
+                    if i['package'] in DOCUMENTED_PACKAGES and _is_program_file(i['file']))
+  lines += ['}', '', f'PROGRAMS = {_list(programs, 0)}', '']
   return '\n'.join(lines)
+
+
+def programs_section(package: str, modules: dict[str, dict]) -> str:
+  """The py_binary targets of `package`'s program files, after PROGRAMS_MARKER."""
+  blocks = [PROGRAMS_MARKER]
+  for info in sorted(modules.values(), key=lambda i: i['file']):
+    if info['package'] != package or not _is_program_file(info['file']):
+      continue
+    stem = info['file'][:-len('.py')]
+    blocks.append(f'py_binary(\n    name = "{stem[:-len(MAIN_SUFFIX)]}",\n'
+                  f'    srcs = ["{info["file"]}"],\n    main = "{info["file"]}",\n'
+                  f'    deps = [":{stem}"],\n)')
+  return '\n\n'.join(blocks) + '\n'
+
+
+def render_build(package: str, current: str, modules: dict[str, dict]) -> str:
+  """`package`'s BUILD text `current` with its programs section (from PROGRAMS_MARKER to
+  the end) written from the sources; the hand-written part above it is kept."""
+  hand_written = current.split(PROGRAMS_MARKER, 1)[0].rstrip()
+  if not any(i['package'] == package and _is_program_file(i['file']) for i in modules.values()):
+    return hand_written + '\n'
+  return hand_written + '\n\n' + programs_section(package, modules)
+
+
+def generated_files(root: str) -> dict[str, str]:
+  """Path (relative to `root`) -> the text the generator writes there."""
+  modules = scan(root)
+  files = {OUTPUT: render(modules)}
+  for package in BINARY_PACKAGES:
+    path = os.path.join(package, 'BUILD')
+    with open(os.path.join(root, path), encoding='utf-8') as f:
+      files[path] = render_build(package, f.read(), modules)
+  return files
 
 
 def _list(items: list[str], indent: int) -> str:
@@ -138,26 +212,3 @@ def _list(items: list[str], indent: int) -> str:
     return '[]'
   pad = ' ' * (indent + 4)
   return '[\n' + ''.join(f'{pad}"{i}",\n' for i in items) + ' ' * indent + ']'
-
-
-
-
-def main(argv: list[str]) -> int:
-  root = _root()
-  text = render(scan(root))
-  path = os.path.join(root, OUTPUT)
-  current = open(path, encoding='utf-8').read() if os.path.exists(path) else ''
-  if '--check' in argv:
-    if current != text:
-      print(f'{OUTPUT} is stale: run `bazel run //tools:build_files`', file=sys.stderr)
-      return 1
-    return 0
-  if current != text:
-    with open(path, 'w', encoding='utf-8') as f:
-      f.write(text)
-    print(f'wrote {OUTPUT}')
-  return 0
-
-
-if __name__ == '__main__':
-  sys.exit(main(sys.argv[1:]))

@@ -3,7 +3,7 @@
 #
 #   bash tools/gpu_check.sh
 #
-# Says which GPUs TensorFlow sees (or why none: tools/gpu_report.py), runs every spec of
+# Says which GPUs TensorFlow sees (or why none: tools/gpu_report_main.py), runs every spec of
 # tests/gpu_tier_test.py with the project's .venv (PYTHON=... to use another interpreter),
 # then prints one table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP
 # (for the TV-L1 flow spec, examples/s are frame pairs/s at 341x256, target >= 30), each
@@ -26,7 +26,7 @@ scratch="$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 
-"$python_bin" tools/gpu_report.py
+"$python_bin" tools/gpu_report_main.py
 echo "[gpu_check] running tests/gpu_tier_test.py (its report lines below, then the table)"
 GPU_TIER_RESULTS="$scratch/results.jsonl" TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" \
   "$python_bin" -m tests.gpu_tier_test --xml_output_file="$scratch/tier.xml" \

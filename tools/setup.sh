@@ -12,7 +12,7 @@
 #   bash tools/setup.sh --gpu-image   the --gpu environment for a container image
 #                                (docs/cluster/Dockerfile): no GPU is looked for while the
 #                                image is built, and neither Bazel nor Slurm is installed
-#                                (a pod runs .venv/bin/python3 -m towers.train)
+#                                (a pod runs .venv/bin/python3 -m towers.train_main)
 # --gpu on a machine whose nvidia-smi lists no GPU changes nothing: it says what it would
 # install and why it found no GPU, and exits 1.
 set -euo pipefail
@@ -142,7 +142,7 @@ cv2.optflow.DualTVL1OpticalFlow_create()
 print(f"[setup] python ok: tensorflow {tf.__version__}, numpy {numpy.__version__}, opencv {cv2.__version__}")
 PY
 if [ "$variant" = gpu ] && [ -z "$image" ]; then
-  if ! .venv/bin/python3 tools/gpu_report.py | sed 's/^\[gpu\]/[setup]/'; then
+  if ! .venv/bin/python3 tools/gpu_report_main.py | sed 's/^\[gpu\]/[setup]/'; then
     say "the GPU environment is installed, but TensorFlow sees no GPU (reasons above)"
     exit 1
   fi

@@ -145,7 +145,7 @@ def serving_input_receiver_fn(params: TrainParams, class_names: Sequence[str] = 
   [-1, 1] (uint8 pixel or flow code x as x / 127.5 - 1). A batch holding a value outside
   [-1, 1] (raw 0..255 pixels, NaN) fails at run time with InvalidArgumentError naming the
   range, instead of a confident wrong class. With `class_names` (label order) the
-  signature also returns them (`class_name`, `class_names`: `tower_model_fn._predict_spec`)."""
+  signature also returns them (`class_name`, `class_names`: `model_fn.predict_spec`)."""
   shape = [None, params.clip_frames, params.crop_size, params.crop_size, input_channels(params)]
 
   def receiver_fn():

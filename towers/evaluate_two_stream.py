@@ -1,24 +1,14 @@
-"""Fuses a trained RGB model and a trained Flow model per video and prints one table.
-
-  bazel run //towers:evaluate_two_stream -- \\
-    --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
-    --flow_model=runs/ucf101_i3d_flow --flow_data=data/ucf101/flow_tfrecord
-
-Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy and
-writes the same as JSON (--json_out). Method: `towers/two_stream.py`.
-
-The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
-one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
-  --rgb_model=runs/hmdb51_rgb_split{split} --rgb_data=data/hmdb51/tfrecord_split{split} ...
-prints each split's table, then video top-1 per split and the mean; the JSON holds
-{'splits': {k: table}, 'mean': rows}.
+"""The two-stream evaluation's options (`EvaluateTwoStreamOptions`), their checks
+(`check_options`, before any model loads; --eval_crops against the records' frames in
+`evaluate`) and
+`evaluate(paths, options)` -> the table of `two_stream.report` for one split: both streams'
+models on their eval data, fused per video (method: towers/two_stream.py).
+The program and its whole description: towers/evaluate_two_stream_main.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import sys
 
 from command_line import console
@@ -126,32 +116,3 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
                for stream in ('rgb', 'flow'))
   return dict(two_stream.report(rgb, flow, options.flow_weight),
               training_videos_checked=checked)
-
-
-def run(options: EvaluateTwoStreamOptions) -> None:
-  """Evaluates the two streams (each split of --splits), prints and writes the tables."""
-  if not options.splits:
-    output = evaluate({name: getattr(options, name) for name in PATHS}, options)
-    print(two_stream.format_table(output))
-  else:
-    results = {}
-    for split in options.splits:
-      paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
-      results[split] = evaluate(paths, options)
-      print(f'split {split}: ' + two_stream.format_table(results[split]))
-    mean = two_stream.mean_over_splits(results)
-    print(two_stream.format_splits_table(results, mean))
-    output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
-  os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
-  with open(options.json_out, 'w') as f:
-    json.dump(output, f, indent=1)
-  print(f'written to {options.json_out}')
-
-
-PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
-                        check=check_options,
-                        refused=(two_stream.TwoStreamError, FileNotFoundError), verbose=True)
-
-
-if __name__ == '__main__':
-  PROGRAM.start()

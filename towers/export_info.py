@@ -6,7 +6,7 @@ Training exports (`towers/training.py`) a SavedModel whose `serving_default` sig
 refused, naming the range) and returns `probabilities` float32 [None, num_classes]
 (softmax), `classes` int64 [None] (argmax), `logits`, `class_name` string [None] (the name
 of `classes`) and `class_names` string [None, num_classes]. Its graph is one tower with no
-device pinned (`model_fn/tower_model_fn.py`), whatever training ran on. Beside it, in
+device pinned (`model_fn/predict_spec.py`), whatever training ran on. Beside it, in
 `<export>/assets.extra/`, this module puts:
 
   class_names.txt     one class name per line, in label order (line i = label i)

@@ -8,11 +8,11 @@ cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/clus
 none trains on this machine), the preflight checks files, devices, data and a resumed
 model_dir's graph and learning settings (`towers/preflight.py`), and training records its
 settings in model_dir (`towers/train_settings.py`). On one machine it runs
-`tf.estimator.train_and_evaluate` (`towers/estimator_loop.py`); a cluster task runs its role's
-runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts its own
-server with the towers' devices (the Estimator's would get one CPU). Problems raise the exceptions whose
-messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`, exit code 2;
-`END_ERRORS`, exit code 1).
+`tf.estimator.train_and_evaluate` (`towers/train_and_evaluate_loop.py`); a cluster task runs
+its role's runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts
+its own server with the towers' devices (the Estimator's would get one CPU). Problems raise
+the exceptions whose messages `//towers:train` prints as its one `train: error:` line
+(`START_ERRORS`, exit code 2; `END_ERRORS`, exit code 1).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
-from towers import estimator_loop, inputs, model_dir_lock, preflight
+from towers import inputs, model_dir_lock, preflight, train_and_evaluate_loop
 from towers.checkpoints import checkpoint_step
 from towers.cluster import runners
 from towers.cluster import spec as cluster_spec
@@ -35,8 +35,8 @@ from towers.cluster.base_runner import Recipe, assign_gpus
 from towers.cluster.evaluator import EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.estimator import as_params, build_estimator, session_config
-from towers.estimator_loop import protocol
 from towers.params import ParamsError, TrainParams
+from towers.train_and_evaluate_loop import protocol
 
 # What stops a run: before training, nothing trained (the binary exits 2) ...
 START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,
@@ -84,7 +84,7 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
     if task is None:
       if threading.current_thread() is threading.main_thread():
         time_limit.stop_on_signal('train')
-      return estimator_loop.run(params, network)
+      return train_and_evaluate_loop.run(params, network)
     return runners.run_task(cluster_recipe(params), task)
   finally:
     if lock is not None:
@@ -104,7 +104,7 @@ def cluster_recipe(params: TrainParams) -> Recipe:
       params=params,
       estimator=lambda task: build_estimator(params, cluster=task),
       input_fn=lambda mode, context: inputs.make_input_fn(params, mode, context),
-      exporters=lambda: estimator_loop.make_exporters(params),
+      exporters=lambda: train_and_evaluate_loop.make_exporters(params),
       trained_step=lambda: checkpoint_step(params.model_dir),
       session_config=trainer_session_config)
 

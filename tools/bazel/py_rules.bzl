@@ -2,44 +2,21 @@
 
 load("//tools/bazel:modules.bzl", "MODULES", "TEST_DEPS")
 
-# Every program a user runs with `bazel run`: docs/flags.md documents each one
-# (//docs:flags_doc) and console_test starts each one.
-PROGRAMS = [
-    "//benchmarks:cluster_emulator",
-    "//benchmarks:cluster_peers",
-    "//benchmarks:cluster_traffic",
-    "//benchmarks:flow_benchmark",
-    "//benchmarks:i3d_memory",
-    "//benchmarks:input_benchmark",
-    "//benchmarks:scaling_model",
-    "//benchmarks:time_to_accuracy",
-    "//benchmarks:towers_benchmark",
-    "//data_tools:extract_flow",
-    "//data_tools:make_synthetic_ucf101",
-    "//data_tools:prepare",
-    "//towers:classify",
-    "//towers:evaluate_two_stream",
-    "//towers:train",
-    "//towers/cluster:local_cluster",
-]
-
 def py_modules(data = {}):
-    """One py_library per module of this package (a program's module: `<name>_lib`).
+    """One py_library per module of this package, named as tools/build_files.py names it.
 
-    data: module name -> its data files. The programs' py_binary targets are written by hand.
+    data: py_library name -> its data files. The programs' py_binary targets are in the
+    generated section at the end of the package's BUILD.
     """
     package = native.package_name()
-    default_name = package.split("/")[-1]
     native.filegroup(
         name = "py_files",  # every module, listed or not: for the specs that read the sources
         srcs = native.glob(["*.py"]),
         visibility = ["//visibility:public"],
     )
-    for filename, program, deps in MODULES.get(package, []):
-        stem = filename[:-len(".py")]
-        name = default_name if stem == "__init__" else stem
+    for filename, name, deps in MODULES.get(package, []):
         native.py_library(
-            name = name + "_lib" if program else name,
+            name = name,
             srcs = [filename],
             deps = deps,
             data = data.get(name, []),

@@ -13,7 +13,7 @@ under it (`towers/cluster/evaluator.py`; it serves nothing). Before any of it,
 asked, each trainer its own: `towers/cluster/gpus.py`).
 
 Asynchronous across workers by default; `--sync_replicas` wraps the optimizer in
-`SyncReplicasOptimizer` (see `model_fn/tower_model_fn.py`). The chief writes checkpoints;
+`SyncReplicasOptimizer` (see `model_fn/train_spec.py`). The chief writes checkpoints;
 `MonitoredTrainingSession` recovers from a lost ps or worker by re-creating its session
 (the chief restores the latest checkpoint). A ps that never comes back would make
 TensorFlow retry forever, so a watchdog ends chief and workers after

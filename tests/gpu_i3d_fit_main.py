@@ -1,6 +1,6 @@
 """Trains a recipe's I3D step on GPU 0 under a memory cap; prints one JSON line.
 
-    python -m tests.gpu_i3d_fit RECIPE.flags CAP_GIB
+    python -m tests.gpu_i3d_fit_main RECIPE.flags CAP_GIB
 
 Run in its own process by tests/gpu_tier_test.py, because the cap
 (`per_process_gpu_memory_fraction` = CAP_GIB / the GPU's memory) takes effect only in the

@@ -25,7 +25,7 @@ import dataclasses
 import tensorflow as tf
 from absl import flags
 
-from model_fn import tower_model_fn
+from model_fn import tower_forward, tower_model_fn
 from model_fn.training_hooks import ProgressHook
 from command_line import cli, entry, status_file
 from towers import inputs
@@ -61,7 +61,7 @@ def peer_model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec:
   spec = tower_model_fn.make_model_fn(strategy='mirrored')(features, labels, mode, params)
   if mode != tf.estimator.ModeKeys.TRAIN:
     return spec
-  clips, _ = tower_model_fn.split_features(features)
+  clips, _ = tower_forward.split_features(features)
   status_file.record('replica_batch', clips=int(clips.shape[0]))
   hook = ProgressHook(spec.loss, params.batch_size, params.max_steps, params.log_every_steps)
   return spec._replace(training_hooks=(*spec.training_hooks, hook))

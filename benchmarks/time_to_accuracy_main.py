@@ -78,7 +78,7 @@ def run_to_target(options: TimeToAccuracyOptions, num_towers: int, model_dir: st
   """Trains until the target accuracy; returns the curve and the totals."""
   import tensorflow as tf
   from towers import inputs
-  from model_fn.tower_model_fn import TOP_1
+  from model_fn.eval_spec import TOP_1
   from towers.estimator import build_estimator
   params = demo_params(options, num_towers, model_dir)
   estimator = build_estimator(params)

@@ -1,4 +1,4 @@
-"""Which GPUs TensorFlow sees here, or why it sees none: `python tools/gpu_report.py`.
+"""Which GPUs TensorFlow sees here, or why it sees none: `python tools/gpu_report_main.py`.
 
 Run by tools/setup.sh after a GPU install and by tools/gpu_check.sh. Prints one line per
 GPU TensorFlow sees ("[gpu] GPU 0: NVIDIA GeForce GTX 1060 6GB, compute capability 6.1"),

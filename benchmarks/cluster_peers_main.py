@@ -14,7 +14,7 @@ TF_CONFIG, inside a private loopback-only network namespace (as `local_cluster`)
 
 Same network (c3d_small), synthetic input, optimizer and replica batch (`--replica_batch`
 clips per worker step; the global batch is twice that). The peers run
-`benchmarks/cluster_peer_task.py`. All tasks of a cluster start at the same moment, as
+`benchmarks/cluster_peer_task_main.py`. All tasks of a cluster start at the same moment, as
 Slurm or Kubeflow start them. Repeats are interleaved (repeat r of every system, then r+1).
 
 Measured per run:
@@ -117,12 +117,12 @@ class System:
 def make_system(name: str, replica_batch: int) -> System:
   if name in OURS:
     sync = ('--sync_replicas',) if name == 'ours_sync' else ()
-    return System(name, 'towers.train', (f'--batch_size={replica_batch}', *sync),
+    return System(name, 'towers.train_main', (f'--batch_size={replica_batch}', *sync),
                   1, 2 if sync else 1)
   if name == 'multi_worker_mirrored':  # the input_fn's batch is global under this strategy
-    return System(name, 'benchmarks.cluster_peer_task',
+    return System(name, 'benchmarks.cluster_peer_task_main',
                   (f'--peer={name}', f'--batch_size={2 * replica_batch}'), 0, 2)
-  return System(name, 'benchmarks.cluster_peer_task',
+  return System(name, 'benchmarks.cluster_peer_task_main',
                 (f'--peer={name}', f'--batch_size={replica_batch}'), 1, 1)
 
 
@@ -197,7 +197,7 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
              else None)
   cluster = LocalCluster(system.num_ps, 2, args, evaluator=False, log_dir=log_dir, echo=None,
                          program=('-m', system.module),
-                         tf_config_role=system.module != 'towers.train')
+                         tf_config_role=system.module != 'towers.train_main')
   started = time.time()
   watcher = Watcher(cluster, started)
   note = ''
@@ -220,7 +220,7 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
       note = 'worker still running 30 s after the chief ended'
     watcher.poll()
     lost = changed = None
-    if system.module == 'towers.train':  # this library's ps exits by itself, just after them
+    if system.module == 'towers.train_main':  # this library's ps exits by itself, just after them
       try:
         cluster.wait('ps0', timeout=30)
       except subprocess.TimeoutExpired:
@@ -244,7 +244,7 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
     shutil.rmtree(model_dir, ignore_errors=True)
   if cluster.failed_tasks():
     raise RuntimeError(f'{system.name}: tasks failed: {cluster.failed_tasks()}')
-  if system.module != 'towers.train' and watcher.replica_batches != {options.replica_batch}:
+  if system.module != 'towers.train_main' and watcher.replica_batches != {options.replica_batch}:
     raise RuntimeError(f'{system.name}: replicas got batches {watcher.replica_batches}, '
                        f'not {options.replica_batch}')
   if len(watcher.session_ready) < 2 or len(watcher.first_step) < 2 or (

@@ -169,11 +169,11 @@ def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
   addresses = [node_address(n) for n in range(nodes)]
   if system == 'ours':
     return LocalCluster(nodes, nodes, task_options(options, sync, compute_shares_file),
-                        program=('-m', 'benchmarks.emulated_task'), hosts=addresses * 2,
+                        program=('-m', 'benchmarks.emulated_task_main'), hosts=addresses * 2,
                         **common)
   num_ps = nodes if system == 'ps_strategy' else 0
   return LocalCluster(num_ps, nodes, peer_task_options(options, system, model_dir),
-                      program=('-m', 'benchmarks.emulated_peer_task'),
+                      program=('-m', 'benchmarks.emulated_peer_task_main'),
                       hosts=addresses * (2 if num_ps else 1), tf_config_role=True, **common)
 
 

@@ -16,7 +16,7 @@ from absl import logging
 
 from command_line import status_file
 from model_fn.networks import Network
-from model_fn.tower_model_fn import TOP_1
+from model_fn.eval_spec import TOP_1
 from towers import export_info, inputs
 from towers.checkpoints import checkpoint_step
 from towers.cluster import time_limit
