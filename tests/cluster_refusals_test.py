@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from command_line import status_file
 from tests import program_runs
-from towers.cluster import local_cluster, spec
+from towers.cluster import local_cluster_main, spec
 from towers.params import make_params
 
 LIMIT = 120  # seconds; each refusal comes before any task starts
@@ -78,7 +78,8 @@ class ClusterRefusalsTest(tf.test.TestCase):
     self.assert_refused(launch('--workers=3', '--flagfile=sync.flags', cwd=here),
                         ['backup_workers'], here)
     # One backup worker of three is fine: those flags pass the launcher's checks.
-    self.assertIsNone(local_cluster._sync_problem(['--sync_replicas', '--backup_workers=2'], 3))
+    self.assertIsNone(
+        local_cluster_main._sync_problem(['--sync_replicas', '--backup_workers=2'], 3))
 
   def test_task_flags_that_cannot_work_are_refused_once_by_the_launcher(self):
     # Each used to be refused by every task separately (or, --chief_lost_secs=0, ran with

@@ -779,7 +779,6 @@ TEST_DEPS = {
     "cluster_refusals_test": [
         ":program_runs",
         "//command_line:status_file",
-        "//towers/cluster:local_cluster_lib",
         "//towers/cluster:local_cluster_main",
         "//towers/cluster:spec",
         "//towers:params",
