@@ -36,6 +36,7 @@ import os
 import shutil
 from typing import Any, Sequence
 
+from command_line.options import Problem
 from input_fn import dir_identity, json_files
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
@@ -183,35 +184,39 @@ def classes_in_records(manifest: dict[str, Any]) -> int:
 
 def training_data_problems(directory: str, num_classes: int,
                            subsets: Sequence[str] = SUBSETS,
-                           dataset: str | None = None) -> list[str]:
+                           dataset: str | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` (when given), a label >= num_classes (names
   --num_classes and the data's class count), or a video in both train and test (count and
-  an example). Missing manifests are problems too."""
+  an example). Missing manifests are problems too. Each names its option (dataset,
+  num_classes, or data_dir for the directory's own state)."""
   found, manifests = [], {}
   for subset in subsets:
     try:
       manifests[subset] = read(directory, subset)
     except ManifestError as e:
-      found.append(str(e))
+      found.append(Problem('data_dir', str(e)))
   for subset, manifest in manifests.items():
     held = manifest.get('dataset', DEFAULT_DATASET)
     if dataset is not None and held != dataset:
-      found.append(f'--dataset={dataset} but {manifest_path(directory, subset)} holds {held} '
-                   f'records: set --dataset={held}, or pass the --out of a {dataset} '
-                   'preparation as --data_dir')
+      found.append(Problem(
+          'dataset', f'--dataset={dataset} but {manifest_path(directory, subset)} holds '
+          f'{held} records: set --dataset={held}, or pass the --out of a {dataset} '
+          'preparation as --data_dir'))
       return found
     needed = classes_in_records(manifest)
     if needed > num_classes:
-      found.append(f'--num_classes={num_classes} but the {subset} records of {directory} have '
-                   f'labels up to {needed - 1} ({manifest.get("num_classes", needed)} classes '
-                   f'in {os.path.basename(manifest_path(directory, subset))}): set '
-                   f'--num_classes={manifest.get("num_classes", needed)}')
+      found.append(Problem(
+          'num_classes', f'--num_classes={num_classes} but the {subset} records of '
+          f'{directory} have labels up to {needed - 1} ({manifest.get("num_classes", needed)} '
+          f'classes in {os.path.basename(manifest_path(directory, subset))}): set '
+          f'--num_classes={manifest.get("num_classes", needed)}'))
   if len(manifests) == 2:
     train = {n.lower() for n in video_names(manifests['train'])}
     both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
     if both:
-      found.append(f'{len(both)} videos of {directory} are in both the train and the test '
-                   f'records (e.g. {both[0]}): train and test overlap; prepare again with '
-                   '--overwrite')
+      found.append(Problem(
+          'data_dir', f'{len(both)} videos of {directory} are in both the train and the '
+          f'test records (e.g. {both[0]}): train and test overlap; prepare again with '
+          '--overwrite'))
   return found

@@ -19,9 +19,9 @@ import tempfile
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
-from input_fn import manifest, pipeline
+from input_fn import factory, manifest, pipeline
 from model_fn.eval_coverage import EvalCoverageError
-from towers import build_estimator, inputs
+from towers import build_estimator
 from towers.params import make_params
 
 LIMIT = 240
@@ -62,7 +62,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
     with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                 f'{pipeline.NO_READABLE_RECORD}.*{self.records} training '
                                 'records'):
-      build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+      build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                     max_steps=2)
 
   def test_every_record_damaged_stops_the_binary_with_one_error_line(self):
@@ -83,7 +83,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
     data = self.damaged_copy(every_shard=False)
     model_dir = self.create_tempdir().full_path
     params = make_params(TINY, data_dir=data, model_dir=model_dir)
-    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                   max_steps=2)
     self.assertEqual(int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
                                                 'global_step')), 2)
@@ -112,10 +112,10 @@ class DamagedTrainDataTest(tf.test.TestCase):
     model_dir = self.create_tempdir().full_path
     params = make_params(TINY, data_dir=data, model_dir=model_dir)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
     with self.assertRaisesRegex(EvalCoverageError, r'^evaluation: read no video.*: no metric '
                                                    r'is computed on zero videos'):
-      estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+      estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
 
 
 if __name__ == '__main__':

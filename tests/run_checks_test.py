@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import manifest
-from towers import build_estimator, inputs, preflight, resume_check
+from input_fn import factory, manifest
+from towers import build_estimator, preflight, resume_check
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -93,7 +93,7 @@ class RunChecksTest(tf.test.TestCase):
   def test_resume_with_another_head_or_model_stops_naming_variable_shapes_and_flag(self):
     model_dir = self.create_tempdir().full_path
     trained = make_params(num_classes=4, model_dir=model_dir, **TINY)
-    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
     self.assertEqual(resume_check.problems(trained), [])
     three = resume_check.problems(make_params(num_classes=3, model_dir=model_dir, **TINY))
@@ -112,7 +112,7 @@ class RunChecksTest(tf.test.TestCase):
   def test_resume_adding_batch_norm_names_that_flag(self):
     model_dir = self.create_tempdir().full_path
     trained = make_params(num_classes=4, model_dir=model_dir, batch_norm=False, **TINY)
-    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
     found = resume_check.problems(make_params(num_classes=4, model_dir=model_dir,
                                               batch_norm=True, **TINY))

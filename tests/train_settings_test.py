@@ -19,7 +19,8 @@ import tempfile
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
-from towers import build_estimator, inputs, preflight, train_settings
+from input_fn import factory
+from towers import build_estimator, preflight, train_settings
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -34,7 +35,7 @@ TINY = dict(model='c3d_small', num_classes=4, clip_frames=4, crop_size=16, batch
 def train(max_steps: int, **changes) -> None:
   """Trains TINY (with `changes`) to --max_steps=`max_steps` through the library."""
   params = make_params(TINY, max_steps=max_steps, **changes)
-  build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+  build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                 max_steps=max_steps)
 
 

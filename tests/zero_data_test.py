@@ -18,9 +18,9 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import manifest, ucf101
+from input_fn import factory, manifest, ucf101
 from model_fn.eval_coverage import EvalCoverageError
-from towers import build_estimator, inputs, preflight
+from towers import build_estimator, preflight
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -95,7 +95,7 @@ class ZeroDataTest(tf.test.TestCase):
     self.assertRegex(found[0], rf'test.manifest.json: 0 test records of {listed} listed videos '
                                r'\(skipped: \d+ .*\).*nothing to evaluate')
     with self.assertRaisesRegex(manifest.ManifestError, '0 test records'):
-      inputs.make_input_fn(make_params(TINY, data_source='tfrecord', data_dir=data),
+      factory.make_input_fn(make_params(TINY, data_source='tfrecord', data_dir=data),
                            tf.estimator.ModeKeys.EVAL)
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     done = train_binary(*flags(data_source='tfrecord', data_dir=data, model_dir=model_dir,
@@ -120,15 +120,15 @@ class ZeroDataTest(tf.test.TestCase):
     params = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
                          export_savedmodel=False)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
-    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
     self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
                      (test['num_records'], test['num_listed']))
     strict = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
                          strict_eval=True)
     with self.assertRaisesRegex(EvalCoverageError, rf'{test["num_records"]} of '
                                                    rf'{test["num_listed"]} listed videos'):
-      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+      build_estimator(strict).evaluate(factory.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
 
   def test_direct_route_without_a_readable_training_video_stops_naming_the_count(self):
     data = self.copy_without('frames_no_train', lambda p: p.endswith('.avi') or (
@@ -155,14 +155,14 @@ class ZeroDataTest(tf.test.TestCase):
     params = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
                          export_savedmodel=False)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
-    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
     self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
                      (tests - lost, tests))
     strict = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
                          strict_eval=True)
     with self.assertRaisesRegex(EvalCoverageError, rf'{tests - lost} of {tests} listed videos'):
-      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+      build_estimator(strict).evaluate(factory.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
 
 
 if __name__ == '__main__':

@@ -31,7 +31,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from input_fn import datasets, factory, manifest
+from input_fn import datasets, frame_sample, manifest
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -112,11 +112,11 @@ def train_videos(params) -> str | None:
 def train_data(params) -> str | None:
   """What the training videos hold, beyond their names: the frame sizes (height x width, as
   the files hold them: records as prepared, videos and frame folders as decoded) and frame
-  counts of `factory.frame_sample` training videos, and for records the sha256 of the
+  counts of `frame_sample.frame_sample` training videos, and for records the sha256 of the
   byte sizes of the sources they were prepared from (so data made from other videos of the
   same names differs, a copy or a move does not): '8 videos sampled: frames 240x320,
   1234 frames; sources sha256 <12 hex digits>'. None when nothing can be read."""
-  sample = factory.frame_sample(params, 'train', decoded=True)
+  sample = frame_sample.frame_sample(params, 'train', decoded=True)
   if not sample:
     return None
   sizes = ','.join(sorted({f'{h}x{w}' for _, _, h, w in sample}))

@@ -22,11 +22,12 @@ from typing import Any, Mapping
 
 from absl import logging
 
+from input_fn import factory
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
-from towers import estimator_loop, inputs, model_dir_lock, preflight
+from towers import estimator_loop, model_dir_lock, preflight
 from towers.checkpoints import checkpoint_step
 from towers.cluster import runners
 from towers.cluster import spec as cluster_spec
@@ -102,7 +103,7 @@ def cluster_recipe(params: TrainParams) -> Recipe:
   return Recipe(
       params=params,
       estimator=lambda task: build_estimator(params, cluster=task),
-      input_fn=lambda mode, context: inputs.make_input_fn(params, mode, context),
+      input_fn=lambda mode, context: factory.make_input_fn(params, mode, context),
       exporters=lambda: estimator_loop.make_exporters(params),
       trained_step=lambda: checkpoint_step(params.model_dir),
       session_config=trainer_session_config)
