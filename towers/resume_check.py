@@ -1,6 +1,6 @@
 """Checks, before anything is restored, that a model_dir's checkpoint fits the graph asked for.
 
-    problems(params) -> list[str]   # [] when model_dir has no checkpoint or it fits
+    problems(params) -> list[Problem]   # [] when model_dir has no checkpoint or it fits
 
 Without it a resumed run with another `--num_classes` restores 4-class weights into a
 3-class graph without a word (resource variables take any shape), and another `--model`
@@ -9,7 +9,7 @@ in PREDICT mode, in a throwaway graph, without weights) are compared by name and
 `tf.train.list_variables(checkpoint)`; optimizer slots and other checkpoint-only variables
 are ignored. Each message names the variable, both shapes and the flag that most likely
 changed (num_classes, model, or the flag the network's registry entry names, e.g. I3D's
-stream or head). Runs with --strategy=mirrored are not checked (their variables are
+stream or head); the `Problem` holds that flag as its option (model_dir when none is likely). Runs with --strategy=mirrored are not checked (their variables are
 created under the strategy).
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from command_line.options import Problem
 from model_fn import networks, tower_model_fn
 from model_fn.networks import input_channels
 
@@ -32,7 +33,7 @@ def graph_variables(params) -> dict[str, list[int]]:
     return {v.op.name: v.shape.as_list() for v in tf1.global_variables()}
 
 
-def problems(params) -> list[str]:
+def problems(params) -> list[Problem]:
   """Why model_dir's latest checkpoint cannot be resumed with `params` (at most one message
   per kind of mismatch); [] when there is no checkpoint or it fits."""
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
@@ -46,36 +47,39 @@ def problems(params) -> list[str]:
   found = []
   if reshaped:
     name = reshaped[0]
-    found.append(f'{params.model_dir} holds a checkpoint whose {name} has shape '
+    option, likely = _likely_flag(params, stored[name], wanted[name])
+    found.append(Problem(option, f'{params.model_dir} holds a checkpoint whose {name} has shape '
                  f'{list(stored[name])}, but these flags build {wanted[name]} '
-                 f'({len(reshaped)} variable(s) differ): {_likely_flag(params, stored[name], wanted[name])}'
-                 f'; or use a new --model_dir')
+                 f'({len(reshaped)} variable(s) differ): {likely}; or use a new --model_dir'))
   if missing:
-    found.append(f'{params.model_dir} holds a checkpoint without {missing[0]} '
+    option, likely = _likely_scope_flag(params, missing, stored)
+    found.append(Problem(option, f'{params.model_dir} holds a checkpoint without {missing[0]} '
                  f'({len(missing)} of the {len(wanted)} variables these flags build are not in '
-                 f'it): {_likely_scope_flag(params, missing, stored)}; or use a new --model_dir')
+                 f'it): {likely}; or use a new --model_dir'))
   return found
 
 
-def _likely_flag(params, stored_shape, wanted_shape) -> str:
-  """The flag that most likely changed, for a variable whose shape differs."""
+def _likely_flag(params, stored_shape, wanted_shape) -> tuple[str, str]:
+  """The flag that most likely changed, for a variable whose shape differs: (its name, what
+  to say)."""
   if stored_shape and wanted_shape and stored_shape[:-1] == wanted_shape[:-1] and \
       wanted_shape[-1] == params.num_classes:
-    return (f'it was trained with --num_classes={stored_shape[-1]}, now '
-            f'--num_classes={params.num_classes}')
+    return 'num_classes', (f'it was trained with --num_classes={stored_shape[-1]}, now '
+                           f'--num_classes={params.num_classes}')
   if stored_shape and wanted_shape and params.pretrained_classes in (stored_shape[-1],
                                                                      wanted_shape[-1]):
-    return f'it was trained with another --head (now --head={params.head})'
-  return f'it was trained with other model flags (--model={params.model}, --head, --num_classes)'
+    return 'head', f'it was trained with another --head (now --head={params.head})'
+  return 'model', f'it was trained with other model flags (--model={params.model}, --head, --num_classes)'
 
 
-def _likely_scope_flag(params, missing: list[str], stored: dict) -> str:
-  """The flag that most likely changed, for graph variables the checkpoint lacks."""
+def _likely_scope_flag(params, missing: list[str], stored: dict) -> tuple[str, str]:
+  """The flag that most likely changed, for graph variables the checkpoint lacks: (its name,
+  what to say)."""
   hint = networks.spec(params.model).missing_hint(params, missing, stored)
   if hint:
-    return hint
+    return getattr(hint, 'option', None) or 'model', str(hint)
   if all('batch_norm' in n for n in missing) and params.batch_norm:
-    return 'it was trained with --batch_norm=false, now --batch_norm=true'
+    return 'batch_norm', 'it was trained with --batch_norm=false, now --batch_norm=true'
   scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})
-  return (f'it was trained with another --model (its variables are under '
+  return 'model', (f'it was trained with another --model (its variables are under '
           f'{", ".join(scopes[:3]) or "nothing"}; now --model={params.model})')

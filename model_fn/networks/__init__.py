@@ -37,7 +37,8 @@ class NetworkSpec:
   restore it (DeepMind's I3D checkpoints). `param_problems(params)` lists what this
   network cannot build from `params` (checked whenever a TrainParams is made);
   `missing_hint(params, missing, stored)` names the flag that most likely changed when a
-  checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None.
+  checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None (a
+  `command_line.options.Problem` names the flag as its option).
   """
   build: Callable[[Any], Network]
   endpoints: tuple[str, ...] = ()

@@ -8,6 +8,8 @@ loads.
 
 from __future__ import annotations
 
+from command_line.options import Problem
+
 # Endpoints in network order.
 ENDPOINTS: tuple[str, ...] = (
     'Conv3d_1a_7x7', 'MaxPool3d_2a_3x3', 'Conv3d_2b_1x1', 'Conv3d_2c_3x3',
@@ -58,15 +60,17 @@ def param_problems(params) -> list[str]:
   return []
 
 
-def missing_hint(params, missing: list[str], stored: dict) -> str | None:
+def missing_hint(params, missing: list[str], stored: dict) -> Problem | None:
   """The flag that most likely changed when a checkpoint (`stored` names) lacks the
-  graph's variables `missing`: another --stream (its scope) or another --head."""
+  graph's variables `missing`: another --stream (its scope) or another --head (the
+  `Problem`'s option)."""
   for stream in STREAMS:
     if stream != params.stream and any(n.startswith(stream_scope(stream) + '/')
                                        for n in stored):
-      return f'it was trained with --stream={stream}, now --stream={params.stream}'
+      return Problem('stream', f'it was trained with --stream={stream}, now '
+                               f'--stream={params.stream}')
   if any(STACKED_HEAD in n for n in missing):
-    return f'it was trained without --head=stack (now --head={params.head})'
+    return Problem('head', f'it was trained without --head=stack (now --head={params.head})')
   return None
 
 
