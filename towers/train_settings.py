@@ -72,13 +72,16 @@ DERIVED_OPTIONS = {'workers_per_step': 'backup_workers', 'train_videos': 'data_d
 class ResumeSettingsError(ValueError):
   """model_dir was trained with other learning settings (or its record cannot be read); the
   message names them and the fix. `option`: the option to change (the first changed
-  setting's, resume_changes, or model_dir); `settings`: the changed settings' names
-  (SETTING_NAMES order; empty when the refusal is not about a change)."""
+  setting's, resume_changes, or model_dir for its record); `settings`: the setting names
+  the refusal concerns (changed ones in SETTING_NAMES order, or those --resume_changes
+  cannot allow); `allowable`: whether --resume_changes could continue with the change."""
 
-  def __init__(self, problem: Problem, settings: tuple[str, ...] = ()) -> None:
+  def __init__(self, problem: Problem, settings: tuple[str, ...] = (),
+               allowable: bool = False) -> None:
     super().__init__(problem)
     self.option: str | None = getattr(problem, 'option', None)
     self.settings = tuple(settings)
+    self.allowable = allowable
 
 
 def settings(params, num_workers: int = 1) -> dict[str, Any]:
@@ -220,13 +223,14 @@ def _compare(params, num_workers: int) -> _Resume:
     return _Resume(None, None, new, ResumeSettingsError(Problem(
         'resume_changes', f'--resume_changes names {", ".join(unknown)}, which '
         f'{"is not a learning setting" if len(unknown) == 1 else "are not learning settings"}'
-        f' (those are: {", ".join(SETTING_NAMES)})')))
+        f' (those are: {", ".join(SETTING_NAMES)})'), tuple(unknown)))
   structural = [name for name in params.resume_changes if name in STRUCTURE_SETTINGS]
   if structural:
     return _Resume(None, None, new, ResumeSettingsError(Problem(
         'resume_changes', f'--resume_changes cannot allow {", ".join(structural)}: '
         f'{"it decides" if len(structural) == 1 else "they decide"} the network\'s '
-        'variables, which a checkpoint cannot change; train with a new --model_dir')))
+        'variables, which a checkpoint cannot change; train with a new --model_dir'),
+        tuple(structural)))
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
   try:
     stored = read_record(params.model_dir) if checkpoint else None
@@ -255,14 +259,15 @@ def _compare(params, num_workers: int) -> _Resume:
   derived = [f'{name}: {DERIVED_SETTINGS[name]}' for name in changed if name in DERIVED_SETTINGS]
   fixes = [f'Rerun with {was}{" (" + "; ".join(derived) + ")" if derived else ""}',
            'use a new --model_dir']
-  if not any(name in STRUCTURE_SETTINGS or name in adding for name in changed):
+  allowable = not any(name in STRUCTURE_SETTINGS or name in adding for name in changed)
+  if allowable:
     fixes.append(f'add --resume_changes={",".join(changed)} to continue with the change on '
                  'purpose (it is kept in the record\'s history)')
   return _Resume(checkpoint, stored, new, ResumeSettingsError(Problem(
       DERIVED_OPTIONS.get(changed[0], changed[0]),
       f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
       f'learning settings in one model_dir ({record_path(params.model_dir)}). '
-      f'{", or ".join(fixes)}'), tuple(changed)))
+      f'{", or ".join(fixes)}'), tuple(changed), allowable))
 
 
 # Settings that act only for some values of another (`_relevant`): allowing that one to

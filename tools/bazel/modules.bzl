@@ -1080,6 +1080,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "train_settings_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:factory",
