@@ -38,6 +38,18 @@ _DATA_DIR_CONTENTS = {
 _USE = {'train': 'train on', 'test': 'evaluate'}
 
 
+class EmptySubset(Problem):
+  """A subset the run reads holds nothing to read (option data_dir): `subset` ('train' or
+  'test') and `listed`, the videos its split list names (records: prepare's num_listed)."""
+  subset: str
+  listed: int
+
+  def __new__(cls, text: str, subset: str, listed: int) -> 'EmptySubset':
+    made = super().__new__(cls, 'data_dir', text)
+    made.subset, made.listed = subset, listed
+    return made
+
+
 class DataError(ValueError):
   """The data cannot serve the run; the message is the first problem, `problems` all of them
   (each a `Problem` naming its option)."""
@@ -95,12 +107,13 @@ def _empty_subset_problems(data_dir: str, subsets: Sequence[str]) -> list[Proble
     if prepared.get('num_records', 1) == 0:
       kinds = ', '.join(f'{n} {k}' for k, n in prepared.get('skipped_by_kind', {}).items())
       example = next(iter(prepared.get('skipped', ())), None)
-      found.append(Problem('data_dir',
+      found.append(EmptySubset(
           f'{manifest.manifest_path(data_dir, subset)}: 0 {subset} records of '
           f'{prepared.get("num_listed", 0)} listed videos'
           f'{" (skipped: " + kinds + ")" if kinds else ""}'
           f'{"; e.g. " + _describe(example) if example else ""}: nothing to {_USE[subset]}; '
-          'fix the source (see the prepare summary) and prepare again'))
+          'fix the source (see the prepare summary) and prepare again',
+          subset, prepared.get('num_listed', 0)))
   return found
 
 
@@ -135,10 +148,11 @@ def _unreadable_subset_problems(params: Any, subsets: Sequence[str]) -> list[Pro
     readable, listed, unreadable = direct.readable_videos(params, subset)
     if readable == 0:
       example = f'; e.g. {unreadable[0]}' if unreadable else ''
-      found.append(Problem('data_dir',
+      found.append(EmptySubset(
           f'data_source={params.data_source}: 0 of the {listed} {subset} videos of split '
           f'{params.split} in {params.data_dir} can be read{example}: nothing to '
-          f'{_USE[subset]}; it must hold {_DATA_DIR_CONTENTS[params.data_source]}'))
+          f'{_USE[subset]}; it must hold {_DATA_DIR_CONTENTS[params.data_source]}',
+          subset, listed))
   return found
 
 

@@ -21,7 +21,13 @@ tf1 = tf.compat.v1
 
 class EvalCoverageError(RuntimeError):
   """An evaluation saw fewer videos than its data lists while --strict_eval was set, or
-  none at all."""
+  none at all: `evaluated` and `listed` videos (`option`: strict_eval when that refused,
+  data_dir when nothing was read)."""
+
+  def __init__(self, message: str, evaluated: int, listed: int) -> None:
+    super().__init__(message)
+    self.evaluated, self.listed = evaluated, listed
+    self.option = 'data_dir' if evaluated == 0 else 'strict_eval'
 
 
 def coverage_line(evaluated: int, listed: int) -> str:
@@ -49,7 +55,8 @@ class EvalCoverageHook(tf1.train.SessionRunHook):
       raise EvalCoverageError(f'evaluation: read no video{of_listed}: no metric is computed on '
                               'zero videos; the input_fn warnings '
                               'count the damaged records, the test manifest the videos '
-                              'prepare skipped: fix those and prepare the data again')
+                              'prepare skipped: fix those and prepare the data again',
+                              evaluated, listed)
     if evaluated >= listed:
       logging.info(line)
     elif self._eval_steps:
@@ -58,7 +65,8 @@ class EvalCoverageHook(tf1.train.SessionRunHook):
       raise EvalCoverageError(f'{line}: --strict_eval refuses metrics of part of the eval '
                               'set; the input_fn warnings count the damaged records, the '
                               'test manifest the videos prepare skipped: fix those and '
-                              'prepare the data again (//data_tools:prepare, same flags)')
+                              'prepare the data again (//data_tools:prepare, same flags)',
+                              evaluated, listed)
     else:
       logging.warning('%s: the metrics cover only these; %d were lost (videos prepare or the '
                       'input_fn skipped, damaged records: see the test manifest and the '
