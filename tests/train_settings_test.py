@@ -155,7 +155,7 @@ class TrainSettingsTest(tf.test.TestCase):
       name = next(iter(changes))
       with self.subTest(name):
         plain = refusal(make_params(TINY, model_dir=self.model_dir, **changes))
-        self.assertEqual((plain.option, plain.settings), (name, (name,)))
+        self.assertEqual((plain.option, plain.settings[0]), (name, name))
         self.assertFalse(plain.allowable)  # --resume_changes is not offered
         allowed = refusal(make_params(TINY, model_dir=self.model_dir, resume_changes=[name],
                                       **changes))

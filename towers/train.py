@@ -56,9 +56,9 @@ def run(params: TrainParams) -> int:
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:
-    raise entry.Refused(str(e)) from None
+    raise entry.Refused(str(e)) from e  # recorded as `e`: its type and options
   except training.END_ERRORS as e:
-    raise entry.Failed(str(e)) from None
+    raise entry.Failed(str(e)) from e
   except ChiefLost as e:
     raise entry.Ended(str(e), CHIEF_LOST_EXIT_CODE) from None
   except tf.errors.InvalidArgumentError as e:

@@ -1008,6 +1008,7 @@ TEST_DEPS = {
         "//towers/cluster:spec",
     ],
     "run_checks_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:factory",
@@ -1140,8 +1141,10 @@ TEST_DEPS = {
         "//model_fn:video_metrics",
     ],
     "zero_data_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:ucf101",
