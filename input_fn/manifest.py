@@ -65,7 +65,13 @@ class SharedVideos(Problem):
 
 class ManifestError(ValueError):
   """A prepared directory is missing, incomplete or holds other data. The message names the
-  file and the fix."""
+  file and the fix; `path` is the manifest concerned ('' when not one file) and `damaged`
+  is True when it exists but cannot be read as a manifest."""
+
+  def __init__(self, message: str, path: str = '', damaged: bool = False) -> None:
+    super().__init__(message)
+    self.path = path
+    self.damaged = damaged
 
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
@@ -150,13 +156,13 @@ def read(directory: str, subset: str) -> dict[str, Any]:
   manifest = json_files.load_object(path)
   if manifest is None and os.path.exists(path):
     raise ManifestError(f'{path} is damaged (not a JSON object): rerun //data_tools:prepare '
-                        f'with --out={directory} to write it again')
+                        f'with --out={directory} to write it again', path, damaged=True)
   if manifest is None:
     raise ManifestError(f'{path} is missing or unreadable: {directory} holds no prepared '
-                        f'{subset} data; run //data_tools:prepare with --out={directory}')
+                        f'{subset} data; run //data_tools:prepare with --out={directory}', path)
   if not isinstance(manifest.get('shards'), list):
     raise ManifestError(f'{path} is damaged (no list of shards): rerun //data_tools:prepare '
-                        f'with --out={directory} to write it again')
+                        f'with --out={directory} to write it again', path, damaged=True)
   return manifest
 
 
@@ -169,10 +175,12 @@ def shard_paths(directory: str, subset: str) -> list[tuple[str, int]]:
   if missing:
     raise ManifestError(f'{len(missing)} of the {len(rows)} {subset} shards listed in '
                         f'{manifest_path(directory, subset)} are missing (first: {missing[0]}); '
-                        f'rerun //data_tools:prepare with --out={directory} to rewrite them')
+                        f'rerun //data_tools:prepare with --out={directory} to rewrite them',
+                        manifest_path(directory, subset))
   if not rows:
     raise ManifestError(f'{manifest_path(directory, subset)} lists no shard: rerun '
-                        f'//data_tools:prepare with --out={directory}')
+                        f'//data_tools:prepare with --out={directory}',
+                        manifest_path(directory, subset))
   return rows
 
 
@@ -198,8 +206,8 @@ def training_data_problems(directory: str, num_classes: int,
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` (when given), a label >= num_classes (names
   --num_classes and the data's class count), or a video in both train and test (count and
-  an example: `SharedVideos`). Missing manifests are problems too. Each names its option
-  (dataset, num_classes, or data_dir for the directory's own state)."""
+  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem` naming
+  the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -209,23 +217,23 @@ def training_data_problems(directory: str, num_classes: int,
   for subset, manifest in manifests.items():
     held = manifest.get('dataset', DEFAULT_DATASET)
     if dataset is not None and held != dataset:
-      found.append(Problem(
-          'dataset', f'--dataset={dataset} but {manifest_path(directory, subset)} holds '
-          f'{held} records: set --dataset={held}, or pass the --out of a {dataset} '
-          'preparation as --data_dir'))
+      found.append(Problem('dataset', f'--dataset={dataset} but '
+                           f'{manifest_path(directory, subset)} holds {held} records: set '
+                           f'--dataset={held}, or pass the --out of a {dataset} preparation '
+                           'as --data_dir'))
       return found
     needed = classes_in_records(manifest)
     if needed > num_classes:
-      found.append(Problem(
-          'num_classes', f'--num_classes={num_classes} but the {subset} records of '
-          f'{directory} have labels up to {needed - 1} ({manifest.get("num_classes", needed)} '
-          f'classes in {os.path.basename(manifest_path(directory, subset))}): set '
-          f'--num_classes={manifest.get("num_classes", needed)}'))
+      found.append(Problem('num_classes', f'--num_classes={num_classes} but the {subset} '
+                           f'records of {directory} have labels up to {needed - 1} '
+                           f'({manifest.get("num_classes", needed)} classes in '
+                           f'{os.path.basename(manifest_path(directory, subset))}): set '
+                           f'--num_classes={manifest.get("num_classes", needed)}'))
   if len(manifests) == 2:
     train = {n.lower() for n in video_names(manifests['train'])}
     both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
     if both:
-      found.append(SharedVideos(
-          f'{len(both)} videos of {directory} are in both the train and the test records '
-          f'(e.g. {both[0]}): train and test overlap; prepare again with --overwrite', both))
+      found.append(SharedVideos(f'{len(both)} videos of {directory} are in both the train '
+                                f'and the test records (e.g. {both[0]}): train and test '
+                                'overlap; prepare again with --overwrite', both))
   return found
