@@ -11,6 +11,7 @@ Events written today:
   session_ready  {step, max_steps}           the model is initialised or restored
   first_step     {step}                      the first training step of this process ran
   progress       {step, max_steps, loss, examples_per_second, steps_per_second}
+                 (+ skipped_records, records_read once damaged records were skipped)
   sync_replicas  {workers, aggregated}       synchronous training built: gradients of the
                                              first `aggregated` of `workers` per step
   replica_batch  {clips}                     a replica's batch (benchmark peers)

@@ -104,12 +104,15 @@ class PreparedDatasetTest(tf.test.TestCase):
     listed = [os.path.basename(p) for p in pipeline.record_files(out, 'train')]
     self.assertEqual(listed, ['train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord'])
     os.remove(os.path.join(out, 'train-00001-of-00002.tfrecord'))
-    with self.assertRaisesRegex(manifest.ManifestError,
-                                r'1 of the 2 train shards listed in .*train.manifest.json are '
-                                r'missing \(first: .*train-00001-of-00002.tfrecord\)'):
+    with self.assertRaises(manifest.ManifestError) as caught:
       pipeline.record_files(out, 'train')
-    with self.assertRaisesRegex(manifest.ManifestError, 'holds no prepared test data'):
-      pipeline.record_files(self.create_tempdir().full_path, 'test')
+    self.assertEqual((caught.exception.path, caught.exception.damaged),
+                     (manifest.manifest_path(out, 'train'), False))
+    empty = self.create_tempdir().full_path
+    with self.assertRaises(manifest.ManifestError) as caught:
+      pipeline.record_files(empty, 'test')
+    self.assertEqual((caught.exception.path, caught.exception.damaged),
+                     (manifest.manifest_path(empty, 'test'), False))
 
   # --- 2. Resume notices changed sources --------------------------------------------------
 

@@ -62,10 +62,10 @@ def run(params: TrainParams) -> int:
   except ChiefLost as e:
     raise entry.Ended(str(e), CHIEF_LOST_EXIT_CODE) from None
   except tf.errors.InvalidArgumentError as e:
-    line = pipeline.input_error_line(e.message)
-    if line is None:
+    unreadable = pipeline.unreadable_input(e.message)
+    if unreadable is None:
       raise
-    raise entry.Failed(line) from None
+    raise entry.Failed(str(unreadable)) from unreadable
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     return STOPPED_EXIT_CODE
