@@ -50,7 +50,7 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
     try:
       warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
     except warm_start.WarmStartError as e:
-      found.append(Problem('warm_start_from', str(e)))
+      found.append(Problem(e.option, str(e)))
   found += data_checks.problems(params)
   found += _model_dir_problems(params.model_dir)
   found += _device_problems(params)
