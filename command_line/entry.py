@@ -119,6 +119,9 @@ class Program:
       line = disk_space.full_disk_line(e)
       if line is None:
         raise
+      path = disk_space.full_disk_path(e)
+      status_file.record('full_disk', path=path,
+                         free_bytes=disk_space.free_bytes(path) if path else None)
       return self._error(line, FAILED, e)
     return code or 0
 

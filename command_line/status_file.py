@@ -7,6 +7,8 @@ benchmarks and specs read these values, never a task's console text, so the word
 log line is free to change. Without the variable, `record` does nothing.
 
 Events written today:
+  full_disk      {path, free_bytes}          a program ended on a write to a full disk
+                                             (`command_line/entry.py`; path '' if unknown)
   graph_built    {}                          a training graph exists, no session yet
   session_ready  {step, max_steps}           the model is initialised or restored
   first_step     {step}                      the first training step of this process ran

@@ -311,6 +311,7 @@ MODULES = {
         ("eval_coverage.py", False, []),
         ("freezing.py", False, [
             ":layers",
+            "//command_line:options",
             "//model_fn/networks",
         ]),
         ("gradients.py", False, [
@@ -725,6 +726,7 @@ TEST_DEPS = {
         "//towers",
     ],
     "damaged_train_data_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:factory",
@@ -732,6 +734,7 @@ TEST_DEPS = {
         "//input_fn:pipeline",
         "//model_fn:eval_coverage",
         "//towers",
+        "//towers:checkpoints",
         "//towers:params",
         "//towers:train_lib",
     ],
@@ -812,6 +815,7 @@ TEST_DEPS = {
     ],
     "full_disk_test": [
         ":cluster_testing",
+        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//towers:train_lib",
     ],
@@ -881,6 +885,7 @@ TEST_DEPS = {
     ],
     "i3d_warm_start_test": [
         ":i3d_test_lib",
+        "//command_line:options",
         "//model_fn/networks",
         "//model_fn:freezing",
         "//model_fn:layers",
@@ -895,8 +900,10 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "input_pipeline_test": [
+        "//command_line:options",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
         "//input_fn:manifest",
@@ -939,6 +946,7 @@ TEST_DEPS = {
         "//towers",
     ],
     "model_dir_lock_test": [
+        ":program_runs",
         "//towers:model_dir_lock",
         "//towers:train_lib",
     ],
