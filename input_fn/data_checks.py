@@ -13,7 +13,8 @@ run reads ('train' to train, 'test' to evaluate). The rules: a file source needs
 must hold at least one record or readable video (data_dir); the direct route's class list
 must fit `--num_classes` and its `--split` files must be readable (split); the eval split
 must fit `--max_eval_videos` (max_eval_videos); `--eval_crops=3` needs frames with room for
-3 distinct crops (eval_crops). The synthetic source reads no file and meets them all.
+3 distinct crops (eval_crops). The synthetic source reads no file and meets them all. A
+subset with nothing to read is an `EmptySubset` (its subset and listed count).
 """
 
 from __future__ import annotations

@@ -958,9 +958,9 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "one_config_test": [
+        ":program_runs",
         "//towers",
         "//towers:params",
-        "//towers:preflight",
         "//towers:resume_check",
         "//towers:train_lib",
         "//towers:train_settings",
