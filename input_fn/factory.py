@@ -19,7 +19,6 @@ import tensorflow as tf
 from input_fn import data_checks, direct, pipeline, synthetic
 
 InputFn = Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
-SOURCES = ('synthetic', *data_checks.FILE_SOURCES)
 
 
 def subsets_read(mode: str) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import types
 
 import numpy as np
 import tensorflow as tf
@@ -230,8 +231,12 @@ class FreezingTest(tf.test.TestCase):
   def test_trainable_from_needs_i3d(self):
     with tf.Graph().as_default():
       v = tf1.get_variable('c3d_small/block1/conv_3d/w', [1])
+      with self.assertRaises(params_lib.ParamsError):  # refused when the params are made
+        params_lib.make_params(trainable_from='Mixed_4b')
+      # The library's own check, for params that did not come from make_params.
       with self.assertRaises(ValueError) as caught:
-        freezing.trainable_variables(params_lib.make_params(trainable_from='Mixed_4b'), [v])
+        freezing.trainable_variables(
+            types.SimpleNamespace(model='c3d_small', trainable_from='Mixed_4b'), [v])
     self.assertEqual(options_named(caught.exception), ['trainable_from'])
 
 
