@@ -10,6 +10,8 @@ Events written today:
   full_disk      {path, free_bytes}          a program ended on a write to a full disk
                                              (`command_line/entry.py`; path '' if unknown)
   graph_built    {}                          a training graph exists, no session yet
+  unrecorded_settings {model_dir}            a resumed checkpoint had no learning-settings
+                                             record: this run's are recorded as its own
   session_ready  {step, max_steps}           the model is initialised or restored
   first_step     {step}                      the first training step of this process ran
   progress       {step, max_steps, loss, examples_per_second, steps_per_second}

@@ -13,9 +13,11 @@ import json
 import os
 import shutil
 import tempfile
+from unittest import mock
 
 import tensorflow as tf
 
+from command_line import status_file
 from data_tools import make_synthetic_ucf101, prepare
 from input_fn import factory
 from tests import program_runs
@@ -141,11 +143,11 @@ class TrainSettingsTest(tf.test.TestCase):
 
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
     os.remove(train_settings.record_path(self.model_dir))
-    with self.assertLogs('absl', 'WARNING') as logged:
+    events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
+    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: events}):
       train(2, model_dir=self.model_dir)
-    warnings = [r for r in logged.output if train_settings.RECORD_FILE in r]
-    self.assertLen(warnings, 1)
-    self.assertIn('holds a checkpoint but no train_settings.json', warnings[0])
+    self.assertEqual(status_file.values(status_file.read(events), 'unrecorded_settings',
+                                        'model_dir'), [self.model_dir])
     self.assertEqual(step_of(self.model_dir), 2)
     self.assertEqual(train_settings.read_record(self.model_dir)['settings'],
                      train_settings.settings(make_params(TINY, model_dir=self.model_dir)))

@@ -17,7 +17,7 @@ STRUCTURE_SETTINGS decide the variables and can never change, nor can a change t
 variables the checkpoint lacks (an optimizer with other slots than sgd's none, ema_decay
 from 0 to on). `write_record` writes the record once the session has started, so a run that
 fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
-without a record resumes with one warning. The record also lists the training videos' names
+without a record resumes with one warning (and an `unrecorded_settings` status event). The record also lists the training videos' names
 (TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a cluster every trainer checks; only the
 chief writes.
 """
@@ -33,6 +33,7 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from command_line import status_file
 from command_line.options import Problem
 
 from input_fn import datasets, frame_sample, manifest
@@ -325,6 +326,7 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   new, stored = resume.new, resume.stored
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
+    status_file.record('unrecorded_settings', model_dir=params.model_dir)
     logging.warning('%s holds a checkpoint but no %s (it was trained before learning '
                     'settings were recorded): they cannot be compared, so these flags are '
                     'recorded as its settings', params.model_dir, RECORD_FILE)

@@ -517,6 +517,7 @@ MODULES = {
             ":checkpoints",
             ":params",
             "//command_line:options",
+            "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:frame_sample",
             "//input_fn:manifest",
@@ -994,6 +995,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
     ],
     "prepared_dataset_test": [
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:manifest",
@@ -1090,6 +1092,7 @@ TEST_DEPS = {
     ],
     "train_settings_test": [
         ":program_runs",
+        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:factory",
