@@ -22,8 +22,8 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
 traceback. Every such ending is also recorded in the status file
 (`command_line.status_file`) as an `error` event: the program, its exit code, the error's
 type and the options it names (`options.options_named`; for a `Refused` or `Failed` raised
-`from` an error, that error's), for callers and specs to tell
-endings apart without reading the line. `verbose=True` also defines `--verbose` and configures the console
+`from` an error, that error's), for callers and specs to tell endings apart without reading
+the line. `verbose=True` also defines `--verbose` and configures the console
 (`command_line.console`) before `check`. `extra_options`: more options dataclasses whose
 flags it defines after those, for `run` to read (`cli.options_from_flags`): //towers:train's
 options are `TrainParams`, the library's, and its own --check_flags lives beside them.

@@ -206,8 +206,8 @@ def training_data_problems(directory: str, num_classes: int,
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` (when given), a label >= num_classes (names
   --num_classes and the data's class count), or a video in both train and test (count and
-  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem` naming
-  the option to change."""
+  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a
+  `Problem` naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:

@@ -4,9 +4,9 @@ A `TrainParams` is checked when it is made, however it is made (directly,
 `dataclasses.replace`, `make_params`, a dict given to `build_estimator`), and every field
 says how a resume treats it. `towers.train_and_evaluate(dict(...))` gives the guarantees of
 `//towers:train`: it trains, records the learning settings, and stops a resume with other
-settings with the error the binary ends with (`ResumeSettingsError`, naming the flag). The config, its flags and the
-training binary's module load no TensorFlow, so flags that cannot work are refused before
-TensorFlow starts.
+settings with the error the binary ends with (`ResumeSettingsError`, naming the flag). The
+config, its flags and the training binary's module load no TensorFlow, so flags that cannot
+work are refused before TensorFlow starts.
 """
 
 import dataclasses

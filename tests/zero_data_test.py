@@ -3,8 +3,9 @@
 A prepared directory whose test (or train) subset holds no record, and a direct-route
 data_dir (--data_source=frames) with no readable training video, stop before training
 with a problem naming data_dir, the subset and its count (`data_checks.EmptySubset`),
-through `//towers:train` (exit code 2, its `error` event) and the library alike. An evaluation counts the videos of the test list, also those prepare skipped, so
---strict_eval refuses metrics of part of it, on the prepared and the direct route.
+through `//towers:train` (exit code 2, its `error` event) and the library alike. An
+evaluation counts the videos of the test list, also those prepare skipped, so --strict_eval
+refuses metrics of part of it, on the prepared and the direct route.
 """
 
 import glob

@@ -17,9 +17,9 @@ STRUCTURE_SETTINGS decide the variables and can never change, nor can a change t
 variables the checkpoint lacks (an optimizer with other slots than sgd's none, ema_decay
 from 0 to on). `write_record` writes the record once the session has started, so a run that
 fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
-without a record resumes with one warning (and an `unrecorded_settings` status event). The record also lists the training videos' names
-(TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a cluster every trainer checks; only the
-chief writes.
+without a record resumes with one warning (and an `unrecorded_settings` status event). The
+record also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream.
+In a cluster every trainer checks; only the chief writes.
 """
 
 from __future__ import annotations
@@ -318,8 +318,9 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   """When training is about to start, before anything is restored: raises
   `ResumeSettingsError` if resuming model_dir would mix learning settings; else returns the
   record of this run's settings (with a history entry for each change --resume_changes
-  allowed, and a warning when a checkpoint had no record), for `write_record` once the session has started: a run that
-  fails before (e.g. restoring) leaves the old record in place."""
+  allowed, and a warning when a checkpoint had no record), for `write_record` once the
+  session has started: a run that fails before (e.g. restoring) leaves the old record in
+  place."""
   resume = _compare(params, num_workers)
   if resume.refusal is not None:
     raise resume.refusal
