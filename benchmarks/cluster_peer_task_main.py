@@ -8,7 +8,7 @@
 
 Every peer trains the same network, loss and optimizer as `--strategy=mirrored` does
 (`tower_model_fn.make_model_fn(strategy='mirrored')`, one replica per process) on the same
-synthetic input (`towers.inputs`), through `tf.estimator.train_and_evaluate` exactly as a
+synthetic input (`input_fn.factory`), through `tf.estimator.train_and_evaluate` exactly as a
 TensorFlow user would, so TensorFlow starts the servers and creates the sessions. The chief
 and workers run the project's `ProgressHook`, whose status events (graph built, session
 ready, first step, progress; `command_line/status_file.py`) `cluster_peers` reads.
@@ -28,7 +28,7 @@ from absl import flags
 from model_fn import tower_forward, tower_model_fn
 from model_fn.training_hooks import ProgressHook
 from command_line import cli, entry, status_file
-from towers import inputs
+from input_fn import factory
 from towers import flags as towers_flags
 from command_line.options import option, Options
 
@@ -77,9 +77,9 @@ def run(options: PeerOptions) -> None:
       log_step_count_steps=params.log_every_steps, save_summary_steps=params.log_every_steps,
       train_distribute=make_strategy(peer))
   estimator = tf.estimator.Estimator(peer_model_fn, config=config, params=params)
-  train_spec = tf.estimator.TrainSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+  train_spec = tf.estimator.TrainSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                       max_steps=params.max_steps)
-  eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+  eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=1)
   tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
 

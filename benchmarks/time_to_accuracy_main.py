@@ -77,13 +77,13 @@ def _step_timer():
 def run_to_target(options: TimeToAccuracyOptions, num_towers: int, model_dir: str, log) -> dict:
   """Trains until the target accuracy; returns the curve and the totals."""
   import tensorflow as tf
-  from towers import inputs
+  from input_fn import factory
   from model_fn.eval_spec import TOP_1
   from towers.estimator import build_estimator
   params = demo_params(options, num_towers, model_dir)
   estimator = build_estimator(params)
-  train_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
-  eval_input = inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
+  train_input = factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
+  eval_input = factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL)
   timer = _step_timer()
   curve, step, start, reached = [], 0, time.perf_counter(), None
   while step < options.step_limit:

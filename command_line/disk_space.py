@@ -1,6 +1,7 @@
 """Full disks: one line naming the path and its free space, instead of a traceback.
 
     line = full_disk_line(error)   # None unless `error` is a write to a full disk
+    path = full_disk_path(error)   # the path it wrote ('' when unknown), else None
     problem = free_space_problem(model_dir, latest_checkpoint)  # room before a resumed run?
 
 Every program's entry (`command_line/entry.py`) turns a full disk into its one error line
@@ -43,25 +44,30 @@ def free_bytes(path: str) -> int:
   return shutil.disk_usage(_existing(path)).free
 
 
-def full_disk_line(error: BaseException) -> str | None:
-  """'no space left on device writing <path> (<free> free there): ...' when `error` (or its
-  cause) is a write to a full disk; None otherwise."""
+def full_disk_path(error: BaseException) -> str | None:
+  """The path whose write found the disk full when `error` (or its cause) is such a write
+  ('' when the error does not name it); None otherwise."""
   seen = 0
   while error is not None and seen < 5:
-    path = None
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-      path = error.filename or ''
-    elif NO_SPACE in str(error):
+      return error.filename or ''
+    if NO_SPACE in str(error):
       match = _PATH.search(str(error))
-      path = match.group(1) if match else ''
-    if path is not None:
-      where = (f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path
-               else '')
-      return (f'no space left on device{where}: free space on that disk or write elsewhere; '
-              'what was complete before is kept, and a rerun goes on from it')
+      return match.group(1) if match else ''
     error = error.__cause__ or error.__context__
     seen += 1
   return None
+
+
+def full_disk_line(error: BaseException) -> str | None:
+  """'no space left on device writing <path> (<free> free there): ...' when `error` (or its
+  cause) is a write to a full disk; None otherwise."""
+  path = full_disk_path(error)
+  if path is None:
+    return None
+  where = f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path else ''
+  return (f'no space left on device{where}: free space on that disk or write elsewhere; '
+          'what was complete before is kept, and a rerun goes on from it')
 
 
 def checkpoint_bytes(model_dir: str, prefix: str) -> int:

@@ -21,9 +21,10 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. Every such ending is also recorded in the status file
 (`command_line.status_file`) as an `error` event: the program, its exit code, the error's
-type, the options it names (`options.options_named`) and the message of its line, for
-callers and specs to tell endings apart without reading the line (a launcher passes the
-message on). `verbose=True` also defines `--verbose` and configures the console
+type, the options it names (`options.options_named`; for a `Refused` or `Failed` raised
+`from` an error, that error's) and the message of its line, for callers and specs to tell
+endings apart without reading the line (a launcher passes the message on). `verbose=True`
+also defines `--verbose` and configures the console
 (`command_line.console`) before `check`. `extra_options`: more options dataclasses whose
 flags it defines after those, for `run` to read (`cli.options_from_flags`): //towers:train's
 options are `TrainParams`, the library's, and its own --check_flags lives beside them.
@@ -51,6 +52,11 @@ class Refused(ValueError):
 
 class Failed(RuntimeError):
   """The run started and could not finish (exit 1). The message says what and where."""
+
+
+def _cause(error: BaseException) -> BaseException | None:
+  """The error a `Refused` or `Failed` was raised from (recorded in its stead), else None."""
+  return error.__cause__ if isinstance(error, (Refused, Failed)) else None
 
 
 class Ended(RuntimeError):
@@ -105,15 +111,18 @@ class Program:
         raise Refused(problem)
       code = self.run(options, arguments) if self.arguments else self.run(options)
     except (Refused, OptionsError, *self.refused) as e:
-      return self._error(e, REFUSED)
+      return self._error(e, REFUSED, _cause(e))
     except (Failed, *self.failed) as e:
-      return self._error(e, FAILED)
+      return self._error(e, FAILED, _cause(e))
     except Ended as e:
       return self._error(e, e.code)
     except Exception as e:  # pylint: disable=broad-except
       line = disk_space.full_disk_line(e)
       if line is None:
         raise
+      path = disk_space.full_disk_path(e)
+      status_file.record('full_disk', path=path,
+                         free_bytes=disk_space.free_bytes(path) if path else None)
       return self._error(line, FAILED, e)
     return code or 0
 

@@ -7,10 +7,15 @@ benchmarks and specs read these values, never a task's console text, so the word
 log line is free to change. Without the variable, `record` does nothing.
 
 Events written today:
+  full_disk      {path, free_bytes}          a program ended on a write to a full disk
+                                             (`command_line/entry.py`; path '' if unknown)
   graph_built    {}                          a training graph exists, no session yet
+  unrecorded_settings {model_dir}            a resumed checkpoint had no learning-settings
+                                             record: this run's are recorded as its own
   session_ready  {step, max_steps}           the model is initialised or restored
   first_step     {step}                      the first training step of this process ran
   progress       {step, max_steps, loss, examples_per_second, steps_per_second}
+                 (+ skipped_records, records_read once damaged records were skipped)
   sync_replicas  {workers, aggregated}       synchronous training built: gradients of the
                                              first `aggregated` of `workers` per step
   replica_batch  {clips}                     a replica's batch (benchmark peers)

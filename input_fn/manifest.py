@@ -53,6 +53,16 @@ IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'split', 'short_
 DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before datasets were named
 
 
+class SharedVideos(Problem):
+  """Train and test records share videos (option data_dir): `videos`, their names sorted."""
+  videos: list[str]
+
+  def __new__(cls, text: str, videos: list[str]) -> 'SharedVideos':
+    made = super().__new__(cls, 'data_dir', text)
+    made.videos = list(videos)
+    return made
+
+
 class ManifestError(ValueError):
   """A prepared directory is missing, incomplete or holds other data. The message names the
   file and the fix; `path` is the manifest concerned ('' when not one file) and `damaged`
@@ -196,8 +206,8 @@ def training_data_problems(directory: str, num_classes: int,
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` (when given), a label >= num_classes (names
   --num_classes and the data's class count), or a video in both train and test (count and
-  an example). Missing manifests are problems too (of data_dir). Each is a `Problem` naming
-  the option to change."""
+  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a
+  `Problem` naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -223,7 +233,7 @@ def training_data_problems(directory: str, num_classes: int,
     train = {n.lower() for n in video_names(manifests['train'])}
     both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
     if both:
-      found.append(Problem('data_dir', f'{len(both)} videos of {directory} are in both the '
-                           f'train and the test records (e.g. {both[0]}): train and test '
-                           'overlap; prepare again with --overwrite'))
+      found.append(SharedVideos(f'{len(both)} videos of {directory} are in both the train '
+                                f'and the test records (e.g. {both[0]}): train and test '
+                                'overlap; prepare again with --overwrite', both))
   return found

@@ -43,7 +43,7 @@ and bad, every pass) as `records_read` (int64 [b]).
 from __future__ import annotations
 
 import functools
-import os
+import re
 from typing import Any
 
 import tensorflow as tf
@@ -391,13 +391,27 @@ def _report_skipped(skipped: tf.Tensor, what: str) -> tf.Tensor:
 NO_READABLE_RECORD = 'input_fn: no readable record'
 
 
-def input_error_line(message: str) -> str | None:
-  """The NO_READABLE_RECORD sentence of a TensorFlow error message, None if it holds none."""
+class UnreadableInput(RuntimeError):
+  """Every record of a pass is damaged (`map_skip_and_count`'s in-graph check): the message
+  is its NO_READABLE_RECORD sentence; `records` the records of one pass, `option` data_dir
+  (the data to prepare again)."""
+  option = 'data_dir'
+
+  def __init__(self, line: str, records: int) -> None:
+    super().__init__(line)
+    self.records = records
+
+
+def unreadable_input(message: str) -> UnreadableInput | None:
+  """The `UnreadableInput` a TensorFlow error message (InvalidArgumentError) reports, None
+  if it holds no NO_READABLE_RECORD sentence."""
   start = message.find(NO_READABLE_RECORD)
   if start < 0:
     return None
   end = message.find(')', message.find('same flags', start))
-  return message[start:end + 1 if end >= 0 else None].splitlines()[0]
+  line = message[start:end + 1 if end >= 0 else None].splitlines()[0]
+  count = re.search(r'none of the (\d+) ', line)
+  return UnreadableInput(line, int(count.group(1)) if count else 0)
 
 
 def map_skip_and_count(dataset: tf.data.Dataset, fn, what: str, records_per_pass: int,

@@ -56,7 +56,7 @@ def micro_batches(tensor: tf.Tensor, accumulate_steps: int, batch_size: int
     raise InputBatchError(f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
                           f'batch_size={batch_size} = {accumulate_steps * batch_size} clips '
                           f'per training batch, the input gives {static}: batch the input by '
-                          'params.examples_per_step (as towers.inputs.make_input_fn does)',
+                          'params.examples_per_step (as input_fn.factory.make_input_fn does)',
                           expected=accumulate_steps * batch_size, given=int(static))
   return batch_split.split_batch(tensor, accumulate_steps)
 

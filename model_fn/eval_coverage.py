@@ -21,12 +21,13 @@ tf1 = tf.compat.v1
 
 class EvalCoverageError(RuntimeError):
   """An evaluation saw fewer videos than its data lists while --strict_eval was set, or
-  none at all: `evaluated` of `listed` videos (listed 0: unknown, no batch was read)."""
+  none at all: `evaluated` and `listed` videos (`option`: strict_eval when that refused,
+  data_dir when nothing was read)."""
 
   def __init__(self, message: str, evaluated: int, listed: int) -> None:
     super().__init__(message)
-    self.evaluated = evaluated
-    self.listed = listed
+    self.evaluated, self.listed = evaluated, listed
+    self.option = 'data_dir' if evaluated == 0 else 'strict_eval'
 
 
 def coverage_line(evaluated: int, listed: int) -> str:

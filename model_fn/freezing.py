@@ -20,6 +20,7 @@ from typing import Sequence
 import tensorflow as tf
 from absl import logging
 
+from command_line.options import Problem
 from model_fn import networks
 from model_fn.layers import variable_name
 
@@ -30,8 +31,9 @@ def frozen_endpoints(model: str, trainable_from: str) -> tuple[str, ...]:
     return ()
   endpoints = networks.spec(model).endpoints
   if trainable_from not in endpoints:
-    raise ValueError(f'trainable_from={trainable_from!r} is not an endpoint of model={model} '
-                     f'({", ".join(endpoints) or "it has none"})')
+    raise ValueError(Problem('trainable_from', f'trainable_from={trainable_from!r} is not an '
+                             f'endpoint of model={model} '
+                             f'({", ".join(endpoints) or "it has none"})'))
   return endpoints[:endpoints.index(trainable_from)]
 
 

@@ -76,11 +76,14 @@ class ProgressHook(tf1.train.SessionRunHook):
     fields = [f'loss {loss:.4f}', f'{examples_per_sec:.1f} examples/s',
               f'{steps_per_sec:.2f} steps/s']
     skipped = run_values.results.get('skipped')
+    counts = {}
     if skipped and skipped['skipped']:
       fields.append(f'skipped {skipped["skipped"]} bad of {skipped["read"]} records read')
+      counts = dict(skipped_records=int(skipped['skipped']), records_read=int(skipped['read']))
     logging.info('%s', progress_line('step', step, self._max_steps, steps_per_sec, fields))
     status_file.record('progress', step=int(step), max_steps=self._max_steps, loss=float(loss),
-                       examples_per_second=examples_per_sec, steps_per_second=steps_per_sec)
+                       examples_per_second=examples_per_sec, steps_per_second=steps_per_sec,
+                       **counts)
     if self._summary_dir:
       writer = tf1.summary.FileWriterCache.get(self._summary_dir)
       writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(

@@ -56,7 +56,18 @@ InitFn = Callable[[tf1.train.Scaffold, tf1.Session], None]
 
 class WarmStartError(ValueError):
   """The warm-start checkpoint is missing or does not fit the graph. The message lists
-  every problem and what to do."""
+  every problem and what to do. `option`: the flag to change (warm_start_from,
+  warm_start_scope, head or model); `path`: the checkpoint file looked for and absent ('' when
+  the checkpoint is there); `download`: the DeepMind checkpoint to fetch
+  (data/checkpoints/<name>/model.ckpt, '' when none is missing); `missing`: graph variables
+  the checkpoint lacks; `mismatched`: (graph variable, its shape, the checkpoint's shape)."""
+
+  def __init__(self, message: str, option: str = 'warm_start_from', path: str = '',
+               download: str = '', missing: Sequence[str] = (),
+               mismatched: Sequence[tuple[str, list[int], list[int]]] = ()) -> None:
+    super().__init__(message)
+    self.option, self.path, self.download = option, path, download
+    self.missing, self.mismatched = tuple(missing), tuple(mismatched)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +103,8 @@ def parse_scope_map(spec: str) -> list[tuple[str, str]]:
     if not item:
       continue
     if '=' not in item:
-      raise WarmStartError(f'warm_start_scope: {item!r} is not "graph_prefix=checkpoint_prefix"')
+      raise WarmStartError(f'warm_start_scope: {item!r} is not "graph_prefix=checkpoint_prefix"',
+                           'warm_start_scope')
     graph_prefix, ckpt_prefix = (s.strip() for s in item.split('=', 1))
     pairs.append((graph_prefix, ckpt_prefix))
   return sorted(pairs, key=lambda p: -len(p[0]))
@@ -111,13 +123,19 @@ def shapes_fit(graph_shape: Sequence[int], ckpt_shape: Sequence[int]) -> bool:
   return squeeze(graph_shape) == squeeze(ckpt_shape)
 
 
+def deepmind_checkpoint(path: str, stream: str = 'rgb') -> str:
+  """The DeepMind checkpoint a `warm_start_from` path most likely means:
+  data/checkpoints/<rgb_imagenet, flow_imagenet, ...>/model.ckpt."""
+  guess = next((c for c in DEEPMIND_CHECKPOINTS if c in path), f'{stream}_imagenet')
+  return f'data/checkpoints/{guess}/model.ckpt'
+
+
 def missing_checkpoint_message(path: str, stream: str = 'rgb') -> str:
   """What to download and where, for a `warm_start_from` that holds no checkpoint."""
-  guess = next((c for c in DEEPMIND_CHECKPOINTS if c in path), f'{stream}_imagenet')
   folder = os.path.dirname(path) or '.'
   return (
       f'warm_start_from={path}: no usable checkpoint there. I3D fine-tuning starts from '
-      f'DeepMind\'s Kinetics checkpoints: download data/checkpoints/{guess}/model.ckpt.index '
+      f'DeepMind\'s Kinetics checkpoints: download {deepmind_checkpoint(path, stream)}.index '
       f'and model.ckpt.data-00000-of-00001 (about 51 MB) from {DEEPMIND_REPOSITORY} and put '
       f'them in {folder}/, so that {path}.index and {path}.data-00000-of-00001 exist '
       f'(e.g. `git clone {DEEPMIND_REPOSITORY} && mkdir -p data && cp -r '
@@ -136,11 +154,14 @@ def resolve_checkpoint(path: str, stream: str = 'rgb') -> str:
     prefix = tf.train.latest_checkpoint(path) or os.path.join(path, 'model.ckpt')
   if not tf.io.gfile.exists(prefix + '.index'):
     raise WarmStartError(missing_checkpoint_message(path, stream) +
-                         f' (looked for {prefix}.index)')
+                         f' (looked for {prefix}.index)', path=prefix + '.index',
+                         download=deepmind_checkpoint(path, stream))
   if not tf.io.gfile.glob(prefix + '.data-*'):
     raise WarmStartError(f'{prefix}.index exists but its weights file '
                          f'{prefix}.data-00000-of-00001 does not. ' +
-                         missing_checkpoint_message(path, stream))
+                         missing_checkpoint_message(path, stream),
+                         path=f'{prefix}.data-00000-of-00001',
+                         download=deepmind_checkpoint(path, stream))
   return prefix
 
 
@@ -151,12 +172,13 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
   """
   if not networks.spec(params.model).warm_start:
     raise WarmStartError(f'warm_start_from restores DeepMind\'s checkpoints into a network '
-                         f'registered with warm_start=True, got model={params.model}')
+                         f'registered with warm_start=True, got model={params.model}', 'model')
   prefix = resolve_checkpoint(params.warm_start_from, params.stream)
   ckpt_shapes = {n: tuple(s) for n, s in tf.train.list_variables(prefix)}
   scope_map = parse_scope_map(params.warm_start_scope)
   scope = i3d_names.stream_scope(params.stream) + '/'
   restored, fresh, missing, mismatched = [], [], [], []
+  absent, reshaped = [], []  # graph names; (graph name, graph shape, checkpoint shape)
   seen = set()
   for v in variables:
     name = variable_name(v)
@@ -171,13 +193,18 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
     shape = tuple(v.shape.as_list())
     if ck not in ckpt_shapes:
       missing.append(f'{name} (as {ck}) {list(shape)}: not in the checkpoint')
+      absent.append(name)
     elif not shapes_fit(shape, ckpt_shapes[ck]):
       mismatched.append(f'{name} {list(shape)} vs checkpoint {ck} {list(ckpt_shapes[ck])}')
+      reshaped.append((name, list(shape), list(ckpt_shapes[ck])))
     else:
       restored.append(Restore(v, name, ck, ckpt_shapes[ck]))
   if missing or mismatched or not restored:
+    option = ('warm_start_scope' if missing and not any(n.startswith(scope) for n in ckpt_shapes)
+              else 'head' if any('Logits' in m for m in mismatched) else 'warm_start_from')
     raise WarmStartError(_mismatch_message(prefix, params, missing, mismatched, ckpt_shapes,
-                                           bool(restored)))
+                                           bool(restored)), option, missing=absent,
+                         mismatched=reshaped)
   used = {r.checkpoint_name for r in restored}
   unused = tuple(sorted(n for n in ckpt_shapes if n not in used))
   return WarmStartPlan(prefix, tuple(restored), tuple(fresh), unused)

@@ -17,10 +17,10 @@ import tensorflow as tf
 
 from command_line.options import OptionsError
 from model_fn import accumulation, tower_model_fn
+from input_fn import factory
 from model_fn.layers import TowerContext
 from model_fn.networks import c3d_small
 from tests import tower_testing
-from towers import inputs
 from towers.params import make_params
 
 tf1 = tf.compat.v1
@@ -166,7 +166,7 @@ class AccumulationInputTest(tf.test.TestCase):
 
   def test_a_step_reads_k_micro_batches(self):
     params = _params(batch_size=4, accumulate_steps=3, synthetic_train_examples=32)
-    dataset = inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)()
+    dataset = factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)()
     clips_spec = dataset.element_spec[0]
     clips_spec = clips_spec['clips'] if isinstance(clips_spec, dict) else clips_spec
     self.assertEqual(clips_spec.shape[0], 12)

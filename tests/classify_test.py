@@ -30,7 +30,7 @@ from tests import program_runs
 from towers import classifier, evaluate_two_stream, export_info, preflight, two_stream
 from towers import params as params_lib
 from towers.estimator import build_estimator
-from towers.inputs import make_input_fn
+from input_fn.factory import make_input_fn
 from towers.training import train_and_evaluate
 
 T, S, CLIPS = 4, 16, 2

@@ -1,5 +1,6 @@
 """Specification: a training run prints what a person reads (progress lines, one line per
-evaluation, the final table); `--verbose` brings back TensorFlow's own logs. Also the one
+evaluation, the final table, a refusal's one error line); `--verbose` brings back
+TensorFlow's own logs. Also the one
 progress-line format shared by training and data preparation."""
 
 import importlib.util
@@ -95,6 +96,28 @@ def run_quietly_unless_asked(*args: str) -> subprocess.Popen:
   env = {k: v for k, v in os.environ.items() if k != console.NATIVE_LOG_LEVEL}
   return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env)
+
+
+class PreflightRefusalTest(absltest.TestCase):
+  """The one error line of a refusal before training, as a person reads it: 'cannot start:'
+  and one '- ' line per problem, saying what to fix (other specs read the `error` event)."""
+
+  def test_a_missing_data_dir_is_one_line_saying_what_it_must_hold(self):
+    scratch = tempfile.mkdtemp()
+    missing = os.path.join(scratch, 'records')
+    done = subprocess.run(
+        [sys.executable, '-m', 'towers.train_main', '--model=c3d_small', '--num_classes=3',
+         '--data_source=tfrecord', f'--data_dir={missing}', '--max_steps=1',
+         f'--model_dir={os.path.join(scratch, "run")}'],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
+    self.assertEqual(
+        done.stderr.splitlines()[-2:],
+        ['train: error: cannot start:',
+         f'- data_source=tfrecord reads from --data_dir, but data_dir={missing} is not a '
+         'directory: it must hold the TFRecord shards made once with `bazel run '
+         '//data_tools:prepare -- --source=videos --data_dir=<dataset root> '
+         '--out=<this data_dir>`'])
 
 
 class EveryBinaryStartsQuietlyTest(absltest.TestCase):

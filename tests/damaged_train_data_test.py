@@ -1,32 +1,30 @@
-"""Specification: data whose every record is damaged stops the run with one line.
+"""Specification: data whose every record is damaged stops the run with one error.
 
-Damaged records are skipped and counted: the training binary's progress lines say how many
-of the records read were bad, at the damaged share of the data. When two
+Damaged records are skipped and counted: the training binary's progress (lines and status
+events) says how many of the records read were bad, at the damaged share of the data. When two
 passes' worth of training records in a row yield none that can be read, training cannot
-make a single step: it stops with one `error:` line naming the count, instead of waiting forever.
+make a single step: it stops with an error naming the count (`pipeline.UnreadableInput`;
+the binary's exit code 1 and `error` event), instead of waiting forever.
 A shard with some damaged records still trains. An evaluation that could read none of
 its videos is an error, --strict_eval or not: no metric is computed on zero videos.
 """
 
 import glob
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
-from input_fn import manifest, pipeline
+from input_fn import factory, manifest, pipeline
 from model_fn.eval_coverage import EvalCoverageError
-from towers import build_estimator, inputs
+from tests import program_runs
+from towers import build_estimator
+from towers.checkpoints import checkpoint_step
 from towers.params import make_params
 
 LIMIT = 240
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT)
 TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
             eval_clips=1, max_steps=2, save_checkpoints_steps=2, lr_schedule='constant',
             lr_values=[0.01], lr_boundaries=[], num_towers=1, export_savedmodel=False,
@@ -59,48 +57,45 @@ class DamagedTrainDataTest(tf.test.TestCase):
   def test_every_record_damaged_stops_the_library_naming_the_count(self):
     data = self.damaged_copy(every_shard=True)
     params = make_params(TINY, data_dir=data, model_dir=self.create_tempdir().full_path)
-    with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                f'{pipeline.NO_READABLE_RECORD}.*{self.records} training '
-                                'records'):
-      build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+    with self.assertRaises(tf.errors.InvalidArgumentError) as caught:
+      build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                     max_steps=2)
+    unreadable = pipeline.unreadable_input(caught.exception.message)
+    self.assertIsNotNone(unreadable)
+    self.assertEqual(unreadable.records, self.records)
 
-  def test_every_record_damaged_stops_the_binary_with_one_error_line(self):
+  def test_every_record_damaged_stops_the_binary_with_one_error(self):
     data = self.damaged_copy(every_shard=True)
     flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
              for k, v in TINY.items()]
-    done = subprocess.run(
-        [sys.executable, '-m', 'towers.train_main', *flags, f'--data_dir={data}',
-         f'--model_dir={self.create_tempdir().full_path}'],
-        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
-    self.assertEqual(done.returncode, 1, done.stderr[-3000:])
-    self.assertNotIn('Traceback', done.stderr)
-    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
-    self.assertLen(errors, 1, done.stderr[-3000:])
-    self.assertIn(f'none of the {self.records} training records', errors[0])
+    model_dir = self.create_tempdir().full_path
+    done = program_runs.run('towers.train_main', *flags, f'--data_dir={data}',
+                            f'--model_dir={model_dir}', timeout=LIMIT)
+    self.assertEqual(done.code, 1, done.output())
+    self.assertEqual(done.error['error'], 'UnreadableInput', done.output())
+    self.assertEqual(done.error_options, ['data_dir'])
+    self.assertIn(checkpoint_step(model_dir), (None, 0))  # not a single step trained
 
   def test_one_damaged_shard_is_skipped_and_training_goes_on(self):
     data = self.damaged_copy(every_shard=False)
     model_dir = self.create_tempdir().full_path
     params = make_params(TINY, data_dir=data, model_dir=model_dir)
-    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                   max_steps=2)
     self.assertEqual(int(tf.train.load_variable(tf.train.latest_checkpoint(model_dir),
                                                 'global_step')), 2)
 
-  def test_the_binary_counts_skipped_records_against_those_read_in_its_progress_lines(self):
+  def test_the_binary_counts_skipped_records_against_those_read_in_its_progress(self):
     data = self.damaged_copy(every_shard=False)
     damaged = manifest.read(data, 'train')['shards'][0]['records']
     flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
              for k, v in dict(TINY, max_steps=40, log_every_steps=10).items()]
-    done = subprocess.run(
-        [sys.executable, '-m', 'towers.train_main', *flags, f'--data_dir={data}',
-         f'--model_dir={self.create_tempdir().full_path}'],
-        capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
-    self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-    counts = [tuple(map(int, m.groups())) for m in re.finditer(
-        r'step \d+/40 .*  skipped (\d+) bad of (\d+) records read  ', done.stderr)]
-    self.assertNotEmpty(counts, done.stderr[-3000:])
+    done = program_runs.run('towers.train_main', *flags, f'--data_dir={data}',
+                            f'--model_dir={self.create_tempdir().full_path}', timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
+    counts = [(e['skipped_records'], e['records_read']) for e in done.events
+              if e['event'] == 'progress' and 'skipped_records' in e]
+    self.assertNotEmpty(counts, done.output())
     skipped, read = counts[-1]
     # Every pass reads each record once: the bad share of the records read is the damaged
     # share of the data, give or take the pass in progress.
@@ -112,10 +107,10 @@ class DamagedTrainDataTest(tf.test.TestCase):
     model_dir = self.create_tempdir().full_path
     params = make_params(TINY, data_dir=data, model_dir=model_dir)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
-    with self.assertRaisesRegex(EvalCoverageError, r'^evaluation: read no video.*: no metric '
-                                                   r'is computed on zero videos'):
-      estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    with self.assertRaises(EvalCoverageError) as caught:
+      estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    self.assertEqual((caught.exception.evaluated, caught.exception.option), (0, 'data_dir'))
 
 
 if __name__ == '__main__':

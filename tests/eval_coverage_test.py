@@ -12,8 +12,9 @@ import tempfile
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
+from input_fn import factory
 from model_fn.eval_coverage import EvalCoverageError
-from towers import build_estimator, inputs
+from towers import build_estimator
 from towers.params import make_params
 
 TINY = dict(model='c3d_small', num_classes=4, clip_frames=4, crop_size=16, batch_size=4,
@@ -36,13 +37,13 @@ class EvalCoverageTest(tf.test.TestCase):
                     log=lambda s: None)
     cls.model_dir = os.path.join(root, 'model')
     params = make_params(data_dir=cls.data, model_dir=cls.model_dir, **TINY)
-    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                   max_steps=1)
 
   def evaluate(self, **overrides):
     params = make_params(data_dir=self.data, model_dir=self.model_dir, **dict(TINY, **overrides))
     return build_estimator(params).evaluate(
-        inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+        factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
 
   def test_complete_evaluation_reports_all_listed_videos(self):
     metrics = self.evaluate(strict_eval=True)  # every listed video: strict has no objection

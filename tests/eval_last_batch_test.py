@@ -11,7 +11,8 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from towers import build_estimator, inputs
+from input_fn import factory
+from towers import build_estimator
 from towers.params import make_params
 
 CLIPS = 42
@@ -33,7 +34,7 @@ class EvalLastBatchTest(tf.test.TestCase):
     super().setUpClass()
     cls.model_dir = tempfile.mkdtemp()
     params = make_params(model_dir=cls.model_dir, num_towers=2, **TINY)
-    build_estimator(params).train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
                                   max_steps=1)
 
   def estimator(self, **overrides):
@@ -50,7 +51,7 @@ class EvalLastBatchTest(tf.test.TestCase):
 
   def evaluation(self, **overrides) -> dict:
     params, estimator = self.estimator(**overrides)
-    return estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    return estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
 
   def test_each_clip_is_predicted_once_whatever_the_towers_and_batch(self):
     # Prediction (the served graph) is one tower whatever num_towers (tower_model_fn).

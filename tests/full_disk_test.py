@@ -1,13 +1,14 @@
-"""Specification: a full disk ends a run with one line naming the path and its free space.
+"""Specification: a full disk ends a run with one error naming the path and its free space.
 
 Real full disks: small tmpfs mounts in a private mount namespace (`unshare -m`, root).
-- training on a disk that fills up: exit 1, one `train: error: no space left on device
-  writing <path> (<free> free there): ...` line, no traceback;
-- an export to a disk that fills up: the same line, and no partial `export/best/temp-<ts>`
+Each case's status events (`command_line/status_file.py`) say how it ended:
+- training on a disk that fills up: exit 1 through the entry (its `error` event), a
+  `full_disk` event naming the path written and its free space;
+- an export to a disk that fills up: the same, and no partial `export/best/temp-<ts>`
   left behind;
 - resuming on a disk without room for another checkpoint of the latest one's size: refused
-  before training (exit 2), the line naming model_dir and its free space;
-- preparing records on a disk that fills up: one `prepare: error:` line, exit 1.
+  before training (exit 2), the error naming model_dir;
+- preparing records on a disk that fills up: exit 1, a `full_disk` event.
 Skips, saying why, where this is not root or mounts are not allowed.
 """
 
@@ -20,6 +21,7 @@ import unittest
 
 import tensorflow as tf
 
+from command_line import status_file
 from data_tools import make_synthetic_ucf101
 from tests.cluster_testing import TRAIN_ARGS
 
@@ -32,7 +34,8 @@ for name in ('TF_CONFIG', 'SLURM_JOB_ID'):
 SCRIPT = r'''
 set -u
 M=$1; OUT=$2; shift 2
-run() { case=$1; shift; "$@" > "$OUT/$case.out" 2> "$OUT/$case.err"; echo $? > "$OUT/$case.code"; }
+run() { case=$1; shift; TOWERS_STATUS_FILE="$OUT/$case.events" "$@" > "$OUT/$case.out" \
+  2> "$OUT/$case.err"; echo $? > "$OUT/$case.code"; }
 mount -t tmpfs -o size=1500k none "$M" || exit 90
 run training "$@" --model_dir="$M/run"
 umount "$M"
@@ -79,45 +82,44 @@ class FullDiskTest(tf.test.TestCase):
     shutil.rmtree(cls.out, ignore_errors=True)
     super().tearDownClass()
 
-  def result(self, case: str) -> tuple[int, str]:
-    """The exit code and stderr of one case of SCRIPT."""
+  def ending(self, case: str, code: int, program: str = 'train') -> list[dict]:
+    """The status events of one case of SCRIPT, once its exit code is `code` and it ended
+    through its entry (an `error` event of `program`, no traceback)."""
     with open(os.path.join(self.out, f'{case}.code')) as f:
-      code = int(f.read())
+      got = int(f.read())
     with open(os.path.join(self.out, f'{case}.err')) as f:
-      return code, f.read()
-
-  def assert_one_line(self, case: str, code: int, *parts: str, program: str = 'train') -> str:
-    got, stderr = self.result(case)
+      stderr = f.read()
     self.assertEqual(got, code, stderr[-3000:])
-    self.assertNotIn('Traceback', stderr)
-    errors = [l for l in stderr.splitlines() if l.startswith(f'{program}: error: ')]
+    events = status_file.read(os.path.join(self.out, f'{case}.events'))
+    errors = [e for e in events if e['event'] == 'error']
     self.assertLen(errors, 1, stderr[-3000:])
-    message = stderr[stderr.index(errors[0]):]  # the preflight's lists its problems below
-    for part in parts:
-      self.assertRegex(message, part)
-    return message
+    self.assertEqual((errors[0]['program'], errors[0]['exit_code']), (program, code))
+    return events
+
+  def assert_full_disk(self, events: list[dict], under: str) -> None:
+    """One `full_disk` event naming a path under `under`, with less free than the mount."""
+    full = [e for e in events if e['event'] == 'full_disk']
+    self.assertLen(full, 1, events)
+    self.assertTrue(full[0]['path'].startswith(under), full[0])
+    self.assertLess(full[0]['free_bytes'], 16 << 20)
 
   def test_a_disk_that_fills_during_training(self):
-    self.assert_one_line('training', 1, r'no space left on device writing ' +
-                         os.path.join(self.mount_point, 'run') + r'/\S+ \(\d+(\.\d)? (bytes|KiB) '
-                         r'free there\)')
+    self.assert_full_disk(self.ending('training', 1), os.path.join(self.mount_point, 'run'))
 
   def test_a_disk_that_fills_during_the_export_keeps_no_partial_export(self):
-    self.assert_one_line('export', 1, r'no space left on device writing ' +
-                         os.path.join(self.mount_point, 'run', 'export', 'best') +
-                         r'/temp-\d+/\S+ \(')
+    self.assert_full_disk(self.ending('export', 1),
+                          os.path.join(self.mount_point, 'run', 'export', 'best'))
     with open(os.path.join(self.out, 'export.ls')) as f:
       left = f.read().split()
     self.assertEqual([n for n in left if n.startswith('temp-')], [])
 
   def test_resuming_without_room_for_another_checkpoint_is_refused_up_front(self):
-    self.assert_one_line('resume', 2, r'model_dir=' + os.path.join(self.mount_point, 'run') +
-                         r' has \d+\.\d KiB free, but training writes checkpoints of ')
+    error = [e for e in self.ending('resume', 2) if e['event'] == 'error'][0]
+    self.assertEqual((error['error'], error['options']), ('PreflightError', ['model_dir']))
 
   def test_a_disk_that_fills_while_preparing_records(self):
-    self.assert_one_line('prepare', 1, r'no space left on device writing ' +
-                         os.path.join(self.mount_point, 'records') + r'\S* \(\d',
-                         program='prepare')
+    self.assert_full_disk(self.ending('prepare', 1, program='prepare'),
+                          os.path.join(self.mount_point, 'records'))
 
 
 if __name__ == '__main__':

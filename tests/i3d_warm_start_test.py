@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import types
 
 import numpy as np
 import tensorflow as tf
 
 from tests import i3d_test_lib as lib
+from command_line.options import options_named
 from model_fn import freezing, layers, tower_model_fn, warm_start
 from towers import preflight
 from model_fn.networks import build_network
@@ -146,19 +148,21 @@ class WarmStartTest(tf.test.TestCase):
     with self.graph(make()).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(make(warm_start_from=missing), tf1.global_variables())
-    message = str(e.exception)
-    for part in ('rgb_imagenet/model.ckpt.index', 'model.ckpt.data-00000-of-00001',
-                 'kinetics-i3d', missing + '.index'):
-      self.assertIn(part, message)
-    self.assertRaisesRegex(preflight.PreflightError, 'kinetics-i3d', preflight.check,
-                           make(warm_start_from=missing))
+    self.assertEqual((e.exception.option, e.exception.path, e.exception.download),
+                     ('warm_start_from', missing + '.index',
+                      'data/checkpoints/rgb_imagenet/model.ckpt'))
+    with self.assertRaises(preflight.PreflightError) as refused:
+      preflight.check(make(warm_start_from=missing))
+    self.assertEqual([p.option for p in refused.exception.problems], ['warm_start_from'])
 
   def test_index_without_weights_is_an_error(self):
     index_only = os.path.join(self.dir, 'index_only', 'model.ckpt')
     os.makedirs(os.path.dirname(index_only))
     shutil.copy(self.rgb_prefix + '.index', index_only + '.index')
-    self.assertRaisesRegex(warm_start.WarmStartError, 'weights file',
-                           warm_start.resolve_checkpoint, index_only)
+    with self.assertRaises(warm_start.WarmStartError) as e:
+      warm_start.resolve_checkpoint(index_only)
+    self.assertEqual(e.exception.path, index_only + '.data-00000-of-00001')
+    self.assertTrue(os.path.exists(index_only + '.index'))
 
   def test_mismatches_are_listed(self):
     # Kinetics-600 names without the scope mapping: every variable is missing.
@@ -166,18 +170,19 @@ class WarmStartTest(tf.test.TestCase):
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(make(warm_start_from=self.kin600_prefix),
                                            tf1.global_variables())
-    message = str(e.exception)
-    self.assertIn('228 missing', message)
-    self.assertIn('RGB/inception_i3d/Mixed_5c/Branch_3/Conv3d_0b_1x1/conv_3d/w', message)
-    self.assertIn('--warm_start_scope=RGB/inception_i3d/=', message)
+    self.assertLen(e.exception.missing, 228)
+    self.assertIn('RGB/inception_i3d/Mixed_5c/Branch_3/Conv3d_0b_1x1/conv_3d/w',
+                  e.exception.missing)
+    self.assertEqual(e.exception.option, 'warm_start_scope')  # the Kinetics-600 layout
     # head=keep with 101 classes against a 400-class checkpoint (pretrained_classes wrongly
     # says 101, so the params pass): the Logits shapes differ.
     params = make(head='keep', warm_start_from=self.rgb_prefix, pretrained_classes=101)
     with self.graph(params).as_default():
       with self.assertRaises(warm_start.WarmStartError) as e:
         warm_start.make_warm_start_init_fn(params, tf1.global_variables())
-    self.assertIn('2 with other shapes', str(e.exception))
-    self.assertIn('[1, 1, 1, 1024, 101] vs checkpoint', str(e.exception))
+    self.assertLen(e.exception.mismatched, 2)
+    self.assertIn([1, 1, 1, 1024, 101], [graph for _, graph, _ in e.exception.mismatched])
+    self.assertEqual(e.exception.option, 'head')
 
   def test_optimizer_slots_are_not_restored(self):
     params = make(warm_start_from=self.rgb_prefix)
@@ -226,8 +231,13 @@ class FreezingTest(tf.test.TestCase):
   def test_trainable_from_needs_i3d(self):
     with tf.Graph().as_default():
       v = tf1.get_variable('c3d_small/block1/conv_3d/w', [1])
-      with self.assertRaisesRegex(ValueError, 'not an endpoint of model=c3d_small'):
-        freezing.trainable_variables(params_lib.make_params(trainable_from='Mixed_4b'), [v])
+      with self.assertRaises(params_lib.ParamsError):  # refused when the params are made
+        params_lib.make_params(trainable_from='Mixed_4b')
+      # The library's own check, for params that did not come from make_params.
+      with self.assertRaises(ValueError) as caught:
+        freezing.trainable_variables(
+            types.SimpleNamespace(model='c3d_small', trainable_from='Mixed_4b'), [v])
+    self.assertEqual(options_named(caught.exception), ['trainable_from'])
 
 
 if __name__ == '__main__':

@@ -13,7 +13,8 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import direct, factory, manifest, pipeline
+from command_line.options import options_named
+from input_fn import data_checks, direct, factory, manifest, pipeline
 from input_fn import records
 from input_fn import video_io
 from towers import params as params_lib
@@ -219,14 +220,19 @@ class PipelineTest(tf.test.TestCase):
   def test_factory_dispatches_and_checks_data_params(self):
     fn = factory.make_input_fn(self.params, TRAIN)
     self.assertEqual(fn(None).element_spec[0]['clips'].shape.as_list(), [4, T, S, S, 3])
-    factory.make_input_fn(self.params, EVAL)  # each case below changes one value of these
-    for bad in ({'eval_clips': 0}, {'max_eval_videos': 3}, {'data_dir': '/nonexistent'},
-                {'split': 4}):
-      with self.subTest(bad), self.assertRaises(ValueError):
+    # Values out of range are refused when the params are made; data that cannot serve
+    # them when the input_fn is.
+    for bad, error in (({'eval_clips': 0}, params_lib.ParamsError),
+                       ({'max_eval_videos': 3}, data_checks.DataError),
+                       ({'data_dir': '/nonexistent'}, data_checks.DataError),
+                       ({'split': 4}, params_lib.ParamsError)):
+      with self.subTest(bad), self.assertRaises(error) as caught:
         factory.make_input_fn(params_lib.make_params(self.params.__dict__, **bad), EVAL)
-    with self.assertRaises(ValueError):
-      factory.make_input_fn(params_lib.make_params(self.params.__dict__,
-                                                   data_source='synthetic'), TRAIN)
+      if error is data_checks.DataError:
+        self.assertEqual(options_named(caught.exception), list(bad))
+    synthetic = factory.make_input_fn(params_lib.make_params(
+        self.params.__dict__, data_source='synthetic', synthetic_train_examples=8), TRAIN)
+    self.assertEqual(synthetic(None).element_spec[0].shape.as_list(), [4, T, S, S, 3])
 
 
 if __name__ == '__main__':

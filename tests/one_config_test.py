@@ -4,9 +4,9 @@ A `TrainParams` is checked when it is made, however it is made (directly,
 `dataclasses.replace`, `make_params`, a dict given to `build_estimator`), and every field
 says how a resume treats it. `towers.train_and_evaluate(dict(...))` gives the guarantees of
 `//towers:train`: it trains, records the learning settings, and stops a resume with other
-settings with the message the binary prints after `error:`. The config, its flags and the
-training binary's module load no TensorFlow, so flags that cannot work are refused before
-TensorFlow starts.
+settings with the error the binary ends with (`ResumeSettingsError`, naming the flag). The
+config, its flags and the training binary's module load no TensorFlow, so flags that cannot
+work are refused before TensorFlow starts.
 """
 
 import dataclasses
@@ -17,10 +17,10 @@ import sys
 
 import tensorflow as tf
 
+from tests import program_runs
 from towers import ParamsError, TrainParams, build_estimator, train_and_evaluate
 from towers import params as params_lib
-from towers import preflight, resume_check, train_settings
-from tests import program_runs
+from towers import resume_check, train_settings
 
 LIMIT = 300
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,17 +99,16 @@ class OneWayToTrainTest(tf.test.TestCase):
       self.assertEqual(json.load(f)['settings']['batch_size'], 2)
 
     changed = dict(TINY, model_dir=model_dir, max_steps=4, batch_size=1)
-    self.assertEqual(
-        train_settings.differences(train_settings.read_record(model_dir)['settings'],
-                                   train_settings.settings(params_lib.make_params(changed))),
-        ['batch_size'])
-    with self.assertRaises(preflight.PreflightError):
+    with self.assertRaises(train_settings.ResumeSettingsError) as stopped:
       train_and_evaluate(changed)
+    self.assertEqual((stopped.exception.option, stopped.exception.settings),
+                     ('batch_size', ('batch_size',)))
 
     done = program_runs.run('towers.train_main', *(f'--{k}={v}' for k, v in changed.items()),
                             timeout=LIMIT)
-    # The binary refuses before training too (its refusal: `entry.Refused`, exit 2).
-    self.assertEqual((done.code, done.error['error']), (2, 'Refused'), done.output())
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options),
+                     ('ResumeSettingsError', ['batch_size']))
     self.assertEqual(tf.train.latest_checkpoint(model_dir).rsplit('-', 1)[1], '2')
     with open(os.path.join(model_dir, train_settings.RECORD_FILE)) as f:
       self.assertEqual(json.load(f)['settings']['batch_size'], 2)  # neither run changed it
@@ -119,7 +118,9 @@ class OneWayToTrainTest(tf.test.TestCase):
     train_and_evaluate(dict(TINY, model_dir=model_dir))
     found = resume_check.problems(params_lib.make_params(TINY, model_dir=model_dir,
                                                          num_classes=4))
-    self.assertEqual([problem.option for problem in found], ['num_classes'])
+    self.assertLen(found, 1)
+    self.assertEqual((found[0].option, found[0].stored[-1], found[0].wanted[-1]),
+                     ('num_classes', 3, 4))
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
-"""Specification: a run does what the user meant, or stops before training with one line
-that names the problem and the fix.
+"""Specification: a run does what the user meant, or stops before training naming the
+option to fix (each problem a `Problem` with its option; the binary's `error` event).
 
 Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
 the prepared data beyond --num_classes, train and test sharing videos, a resumed
@@ -18,8 +18,9 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import manifest
-from towers import build_estimator, inputs, preflight, resume_check
+from input_fn import factory, manifest
+from tests import program_runs
+from towers import build_estimator, preflight, resume_check
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -54,23 +55,20 @@ class RunChecksTest(tf.test.TestCase):
   def test_labels_beyond_num_classes_stop_naming_both_counts(self):
     found = preflight.problems(make_params(data_source='tfrecord', data_dir=self.data,
                                            num_classes=2, model_dir=self.create_tempdir().full_path))
-    self.assertLen(found, 2)  # train and test records
-    self.assertRegex(found[0], r'--num_classes=2 but the train records of .* have labels up '
-                               r'to 3 \(4 classes in train.manifest.json\): set --num_classes=4')
+    self.assertEqual([p.option for p in found], ['num_classes'] * 2)  # train and test records
+    self.assertEqual(manifest.classes_in_records(manifest.read(self.data, 'train')), 4)
     self.assertEqual(preflight.problems(make_params(
         data_source='tfrecord', data_dir=self.data, num_classes=4,
         model_dir=self.create_tempdir().full_path)), [])
 
   def test_train_binary_stops_before_training_with_one_error_line(self):
     model_dir = self.create_tempdir().full_path
-    done = subprocess.run(
-        [sys.executable, '-m', 'towers.train_main', '--data_source=tfrecord',
-         f'--data_dir={self.data}', '--num_classes=2', f'--model_dir={model_dir}',
-         '--max_steps=1'], capture_output=True, text=True, timeout=LIMIT, check=False, env=ENV)
-    self.assertEqual(done.returncode, 2, done.stderr[-2000:])
-    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
-    self.assertLen(errors, 1)
-    self.assertIn('set --num_classes=4', done.stderr)
+    done = program_runs.run('towers.train_main', '--data_source=tfrecord', f'--data_dir={self.data}',
+                            '--num_classes=2', f'--model_dir={model_dir}', '--max_steps=1',
+                            timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual(done.error['error'], 'PreflightError', done.output())
+    self.assertEqual(done.error_options, ['num_classes', 'num_classes'])
     self.assertIsNone(tf.train.latest_checkpoint(model_dir))
 
   def test_train_and_test_sharing_videos_stop_with_count_and_example(self):
@@ -85,40 +83,46 @@ class RunChecksTest(tf.test.TestCase):
         shutil.copy(os.path.join(other, name), mixed)
     found = manifest.training_data_problems(mixed, 4)
     self.assertLen(found, 1)
-    self.assertRegex(found[0], r'^8 videos of .* are in both the train and the test records '
-                               r'\(e.g. v_\w+_g08_c01\)')
+    self.assertIsInstance(found[0], manifest.SharedVideos)
+    self.assertEqual(found[0].option, 'data_dir')
+    train, test = (set(manifest.video_names(manifest.read(mixed, s))) for s in ('train', 'test'))
+    self.assertEqual(found[0].videos, sorted(train & test))
+    self.assertLen(found[0].videos, 8)
 
   # --- Resume checked against the checkpoint ------------------------------------------------
 
   def test_resume_with_another_head_or_model_stops_naming_variable_shapes_and_flag(self):
     model_dir = self.create_tempdir().full_path
     trained = make_params(num_classes=4, model_dir=model_dir, **TINY)
-    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
     self.assertEqual(resume_check.problems(trained), [])
     three = resume_check.problems(make_params(num_classes=3, model_dir=model_dir, **TINY))
     self.assertLen(three, 1)
-    self.assertRegex(three[0], r'c3d_small/logits/\w+ has shape \[.*4\], but these flags build '
-                               r'\[.*3\] .*--num_classes=4, now --num_classes=3')
+    self.assertEqual(three[0].option, 'num_classes')
+    self.assertRegex(three[0].variable, r'^c3d_small/logits/\w+$')
+    self.assertEqual((three[0].stored[-1], three[0].wanted[-1]), (4, 3))
     i3d = resume_check.problems(make_params(
         num_classes=4, model_dir=model_dir, **dict(TINY, model='i3d', clip_frames=8,
                                                     crop_size=32)))
     self.assertLen(i3d, 1)
-    self.assertRegex(i3d[0], r'without RGB/inception_i3d/.*another --model .*under c3d_small; '
-                             r'now --model=i3d')
+    self.assertEqual(i3d[0].option, 'model')
+    self.assertTrue(i3d[0].variable.startswith('RGB/inception_i3d/'), i3d[0].variable)
+    self.assertIsNone(i3d[0].stored)
     self.assertEqual(preflight.problems(make_params(num_classes=3, model_dir=model_dir,
                                                     **TINY)), three)
 
   def test_resume_adding_batch_norm_names_that_flag(self):
     model_dir = self.create_tempdir().full_path
     trained = make_params(num_classes=4, model_dir=model_dir, batch_norm=False, **TINY)
-    build_estimator(trained).train(inputs.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
+    build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
     found = resume_check.problems(make_params(num_classes=4, model_dir=model_dir,
                                               batch_norm=True, **TINY))
     self.assertLen(found, 1)
-    self.assertRegex(found[0], r'without c3d_small/block1/batch_norm/.*'
-                               r'--batch_norm=false, now --batch_norm=true')
+    self.assertEqual(found[0].option, 'batch_norm')
+    self.assertTrue(found[0].variable.startswith('c3d_small/block1/batch_norm/'),
+                    found[0].variable)
 
   # --- Paths --------------------------------------------------------------------------------
 
@@ -126,17 +130,15 @@ class RunChecksTest(tf.test.TestCase):
     a_file = os.path.join(self.create_tempdir().full_path, 'notes.txt')
     open(a_file, 'w').close()
     found = preflight.problems(make_params(model_dir=os.path.join(a_file, 'run')))
-    self.assertEqual(found, [f'model_dir={a_file}/run cannot be created: {a_file} is a file; '
-                             'choose another --model_dir'])
+    self.assertEqual([p.option for p in found], ['model_dir'])
     empty = self.create_tempdir().full_path
     model_dir = self.create_tempdir().full_path
     tfrecord = preflight.problems(make_params(data_source='tfrecord', data_dir=empty,
                                               model_dir=model_dir))
-    self.assertRegex(tfrecord[0], 'train.manifest.json is missing or unreadable: .* holds no '
-                                  'prepared train data; run //data_tools:prepare')
+    self.assertEqual([p.option for p in tfrecord], ['data_dir', 'data_dir'])  # both manifests
     videos = preflight.problems(make_params(data_source='videos', data_dir=empty,
                                             model_dir=model_dir))
-    self.assertRegex(videos[0], 'holds no classInd.txt')
+    self.assertEqual([p.option for p in videos], ['data_dir'])
 
   # --- Launch details -----------------------------------------------------------------------
 

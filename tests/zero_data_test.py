@@ -2,30 +2,27 @@
 
 A prepared directory whose test (or train) subset holds no record, and a direct-route
 data_dir (--data_source=frames) with no readable training video, stop before training
-with one line naming the count and the cause, through `//towers:train` and the library
-alike. An evaluation counts the videos of the test list, also those prepare skipped, so
---strict_eval refuses metrics of part of it, on the prepared and the direct route.
+with a problem naming data_dir, the subset and its count (`data_checks.EmptySubset`),
+through `//towers:train` (exit code 2, its `error` event) and the library alike. An
+evaluation counts the videos of the test list, also those prepare skipped, so --strict_eval
+refuses metrics of part of it, on the prepared and the direct route.
 """
 
 import glob
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
-
-from input_fn import manifest, ucf101
+from input_fn import data_checks, factory, manifest, ucf101
 from model_fn.eval_coverage import EvalCoverageError
-from towers import build_estimator, inputs, preflight
+from tests import program_runs
+from towers import build_estimator, preflight
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT)
 TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
             eval_clips=1, max_steps=1, save_checkpoints_steps=1, lr_schedule='constant',
             lr_values=[0.01], lr_boundaries=[], num_towers=1)
@@ -41,9 +38,8 @@ def flags(**values) -> list[str]:
           for k, v in dict(TINY, **values).items()]
 
 
-def train_binary(*args: str) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, '-m', 'towers.train_main', *args], capture_output=True,
-                        text=True, timeout=LIMIT, check=False, env=ENV)
+def train_binary(*args: str) -> program_runs.ProgramRun:
+  return program_runs.run('towers.train_main', *args, timeout=LIMIT)
 
 
 class ZeroDataTest(tf.test.TestCase):
@@ -76,14 +72,21 @@ class ZeroDataTest(tf.test.TestCase):
       pass
     return out
 
-  def assert_one_error_line(self, done: subprocess.CompletedProcess, *parts: str) -> None:
-    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
-    self.assertNotIn('Traceback', done.stderr)
-    self.assertNotIn('training from step', done.stderr + done.stdout)
-    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
-    self.assertLen(errors, 1, done.stderr[-3000:])
-    for part in parts:
-      self.assertIn(part, done.stderr)
+  def assert_refused_before_training(self, done: program_runs.ProgramRun,
+                                     model_dir: str) -> None:
+    """Exit code 2 through the entry's error event, naming data_dir; nothing trained."""
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual(done.error['error'], 'PreflightError', done.output())
+    self.assertEqual(done.error_options, ['data_dir'])
+    self.assertFalse(os.path.isdir(model_dir) and tf.train.latest_checkpoint(model_dir))
+    self.assertFalse(os.path.exists(os.path.join(model_dir, 'export')))
+
+  def assert_empty(self, found: list, subset: str, listed: int) -> None:
+    """`found` is one `EmptySubset` problem of `subset` with `listed` videos."""
+    self.assertLen(found, 1)
+    self.assertIsInstance(found[0], data_checks.EmptySubset)
+    self.assertEqual((found[0].option, found[0].subset, found[0].listed),
+                     ('data_dir', subset, listed))
 
   def test_a_test_set_lost_entirely_at_prepare_stops_before_training(self):
     data = self.prepare(self.copy_without('no_test', is_test))
@@ -91,24 +94,25 @@ class ZeroDataTest(tf.test.TestCase):
     listed = manifest.read(data, 'test')['num_listed']
     found = preflight.problems(make_params(TINY, data_source='tfrecord', data_dir=data,
                                            model_dir=self.create_tempdir().full_path))
-    self.assertLen(found, 1)
-    self.assertRegex(found[0], rf'test.manifest.json: 0 test records of {listed} listed videos '
-                               r'\(skipped: \d+ .*\).*nothing to evaluate')
-    with self.assertRaisesRegex(manifest.ManifestError, '0 test records'):
-      inputs.make_input_fn(make_params(TINY, data_source='tfrecord', data_dir=data),
+    self.assert_empty(found, 'test', listed)
+    with self.assertRaises(data_checks.DataError) as caught:
+      factory.make_input_fn(make_params(TINY, data_source='tfrecord', data_dir=data),
                            tf.estimator.ModeKeys.EVAL)
+    self.assert_empty(caught.exception.problems, 'test', listed)
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     done = train_binary(*flags(data_source='tfrecord', data_dir=data, model_dir=model_dir,
                                strict_eval='true'))
-    self.assert_one_error_line(done, f'0 test records of {listed} listed videos')
-    self.assertFalse(os.path.exists(os.path.join(model_dir, 'export')))
+    self.assert_refused_before_training(done, model_dir)
 
   def test_zero_training_records_stop_with_one_line_instead_of_waiting(self):
     data = self.prepare(self.copy_without('no_train', lambda p: not is_test(p)))
     self.assertEqual(manifest.read(data, 'train')['num_records'], 0)
-    done = train_binary(*flags(data_source='tfrecord', data_dir=data,
-                               model_dir=os.path.join(self.create_tempdir().full_path, 'run')))
-    self.assert_one_error_line(done, '0 train records of', 'nothing to train on')
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    self.assert_empty(preflight.problems(make_params(TINY, data_source='tfrecord',
+                                                     data_dir=data, model_dir=model_dir)),
+                      'train', manifest.read(data, 'train')['num_listed'])
+    done = train_binary(*flags(data_source='tfrecord', data_dir=data, model_dir=model_dir))
+    self.assert_refused_before_training(done, model_dir)
 
   def test_videos_prepare_skipped_count_as_listed_and_strict_eval_refuses(self):
     first_test_group = f'_g{min(ucf101.test_groups(1)):02d}_'
@@ -120,15 +124,16 @@ class ZeroDataTest(tf.test.TestCase):
     params = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
                          export_savedmodel=False)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
-    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
     self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
                      (test['num_records'], test['num_listed']))
     strict = make_params(TINY, data_source='tfrecord', data_dir=data, model_dir=model_dir,
                          strict_eval=True)
-    with self.assertRaisesRegex(EvalCoverageError, rf'{test["num_records"]} of '
-                                                   rf'{test["num_listed"]} listed videos'):
-      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+    with self.assertRaises(EvalCoverageError) as caught:
+      build_estimator(strict).evaluate(factory.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+    self.assertEqual((caught.exception.evaluated, caught.exception.listed, caught.exception.option),
+                     (test['num_records'], test['num_listed'], 'strict_eval'))
 
   def test_direct_route_without_a_readable_training_video_stops_naming_the_count(self):
     data = self.copy_without('frames_no_train', lambda p: p.endswith('.avi') or (
@@ -136,13 +141,10 @@ class ZeroDataTest(tf.test.TestCase):
     trains = len(ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), 1).train)
     found = preflight.problems(make_params(TINY, data_source='frames', data_dir=data,
                                            model_dir=self.create_tempdir().full_path))
-    self.assertLen(found, 1)
-    self.assertRegex(found[0], rf'^data_source=frames: 0 of the {trains} train videos of split '
-                               r'1 in \S+ can be read; e\.g\. v_\w+: missing frame folder')
+    self.assert_empty(found, 'train', trains)
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     done = train_binary(*flags(data_source='frames', data_dir=data, model_dir=model_dir))
-    self.assert_one_error_line(done, f'0 of the {trains} train videos')
-    self.assertFalse(os.path.exists(os.path.join(model_dir, 'export')))
+    self.assert_refused_before_training(done, model_dir)
 
   def test_strict_eval_applies_on_the_direct_route(self):
     first_test_group = f'_g{min(ucf101.test_groups(1)):02d}_'
@@ -155,14 +157,15 @@ class ZeroDataTest(tf.test.TestCase):
     params = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
                          export_savedmodel=False)
     estimator = build_estimator(params)
-    estimator.train(inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
-    metrics = estimator.evaluate(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+    estimator.train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=1)
+    metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
     self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
                      (tests - lost, tests))
     strict = make_params(TINY, data_source='frames', data_dir=data, model_dir=model_dir,
                          strict_eval=True)
-    with self.assertRaisesRegex(EvalCoverageError, rf'{tests - lost} of {tests} listed videos'):
-      build_estimator(strict).evaluate(inputs.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+    with self.assertRaises(EvalCoverageError) as caught:
+      build_estimator(strict).evaluate(factory.make_input_fn(strict, tf.estimator.ModeKeys.EVAL))
+    self.assertEqual((caught.exception.evaluated, caught.exception.listed), (tests - lost, tests))
 
 
 if __name__ == '__main__':

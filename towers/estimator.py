@@ -113,15 +113,19 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
 
 def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
                        ) -> Callable[..., tf.estimator.EstimatorSpec]:
-  """`model_fn` that, in TRAIN mode on the chief, first checks the run's learning settings
-  against model_dir's record (`train_settings.checked_record`: raises `ResumeSettingsError`
-  before anything is restored when a resume would mix settings) and records them once the
-  training session has started (`RecordSettingsHook`)."""
+  """`model_fn` that, in TRAIN mode, first decides whether the run may continue model_dir
+  with its learning settings (`train_settings.checked_record`, the one place that decides
+  it, for `//towers:train` and library users alike: raises `ResumeSettingsError` before
+  anything is restored when a resume would mix settings), and on the chief records them
+  once the training session has started (`RecordSettingsHook`). A cluster's workers decide
+  too (they read the record and write nothing)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
-    if not (mode == tf.estimator.ModeKeys.TRAIN and config.is_chief):
+    if mode != tf.estimator.ModeKeys.TRAIN:
       return model_fn(features, labels, mode, params, config)
     record = train_settings.checked_record(params, config.num_worker_replicas or 1)
     spec = model_fn(features, labels, mode, params, config)
+    if not config.is_chief:
+      return spec
     hook = RecordSettingsHook(params.model_dir, record)
     return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
   return model_fn_recording_settings

@@ -17,7 +17,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from command_line import entry, working_dir
-from input_fn import factory, pipeline
+from input_fn import frame_sample, pipeline
 from towers import two_stream
 from command_line.options import Options, Problem, Range, option
 
@@ -86,7 +86,7 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
   be that many distinct views (`pipeline.eval_crops_problem`, on a sample of the records)."""
   if crops == 1:
     return
-  for video, _, height, width in factory.records_frame_sample(data_dir, 'test'):
+  for video, _, height, width in frame_sample.records_frame_sample(data_dir, 'test'):
     problem = height and width and pipeline.eval_crops_problem(height, width, crop_size, crops)
     if problem:
       raise entry.Refused(Problem(

@@ -34,7 +34,16 @@ LEASE_SECS = 60.0
 
 
 class ModelDirBusy(RuntimeError):
-  """Another live process trains in this model_dir; the message names its host and pid."""
+  """Another live process trains in this model_dir; the message names its host and pid.
+  `option` is model_dir; `holder` the lock's record of that process ({'host', 'pid', ...};
+  {} when the lock kept changing hands), `age` seconds since it last touched its lock."""
+  option = 'model_dir'
+
+  def __init__(self, message: str, holder: dict[str, Any] | None = None,
+               age: float | None = None) -> None:
+    super().__init__(message)
+    self.holder = dict(holder or {})
+    self.age = age
 
 
 def _start_time(pid: int) -> str | None:
@@ -133,7 +142,8 @@ def acquire(model_dir: str) -> Lock:
         raise ModelDirBusy(
             f'model_dir={model_dir} is being trained by {describe(holder, age)}: one '
             'training per model_dir at a time; wait for it to end or choose another '
-            f'--model_dir (a lock of a process that died is ignored: {path})') from None
+            f'--model_dir (a lock of a process that died is ignored: {path})', holder,
+            age) from None
       _take_away(path, f'{path}.stale-{me["host"]}-{me["pid"]}', holder.get('token'))
       continue
     with os.fdopen(fd, 'w', encoding='utf-8') as f:

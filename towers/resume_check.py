@@ -1,6 +1,6 @@
 """Checks, before anything is restored, that a model_dir's checkpoint fits the graph asked for.
 
-    problems(params) -> list[Problem]   # [] when model_dir has no checkpoint or it fits
+    problems(params) -> list[CheckpointMismatch]   # [] when no checkpoint or it fits
 
 Without it a resumed run with another `--num_classes` restores 4-class weights into a
 3-class graph without a word (resource variables take any shape), and another `--model`
@@ -9,9 +9,9 @@ in PREDICT mode, in a throwaway graph, without weights) are compared by name and
 `tf.train.list_variables(checkpoint)`; optimizer slots and other checkpoint-only variables
 are ignored. Each message names the variable, both shapes and the flag that most likely
 changed (num_classes, model, or the flag the network's registry entry names, e.g. I3D's
-stream or head); its `option` is that flag when this module names it (None for the
-registry's hint). Runs with --strategy=mirrored are not checked (their variables are
-created under the strategy).
+stream or head); each is a `CheckpointMismatch` holding that flag as its option, the
+variable and both shapes. Runs with --strategy=mirrored are not checked (their variables
+are created under the strategy).
 """
 
 from __future__ import annotations
@@ -25,6 +25,21 @@ from model_fn.networks import input_channels
 tf1 = tf.compat.v1
 
 
+class CheckpointMismatch(Problem):
+  """A checkpoint variable that does not fit the graph, with the flag that most likely
+  changed as the option: `variable` (its name), `stored` (its shape in the checkpoint; None
+  when absent), `wanted` (the shape these flags build)."""
+  variable: str
+  stored: list[int] | None
+  wanted: list[int]
+
+  def __new__(cls, option: str, text: str, variable: str, stored: list[int] | None,
+              wanted: list[int]) -> 'CheckpointMismatch':
+    made = super().__new__(cls, option, text)
+    made.variable, made.stored, made.wanted = variable, stored, wanted
+    return made
+
+
 def graph_variables(params) -> dict[str, list[int]]:
   """{name: shape} of the model variables `params` builds (PREDICT graph, no weights)."""
   with tf.Graph().as_default():
@@ -34,7 +49,7 @@ def graph_variables(params) -> dict[str, list[int]]:
     return {v.op.name: v.shape.as_list() for v in tf1.global_variables()}
 
 
-def problems(params) -> list[Problem]:
+def problems(params) -> list[CheckpointMismatch]:
   """Why model_dir's latest checkpoint cannot be resumed with `params` (at most one message
   per kind of mismatch); [] when there is no checkpoint or it fits."""
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
@@ -48,21 +63,24 @@ def problems(params) -> list[Problem]:
   found = []
   if reshaped:
     name = reshaped[0]
-    option, hint = _likely_flag(params, stored[name], wanted[name])
-    found.append(Problem(option, f'{params.model_dir} holds a checkpoint whose {name} has '
-                         f'shape {list(stored[name])}, but these flags build {wanted[name]} '
-                         f'({len(reshaped)} variable(s) differ): {hint}; or use a new '
-                         '--model_dir'))
+    option, likely = _likely_flag(params, stored[name], wanted[name])
+    found.append(CheckpointMismatch(
+        option, f'{params.model_dir} holds a checkpoint whose {name} has shape '
+        f'{list(stored[name])}, but these flags build {wanted[name]} ({len(reshaped)} '
+        f'variable(s) differ): {likely}; or use a new --model_dir',
+        name, list(stored[name]), wanted[name]))
   if missing:
-    option, hint = _likely_scope_flag(params, missing, stored)
-    found.append(Problem(option, f'{params.model_dir} holds a checkpoint without {missing[0]} '
-                         f'({len(missing)} of the {len(wanted)} variables these flags build '
-                         f'are not in it): {hint}; or use a new --model_dir'))
+    option, likely = _likely_scope_flag(params, missing, stored)
+    found.append(CheckpointMismatch(
+        option, f'{params.model_dir} holds a checkpoint without {missing[0]} '
+        f'({len(missing)} of the {len(wanted)} variables these flags build are not in '
+        f'it): {likely}; or use a new --model_dir', missing[0], None, wanted[missing[0]]))
   return found
 
 
 def _likely_flag(params, stored_shape, wanted_shape) -> tuple[str, str]:
-  """(name, hint) of the flag that most likely changed, for a variable whose shape differs."""
+  """The flag that most likely changed, for a variable whose shape differs: (its name, what
+  to say)."""
   if stored_shape and wanted_shape and stored_shape[:-1] == wanted_shape[:-1] and \
       wanted_shape[-1] == params.num_classes:
     return 'num_classes', (f'it was trained with --num_classes={stored_shape[-1]}, now '
@@ -74,12 +92,12 @@ def _likely_flag(params, stored_shape, wanted_shape) -> tuple[str, str]:
                    '--num_classes)')
 
 
-def _likely_scope_flag(params, missing: list[str], stored: dict) -> tuple[str | None, str]:
-  """(name, hint) of the flag that most likely changed, for graph variables the checkpoint
-  lacks; the name is None when the network's registry entry gives the hint."""
+def _likely_scope_flag(params, missing: list[str], stored: dict) -> tuple[str, str]:
+  """The flag that most likely changed, for graph variables the checkpoint lacks: (its name,
+  what to say)."""
   hint = networks.spec(params.model).missing_hint(params, missing, stored)
   if hint:
-    return None, hint
+    return getattr(hint, 'option', None) or 'model', str(hint)
   if all('batch_norm' in n for n in missing) and params.batch_norm:
     return 'batch_norm', 'it was trained with --batch_norm=false, now --batch_norm=true'
   scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})

@@ -16,8 +16,9 @@ from absl import logging
 
 from command_line import status_file
 from model_fn.networks import Network
+from input_fn import factory
 from model_fn.eval_spec import TOP_1
-from towers import export_info, inputs
+from towers import export_info
 from towers.checkpoints import checkpoint_step
 from towers.cluster import time_limit
 from towers.estimator import build_estimator, serving_input_receiver_fn
@@ -125,9 +126,9 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
   # StoppedBeforeTheEnd, without the evaluation that would follow it.
   train_spec = tf.estimator.TrainSpec(
-      inputs.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=params.max_steps,
+      factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=params.max_steps,
       hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
-  eval_spec = tf.estimator.EvalSpec(inputs.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+  eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None, exporters=exporters,
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)

@@ -56,16 +56,16 @@ def run(params: TrainParams) -> int:
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:
-    raise entry.Refused(str(e)) from None
+    raise entry.Refused(str(e)) from e  # recorded as `e`: its type and options
   except training.END_ERRORS as e:
-    raise entry.Failed(str(e)) from None
+    raise entry.Failed(str(e)) from e
   except ChiefLost as e:
     raise entry.Ended(str(e), CHIEF_LOST_EXIT_CODE) from None
   except tf.errors.InvalidArgumentError as e:
-    line = pipeline.input_error_line(e.message)
-    if line is None:
+    unreadable = pipeline.unreadable_input(e.message)
+    if unreadable is None:
       raise
-    raise entry.Failed(line) from None
+    raise entry.Failed(str(unreadable)) from unreadable
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     status_file.record('stopped', step=e.step, max_steps=params.max_steps)

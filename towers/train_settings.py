@@ -1,23 +1,25 @@
 """The learning settings a model_dir is trained with, recorded there and compared on a resume.
 
     settings(params, num_workers=1) -> dict          # this run's learning settings
-    problems(params, num_workers=1) -> list[str]     # [] unless a resume would mix settings
-    checked_record(params, num_workers=1) -> dict    # before the session (the chief only)
-    write_record(model_dir, record) -> None          # once the session has started
+    checked_record(params, num_workers=1) -> dict    # the one decision, before the session
+    write_record(model_dir, record) -> None          # once the session has started (chief)
 
 `model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
 FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
 videos by name, and what they hold: frame sizes and counts of a sample, and for records the
 sizes of the sources they were made from; data_dir itself may move). On a resume,
 `checked_record` compares it with this run's and raises `ResumeSettingsError` (one line per
-flag: old value, new value, the fix) before anything is restored, unless `--resume_changes`
-names the flag, which is then kept with its step in the record's `history`.
+flag: old value, new value, the fix; `option` and `settings` name them) before anything is
+restored, unless `--resume_changes` names the flag, which is then kept with its step in the
+record's `history`. It is called in one place, the training model_fn
+(`towers/estimator.py`, `recording_settings`), for the binary and library users alike.
 STRUCTURE_SETTINGS decide the variables and can never change, nor can a change that adds
 variables the checkpoint lacks (an optimizer with other slots than sgd's none, ema_decay
 from 0 to on). `write_record` writes the record once the session has started, so a run that
 fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
-without a record resumes with one warning. The record also lists the training videos' names
-(TRAIN_VIDEO_NAMES), for evaluate_two_stream. In a cluster only the chief checks and writes.
+without a record resumes with one warning (and an `unrecorded_settings` status event). The
+record also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream.
+In a cluster every trainer checks; only the chief writes.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-from input_fn import datasets, factory, manifest
+from command_line import status_file
+from command_line.options import Problem
+
+from input_fn import datasets, frame_sample, manifest
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -60,8 +65,24 @@ SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE)
 
 
+# The option that decides each derived setting, for a refusal's `option`.
+DERIVED_OPTIONS = {'workers_per_step': 'backup_workers', 'train_videos': 'data_dir',
+                   'train_data': 'data_dir'}
+
+
 class ResumeSettingsError(ValueError):
-  """model_dir was trained with other learning settings; the message names them and the fix."""
+  """model_dir was trained with other learning settings (or its record cannot be read); the
+  message names them and the fix. `option`: the option to change (the first changed
+  setting's, resume_changes, or model_dir for its record); `settings`: the setting names
+  the refusal concerns (changed ones in SETTING_NAMES order, or those --resume_changes
+  cannot allow); `allowable`: whether --resume_changes could continue with the change."""
+
+  def __init__(self, problem: Problem, settings: tuple[str, ...] = (),
+               allowable: bool = False) -> None:
+    super().__init__(problem)
+    self.option: str | None = getattr(problem, 'option', None)
+    self.settings = tuple(settings)
+    self.allowable = allowable
 
 
 def settings(params, num_workers: int = 1) -> dict[str, Any]:
@@ -112,11 +133,11 @@ def train_videos(params) -> str | None:
 def train_data(params) -> str | None:
   """What the training videos hold, beyond their names: the frame sizes (height x width, as
   the files hold them: records as prepared, videos and frame folders as decoded) and frame
-  counts of `factory.frame_sample` training videos, and for records the sha256 of the
+  counts of `frame_sample.frame_sample` training videos, and for records the sha256 of the
   byte sizes of the sources they were prepared from (so data made from other videos of the
   same names differs, a copy or a move does not): '8 videos sampled: frames 240x320,
   1234 frames; sources sha256 <12 hex digits>'. None when nothing can be read."""
-  sample = factory.frame_sample(params, 'train', decoded=True)
+  sample = frame_sample.frame_sample(params, 'train', decoded=True)
   if not sample:
     return None
   sizes = ','.join(sorted({f'{h}x{w}' for _, _, h, w in sample}))
@@ -171,9 +192,9 @@ def read_record(model_dir: str) -> dict[str, Any] | None:
     problem = ('it is not the record this library writes (a JSON object with "settings" and '
                '"history")')
   if problem:
-    raise ResumeSettingsError(
-        f'{path} cannot be read: {problem}. Restore it, or delete it to record this run\'s '
-        'flags as the settings of the checkpoint in that model_dir')
+    raise ResumeSettingsError(Problem(
+        'model_dir', f'{path} cannot be read: {problem}. Restore it, or delete it to record '
+        'this run\'s flags as the settings of the checkpoint in that model_dir'))
   return stored
 
 
@@ -187,70 +208,67 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class _Resume:
   """What model_dir holds against this run: its latest checkpoint (None: a fresh start), its
-  record (None: none), this run's settings, and why they cannot continue it ([] if they can)."""
+  record (None: none), this run's settings, and the refusal when they cannot continue it
+  (None if they can)."""
   checkpoint: str | None
   stored: dict[str, Any] | None
   new: dict[str, Any]
-  problems: list[str]
-
-
-def problems(params, num_workers: int = 1) -> list[str]:
-  """Why resuming model_dir with `params` would mix learning settings (one message); [] when
-  model_dir has no checkpoint or no record, or the settings match (or differ only in
-  --resume_changes)."""
-  return _compare(params, num_workers).problems
+  refusal: ResumeSettingsError | None = None
 
 
 def _compare(params, num_workers: int) -> _Resume:
-  """Reads model_dir's checkpoint and record and this run's settings once, for `problems`
-  and `record` alike."""
+  """Reads model_dir's checkpoint and record and this run's settings once."""
   new = settings(params, num_workers)
   unknown = [name for name in params.resume_changes if name not in SETTING_NAMES]
   if unknown:
-    return _Resume(None, None, new, [
-        f'--resume_changes names {", ".join(unknown)}, which '
+    return _Resume(None, None, new, ResumeSettingsError(Problem(
+        'resume_changes', f'--resume_changes names {", ".join(unknown)}, which '
         f'{"is not a learning setting" if len(unknown) == 1 else "are not learning settings"}'
-        f' (those are: {", ".join(SETTING_NAMES)})'])
+        f' (those are: {", ".join(SETTING_NAMES)})'), tuple(unknown)))
   structural = [name for name in params.resume_changes if name in STRUCTURE_SETTINGS]
   if structural:
-    return _Resume(None, None, new, [
-        f'--resume_changes cannot allow {", ".join(structural)}: '
+    return _Resume(None, None, new, ResumeSettingsError(Problem(
+        'resume_changes', f'--resume_changes cannot allow {", ".join(structural)}: '
         f'{"it decides" if len(structural) == 1 else "they decide"} the network\'s '
-        'variables, which a checkpoint cannot change; train with a new --model_dir'])
+        'variables, which a checkpoint cannot change; train with a new --model_dir'),
+        tuple(structural)))
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
   try:
     stored = read_record(params.model_dir) if checkpoint else None
   except ResumeSettingsError as e:
-    return _Resume(checkpoint, None, new, [str(e)])
+    return _Resume(checkpoint, None, new, e)
   if stored is None:
-    return _Resume(checkpoint, None, new, [])
+    return _Resume(checkpoint, None, new)
   old = stored['settings']
   adding = _adding_variables(old, new)
   allowed_adding = [name for name in adding if name in params.resume_changes]
   if allowed_adding:
-    return _Resume(checkpoint, stored, new, [
-        f'--resume_changes cannot allow {_changes(allowed_adding, old, new)}: the new '
-        f'setting keeps variables ({_new_variables(allowed_adding, new)}) that the checkpoint '
-        f'in {params.model_dir} does not hold, so it cannot be restored. Rerun with '
+    return _Resume(checkpoint, stored, new, ResumeSettingsError(Problem(
+        'resume_changes', f'--resume_changes cannot allow '
+        f'{_changes(allowed_adding, old, new)}: the new setting keeps variables '
+        f'({_new_variables(allowed_adding, new)}) that the checkpoint in {params.model_dir} '
+        f'does not hold, so it cannot be restored. Rerun with '
         f'{" ".join(_as_flag(n, old.get(n)) for n in allowed_adding)}, or train with a new '
-        '--model_dir'])
+        '--model_dir'), tuple(allowed_adding)))
   allowed = set(params.resume_changes)
   allowed |= {name for name, by in _GOVERNED_BY.items() if by in allowed}
   changed = [name for name in differences(old, new) if name not in allowed]
   if not changed:
-    return _Resume(checkpoint, stored, new, [])
+    return _Resume(checkpoint, stored, new)
   was = ' '.join(_as_flag(name, old.get(name)) for name in changed)
   now = ' '.join(_as_flag(name, new.get(name)) for name in changed)
   derived = [f'{name}: {DERIVED_SETTINGS[name]}' for name in changed if name in DERIVED_SETTINGS]
   fixes = [f'Rerun with {was}{" (" + "; ".join(derived) + ")" if derived else ""}',
            'use a new --model_dir']
-  if not any(name in STRUCTURE_SETTINGS or name in adding for name in changed):
+  allowable = not any(name in STRUCTURE_SETTINGS or name in adding for name in changed)
+  if allowable:
     fixes.append(f'add --resume_changes={",".join(changed)} to continue with the change on '
                  'purpose (it is kept in the record\'s history)')
-  return _Resume(checkpoint, stored, new, [
+  return _Resume(checkpoint, stored, new, ResumeSettingsError(Problem(
+      DERIVED_OPTIONS.get(changed[0], changed[0]),
       f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
       f'learning settings in one model_dir ({record_path(params.model_dir)}). '
-      f'{", or ".join(fixes)}'])
+      f'{", or ".join(fixes)}'), tuple(changed), allowable))
 
 
 # Settings that act only for some values of another (`_relevant`): allowing that one to
@@ -296,23 +314,20 @@ def _as_flag(name: str, value: Any) -> str:
   return f'--{name}={text}' if name in FIELD_SETTINGS else f'{name}={text}'
 
 
-def record(params, num_workers: int = 1) -> None:
-  """`write_record(params.model_dir, checked_record(params, num_workers))`."""
-  write_record(params.model_dir, checked_record(params, num_workers))
-
-
 def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
-  """When training is about to start (the chief): raises `ResumeSettingsError` if resuming
-  model_dir would mix learning settings; else returns the record of this run's settings
-  (with a history entry for each change --resume_changes allowed, and a warning when a
-  checkpoint had no record), for `write_record` once the session has started: a run that
-  fails before (e.g. restoring) leaves the old record in place."""
+  """When training is about to start, before anything is restored: raises
+  `ResumeSettingsError` if resuming model_dir would mix learning settings; else returns the
+  record of this run's settings (with a history entry for each change --resume_changes
+  allowed, and a warning when a checkpoint had no record), for `write_record` once the
+  session has started: a run that fails before (e.g. restoring) leaves the old record in
+  place."""
   resume = _compare(params, num_workers)
-  if resume.problems:
-    raise ResumeSettingsError(resume.problems[0])
+  if resume.refusal is not None:
+    raise resume.refusal
   new, stored = resume.new, resume.stored
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
+    status_file.record('unrecorded_settings', model_dir=params.model_dir)
     logging.warning('%s holds a checkpoint but no %s (it was trained before learning '
                     'settings were recorded): they cannot be compared, so these flags are '
                     'recorded as its settings', params.model_dir, RECORD_FILE)

@@ -6,13 +6,14 @@
 It gives the binary's guarantees from Python: the params are validated (`TrainParams`), the
 cluster is found as the binary finds it (flags, TF_CONFIG or SLURM: `towers/cluster/spec.py`;
 none trains on this machine), the preflight checks files, devices, data and a resumed
-model_dir's graph and learning settings (`towers/preflight.py`), and training records its
-settings in model_dir (`towers/train_settings.py`). On one machine it runs
-`tf.estimator.train_and_evaluate` (`towers/train_and_evaluate_loop.py`); a cluster task runs
-its role's runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts
-its own server with the towers' devices (the Estimator's would get one CPU). Problems raise
-the exceptions whose messages `//towers:train` prints as its one `train: error:` line
-(`START_ERRORS`, exit code 2; `END_ERRORS`, exit code 1).
+model_dir's graph (`towers/preflight.py`), and training refuses a resume with other learning
+settings before anything is restored, and records them in model_dir
+(`towers/train_settings.py`). On one machine it runs
+`tf.estimator.train_and_evaluate` (`towers/train_and_evaluate_loop.py`); a cluster task runs its role's
+runner (`towers/cluster/runners.py`, given `cluster_recipe(params)`), which starts its own
+server with the towers' devices (the Estimator's would get one CPU). Problems raise the exceptions whose
+messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`, exit code 2;
+`END_ERRORS`, exit code 1).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from typing import Any, Mapping
 
 from absl import logging
 
+from input_fn import factory
+from input_fn.data_checks import DataError
 from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
-from towers import inputs, model_dir_lock, preflight, train_and_evaluate_loop
+from towers import model_dir_lock, preflight, train_and_evaluate_loop, train_settings
 from towers.checkpoints import checkpoint_step
 from towers.cluster import runners
 from towers.cluster import spec as cluster_spec
@@ -40,7 +43,7 @@ from towers.train_and_evaluate_loop import protocol
 
 # What stops a run: before training, nothing trained (the binary exits 2) ...
 START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,
-                model_dir_lock.ModelDirBusy)
+                DataError, model_dir_lock.ModelDirBusy, train_settings.ResumeSettingsError)
 # ... or after it started, when it cannot end in right numbers (the binary exits 1).
 END_ERRORS = (EvalCoverageError, TrainingIncomplete, EvaluationFailed)
 
@@ -57,8 +60,11 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
   `ClusterError` (the cluster), `ModelDirBusy` (another live process trains in model_dir:
   `towers/model_dir_lock.py`; one machine and a cluster's chief hold its lock while they
-  run), `PreflightError` (files, devices, data, or a model_dir trained with other
-  settings: 'cannot start:' and one '- ' line per problem), `ManifestError` (prepared data); after: `EvalCoverageError`, `TrainingIncomplete`,
+  run), `PreflightError` (files, devices, data, a model_dir whose checkpoint does not fit:
+  'cannot start:' and one '- ' line per problem), `ManifestError` (prepared data),
+  `DataError` (data, `input_fn/data_checks.py`), `ResumeSettingsError` (a model_dir trained
+  with other learning settings, raised before anything is restored); after:
+  `EvalCoverageError`, `TrainingIncomplete`,
   `EvaluationFailed` (the cluster evaluator's final evaluation).
   """
   params = as_params(params)
@@ -103,7 +109,7 @@ def cluster_recipe(params: TrainParams) -> Recipe:
   return Recipe(
       params=params,
       estimator=lambda task: build_estimator(params, cluster=task),
-      input_fn=lambda mode, context: inputs.make_input_fn(params, mode, context),
+      input_fn=lambda mode, context: factory.make_input_fn(params, mode, context),
       exporters=lambda: train_and_evaluate_loop.make_exporters(params),
       trained_step=lambda: checkpoint_step(params.model_dir),
       session_config=trainer_session_config)

@@ -38,7 +38,8 @@ class NetworkSpec:
   network cannot build from `params` (checked whenever a TrainParams is made), each a
   `command_line.options.Problem` naming its option (a plain text names --model);
   `missing_hint(params, missing, stored)` names the flag that most likely changed when a
-  checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None.
+  checkpoint (`stored`: {name: shape}) lacks the graph's variables `missing`, or None (a
+  `command_line.options.Problem` names the flag as its option).
   """
   build: Callable[[Any], Network]
   endpoints: tuple[str, ...] = ()

@@ -61,15 +61,17 @@ def param_problems(params) -> list[Problem]:
   return []
 
 
-def missing_hint(params, missing: list[str], stored: dict) -> str | None:
+def missing_hint(params, missing: list[str], stored: dict) -> Problem | None:
   """The flag that most likely changed when a checkpoint (`stored` names) lacks the
-  graph's variables `missing`: another --stream (its scope) or another --head."""
+  graph's variables `missing`: another --stream (its scope) or another --head (the
+  `Problem`'s option)."""
   for stream in STREAMS:
     if stream != params.stream and any(n.startswith(stream_scope(stream) + '/')
                                        for n in stored):
-      return f'it was trained with --stream={stream}, now --stream={params.stream}'
+      return Problem('stream', f'it was trained with --stream={stream}, now '
+                               f'--stream={params.stream}')
   if any(STACKED_HEAD in n for n in missing):
-    return f'it was trained without --head=stack (now --head={params.head})'
+    return Problem('head', f'it was trained without --head=stack (now --head={params.head})')
   return None
 
 
