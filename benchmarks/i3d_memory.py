@@ -1,7 +1,7 @@
 """How many I3D training clips fit in a GPU's memory, as a library: `estimate(frames, crop, ...)`
 -> `MemoryEstimate` (bytes per clip, retained and transient, and the weights' fixed bytes,
 from the graph's tensor shapes; `clips_that_fit(usable_bytes)`), the table, a recipe's line
-(`recipe_line`) and `run`. The program and its whole description: benchmarks/i3d_memory_main.py.
+(`recipe_fit`, `recipe_line`) and `run`. The program and its whole description: benchmarks/i3d_memory_main.py.
 """
 
 from __future__ import annotations
@@ -118,25 +118,44 @@ DEFAULT_CONFIGS = (
     (32, 224, ''), (32, 224, 'Mixed_4b'), (16, 224, ''), (64, 160, ''), (64, 112, ''))
 
 
-def recipe_line(params, usable_gib: float) -> tuple[bool, str]:
-  """(fits, line) for a train recipe's I3D: one tower's micro-batch (batch_size / towers
-  clips) against `usable_gib`. With accumulate_steps > 1 the fixed cost also holds the
-  gradient accumulator (one more copy of the trained parameters)."""
+@dataclasses.dataclass(frozen=True)
+class RecipeFit:
+  """A train recipe's I3D against the usable memory of one GPU: `clips_per_tower` of one
+  tower's micro-batch (batch_size / towers, rounded up), `clips_per_update` (all
+  micro-batches of a step), `need_bytes` for that micro-batch, `most_clips` per tower that
+  would fit, and whether the recipe `fits`."""
+  towers: int
+  clips_per_tower: int
+  clips_per_update: int
+  need_bytes: int
+  most_clips: int
+  fits: bool
+
+
+def recipe_fit(params, usable_gib: float) -> RecipeFit:
+  """How a recipe's one-tower micro-batch fits `usable_gib`. With accumulate_steps > 1 the
+  fixed cost also holds the gradient accumulator (one more copy of the trained parameters)."""
   towers = len(params.tower_devices) or max(params.num_towers, 1)
   clips = -(-params.batch_size // towers)
   e = estimate(params.clip_frames, params.crop_size, params.trainable_from, params.stream,
                params.num_classes)
   fixed = e.fixed_bytes + (e.trained_parameter_bytes if params.accumulate_steps > 1 else 0)
   need = fixed + clips * e.per_clip_bytes
-  fits = need <= usable_gib * GIB
   most = max(0, int((usable_gib * GIB - fixed) // e.per_clip_bytes))
-  return fits, (f'{params.model} {params.stream} {params.clip_frames}x{params.crop_size}x'
-                f'{params.crop_size}, trainable from {params.trainable_from or "(all)"}: '
-                f'{clips} clip(s) per tower micro-batch ({params.batch_size} over {towers} '
-                f'tower(s), {params.accumulate_steps} micro-batch(es) = '
-                f'{params.examples_per_step} clips per update) need {need / GIB:.2f} GiB of '
-                f'{usable_gib:.1f} GiB usable: {"fits" if fits else "does NOT fit"} '
-                f'(at most {most} clip(s) per tower)')
+  return RecipeFit(towers, clips, params.examples_per_step, need, most,
+                   need <= usable_gib * GIB)
+
+
+def recipe_line(params, usable_gib: float) -> str:
+  """The line the program prints for a recipe (`recipe_fit`)."""
+  fit = recipe_fit(params, usable_gib)
+  return (f'{params.model} {params.stream} {params.clip_frames}x{params.crop_size}x'
+          f'{params.crop_size}, trainable from {params.trainable_from or "(all)"}: '
+          f'{fit.clips_per_tower} clip(s) per tower micro-batch ({params.batch_size} over '
+          f'{fit.towers} tower(s), {params.accumulate_steps} micro-batch(es) = '
+          f'{fit.clips_per_update} clips per update) need {fit.need_bytes / GIB:.2f} GiB of '
+          f'{usable_gib:.1f} GiB usable: {"fits" if fit.fits else "does NOT fit"} '
+          f'(at most {fit.most_clips} clip(s) per tower)')
 
 
 def recipe_params(path: str):
@@ -166,6 +185,5 @@ def run(options: MemoryOptions) -> int:
   if params.model != 'i3d':
     raise entry.Refused(f'--recipe={options.recipe} trains {params.model}; this estimate is '
                         'for i3d')
-  fits, line = recipe_line(params, options.usable_gib)
-  print(f'{options.recipe}: {line}')
-  return 0 if fits else 1
+  print(f'{options.recipe}: {recipe_line(params, options.usable_gib)}')
+  return 0 if recipe_fit(params, options.usable_gib).fits else 1

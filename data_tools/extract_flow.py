@@ -10,7 +10,6 @@ import collections
 import concurrent.futures
 import dataclasses
 import json
-import math
 import multiprocessing
 import shutil
 import os
@@ -24,7 +23,7 @@ from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
 from command_line import status_file
-from command_line.options import option, Options, OptionsError
+from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
 MANIFEST = 'flow.manifest.json'
@@ -46,17 +45,21 @@ class ExtractFlowOptions(Options):
   out: str = option('', 'Flow root to write u/ and v/ into (default: data_dir/tvl1_flow).',
                     path=True)
   short_side: int = option(256, 'Resize frames so the short side is this before computing '
-                           'the flow (0 keeps the decoded size).')
-  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: in this process.')
-  tvl1_scales: int = option(5, 'TV-L1 pyramid scales (OpenCV default 5).')
-  tvl1_warps: int = option(5, 'TV-L1 warps per scale (OpenCV default 5).')
+                           'the flow (0 keeps the decoded size).', valid=at_least(0))
+  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: in this process.',
+                        valid=at_least(0))
+  tvl1_scales: int = option(5, 'TV-L1 pyramid scales (OpenCV default 5).', valid=at_least(1))
+  tvl1_warps: int = option(5, 'TV-L1 warps per scale (OpenCV default 5; 0 would compute no '
+                           'flow at all).', valid=at_least(1))
   tvl1_epsilon: float = option(0.01, 'TV-L1 stopping threshold (OpenCV default 0.01; '
-                               'larger is faster and coarser).')
+                               'larger is faster and coarser).', valid=above(0.0))
   strict: bool = option(False, 'Stop at the first bad video instead of skipping it.')
   backend: str = option('', 'TV-L1 implementation: tensorflow (data_tools/tvl1.py, batched, '
                         'on the GPU) or opencv (one process per core); default: tensorflow '
-                        'when TensorFlow sees a GPU, else opencv (faster per CPU core).')
-  tvl1_batch: int = option(16, 'Frame pairs per TensorFlow batch (--backend=tensorflow).')
+                        'when TensorFlow sees a GPU, else opencv (faster per CPU core).',
+                        choices=('',) + BACKENDS)
+  tvl1_batch: int = option(16, 'Frame pairs per TensorFlow batch (--backend=tensorflow).',
+                           valid=at_least(1))
   tvl1_xla: str = option('auto', 'Compile the TensorFlow TV-L1 with XLA (--backend=tensorflow):'
                          ' auto = on a GPU (where fusing its elementwise steps cuts the memory '
                          'traffic ~13x), not on CPU (slower there); tools/gpu_check.sh '
@@ -99,32 +102,11 @@ class SettingsMismatch(ValueError):
 
 
 def check_options(options: ExtractFlowOptions) -> None:
-  """Raises `OptionsError` naming the first option that cannot work."""
+  """Raises `OptionsError` naming the first option that cannot work with the files (each
+  option's range and choices are checked when the options are made)."""
   if not options.data_dir and not options.videos_dir:
     raise OptionsError('give --data_dir (the UCF101 root holding UCF-101/) or --videos_dir',
                        'data_dir')
-  if options.short_side < 0:
-    raise OptionsError(f'--short_side must be >= 0 (0 keeps the decoded size), got '
-                       f'{options.short_side}', 'short_side')
-  if options.workers < 0:
-    raise OptionsError(f'--workers must be >= 0 (0: all CPUs), got {options.workers}',
-                       'workers')
-  if options.tvl1_scales < 1:
-    raise OptionsError(f'--tvl1_scales must be >= 1 (pyramid levels), got '
-                       f'{options.tvl1_scales}', 'tvl1_scales')
-  if options.tvl1_warps < 1:
-    raise OptionsError(f'--tvl1_warps must be >= 1 (0 computes no flow at all), got '
-                       f'{options.tvl1_warps}', 'tvl1_warps')
-  if not math.isfinite(options.tvl1_epsilon) or options.tvl1_epsilon <= 0:
-    raise OptionsError(f'--tvl1_epsilon must be a number > 0 (stopping threshold), got '
-                       f'{options.tvl1_epsilon}', 'tvl1_epsilon')
-  if options.backend not in ('',) + BACKENDS:
-    raise OptionsError(f'--backend must be one of {", ".join(BACKENDS)} (or empty: '
-                       f'tensorflow with a GPU, else opencv), got {options.backend!r}',
-                       'backend')
-  if options.tvl1_batch < 1:
-    raise OptionsError(f'--tvl1_batch must be >= 1 (frame pairs per batch), got '
-                       f'{options.tvl1_batch}', 'tvl1_batch')
   try:
     flow_shards.from_environment(options.shard, options.num_shards)
   except ValueError as e:

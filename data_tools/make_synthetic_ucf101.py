@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from input_fn import dir_identity, ucf101, video_io
-from command_line.options import option, Options
+from command_line.options import Options, OptionsError, at_least, option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -35,20 +35,30 @@ HMDB51_MOTION_ORDER = (2, 3, 0, 1, 4, 5, 6, 7)  # DIRECTIONS indices: Down, Up, 
 HMDB51_IDS_OF_TEN = '2221111110'  # id by (video + 3 * split) % 10: 30% test, 10% neither
 
 
+class SyntheticError(OptionsError):
+  """The options or --out cannot be used; the message says which and why; `option` names
+  the option."""
+
+  def __init__(self, message: str, option: str | None = None) -> None:
+    super().__init__(message, option)
+
+
 @dataclasses.dataclass(frozen=True)
 class SyntheticOptions(Options):
   """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
+  error: ClassVar[type[OptionsError]] = SyntheticError
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)
   layout: str = option('ucf101', 'ucf101: UCF101\'s official layout; hmdb51: HMDB51\'s '
                        '(hmdb51_org/, testTrainMulti_7030_splits/, odd characters in names).',
                        choices=('ucf101', 'hmdb51'))
-  classes: int = option(6, 'Number of classes (8 directions per speed level).')
+  classes: int = option(6, 'Number of classes (8 directions per speed level).',
+                        valid=at_least(1))
   groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7); hmdb51: videos '
                        'per class.')
-  clips_per_group: int = option(1, 'Clips per group.')
-  width: int = option(64, 'Frame width in pixels.')
-  height: int = option(48, 'Frame height in pixels.')
+  clips_per_group: int = option(1, 'Clips per group.', valid=at_least(1))
+  width: int = option(64, 'Frame width in pixels.', valid=at_least(8))
+  height: int = option(48, 'Frame height in pixels.', valid=at_least(8))
   min_frames: int = option(24, 'Fewest frames per video.')
   max_frames: int = option(40, 'Most frames per video.')
   object_size: int = option(16, 'Side of the moving square in pixels.')
@@ -56,15 +66,6 @@ class SyntheticOptions(Options):
   write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
   write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
                             '//data_tools:extract_flow, with its flow.txt).')
-
-
-class SyntheticError(ValueError):
-  """The options or --out cannot be used; the message says which and why; `option` names
-  the option."""
-
-  def __init__(self, message: str, option: str) -> None:
-    super().__init__(message)
-    self.option = option
 
 
 def claim_out_dir(out: str) -> None:
@@ -89,7 +90,8 @@ def claim_out_dir(out: str) -> None:
 
 
 def check_options(options: SyntheticOptions) -> None:
-  """Raises `SyntheticError` naming the first option that cannot work (before writing)."""
+  """Raises `SyntheticError` naming the first option that cannot work with the others
+  (before writing; each option's range is checked when the options are made)."""
   if not options.out:
     raise SyntheticError('--out is required', 'out')
   if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
@@ -98,14 +100,6 @@ def check_options(options: SyntheticOptions) -> None:
   if not 1 <= options.min_frames <= options.max_frames:
     raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
                          f'and {options.max_frames}', 'min_frames')
-  if options.classes < 1:
-    raise SyntheticError(f'--classes must be >= 1, got {options.classes}', 'classes')
-  if options.clips_per_group < 1:
-    raise SyntheticError(f'--clips_per_group must be >= 1, got {options.clips_per_group}',
-                         'clips_per_group')
-  if min(options.width, options.height) < 8:
-    raise SyntheticError(f'--width and --height must be >= 8 pixels, got {options.width}x'
-                         f'{options.height}', 'width' if options.width < 8 else 'height')
   if not 1 <= options.object_size < min(options.width, options.height):
     raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
                          f' (smaller than the frame, or nothing is seen to move), got '

@@ -13,7 +13,7 @@ import json
 import math
 import multiprocessing
 import os
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, layouts
 from input_fn import manifest as manifest_lib
@@ -21,17 +21,30 @@ from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
 from command_line import entry, status_file
-from command_line.options import option, Options
+from command_line.options import Options, OptionsError, Range, at_least, option
 from command_line.progress import Progress
 
 FORMAT_VERSION = 2
 SHARD_STATE_DIR = manifest_lib.STATE_DIR
 
 
+class PrepareError(OptionsError):
+  """The options or --out cannot be used; the message names the flag and the fix.
+  `option`: the option it concerns (None for none); `differences`: for --out holding
+  another dataset, the identity fields that differ (`manifest.IDENTITY_FIELDS`, or a
+  `source_paths` entry)."""
+
+  def __init__(self, message: str, option: str | None = None,
+               differences: tuple[str, ...] = ()) -> None:
+    super().__init__(message, option)
+    self.differences = differences
+
+
 @dataclasses.dataclass(frozen=True)
 class PrepareConfig(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
+  error: ClassVar[type[OptionsError]] = PrepareError
   data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '
                          '--dataset=list the folder the lists\' relative paths start from.',
                          path=True)
@@ -50,7 +63,8 @@ class PrepareConfig(Options):
                        '{u,v}/<video>/frame%06d.jpg (//data_tools:extract_flow), or '
                        '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
-  split: int = option(1, 'Official split of ucf101 and hmdb51: 1, 2 or 3.')
+  split: int = option(1, 'Official split of ucf101 and hmdb51: 1, 2 or 3.',
+                      valid=Range(1, 3))
   subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
   split_dir: str = option('', 'Directory of the split files (default: ucf101: '
                           'data_dir/ucfTrainTestlist or data_dir; hmdb51: '
@@ -76,10 +90,12 @@ class PrepareConfig(Options):
                        'layouts), or a pattern with {video}, a %0Nd frame number and for flow '
                        '{u,v} or {x,y}, e.g. {video}/img_%05d.jpg, {video}/flow_{x,y}_%05d.jpg, '
                        '{u,v}/{video}/frame%06d.jpg.')
-  short_side: int = option(256, 'Resize frames so the short side is this; 0 keeps.')
-  jpeg_quality: int = option(90, 'JPEG quality of re-encoded frames (1-100).')
-  videos_per_shard: int = option(64, 'Videos per shard (sets the shard count).')
-  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: no pool.')
+  short_side: int = option(256, 'Resize frames so the short side is this; 0 keeps.',
+                           valid=at_least(0))
+  jpeg_quality: int = option(90, 'JPEG quality of re-encoded frames.', valid=Range(1, 100))
+  videos_per_shard: int = option(64, 'Videos per shard (sets the shard count).',
+                                 valid=at_least(1))
+  workers: int = option(0, 'Worker processes; 0: all CPUs; 1: no pool.', valid=at_least(0))
   strict: bool = option(False, 'Fail on the first bad input instead of skipping it.')
   overwrite: bool = option(False, 'Replace the dataset --out holds, whatever it is: its '
                            'shards, manifests and resume state are removed first (other '
@@ -91,31 +107,17 @@ class PrepareInterrupted(RuntimeError):
   simulated for tests)."""
 
 
-class PrepareError(ValueError):
-  """The options or --out cannot be used; the message names the flag and the fix.
-  `option`: the option it concerns (None for none); `differences`: for --out holding
-  another dataset, the identity fields that differ (`manifest.IDENTITY_FIELDS`, or a
-  `source_paths` entry)."""
-
-  def __init__(self, message: str, option: str | None = None,
-               differences: tuple[str, ...] = ()) -> None:
-    super().__init__(message)
-    self.option = option
-    self.differences = differences
-
-
 class EmptySubset(PrepareError):
   """A subset ended with no record (its manifest is written, saying why)."""
 
 
 def check_config(config: PrepareConfig) -> None:
-  """Raises `PrepareError` naming the first option that cannot work."""
+  """Raises `PrepareError` naming the first option that cannot work with the others or the
+  files (each option's range is checked when the config is made)."""
   if not config.data_dir:
     raise PrepareError('--data_dir is required: the UCF101 root', 'data_dir')
   if not config.out:
     raise PrepareError('--out is required: the directory for the shards and manifests', 'out')
-  if config.split not in (1, 2, 3):
-    raise PrepareError(f'--split must be 1, 2 or 3, got {config.split}', 'split')
   if config.dataset not in datasets.NAMES:
     raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}',
                        'dataset')
@@ -141,16 +143,6 @@ def check_config(config: PrepareConfig) -> None:
   if unknown or not config.subsets:
     raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}',
                        'subsets')
-  if config.videos_per_shard < 1:
-    raise PrepareError(f'--videos_per_shard must be >= 1, got {config.videos_per_shard}',
-                       'videos_per_shard')
-  if config.short_side < 0:
-    raise PrepareError(f'--short_side must be >= 0, got {config.short_side}', 'short_side')
-  if not 1 <= config.jpeg_quality <= 100:
-    raise PrepareError(f'--jpeg_quality must be in 1..100, got {config.jpeg_quality}',
-                       'jpeg_quality')
-  if config.workers < 0:
-    raise PrepareError(f'--workers must be >= 0, got {config.workers}', 'workers')
   if os.path.exists(config.out) and not os.path.isdir(config.out):
     raise PrepareError(f'--out={config.out} is a file, not a directory', 'out')
   named = {'data_dir': os.path.isdir, 'split_dir': os.path.isdir, 'videos_dir': os.path.isdir,

@@ -62,11 +62,11 @@ class DataToolsConsoleTest(absltest.TestCase):
     self.assertEqual(
         self.refusal(program_runs.run('data_tools.make_synthetic_ucf101_main', f'--out={missing}',
                                       '--clips_per_group=0')),
-        'make_synthetic_ucf101: error: --clips_per_group must be >= 1, got 0')
+        'make_synthetic_ucf101: error: clips_per_group must be positive, got 0')
     self.assertEqual(
         self.refusal(program_runs.run('data_tools.extract_flow_main', f'--data_dir={self.data}',
                                       f'--out={missing}', '--tvl1_warps=0')),
-        'extract_flow: error: --tvl1_warps must be >= 1 (0 computes no flow at all), got 0')
+        'extract_flow: error: tvl1_warps must be positive, got 0')
     self.assertEqual(
         self.refusal(program_runs.run('data_tools.prepare_main', f'--data_dir={self.data}',
                                       f'--out={missing}', '--source=frames',

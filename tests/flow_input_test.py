@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import direct, factory, flow, pipeline, ucf101
+from input_fn import data_checks, direct, factory, flow, pipeline, ucf101
 from towers import params as params_lib
 from towers import preflight
 
@@ -183,16 +183,17 @@ class FlowInputTest(tf.test.TestCase):
       with self.assertRaises(params_lib.ParamsError):
         self.params(**values)
       self.assertEqual(self.params(stream='rgb', **values).stream, 'rgb')
-    # Data that cannot give the stream's clips: one problem, the stream's data problem.
+    # Data that cannot give the stream's clips: the stream's data problem among the found.
     cases = [self.params(data_source='frames', data_dir=no_flow),
              self.params(data_dir=rgb_tfr),
              self.params(stream='rgb')]
     for params in cases:
-      with self.assertRaises(preflight.PreflightError):
+      with self.assertRaises(preflight.PreflightError) as caught:
         preflight.check(params)
-      self.assertIsNotNone(factory.stream_data_problem(params), params)
+      self.assertIn('stream', [p.option for p in caught.exception.problems], params)
+      self.assertIn('stream', [p.option for p in data_checks.problems(params)], params)
     self.assertEqual(preflight.problems(self.params()), [])
-    self.assertIsNone(factory.stream_data_problem(self.params()))
+    self.assertEqual(data_checks.problems(self.params()), [])
 
 
 if __name__ == '__main__':

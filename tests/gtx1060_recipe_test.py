@@ -45,13 +45,13 @@ class Gtx1060RecipeTest(tf.test.TestCase):
       self.assertEqual(small.examples_per_step, plain['batch_size'] * plain['accumulate_steps'])
 
   def test_i3d_memory_says_the_recipe_fits_and_the_plain_one_does_not(self):
-    fits, line = i3d_memory.recipe_line(read_flagfile('gtx1060.flags'), usable_gib=5.0)
-    self.assertTrue(fits, line)
-    self.assertIn('3 clip(s) per tower micro-batch', line)
-    self.assertIn('6 clips per update', line)
-    fits, line = i3d_memory.recipe_line(read_flagfile('ucf101.flags'), usable_gib=5.0)
-    self.assertFalse(fits, line)
-    self.assertIn('does NOT fit', line)
+    small = i3d_memory.recipe_fit(read_flagfile('gtx1060.flags'), usable_gib=5.0)
+    self.assertTrue(small.fits, small)
+    self.assertEqual((small.clips_per_tower, small.clips_per_update), (3, 6))
+    self.assertGreaterEqual(small.most_clips, 3)
+    plain = i3d_memory.recipe_fit(read_flagfile('ucf101.flags'), usable_gib=5.0)
+    self.assertFalse(plain.fits, plain)
+    self.assertLess(plain.most_clips, plain.clips_per_tower)
 
 
 if __name__ == '__main__':

@@ -12,6 +12,7 @@ import tempfile
 import tensorflow as tf
 from absl import flags
 
+from model_fn import warm_start
 from towers import flags as towers_flags
 from towers import params as params_lib
 from towers import preflight
@@ -69,11 +70,13 @@ class Hmdb51FlagsTest(tf.test.TestCase):
             'model_dir': os.path.join(self.base, model_dir)})
 
   def test_preflight_names_the_checkpoint_and_the_preparation(self):
-    message = '\n'.join(preflight.problems(params_lib.make_params(
-        read_flagfile('hmdb51.flags', self.base))))
-    self.assertIn(os.path.join(self.base, 'data/checkpoints/rgb_imagenet/model.ckpt.index'),
-                  message)
-    self.assertIn('//data_tools:prepare', message)
+    params = params_lib.make_params(read_flagfile('hmdb51.flags', self.base))
+    self.assertEqual([problem.option for problem in preflight.problems(params)],
+                     ['warm_start_from', 'data_dir'])
+    with self.assertRaises(warm_start.WarmStartError) as missing:
+      warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
+    self.assertEqual(missing.exception.path,
+                     os.path.join(self.base, 'data/checkpoints/rgb_imagenet/model.ckpt.index'))
 
 
 if __name__ == '__main__':

@@ -14,9 +14,11 @@ import glob
 import os
 import shutil
 import tempfile
+from unittest import mock
 
 import tensorflow as tf
 
+from command_line import status_file
 from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import manifest, pipeline, records
@@ -24,6 +26,17 @@ from tests import program_runs
 from towers import params as params_lib
 
 LIMIT = 240  # seconds for one process
+
+
+def prepare_with_plan(data: str, out: str, **kwargs) -> tuple[dict, dict]:
+  """`prepare_quietly`'s manifests and the run's `prepare_plan` status event (what it
+  found to convert)."""
+  with tempfile.TemporaryDirectory() as scratch:
+    events = os.path.join(scratch, 'events.jsonl')
+    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: events}):
+      manifests = prepare_quietly(data, out, **kwargs)
+    plans = [e for e in status_file.read(events) if e['event'] == 'prepare_plan']
+  return manifests, plans[-1]
 
 
 def prepare_quietly(data: str, out: str, **kwargs) -> dict:
@@ -65,11 +78,18 @@ class PreparedDatasetTest(tf.test.TestCase):
 
   # --- 1. One dataset per directory: no stale shards, no leakage ---------------------------
 
+  def assert_out_refused(self, make, difference: str) -> None:
+    """`make()` refuses --out (`PrepareError` naming option out) for a dataset whose
+    identity differs in `difference` among others."""
+    with self.assertRaises(prepare.PrepareError) as caught:
+      make()
+    self.assertEqual(caught.exception.option, 'out')
+    self.assertIn(difference, caught.exception.differences)
+
   def test_another_split_into_a_used_out_stops_and_overwrite_leaves_one_disjoint_dataset(self):
     out = self.create_tempdir().full_path
     prepare_quietly(self.clean, out, split=1)
-    with self.assertRaisesRegex(prepare.PrepareError, r'split: 1 here, 2 asked.*--overwrite'):
-      prepare_quietly(self.clean, out, split=2)
+    self.assert_out_refused(lambda: prepare_quietly(self.clean, out, split=2), 'split')
     manifests = prepare_quietly(self.clean, out, split=2, overwrite=True)
     train, test = videos_in_files(out, 'train'), videos_in_files(out, 'test')
     self.assertEmpty(set(train) & set(test))
@@ -80,12 +100,10 @@ class PreparedDatasetTest(tf.test.TestCase):
   def test_a_reshard_or_another_source_stops_naming_the_difference(self):
     out = self.create_tempdir().full_path
     prepare_quietly(self.clean, out)
-    with self.assertRaisesRegex(prepare.PrepareError, 'videos_per_shard: 4 here, 3 asked'):
-      prepare_quietly(self.clean, out, videos_per_shard=3)
-    with self.assertRaisesRegex(prepare.PrepareError, r'\(data_dir: .* here, .* asked'):
-      prepare_quietly(self.copy(), out)
-    with self.assertRaisesRegex(prepare.PrepareError, r'\(source: videos here, frames asked'):
-      prepare_quietly(self.clean, out, source='frames')
+    self.assert_out_refused(lambda: prepare_quietly(self.clean, out, videos_per_shard=3),
+                            'videos_per_shard')
+    self.assert_out_refused(lambda: prepare_quietly(self.copy(), out), 'data_dir')
+    self.assert_out_refused(lambda: prepare_quietly(self.clean, out, source='frames'), 'source')
     self.assertLen(videos_in_files(out, 'train'), 8)
 
   def test_the_pipeline_reads_exactly_the_listed_shards_and_all_of_them(self):
@@ -119,21 +137,16 @@ class PreparedDatasetTest(tf.test.TestCase):
     self.assertEqual(first['skipped_by_kind'], {'empty file': 1})
     with open(video, 'wb') as f:
       f.write(good)  # repaired
-    lines = []
-    again = prepare.prepare(prepare.PrepareConfig(
-        source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4, workers=1,
-        subsets=('train',)), log=lines.append)['train']
-    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+    again, plan = prepare_with_plan(data, out, subsets=('train',))
+    self.assertEqual((plan['videos'], plan['shards']), (4, 1))
+    again = again['train']
     self.assertEqual(again['num_skipped'], 0)
     self.assertIn('v_MoveRightSpeed1_g08_c01', videos_in_files(out, 'train'))
     # Replaced by another video of the same name: converted again, new frames.
     other = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g08_c01.avi')
     shutil.copy(other, video)
-    lines.clear()
-    prepare.prepare(prepare.PrepareConfig(
-        source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4, workers=1,
-        subsets=('train',)), log=lines.append)
-    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+    _, plan = prepare_with_plan(data, out, subsets=('train',))
+    self.assertEqual((plan['videos'], plan['shards']), (4, 1))
 
   def test_a_damaged_shard_counts_every_lost_record_and_a_rerun_rewrites_it(self):
     out = self.create_tempdir().full_path
@@ -150,11 +163,8 @@ class PreparedDatasetTest(tf.test.TestCase):
       skipped = max(skipped, int(features['skipped_records'][0]))
       self.assertEqual(int(features['videos_listed'][0]), 28)
     self.assertEqual((len(seen), skipped), (24, 4))
-    lines = []
-    prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=self.clean, out=out,
-                                          short_side=0, videos_per_shard=4, workers=1,
-                                          subsets=('test',)), log=lines.append)
-    self.assertIn('prepare: 4 videos in 1 shards to convert with 1 worker(s)', lines)
+    _, plan = prepare_with_plan(self.clean, out, subsets=('test',))
+    self.assertEqual((plan['videos'], plan['shards']), (4, 1))
     self.assertLen(videos_in_files(out, 'test'), 28)
 
   # --- Summary ------------------------------------------------------------------------------
@@ -209,8 +219,9 @@ class PreparedDatasetTest(tf.test.TestCase):
     own = os.path.join(root, 'synthetic')
     for _ in range(2):
       make_synthetic_ucf101.make_dataset(own, classes=2, groups=8, min_frames=2, max_frames=2)
-    with self.assertRaisesRegex(make_synthetic_ucf101.SyntheticError, 'not empty'):
+    with self.assertRaises(make_synthetic_ucf101.SyntheticError) as caught:
       make_synthetic_ucf101.make_dataset(root, classes=2, groups=8)
+    self.assertEqual(caught.exception.option, 'out')
 
 
 if __name__ == '__main__':

@@ -12,8 +12,6 @@ a stray argument.
 """
 
 import os
-import subprocess
-import sys
 
 import tensorflow as tf
 
@@ -22,10 +20,6 @@ from towers.params import ParamsError, make_params
 from tests import program_runs
 
 LIMIT = 240
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT)
-for name in ('TF_CONFIG', 'SLURM_JOB_ID'):
-  ENV.pop(name, None)
 TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
             max_steps=1, num_towers=1)
 # Flags -> the option the refusal names.
@@ -46,20 +40,6 @@ def values(flags: str) -> dict:
 
 
 class RunRefusalsTest(tf.test.TestCase):
-
-  def train_binary(self, *args: str) -> subprocess.CompletedProcess:
-    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
-    flags = [f'--{k}={v}' for k, v in TINY.items()]
-    return subprocess.run([sys.executable, '-m', 'towers.train_main', *flags,
-                           f'--model_dir={model_dir}', *args], capture_output=True, text=True,
-                          timeout=LIMIT, check=False, env=ENV)
-
-  def assert_one_error_line(self, done: subprocess.CompletedProcess, text: str) -> None:
-    self.assertEqual(done.returncode, 2, done.stderr[-3000:])
-    self.assertNotIn('Traceback', done.stderr)
-    errors = [l for l in done.stderr.splitlines() if l.startswith('train: error: ')]
-    self.assertLen(errors, 1, done.stderr[-3000:])
-    self.assertIn(text, done.stderr)
 
   def refused(self, *args: str) -> program_runs.ProgramRun:
     """`//towers:train` on TINY with `args`, which must end it as a refusal (exit 2)
@@ -102,29 +82,24 @@ class RunRefusalsTest(tf.test.TestCase):
       self.skipTest('this machine has a GPU: /gpu:0 exists')
     params = make_params(TINY, num_towers=2, tower_devices=['/gpu:0', '/gpu:1'],
                          model_dir=self.create_tempdir().full_path)
-    found = preflight.problems(params)
-    self.assertLen(found, 1)
-    self.assertRegex(found[0], r'^tower_devices=/gpu:0,/gpu:1 names /gpu:0, /gpu:1, but this '
-                               r'machine has 0 GPU\(s\)')
-    self.assert_one_error_line(self.train_binary('--num_towers=2',
-                                                 '--tower_devices=/gpu:0,/gpu:1'),
-                               'names /gpu:0, /gpu:1, but this machine has 0 GPU(s)')
+    self.assertEqual([p.option for p in preflight.problems(params)], ['tower_devices'])
+    done = self.refused('--num_towers=2', '--tower_devices=/gpu:0,/gpu:1')
+    self.assertEqual((done.error['error'], done.error_options),
+                     ('PreflightError', ['tower_devices']))
 
   def test_a_model_dir_that_cannot_be_written_is_refused(self):
     model_dir = f'/sys/video_towers_run_{os.getpid()}'
     found = preflight.problems(make_params(TINY, model_dir=model_dir))
-    self.assertLen(found, 1)
-    self.assertRegex(found[0], rf'^model_dir={model_dir} cannot be created: /sys is not '
-                               r'writable')
-    done = self.train_binary(f'--model_dir={model_dir}')
-    self.assert_one_error_line(done, f'model_dir={model_dir} cannot be created')
+    self.assertEqual([p.option for p in found], ['model_dir'])
+    done = self.refused(f'--model_dir={model_dir}')
+    self.assertEqual((done.error['error'], done.error_options), ('PreflightError', ['model_dir']))
+    self.assertFalse(os.path.exists(model_dir))
 
   def test_backup_workers_that_leave_no_gradient_are_refused(self):
     params = make_params(TINY, sync_replicas=True, backup_workers=2,
                          model_dir=self.create_tempdir().full_path)
-    self.assertRegex(preflight.problems(params, num_workers=2)[0],
-                     r'^backup_workers=2 with 2 training worker\(s\) would aggregate no '
-                     r'gradient per step .*: set --backup_workers below 2')
+    self.assertEqual([p.option for p in preflight.problems(params, num_workers=2)],
+                     ['backup_workers'])
     self.assertEqual(preflight.problems(params, num_workers=3), [])
 
 

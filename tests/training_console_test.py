@@ -1,7 +1,7 @@
 """Specification: the console of the training-side programs, the lines a person reads.
 
 train, classify, evaluate_two_stream and local_cluster: one refusal line each
-(`<program>: error: <message>`), training's progress line and evaluation line (their numbers
+(`<program>: error: <message>`), the launcher's help, training's progress line and evaluation line (their numbers
 are those of the run's `progress` and `evaluation` status events), and the two-stream
 table. The other specs assert on exit codes, files, JSON and status events; this one is
 where the wording is pinned, once. Every program runs at once, as a user starts it.
@@ -48,6 +48,7 @@ class TrainingConsoleTest(absltest.TestCase):
                              '--rgb_data=rd', '--flow_data=fd', '--eval_crops=2'),
         'cluster_refused': ('towers.cluster.local_cluster_main', '--network=host', '--ps=0',
                             '--workers=2'),
+        'cluster_help': ('towers.cluster.local_cluster_main', '--helpshort'),
     }
     with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
       started = {name: pool.submit(program_runs.run, *args, timeout=TIMEOUT, cwd=root)
@@ -71,6 +72,11 @@ class TrainingConsoleTest(absltest.TestCase):
         'cluster_refused', 'local_cluster: error: --ps=0 --workers=2: the variables of a '
         'training cluster live on its ps tasks; use --ps=1 or more (or //towers:train without '
         'a cluster)')
+
+  def test_the_launcher_help_lists_its_flags_and_points_to_train_help(self):
+    done = self.runs['cluster_help']
+    self.assertIn('--workers', done.stdout)
+    self.assertIn('//towers:train -- --help', done.stdout)
 
   def test_the_progress_line_says_the_step_loss_and_speed(self):
     done = self.runs['train']

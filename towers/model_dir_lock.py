@@ -97,11 +97,14 @@ def describe(holder: dict[str, Any], age: float) -> str:
 
 
 class Lock:
-  """A held lock: `release()` removes it if it is still this process's."""
+  """A held lock: `release()` removes it if it is still this process's, and the model_dir
+  too when taking the lock created it and nothing was written there since (a run refused
+  before any work leaves no directory behind)."""
 
-  def __init__(self, path: str, holder: dict[str, Any]) -> None:
+  def __init__(self, path: str, holder: dict[str, Any], created_dir: bool = False) -> None:
     self.path = path
     self.holder = holder
+    self._created_dir = created_dir
     self._released = threading.Event()
     threading.Thread(target=self._heartbeat, name='model-dir-lock', daemon=True).start()
 
@@ -122,11 +125,14 @@ class Lock:
     with contextlib.suppress(OSError):
       if self._mine():
         os.remove(self.path)
+        if self._created_dir:
+          os.rmdir(os.path.dirname(self.path))  # fails, as it should, unless empty
 
 
 def acquire(model_dir: str) -> Lock:
   """Takes model_dir's lock (creating model_dir); raises `ModelDirBusy` when a live
   process holds it. A stale lock (its writer dead or its lease over) is taken over."""
+  created = not os.path.isdir(model_dir)
   os.makedirs(model_dir, exist_ok=True)
   path = os.path.join(model_dir, LOCK_FILE)
   me = _me()
@@ -148,7 +154,7 @@ def acquire(model_dir: str) -> Lock:
       continue
     with os.fdopen(fd, 'w', encoding='utf-8') as f:
       json.dump(me, f)
-    return Lock(path, me)
+    return Lock(path, me, created)
   raise ModelDirBusy(f'model_dir={model_dir}: could not take {path} (other processes keep '
                      'taking it): one training per model_dir at a time')
 

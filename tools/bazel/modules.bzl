@@ -923,6 +923,7 @@ TEST_DEPS = {
     "flow_input_test": [
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
         "//input_fn:flow",
@@ -979,6 +980,7 @@ TEST_DEPS = {
         "//towers:flags",
     ],
     "hmdb51_flags_test": [
+        "//model_fn:warm_start",
         "//towers:flags",
         "//towers:params",
         "//towers:preflight",
@@ -1093,7 +1095,6 @@ TEST_DEPS = {
         ":program_runs",
         "//towers",
         "//towers:params",
-        "//towers:preflight",
         "//towers:resume_check",
         "//towers:train_main",
         "//towers:train_settings",
@@ -1131,6 +1132,7 @@ TEST_DEPS = {
     ],
     "prepared_dataset_test": [
         ":program_runs",
+        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:make_synthetic_ucf101_main",
         "//data_tools:prepare_lib",
@@ -1288,6 +1290,7 @@ TEST_DEPS = {
     "ucf101_flags_test": [
         ":i3d_test_lib",
         "//input_fn:manifest",
+        "//model_fn:warm_start",
         "//towers:flags",
         "//towers:params",
         "//towers:preflight",
