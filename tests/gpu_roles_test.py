@@ -208,7 +208,8 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
     names = [e['event'] for e in done.events]
     self.assertEqual(names, ['gpus', 'error'], done.output())
     self.assertEqual((done.events[0]['task'], done.events[0]['visible']), ('evaluator 0', []))
-    self.assertEqual(done.error['error'], 'Refused', done.output())  # by preflight
+    self.assertEqual((done.error['error'], done.error_options),
+                     ('PreflightError', ['data_dir']), done.output())
 
   def test_visibility_set_after_tensorflow_initialised_is_refused(self):
     code = ('import sys\n'
