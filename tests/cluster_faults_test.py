@@ -122,7 +122,8 @@ class ClusterFaultsTest(tf.test.TestCase):
     cluster.start('chief')  # no ps is even running: the chief must not need one
     self.assertEqual(cluster.wait('chief', timeout=LIMIT), 0)
     # Its GPUs decided, then nothing to do: no graph, session nor step.
-    self.assertEqual([e['event'] for e in cluster.events('chief')], ['gpus', 'already_trained'])
+    self.assertEqual([e['event'] for e in cluster.events('chief')],
+                     ['gpus', 'cluster_task', 'already_trained'])
     self.assertEqual(checkpoint_step(model_dir), 20)
 
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from data_tools import extract_flow, make_synthetic_ucf101, prepare
 from command_line.options import options_named
-from input_fn import datasets, factory, manifest, records
+from input_fn import data_checks, datasets, factory, manifest, records
 from towers import classifier
 from towers import params as params_lib
 from towers import evaluate_two_stream, preflight, two_stream
@@ -166,7 +166,7 @@ class Hmdb51Test(tf.test.TestCase):
       prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, short_side=0, workers=1))
     self.assertEqual(caught.exception.differences[0], 'dataset')
     params = params_lib.make_params(data_source='tfrecord', data_dir=out, num_classes=3)
-    with self.assertRaises(manifest.ManifestError) as caught:
+    with self.assertRaises(data_checks.DataError) as caught:
       factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)
     self.assertEqual(options_named(caught.exception), ['dataset'])
     self.assertEqual(manifest.read(out, 'train')['dataset'], 'hmdb51')

@@ -990,6 +990,7 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:datasets",
         "//input_fn:factory",
         "//input_fn:manifest",
