@@ -12,12 +12,10 @@ learning rate) and a working directory it cannot write its task logs into; each 
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import tensorflow as tf
 
-from command_line import status_file
 from tests import program_runs
 from towers.cluster import local_cluster_main, spec
 from towers.params import make_params
@@ -26,22 +24,10 @@ LIMIT = 120  # seconds; each refusal comes before any task starts
 LOGS = os.path.join('runs', 'local_cluster_logs')  # where the tasks' logs would be
 
 
-def launch(*args: str, cwd: str | None = None) -> program_runs.ProgramRun:
+def launch(*args: str, cwd: str | None = None, prefix: tuple[str, ...] = ()
+           ) -> program_runs.ProgramRun:
   return program_runs.run('towers.cluster.local_cluster_main', '--network=host', *args,
-                          timeout=LIMIT, cwd=cwd or tempfile.mkdtemp())
-
-
-def launch_with_prefix(prefix: tuple[str, ...], *args: str, cwd: str) -> program_runs.ProgramRun:
-  """`launch` under `prefix` (a command that runs the rest of its arguments)."""
-  with tempfile.TemporaryDirectory() as scratch:
-    events_path = os.path.join(scratch, 'events.jsonl')
-    env = dict(os.environ, PYTHONPATH=program_runs.ROOT,
-               **{status_file.STATUS_FILE_ENV: events_path})
-    done = subprocess.run([*prefix, sys.executable, '-m', 'towers.cluster.local_cluster_main',
-                           '--network=host', *args], capture_output=True, text=True,
-                          timeout=LIMIT, check=False, env=env, cwd=cwd)
-    return program_runs.ProgramRun(done.returncode, status_file.read(events_path),
-                                   done.stdout, done.stderr)
+                          timeout=LIMIT, cwd=cwd or tempfile.mkdtemp(), prefix=prefix)
 
 
 class ClusterRefusalsTest(tf.test.TestCase):
@@ -112,7 +98,7 @@ class ClusterRefusalsTest(tf.test.TestCase):
         self.skipTest(f'cannot mount read-only here: {probe.stderr.decode()[-200:]}')
     else:
       os.chmod(here, 0o555)
-    done = launch_with_prefix(prefix, '--workers=1', '--max_steps=2', cwd=here)
+    done = launch('--workers=1', '--max_steps=2', cwd=here, prefix=prefix)
     self.assert_refused(done, [])
     self.assertFalse(os.path.exists(os.path.join(here, LOGS)))
 

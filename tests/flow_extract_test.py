@@ -10,12 +10,11 @@ import os
 import shutil
 import tempfile
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
-from command_line import status_file
+from tests import program_runs
 from data_tools import extract_flow, flow_shards, make_synthetic_ucf101
 
 from input_fn import flow, ucf101
@@ -110,11 +109,9 @@ class ExtractFlowToolTest(tf.test.TestCase):
     options = extract_flow.ExtractFlowOptions(**{
         'data_dir': data, 'short_side': 0, 'workers': 1, 'tvl1_scales': FAST.scales,
         'tvl1_warps': FAST.warps, 'tvl1_epsilon': FAST.epsilon, **overrides})
-    with tempfile.TemporaryDirectory() as scratch:
-      path = os.path.join(scratch, 'events.jsonl')
-      with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: path}):
-        manifest = extract_flow.extract(options, log=lambda line: None)
-      return manifest, {e['event']: e for e in status_file.read(path)}
+    with program_runs.recorded_events() as events:
+      manifest = extract_flow.extract(options, log=lambda line: None)
+    return manifest, {e['event']: e for e in events}
 
   def assertPlan(self, events, **expected):
     self.assertEqual({k: events['flow_plan'][k] for k in expected}, expected)

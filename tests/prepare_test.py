@@ -7,12 +7,11 @@ import os
 import shutil
 import tempfile
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
-from command_line import status_file
+from tests import program_runs
 from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import records, ucf101
@@ -38,11 +37,8 @@ def read_records(out: str, subset: str) -> list[dict]:
 
 def prepare_plan(config: prepare.PrepareConfig) -> dict[str, Any]:
   """Runs `prepare` and returns its `prepare_plan` status event."""
-  with tempfile.TemporaryDirectory() as scratch:
-    path = os.path.join(scratch, 'events.jsonl')
-    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: path}):
-      prepare.prepare(config, log=lambda s: None)
-    events = status_file.read(path)
+  with program_runs.recorded_events() as events:
+    prepare.prepare(config, log=lambda s: None)
   return next(e for e in events if e['event'] == 'prepare_plan')
 
 

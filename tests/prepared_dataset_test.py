@@ -14,11 +14,9 @@ import glob
 import os
 import shutil
 import tempfile
-from unittest import mock
 
 import tensorflow as tf
 
-from command_line import status_file
 from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import manifest, pipeline, records
@@ -31,12 +29,9 @@ LIMIT = 240  # seconds for one process
 def prepare_with_plan(data: str, out: str, **kwargs) -> tuple[dict, dict]:
   """`prepare_quietly`'s manifests and the run's `prepare_plan` status event (what it
   found to convert)."""
-  with tempfile.TemporaryDirectory() as scratch:
-    events = os.path.join(scratch, 'events.jsonl')
-    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: events}):
-      manifests = prepare_quietly(data, out, **kwargs)
-    plans = [e for e in status_file.read(events) if e['event'] == 'prepare_plan']
-  return manifests, plans[-1]
+  with program_runs.recorded_events() as events:
+    manifests = prepare_quietly(data, out, **kwargs)
+  return manifests, [e for e in events if e['event'] == 'prepare_plan'][-1]
 
 
 def prepare_quietly(data: str, out: str, **kwargs) -> dict:

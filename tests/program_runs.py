@@ -10,12 +10,14 @@ console's own specs assert on codes, files, JSON and metrics, not on those lines
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
 import sys
 import tempfile
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
+from unittest import mock
 
 from command_line import status_file
 
@@ -50,15 +52,28 @@ class ProgramRun:
 
 
 def run(module: str, *args: str, timeout: float = 240, cwd: str | None = None,
-        env: Mapping[str, str] | None = None) -> ProgramRun:
+        env: Mapping[str, str] | None = None, prefix: tuple[str, ...] = ()) -> ProgramRun:
   """Runs `python -m module args` from `cwd` with the project on PYTHONPATH and a fresh
-  status file; `env` adds to (not replaces) this process's environment."""
+  status file; `env` adds to (not replaces) this process's environment; `prefix` is a
+  command that runs the rest of its arguments (e.g. `unshare ... sh -c '...' name`)."""
   with tempfile.TemporaryDirectory() as scratch:
     events_path = os.path.join(scratch, 'events.jsonl')
     full_env = {k: v for k, v in os.environ.items() if k not in _FOREIGN}
     full_env.update(PYTHONPATH=ROOT, **(env or {}))
     full_env[status_file.STATUS_FILE_ENV] = events_path
-    done = subprocess.run([sys.executable, '-m', module, *args], capture_output=True,
+    done = subprocess.run([*prefix, sys.executable, '-m', module, *args], capture_output=True,
                           text=True, timeout=timeout, check=False, cwd=cwd, env=full_env)
     return ProgramRun(done.returncode, status_file.read(events_path), done.stdout,
                       done.stderr)
+
+
+@contextlib.contextmanager
+def recorded_events() -> Iterator[list[dict[str, Any]]]:
+  """The status events this process records inside the block (`status_file.record`), in
+  order; the list is filled when the block ends: `with recorded_events() as events: ...`."""
+  with tempfile.TemporaryDirectory() as scratch:
+    path = os.path.join(scratch, 'events.jsonl')
+    events: list[dict[str, Any]] = []
+    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: path}):
+      yield events
+    events.extend(status_file.read(path))

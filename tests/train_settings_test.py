@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import tempfile
-from unittest import mock
 
 import tensorflow as tf
 
@@ -143,11 +142,10 @@ class TrainSettingsTest(tf.test.TestCase):
 
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
     os.remove(train_settings.record_path(self.model_dir))
-    events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
-    with mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: events}):
+    with program_runs.recorded_events() as events:
       train(2, model_dir=self.model_dir)
-    self.assertEqual(status_file.values(status_file.read(events), 'unrecorded_settings',
-                                        'model_dir'), [self.model_dir])
+    self.assertEqual(status_file.values(events, 'unrecorded_settings', 'model_dir'),
+                     [self.model_dir])
     self.assertEqual(step_of(self.model_dir), 2)
     self.assertEqual(train_settings.read_record(self.model_dir)['settings'],
                      train_settings.settings(make_params(TINY, model_dir=self.model_dir)))

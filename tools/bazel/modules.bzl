@@ -788,7 +788,6 @@ TEST_DEPS = {
     ],
     "cluster_refusals_test": [
         ":program_runs",
-        "//command_line:status_file",
         "//towers/cluster:local_cluster_main",
         "//towers/cluster:spec",
         "//towers:params",
@@ -913,7 +912,7 @@ TEST_DEPS = {
     ],
     "flow_extract_test": [
         ":flow_testing",
-        "//command_line:status_file",
+        ":program_runs",
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -1125,7 +1124,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "prepare_test": [
-        "//command_line:status_file",
+        ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:records",
@@ -1133,7 +1132,6 @@ TEST_DEPS = {
     ],
     "prepared_dataset_test": [
         ":program_runs",
-        "//command_line:status_file",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:make_synthetic_ucf101_main",
         "//data_tools:prepare_lib",
