@@ -34,7 +34,11 @@ Events written today:
                                              lost_secs
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
-  evaluation     {step, metrics}             one evaluation's metrics (name -> float)
+  evaluation     {step, checkpoint_step, metrics}
+                                             one evaluation's metrics (name -> float);
+                                             `step` is the global step the checkpoint
+                                             holds, `checkpoint_step` the one it is named
+                                             with (async training may save one later)
   checkpoints_skipped {skipped, step, last_step}
                                              a lagging evaluator skips `skipped`
                                              checkpoints: it evaluates `step` next, after

@@ -21,6 +21,7 @@ from model_fn.eval_spec import TOP_1
 from towers import export_info
 from towers.checkpoints import checkpoint_step
 from towers.cluster import time_limit
+from towers.cluster.evaluator import step_of
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
 
@@ -40,11 +41,12 @@ class EvaluationLine(tf.estimator.Exporter):
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export) -> None:
-    del export_path, checkpoint_path, is_the_final_export
+    del export_path, is_the_final_export
     params = estimator.params
     logging.info('%s', evaluation_line(eval_result, protocol(params.eval_clips,
                                                              params.eval_crops)))
     status_file.record('evaluation', step=int(eval_result.get('global_step', -1)),
+                       checkpoint_step=step_of(checkpoint_path),
                        metrics={k: float(v) for k, v in eval_result.items()
                                 if k != 'global_step' and getattr(v, 'size', 1) == 1})
 

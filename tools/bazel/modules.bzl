@@ -587,6 +587,7 @@ MODULES = {
             "//input_fn:factory",
             "//model_fn/networks",
             "//model_fn:eval_spec",
+            "//towers/cluster:evaluator",
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [

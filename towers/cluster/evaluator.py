@@ -54,7 +54,8 @@ class Checkpoint:
   step: int
 
 
-def _step_of(prefix: str) -> int | None:
+def step_of(prefix: str) -> int | None:
+  """The step a checkpoint prefix is named with (model.ckpt-1200 -> 1200), None if none."""
   match = re.search(r'-(\d+)$', prefix)
   return int(match.group(1)) if match else None
 
@@ -71,7 +72,7 @@ def listed_checkpoints(model_dir: str) -> list[Checkpoint]:
   for prefix in prefixes:
     if not os.path.isabs(prefix):
       prefix = os.path.join(model_dir, prefix)
-    step = _step_of(prefix)
+    step = step_of(prefix)
     if step is not None:
       found.append(Checkpoint(prefix, step))
   return sorted(found, key=lambda c: c.step)
