@@ -327,7 +327,7 @@ def list_name(full: str, root: str, keep_extension: bool = False) -> str:
   `keep_extension`."""
   path = os.path.normpath(full)
   under = os.path.relpath(path, os.path.normpath(root))
-  if not under.startswith(os.pardir):
+  if under != os.pardir and not under.startswith(os.pardir + os.sep):
     path = under
   stem, extension = os.path.splitext(path)
   return path if keep_extension or not extension else stem
