@@ -17,6 +17,7 @@ from absl.testing import absltest
 
 from data_tools import prepare
 from input_fn import datasets, ucf101
+from towers import classifier
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata')
 HMDB51_SAMPLE = os.path.join(TESTDATA, 'hmdb51_splits')
@@ -109,6 +110,15 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(decorated.problems, [])
     self.assertEqual(decorated.classes.names, ('abseiling', 'juggling'))
     self.assertEqual(entries(decorated), entries(plain))
+
+  def test_classify_video_lists(self):
+    for rel in ('clips/a.mp4', 'clips/b.mp4'):
+      write(os.path.join(self.root, rel), 'x')
+    listed = write(os.path.join(self.root, 'videos.txt'), 'clips/a.mp4\nclips/b.mp4 1\n')
+    plain = classifier.find_videos([listed])
+    decorate(listed)
+    self.assertEqual(classifier.find_videos([listed]), plain)
+    self.assertTrue(all(os.path.isfile(path) for path in plain))
 
 
 class VideoIdentityTest(absltest.TestCase):

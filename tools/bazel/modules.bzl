@@ -1304,6 +1304,7 @@ TEST_DEPS = {
         "//data_tools:prepare_lib",
         "//input_fn:datasets",
         "//input_fn:ucf101",
+        "//towers:classifier",
     ],
     "video_metrics_test": [
         "//model_fn:video_metrics",
