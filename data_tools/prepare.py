@@ -441,7 +441,7 @@ def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
                               source['data_dir'])
            if config.dataset == 'list' else None)
   return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists,
-                             source.get('videos_dir', ''))
+                             source.get('videos_dir') or source.get('frames_dir', ''))
 
 
 def _problem_subset(problem: Problem) -> str:

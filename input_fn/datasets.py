@@ -101,12 +101,12 @@ class ListFiles:
 
 
 def read_split(dataset: str, split_folder: str, split: int,
-               lists: ListFiles | None = None, videos_folder: str = '') -> Split:
+               lists: ListFiles | None = None, class_root: str = '') -> Split:
   """The split of `dataset` (see the module docstring). Raises FileNotFoundError naming a
   missing split file, `DatasetError` when none of HMDB51's is there or, given the
-  `videos_folder` read, HMDB51's class folders and split files disagree."""
+  `class_root` read (videos or frames), HMDB51's class folders and split files disagree."""
   if dataset == 'hmdb51':
-    return read_hmdb51_split(split_folder, split, videos_folder)
+    return read_hmdb51_split(split_folder, split, class_root)
   if dataset == 'list':
     if lists is None:
       raise DatasetError('dataset=list needs --train_list, --test_list and --class_names',
@@ -151,21 +151,22 @@ def _hmdb51_split_files(folder: str) -> dict[int, dict[str, str]]:
   return found
 
 
-def read_hmdb51_split(folder: str, split: int, videos_folder: str = '') -> Split:
+def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
   0, 1 or 2, or that names a video again (other than once train and once test), is a
   Problem; a video in train and test is kept out of training (`ucf101.apply_split_rule`).
-  Raises `DatasetError` for an empty split file and, when `videos_folder` holds class
-  folders of videos, for a split file without its class folder or a class folder without
-  its split file (`check_hmdb51_classes`): either would renumber the labels."""
+  Raises `DatasetError` for an empty split file and, when `class_root` holds class folders
+  (of videos or of frame folders), for a split file without its class folder or a class
+  folder without its split file (`check_hmdb51_classes`): either would renumber the
+  labels."""
   files = _hmdb51_split_files(folder).get(split)
   if not files:
     raise DatasetError(f'{folder} holds no HMDB51 split file of split {split} '
                        f'(<class>_test_split{split}.txt, from testTrainMulti_7030_splits/ of '
                        'the official test_train_splits.rar): the HMDB51 root holds them in '
                        'testTrainMulti_7030_splits/', folder, option='split_dir')
-  check_hmdb51_classes(files, videos_folder)
+  check_hmdb51_classes(files, class_root)
   names = sorted(files)
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
@@ -204,35 +205,46 @@ def read_hmdb51_split(folder: str, split: int, videos_folder: str = '') -> Split
   return Split(classes, train, subsets['test'], problems, unused)
 
 
-def check_hmdb51_classes(files: dict[str, str], videos_folder: str) -> None:
+def check_hmdb51_classes(files: dict[str, str], class_root: str) -> None:
   """Raises `DatasetError` naming the first class whose split file (`files`: {class: path})
-  has no class folder of videos in `videos_folder`, or whose class folder (one holding
-  .avi files) has no split file. A folder holding no class folder is not checked."""
-  folders = {name.lower(): name for name in _video_class_folders(videos_folder)}
+  has no class folder in `class_root`, or whose class folder has no split file. A class
+  folder holds .avi files or frame folders (.jpg files); a root holding none (flat frame
+  folders) is not checked."""
+  folders = {name.lower(): name for name in _class_folders(class_root)}
   if not folders:
     return
   for name, path in sorted(files.items()):
     if name.lower() not in folders:
-      raise DatasetError(f'{path} names class {name!r}, which has no folder of videos in '
-                         f'{videos_folder}: rename the split file or the folder to match',
+      raise DatasetError(f'{path} names class {name!r}, which has no class folder in '
+                         f'{class_root}: rename the split file or the folder to match',
                          path, option='split_dir')
   listed = {name.lower() for name in files}
   for key, name in sorted(folders.items()):
     if key not in listed:
       split_folder = os.path.dirname(next(iter(files.values())))
-      raise DatasetError(f'{os.path.join(videos_folder, name)} holds videos of class '
+      raise DatasetError(f'{os.path.join(class_root, name)} holds videos of class '
                          f'{name!r}, which has no split file in {split_folder}: add its '
                          f'{name}_test_split<k>.txt or move the folder out',
-                         os.path.join(videos_folder, name), option='split_dir')
+                         os.path.join(class_root, name), option='split_dir')
 
 
-def _video_class_folders(folder: str) -> list[str]:
-  """The sub-folders of `folder` that hold .avi files ([] when `folder` is not one)."""
-  if not folder or not os.path.isdir(folder):
+def _class_folders(root: str) -> list[str]:
+  """The sub-folders of `root` holding .avi files or folders of .jpg files ([] when `root`
+  is not a folder)."""
+  if not root or not os.path.isdir(root):
     return []
-  return [child for child in sorted(os.listdir(folder))
-          if os.path.isdir(os.path.join(folder, child)) and
-          any(f.lower().endswith('.avi') for f in os.listdir(os.path.join(folder, child)))]
+  return [child.name for child in sorted(os.scandir(root), key=lambda c: c.name)
+          if child.is_dir() and _holds_videos(child.path)]
+
+
+def _holds_videos(folder: str) -> bool:
+  """Whether `folder` holds an .avi file or a folder holding a .jpg file."""
+  for child in os.scandir(folder):
+    if child.is_file() and child.name.lower().endswith('.avi'):
+      return True
+    if child.is_dir() and any(f.lower().endswith('.jpg') for f in os.listdir(child.path)):
+      return True
+  return False
 
 
 # --- Labelled lists (MMAction2 annotation files) -------------------------------------------
@@ -399,7 +411,9 @@ def class_folder_videos(videos_root: str, classes: ClassIndex | None
 
 def params_split(params: Any) -> Split:
   """The split the direct route of `params` reads (dataset, data_dir, split; HMDB51's class
-  folders checked against its split files when data_source=videos)."""
-  videos = videos_dir(params.dataset, params.data_dir) if params.data_source == 'videos' else ''
+  folders of videos or frames checked against its split files)."""
+  roots = {'videos': videos_dir, 'frames': frames_dir}
+  class_root = (roots[params.data_source](params.dataset, params.data_dir)
+                if params.data_source in roots else '')
   return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
-                    videos_folder=videos)
+                    class_root=class_root)

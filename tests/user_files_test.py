@@ -6,6 +6,7 @@ that disagree with their folders are named, never silently renumbered or dropped
 testdata/mmaction2/ holds MMAction2's multi-label list (SOURCE.md); the HMDB51 split files are
 the real sample of testdata/hmdb51_splits/."""
 
+import glob
 import os
 import shutil
 import tempfile
@@ -211,17 +212,17 @@ class Hmdb51TreeTest(absltest.TestCase):
     self.splits = hmdb51_tree(self.root)
     self.videos = os.path.join(self.root, 'hmdb51_org')
 
-  def refused(self) -> datasets.DatasetError:
-    """The error of both routes: the direct route's split and prepare's, which writes
-    nothing."""
+  def refused(self, source: str = 'videos') -> datasets.DatasetError:
+    """The error of both routes reading `source`: the direct route's split and prepare's,
+    which writes nothing."""
     params = types.SimpleNamespace(dataset='hmdb51', data_dir=self.root, split=1,
-                                   data_source='videos')
+                                   data_source=source)
     with self.assertRaises(datasets.DatasetError) as direct:
       datasets.params_split(params)
     out = os.path.join(self.root, 'out')
     with self.assertRaises(datasets.DatasetError) as prepared:
       prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', data_dir=self.root, out=out,
-                                            workers=1), log=lambda s: None)
+                                            source=source, workers=1), log=lambda s: None)
     self.assertFalse(os.path.exists(out))
     self.assertEqual(str(direct.exception), str(prepared.exception))
     return prepared.exception
@@ -243,6 +244,15 @@ class Hmdb51TreeTest(absltest.TestCase):
     error = self.refused()
     self.assertEqual((error.path, error.option),
                      (os.path.join(self.videos, 'wave'), 'split_dir'))
+
+  def test_a_class_folder_of_frame_folders_without_its_split_file(self):
+    os.rename(self.videos, os.path.join(self.root, 'rawframes'))
+    for folder in glob.glob(os.path.join(self.root, 'rawframes', '*', '*.avi')):
+      os.remove(folder)
+      write(os.path.join(folder[:-len('.avi')], 'img_00001.jpg'), '')
+    write(os.path.join(self.root, 'rawframes', 'wave', 'wave_it_0', 'img_00001.jpg'), '')
+    error = self.refused('frames')
+    self.assertEqual(error.path, os.path.join(self.root, 'rawframes', 'wave'))
 
   def test_an_empty_split_file(self):
     empty = write(os.path.join(self.splits, 'catch_test_split1.txt'), ' \n')
