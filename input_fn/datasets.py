@@ -177,9 +177,9 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
     path = files[name]
     lines = ucf101.read_lines(path)
     if not lines:
-      raise DatasetError(f'{path} is empty: class {name!r} would have no video and every '
-                         'class after it its label; copy the file again from '
-                         'test_train_splits.rar', path, option='split_dir')
+      raise DatasetError(f'{path} lists no video: class {name!r} would be a label without '
+                         'videos; copy the file again from test_train_splits.rar', path,
+                         option='split_dir')
     for number, text in lines:
       parts = text.split()
       if len(parts) != 2 or parts[1] not in HMDB51_IDS or \
@@ -233,18 +233,16 @@ def _class_folders(root: str) -> list[str]:
   is not a folder)."""
   if not root or not os.path.isdir(root):
     return []
-  return [child.name for child in sorted(os.scandir(root), key=lambda c: c.name)
-          if child.is_dir() and _holds_videos(child.path)]
+  with os.scandir(root) as children:
+    return sorted(c.name for c in children if c.is_dir() and _holds_videos(c.path))
 
 
 def _holds_videos(folder: str) -> bool:
   """Whether `folder` holds an .avi file or a folder holding a .jpg file."""
-  for child in os.scandir(folder):
-    if child.is_file() and child.name.lower().endswith('.avi'):
-      return True
-    if child.is_dir() and any(f.lower().endswith('.jpg') for f in os.listdir(child.path)):
-      return True
-  return False
+  with os.scandir(folder) as children:
+    return any(c.name.lower().endswith('.avi') if c.is_file() else
+               c.is_dir() and any(f.lower().endswith('.jpg') for f in os.listdir(c.path))
+               for c in children)
 
 
 # --- Labelled lists (MMAction2 annotation files) -------------------------------------------
