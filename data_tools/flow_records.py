@@ -40,7 +40,7 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
   files = layouts.Layout(task['layout']).files(task['flow_dir'], entry.name,
                                                info and info['path'])
   for channel in files:
-    count, reason = channel.count(info['num_frames'] if info else None)
+    count, reason = channel.count(info)
     if reason:
       kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
           'missing flow frames')

@@ -65,9 +65,11 @@ class FrameFiles:
   def path(self, index0: int) -> str:
     return ucf101.frame_path(self.folder, index0, self.name)
 
-  def count(self, claimed: int | None = None) -> tuple[int, str | None]:
-    """(frames 1..count on disk, None) or (0, reason): `ucf101.count_frames`."""
-    return ucf101.count_frames(self.folder, claimed, pattern=self.name)
+  def count(self, info: dict | None = None) -> tuple[int, str | None]:
+    """(frames 1..count on disk, None) or (0, reason): `ucf101.count_frames` of the count an
+    info-list row (`ucf101.FrameInfo` as a dict) claims, exactly when the row says so."""
+    return ucf101.count_frames(self.folder, info and info['num_frames'], pattern=self.name,
+                               exact=bool(info and info.get('exact')))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -174,6 +174,8 @@ def _frames_problem_kind(reason: str) -> str:
     return 'missing frame folder'
   if reason.startswith('no '):
     return 'no readable frame'
+  if reason.startswith('the list says'):
+    return 'frame count mismatch'
   return 'missing frames'
 
 
@@ -244,7 +246,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
       return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} '
                            f'differs from the split\'s {entry.label} for {entry.name}',
                            'label mismatch')
-    count, reason = files.count(info['num_frames'] if info else None)
+    count, reason = files.count(info)
     if reason:
       return None, Problem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
     jpegs = []
@@ -438,7 +440,8 @@ def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
                               source.get('videos_dir') or source.get('frames_dir') or
                               source['data_dir'])
            if config.dataset == 'list' else None)
-  return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists)
+  return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists,
+                             source.get('videos_dir') or source.get('frames_dir', ''))
 
 
 def _problem_subset(problem: Problem) -> str:

@@ -101,11 +101,12 @@ class ListFiles:
 
 
 def read_split(dataset: str, split_folder: str, split: int,
-               lists: ListFiles | None = None) -> Split:
+               lists: ListFiles | None = None, class_root: str = '') -> Split:
   """The split of `dataset` (see the module docstring). Raises FileNotFoundError naming a
-  missing split file, `DatasetError` when none of HMDB51's is there."""
+  missing split file, `DatasetError` when none of HMDB51's is there or, given the
+  `class_root` read (videos or frames), HMDB51's class folders and split files disagree."""
   if dataset == 'hmdb51':
-    return read_hmdb51_split(split_folder, split)
+    return read_hmdb51_split(split_folder, split, class_root)
   if dataset == 'list':
     if lists is None:
       raise DatasetError('dataset=list needs --train_list, --test_list and --class_names',
@@ -150,17 +151,22 @@ def _hmdb51_split_files(folder: str) -> dict[int, dict[str, str]]:
   return found
 
 
-def read_hmdb51_split(folder: str, split: int) -> Split:
+def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
   0, 1 or 2, or that names a video again (other than once train and once test), is a
-  Problem; a video in train and test is kept out of training (`ucf101.apply_split_rule`)."""
+  Problem; a video in train and test is kept out of training (`ucf101.apply_split_rule`).
+  Raises `DatasetError` for an empty split file and, when `class_root` holds class folders
+  (of videos or of frame folders), for a split file without its class folder or a class
+  folder without its split file (`check_hmdb51_classes`): either would renumber the
+  labels."""
   files = _hmdb51_split_files(folder).get(split)
   if not files:
     raise DatasetError(f'{folder} holds no HMDB51 split file of split {split} '
                        f'(<class>_test_split{split}.txt, from testTrainMulti_7030_splits/ of '
                        'the official test_train_splits.rar): the HMDB51 root holds them in '
                        'testTrainMulti_7030_splits/', folder, option='split_dir')
+  check_hmdb51_classes(files, class_root)
   names = sorted(files)
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
@@ -169,7 +175,12 @@ def read_hmdb51_split(folder: str, split: int) -> Split:
   unused = 0
   for label, name in enumerate(names):
     path = files[name]
-    for number, text in ucf101.read_lines(path):
+    lines = ucf101.read_lines(path)
+    if not lines:
+      raise DatasetError(f'{path} lists no video: class {name!r} would be a label without '
+                         'videos; copy the file again from test_train_splits.rar', path,
+                         option='split_dir')
+    for number, text in lines:
       parts = text.split()
       if len(parts) != 2 or parts[1] not in HMDB51_IDS or \
           not parts[0].lower().endswith('.avi') or '/' in parts[0]:
@@ -194,37 +205,97 @@ def read_hmdb51_split(folder: str, split: int) -> Split:
   return Split(classes, train, subsets['test'], problems, unused)
 
 
+def check_hmdb51_classes(files: dict[str, str], class_root: str) -> None:
+  """Raises `DatasetError` naming the first class whose split file (`files`: {class: path})
+  has no class folder in `class_root`, or whose class folder has no split file. A class
+  folder holds .avi files or frame folders (.jpg files); a root holding none (flat frame
+  folders) is not checked."""
+  folders = {name.lower(): name for name in _class_folders(class_root)}
+  if not folders:
+    return
+  for name, path in sorted(files.items()):
+    if name.lower() not in folders:
+      raise DatasetError(f'{path} names class {name!r}, which has no class folder in '
+                         f'{class_root}: rename the split file or the folder to match',
+                         path, option='split_dir')
+  listed = {name.lower() for name in files}
+  for key, name in sorted(folders.items()):
+    if key not in listed:
+      split_folder = os.path.dirname(next(iter(files.values())))
+      raise DatasetError(f'{os.path.join(class_root, name)} holds videos of class '
+                         f'{name!r}, which has no split file in {split_folder}: add its '
+                         f'{name}_test_split<k>.txt or move the folder out',
+                         os.path.join(class_root, name), option='split_dir')
+
+
+def _class_folders(root: str) -> list[str]:
+  """The sub-folders of `root` holding .avi files or folders of .jpg files ([] when `root`
+  is not a folder)."""
+  if not root or not os.path.isdir(root):
+    return []
+  with os.scandir(root) as children:
+    return sorted(c.name for c in children if c.is_dir() and _holds_videos(c.path))
+
+
+def _holds_videos(folder: str) -> bool:
+  """Whether `folder` holds an .avi file or a folder holding a .jpg file."""
+  with os.scandir(folder) as children:
+    return any(c.name.lower().endswith('.avi') if c.is_file() else
+               c.is_dir() and any(f.lower().endswith('.jpg') for f in os.listdir(c.path))
+               for c in children)
+
+
 # --- Labelled lists (MMAction2 annotation files) -------------------------------------------
 
 
 def read_class_names(path: str) -> ClassIndex:
-  """A class-names file: one name per line, line k (from 1) is label k - 1. A name given
-  twice raises `DatasetError` naming the file and line (the labels after it would shift)."""
+  """A class-names file: one name per line, line k (from 1) is label k - 1; blank lines may
+  only end the file. A blank line before the last name, a name with leading whitespace or a
+  name given twice raises `DatasetError` naming the file and line (the labels after it would
+  shift, or a name would not be what the lines say)."""
+  lines = ucf101.read_lines(path, blank=True)
+  while lines and not lines[-1][1]:
+    lines.pop()
   names: list[str] = []
-  for number, text in ucf101.read_lines(path):
-    if text.lower() in {n.lower() for n in names}:
-      raise DatasetError(f'{path}:{number}: class {text!r} is named twice (one name per '
-                         'line, in label order)', path, number, 'class_names')
-    names.append(text)
+  for number, text in lines:
+    if not text:
+      reason = 'is blank: every line up to the last names a class (label = line - 1)'
+    elif text != text.lstrip():
+      reason = f'class {text!r} starts with whitespace: write the name alone on its line'
+    elif text.lower() in {n.lower() for n in names}:
+      reason = f'class {text!r} is named twice (one name per line, in label order)'
+    else:
+      names.append(text)
+      continue
+    raise DatasetError(f'{path}:{number}: {reason}', path, number, 'class_names')
   return ClassIndex(tuple(names))
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
                          ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[Problem]]:
   """One MMAction2 annotation file: `<path> <label>` (VideoDataset) or `<frame_dir>
-  <total_frames> <label>` (RawframeDataset) lines, not mixed. Returns the entries (name: the
-  path without extension), the frame folders of a rawframe list, and one Problem per line
-  that is malformed, has a label outside 0..classes-1, names a missing file or folder, or
-  repeats a video."""
+  <total_frames> <label>` (RawframeDataset) lines, not mixed. Returns the entries, the frame
+  folders of a rawframe list (their `total_frames` must be what the folder holds), and one
+  Problem per line that is malformed, multi-label (a video file with several labels,
+  VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
+  folder, or repeats a video. A video is its resolved path (`identity`: `./`, `..` and
+  symlinks resolved, relative or absolute alike); its name is the path below `root`
+  without the extension (`list_name`)."""
   entries: list[VideoEntry] = []
   folders: dict[str, FrameInfo] = {}
   problems = []
   fields = None
-  seen: set[str] = set()
+  seen: dict[str, int] = {}
   for number, text in ucf101.read_lines(path):
     def bad(kind: str, reason: str) -> None:
       problems.append(Problem(path, number, reason, kind, subset))
     parts = text.split()
+    rel = parts[0].replace('\\', '/')
+    full = rel if os.path.isabs(rel) else os.path.join(root, rel)
+    if len(parts) > 2 and os.path.isfile(full) and all(p.isdigit() for p in parts[1:]):
+      bad('multi-label', f'{rel} is given {len(parts) - 1} labels ({", ".join(parts[1:])}): '
+          'multi-label lines are not supported, one label per video')
+      continue
     if len(parts) not in (2, 3) or (fields is not None and len(parts) != fields):
       expected = {None: '"<path> <label>" or "<frame_dir> <total_frames> <label>"',
                   2: '"<path> <label>" like the lines before', 3: '"<frame_dir> '
@@ -243,28 +314,39 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
       bad('label out of range', f'label {label} out of range 0..{len(classes) - 1} '
           f'({len(classes)} classes in the class-names file)')
       continue
-    rel = parts[0].replace('\\', '/')
-    full = rel if os.path.isabs(rel) else os.path.join(root, rel)
     exists = os.path.isdir(full) if fields == 3 else os.path.isfile(full)
     if not exists:
       bad('missing file', f'{rel} not found under {root}')
       continue
-    name = rel[:-len(os.path.splitext(rel)[1])] if fields == 2 and \
-        os.path.splitext(rel)[1] else rel.rstrip('/')
-    if name.lower() in seen:
-      bad('duplicate', f'duplicate video {rel!r}')
+    identity = os.path.realpath(full)
+    if identity in seen:
+      bad('duplicate', f'{rel} is the video of line {seen[identity]} again ({identity})')
       continue
-    seen.add(name.lower())
+    seen[identity] = number
+    name = list_name(full, root, keep_extension=fields == 3)
     entries.append(VideoEntry(name, classes.names[label], label, 0, 0, rel, len(entries), path,
-                              number))
+                              number, identity))
     if fields == 3:
-      folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number)
+      folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
   return entries, folders, problems
+
+
+def list_name(full: str, root: str, keep_extension: bool = False) -> str:
+  """The name of a listed video at `full`: its normalised path relative to `root` when under
+  it (else the normalised absolute path), without the file extension unless
+  `keep_extension`."""
+  path = os.path.normpath(full)
+  under = os.path.relpath(path, os.path.normpath(root))
+  if under != os.pardir and not under.startswith(os.pardir + os.sep):
+    path = under
+  stem, extension = os.path.splitext(path)
+  return path if keep_extension or not extension else stem
 
 
 def read_list_split(lists: ListFiles) -> Split:
   """A list dataset's split: the class names, the train and test lists (see
-  `read_annotation_list`); a video in both lists is kept out of training."""
+  `read_annotation_list`); a video in both lists is kept out of training. Two videos whose
+  names differ only by extension (`a.avi`, `a.mp4`) are named with it."""
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
     if not os.path.isfile(path):
@@ -275,6 +357,12 @@ def read_list_split(lists: ListFiles) -> Split:
                        option='class_names')
   train, folders, found = read_annotation_list(lists.train, 'train', classes, lists.root)
   test, test_folders, test_found = read_annotation_list(lists.test, 'test', classes, lists.root)
+  videos: dict[str, set[str]] = {}
+  for entry in train + test:
+    videos.setdefault(entry.key, set()).add(entry.identity)
+  train, test = ([e if len(videos[e.key]) == 1 else dataclasses.replace(
+      e, name=list_name(os.path.join(lists.root, e.rel_path), lists.root, True))
+                  for e in entries] for entries in (train, test))
   train, problems = ucf101.apply_split_rule(train, test, found + test_found)
   return Split(classes, train, test, problems, 0, {**folders, **test_folders})
 
@@ -320,5 +408,10 @@ def class_folder_videos(videos_root: str, classes: ClassIndex | None
 
 
 def params_split(params: Any) -> Split:
-  """The split the direct route of `params` reads (dataset, data_dir, split)."""
-  return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split)
+  """The split the direct route of `params` reads (dataset, data_dir, split; HMDB51's class
+  folders of videos or frames checked against its split files)."""
+  roots = {'videos': videos_dir, 'frames': frames_dir}
+  class_root = (roots[params.data_source](params.dataset, params.data_dir)
+                if params.data_source in roots else '')
+  return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
+                    class_root=class_root)

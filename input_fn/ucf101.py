@@ -1,6 +1,7 @@
 """Readers for UCF101 exactly as it is found on disk.
 
-Formats (all text files may have CRLF line endings; blank lines are ignored):
+Formats (every text file is read by `read_lines`: a UTF-8 byte-order mark, CRLF line ends and
+trailing whitespace are ignored, and so are blank lines):
 
 * `classInd.txt`: `"<label1> <ClassName>"`, label 1-based, e.g. `1 ApplyEyeMakeup`.
 * `trainlist0N.txt`: `"<Class>/v_<Class>_gGG_cCC.avi <label1>"`.
@@ -113,7 +114,8 @@ class VideoEntry:
   every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of
   classInd.txt, `label` 0-based.
   `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
-  say where the entry came from.
+  say where the entry came from. `identity`: the resolved path of the listed file or folder
+  where a list names videos by path (list datasets), '' where videos are matched by `key`.
   """
   name: str
   class_name: str
@@ -124,17 +126,27 @@ class VideoEntry:
   index: int
   source: str
   line: int
+  identity: str = ''
 
   @property
   def key(self) -> str:
     return self.name.lower()
 
+  @property
+  def video(self) -> str:
+    """What makes two entries the same video: `identity` when known, else `key`."""
+    return self.identity or self.key
 
-def read_lines(path: str) -> list[tuple[int, str]]:
-  """Non-blank lines of a text file as (1-based line number, stripped text); CRLF-safe."""
+
+def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
+  """The lines of a user's text file (split files, class lists, annotation lists, info
+  lists) as (1-based line number, text): every such file is read here, so a UTF-8 byte-order
+  mark, CRLF or CR line ends and trailing spaces or tabs read the same as without. The text
+  keeps its leading whitespace; blank lines are left out unless `blank`."""
   with open(path, 'rb') as f:
-    data = f.read().decode('utf-8', errors='replace')
-  return [(i + 1, line.strip()) for i, line in enumerate(data.splitlines()) if line.strip()]
+    data = f.read().decode('utf-8-sig', errors='replace')
+  lines = [(i + 1, line.rstrip()) for i, line in enumerate(data.splitlines())]
+  return lines if blank else [(number, text) for number, text in lines if text]
 
 
 def read_class_index(path: str) -> tuple[ClassIndex, list[Problem]]:
@@ -274,8 +286,8 @@ class Split:
 def read_split(split_dir: str, split: int) -> Split:
   """Reads classInd.txt, trainlist0<split>.txt and testlist0<split>.txt from `split_dir`.
 
-  The split rule: a video named in the test list is removed from training (compared by
-  lower-case name), with a Problem, so no test video can ever be trained on. Entry
+  The split rule: a video named in the test list is removed from training
+  (`apply_split_rule`), with a Problem, so no test video can ever be trained on. Entry
   indices are renumbered 0..n-1 after removal.
   """
   class_path = find_child(split_dir, CLASS_INDEX_FILE)
@@ -298,12 +310,12 @@ def read_split(split_dir: str, split: int) -> Split:
 def apply_split_rule(train_entries: list[VideoEntry], test: list[VideoEntry],
                      problems: list[Problem]) -> tuple[list[VideoEntry], list[Problem]]:
   """(train without any video of `test`, `problems` plus one Problem per removed video):
-  a video listed for testing is never trained on (compared by lower-case name); train
-  indices are renumbered 0..n-1."""
-  test_keys = {e.key for e in test}
+  a video listed for testing is never trained on (compared by `VideoEntry.video`: the
+  resolved path, else the lower-case name); train indices are renumbered 0..n-1."""
+  test_videos = {e.video for e in test}
   train, problems = [], list(problems)
   for e in train_entries:
-    if e.key in test_keys:
+    if e.video in test_videos:
       problems.append(Problem(e.source, e.line, f'{e.name} is also in the test list: '
                               'kept out of training', 'test video in training list', 'train'))
     else:
@@ -335,12 +347,15 @@ def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class FrameInfo:
-  """One row of rgb.txt: video name, folder path, frame count it claims, 0-based label."""
+  """One row of rgb.txt: video name, folder path, frame count it claims, 0-based label.
+  `exact`: the folder must hold exactly `num_frames` (MMAction2's `total_frames`), not up to
+  MISSING_TAIL_TOLERANCE fewer."""
   name: str
   path: str
   num_frames: int
   label: int
   line: int
+  exact: bool = False
 
 
 def read_frame_list(path: str, num_classes: int | None = None
@@ -389,13 +404,15 @@ def name_regex(pattern: str) -> re.Pattern:
 
 def count_frames(folder: str, claimed: int | None = None,
                  tolerance: int = MISSING_TAIL_TOLERANCE,
-                 pattern: str = FRAME_PATTERN) -> tuple[int, str | None]:
+                 pattern: str = FRAME_PATTERN, exact: bool = False
+                 ) -> tuple[int, str | None]:
   """Usable frames of a folder of `pattern` files (1-based numbers): (count, None) or
   (0, reason).
 
   Frames must be 1..count without a gap. A folder holding up to `tolerance` frames fewer
   than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
-  shortfall, a gap, an empty or missing folder give a reason instead.
+  shortfall, a gap, an empty or missing folder give a reason instead, and with `exact` any
+  count other than `claimed` does (reason starting 'the list says').
   """
   if not os.path.isdir(folder):
     return 0, f'missing frame folder {folder}'
@@ -413,6 +430,8 @@ def count_frames(folder: str, claimed: int | None = None,
     shown = ', '.join(pattern % i for i in gaps[:5])
     return 0, f'missing frames inside {folder}: {shown}{" ..." if len(gaps) > 5 else ""} ' \
               f'({len(gaps)} of {last} missing)'
+  if exact and claimed is not None and last != claimed:
+    return 0, f'the list says {claimed} frames but {folder} holds {last}'
   if claimed is not None and claimed - last > tolerance:
     return 0, f'{folder} holds {last} frames but the list says {claimed}'
   return last, None

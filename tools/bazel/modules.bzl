@@ -1300,6 +1300,12 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//input_fn:video_io",
     ],
+    "user_files_test": [
+        "//data_tools:prepare_lib",
+        "//input_fn:datasets",
+        "//input_fn:ucf101",
+        "//towers:classifier",
+    ],
     "video_metrics_test": [
         "//model_fn:video_metrics",
     ],

@@ -1,0 +1,309 @@
+"""Users' own text files and paths: read alike with or without a byte-order mark, CRLF or
+trailing whitespace; a video is its resolved path; class-names lines that would shift labels,
+HMDB51 trees that disagree with their split files, multi-label lines and rawframe counts
+that disagree with their folders are named, never silently renumbered or dropped.
+
+testdata/mmaction2/ holds MMAction2's multi-label list (SOURCE.md); the HMDB51 split files are
+the real sample of testdata/hmdb51_splits/."""
+
+import glob
+import os
+import shutil
+import tempfile
+import types
+
+import cv2
+import numpy as np
+from absl.testing import absltest
+
+from data_tools import prepare
+from input_fn import datasets, ucf101
+from towers import classifier
+
+TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata')
+HMDB51_SAMPLE = os.path.join(TESTDATA, 'hmdb51_splits')
+MULTI_LABEL = os.path.join(TESTDATA, 'mmaction2', 'video_test_list_multi_label.txt')
+
+
+def write(path: str, text: str) -> str:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    f.write(text)
+  return path
+
+
+def decorate(path: str) -> None:
+  """Rewrites a text file as a Windows editor may save it: a UTF-8 byte-order mark, CRLF,
+  trailing spaces and tabs."""
+  with open(path, encoding='utf-8') as f:
+    lines = f.read().splitlines()
+  with open(path, 'wb') as f:
+    f.write(b'\xef\xbb\xbf' + ''.join(line + ' \t\r\n' for line in lines).encode())
+
+
+def hmdb51_tree(root: str) -> str:
+  """The real split-file sample with an .avi (empty) of every listed video under
+  hmdb51_org/<class>/; returns the split folder."""
+  splits = os.path.join(root, 'testTrainMulti_7030_splits')
+  shutil.copytree(HMDB51_SAMPLE, splits)
+  for name in os.listdir(splits):
+    if name.endswith('_test_split1.txt'):
+      for _, text in ucf101.read_lines(os.path.join(splits, name)):
+        write(os.path.join(root, 'hmdb51_org', name[:-len('_test_split1.txt')],
+                           text.split()[0]), '')
+  return splits
+
+
+def entries(split: ucf101.Split) -> dict[str, list[tuple[str, str, int]]]:
+  return {s: [(e.name, e.class_name, e.label) for e in split.subset(s)]
+          for s in ('train', 'test')}
+
+
+class OneReaderTest(absltest.TestCase):
+  """Every user text file reads the same decorated (BOM, CRLF, trailing spaces and tabs)."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+
+  def test_hmdb51_split_files_keep_the_first_video_of_every_class(self):
+    splits = hmdb51_tree(self.root)
+    plain = datasets.read_split('hmdb51', splits, 1)
+    for name in os.listdir(splits):
+      decorate(os.path.join(splits, name))
+    decorated = datasets.read_split('hmdb51', splits, 1)
+    self.assertEqual(decorated.problems, [])
+    self.assertEqual(entries(decorated), entries(plain))
+    self.assertEqual(decorated.unused, plain.unused)
+    self.assertLen(plain.train + plain.test, 11)
+
+  def test_ucf101_class_index_split_lists_and_frame_list(self):
+    folder = os.path.join(self.root, 'ucfTrainTestlist')
+    write(os.path.join(folder, 'classInd.txt'), '1 ApplyEyeMakeup\n2 Archery\n')
+    write(os.path.join(folder, 'trainlist01.txt'),
+          'ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1\nArchery/v_Archery_g08_c01.avi 2\n')
+    write(os.path.join(folder, 'testlist01.txt'),
+          'ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\nArchery/v_Archery_g01_c01.avi\n')
+    frame_list = write(os.path.join(self.root, 'rgb.txt'),
+                       'v_ApplyEyeMakeup_g08_c01 a 30 0\nv_Archery_g08_c01 b 25 1\n')
+    plain = ucf101.read_split(folder, 1), ucf101.read_frame_list(frame_list)
+    for name in os.listdir(folder):
+      decorate(os.path.join(folder, name))
+    decorate(frame_list)
+    split, (infos, problems) = ucf101.read_split(folder, 1), ucf101.read_frame_list(frame_list)
+    self.assertEqual((split.problems, problems), ([], []))
+    self.assertEqual((split.classes.names, entries(split)),
+                     (plain[0].classes.names, entries(plain[0])))
+    self.assertEqual(infos, plain[1][0])
+
+  def test_mmaction2_lists_and_class_names(self):
+    for rel in ('abseiling/a1.mp4', 'juggling/j1.mp4'):
+      write(os.path.join(self.root, rel), 'x')
+    lists = datasets.ListFiles(write(os.path.join(self.root, 'train.txt'), 'abseiling/a1.mp4 0\n'),
+                               write(os.path.join(self.root, 'test.txt'), 'juggling/j1.mp4 1\n'),
+                               write(os.path.join(self.root, 'classes.txt'),
+                                     'abseiling\njuggling\n'), self.root)
+    plain = datasets.read_list_split(lists)
+    for path in (lists.train, lists.test, lists.class_names):
+      decorate(path)
+    decorated = datasets.read_list_split(lists)
+    self.assertEqual(decorated.problems, [])
+    self.assertEqual(decorated.classes.names, ('abseiling', 'juggling'))
+    self.assertEqual(entries(decorated), entries(plain))
+
+  def test_classify_video_lists(self):
+    for rel in ('clips/a.mp4', 'clips/b.mp4'):
+      write(os.path.join(self.root, rel), 'x')
+    listed = write(os.path.join(self.root, 'videos.txt'), 'clips/a.mp4\nclips/b.mp4 1\n')
+    plain = classifier.find_videos([listed])
+    decorate(listed)
+    self.assertEqual(classifier.find_videos([listed]), plain)
+    self.assertTrue(all(os.path.isfile(path) for path in plain))
+
+
+class VideoIdentityTest(absltest.TestCase):
+  """A listed video is its resolved path, however the line spells it."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+    for rel in ('vids/v1.avi', 'vids/v4.avi', 'vids/test.avi', 'vids/test.mp4'):
+      write(os.path.join(self.root, rel), rel)
+    os.symlink('v4.avi', os.path.join(self.root, 'vids', 'link4.avi'))
+    self.classes = write(os.path.join(self.root, 'classes.txt'), 'a\nb\n')
+
+  def split(self, train: str, test: str) -> ucf101.Split:
+    return datasets.read_list_split(datasets.ListFiles(
+        write(os.path.join(self.root, 'train.txt'), train),
+        write(os.path.join(self.root, 'test.txt'), test), self.classes, self.root))
+
+  def test_a_test_video_is_never_trained_on_whatever_its_spelling(self):
+    absolute = os.path.join(self.root, 'vids', 'v4.avi')
+    for spelling in ('vids/./v4.avi', absolute, 'vids/../vids/v4.avi', 'vids/link4.avi'):
+      with self.subTest(spelling=spelling):
+        split = self.split(f'vids/v1.avi 0\n{spelling} 1\n', 'vids/v4.avi 1\n')
+        self.assertEqual([e.name for e in split.train], ['vids/v1'])
+        self.assertEqual([(p.line, p.kind) for p in split.problems],
+                         [(2, 'test video in training list')])
+
+  def test_one_file_under_two_spellings_is_one_video(self):
+    split = self.split(f'vids/v1.avi 0\n./vids/v1.avi 0\n{self.root}/vids/v1.avi 0\n',
+                       'vids/v4.avi 1\nvids/link4.avi 1\n')
+    self.assertEqual([e.name for e in split.train], ['vids/v1'])
+    self.assertEqual([e.name for e in split.test], ['vids/v4'])
+    self.assertEqual(sorted((os.path.basename(p.source), p.line, p.kind)
+                            for p in split.problems),
+                     [('test.txt', 2, 'duplicate'), ('train.txt', 2, 'duplicate'),
+                      ('train.txt', 3, 'duplicate')])
+
+  def test_two_files_differing_by_extension_are_two_videos(self):
+    split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
+    self.assertEqual(split.problems, [])
+    self.assertEqual(([e.name for e in split.train], [e.name for e in split.test]),
+                     (['vids/test.avi'], ['vids/test.mp4']))
+
+  def test_a_respelled_list_resumes_the_shards_already_written(self):
+    fingerprints = []
+    for train in ('vids/v1.avi 0\n', f'./vids/../vids/v1.avi 0\n'):
+      config = prepare.PrepareConfig(
+          dataset='list', data_dir=self.root, out=os.path.join(self.root, 'out'),
+          train_list=write(os.path.join(self.root, 'train.txt'), train),
+          test_list=write(os.path.join(self.root, 'test.txt'), 'vids/v4.avi 1\n'),
+          class_names=self.classes, workers=1)
+      fingerprints.append([s['fingerprint'] for s in prepare.plan(config)[1]['train']])
+    self.assertEqual(fingerprints[0], fingerprints[1])
+
+
+class ClassNamesTest(absltest.TestCase):
+  """A class-names line that would move the labels after it stops the run, naming it."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+
+  def read(self, text: str) -> datasets.ClassIndex:
+    return datasets.read_class_names(write(os.path.join(self.root, 'classes.txt'), text))
+
+  def test_blank_whitespace_only_and_padded_lines_are_refused_by_line(self):
+    for text, line in (('a\n\nb\nc\n', 2), ('a\nb\n \t\nc\n', 3), ('a\n  b\nc\n', 2),
+                       ('a\n b \nc\n', 2)):
+      with self.subTest(text=text):
+        with self.assertRaises(datasets.DatasetError) as caught:
+          self.read(text)
+        self.assertEqual((caught.exception.path, caught.exception.line,
+                          caught.exception.option),
+                         (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+
+  def test_blank_lines_ending_the_file_and_inner_spaces_are_names_as_written(self):
+    self.assertEqual(self.read('air drumming\nabseiling\n\n\n').names,
+                     ('air drumming', 'abseiling'))
+
+
+class Hmdb51TreeTest(absltest.TestCase):
+  """Class folders and split files of HMDB51 that disagree stop the run before work."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+    self.splits = hmdb51_tree(self.root)
+    self.videos = os.path.join(self.root, 'hmdb51_org')
+
+  def refused(self, source: str = 'videos') -> datasets.DatasetError:
+    """The error of both routes reading `source`: the direct route's split and prepare's,
+    which writes nothing."""
+    params = types.SimpleNamespace(dataset='hmdb51', data_dir=self.root, split=1,
+                                   data_source=source)
+    with self.assertRaises(datasets.DatasetError) as direct:
+      datasets.params_split(params)
+    out = os.path.join(self.root, 'out')
+    with self.assertRaises(datasets.DatasetError) as prepared:
+      prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', data_dir=self.root, out=out,
+                                            source=source, workers=1), log=lambda s: None)
+    self.assertFalse(os.path.exists(out))
+    self.assertEqual(str(direct.exception), str(prepared.exception))
+    return prepared.exception
+
+  def test_the_tree_as_released_is_read(self):
+    params = types.SimpleNamespace(dataset='hmdb51', data_dir=self.root, split=1,
+                                   data_source='videos')
+    self.assertLen(datasets.params_split(params).classes, 5)
+
+  def test_a_split_file_without_its_class_folder(self):
+    extra = write(os.path.join(self.splits, 'brush_hairs_test_split1.txt'),
+                  'Brushing_Hair_with_Beautiful_Girl_brush_hair_f_nm_np1_fr_goo_0.avi 1 \n')
+    error = self.refused()
+    self.assertEqual((error.path, error.option), (extra, 'split_dir'))
+    self.assertIn("'brush_hairs'", str(error))
+
+  def test_a_class_folder_without_its_split_file(self):
+    write(os.path.join(self.videos, 'wave', 'wave_it_h_nm_np1_fr_goo_0.avi'), '')
+    error = self.refused()
+    self.assertEqual((error.path, error.option),
+                     (os.path.join(self.videos, 'wave'), 'split_dir'))
+
+  def test_a_class_folder_of_frame_folders_without_its_split_file(self):
+    os.rename(self.videos, os.path.join(self.root, 'rawframes'))
+    for folder in glob.glob(os.path.join(self.root, 'rawframes', '*', '*.avi')):
+      os.remove(folder)
+      write(os.path.join(folder[:-len('.avi')], 'img_00001.jpg'), '')
+    write(os.path.join(self.root, 'rawframes', 'wave', 'wave_it_0', 'img_00001.jpg'), '')
+    error = self.refused('frames')
+    self.assertEqual(error.path, os.path.join(self.root, 'rawframes', 'wave'))
+
+  def test_an_empty_split_file(self):
+    empty = write(os.path.join(self.splits, 'catch_test_split1.txt'), ' \n')
+    error = self.refused()
+    self.assertEqual((error.path, error.option), (empty, 'split_dir'))
+
+
+class ListLinesTest(absltest.TestCase):
+  """Lines of MMAction2 lists this project cannot use as they mean are named for what they
+  are."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+    self.classes = write(os.path.join(self.root, 'classes.txt'),
+                         ''.join(f'class{i}\n' for i in range(5)))
+
+  def test_mmaction2s_multi_label_lines_are_named_multi_label(self):
+    write(os.path.join(self.root, 'test.mp4'), '')
+    write(os.path.join(self.root, 'other.mp4'), '')
+    train = os.path.join(self.root, 'train.txt')
+    shutil.copy(MULTI_LABEL, train)
+    split = datasets.read_list_split(datasets.ListFiles(
+        train, write(os.path.join(self.root, 'test.txt'), 'other.mp4 1\n'), self.classes,
+        self.root))
+    self.assertEqual(split.train, [])
+    self.assertEqual([(p.line, p.kind) for p in split.problems],
+                     [(1, 'multi-label'), (2, 'multi-label')])
+
+  def test_a_rawframe_count_that_disagrees_with_its_folder_is_counted_in_the_manifest(self):
+    image = cv2.imencode('.jpg', np.zeros((8, 8, 3), np.uint8))[1].tobytes()
+    for video, frames in (('f/good', 6), ('f/fewer', 5), ('f/more', 9), ('f/test', 6)):
+      for t in range(frames):
+        folder = os.path.join(self.root, video)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f'img_{t + 1:05d}.jpg'), 'wb') as f:
+          f.write(image)
+    train = write(os.path.join(self.root, 'train.txt'),
+                  'f/good 6 0\nf/fewer 7 1\nf/more 7 2\n')
+    manifests = prepare.prepare(prepare.PrepareConfig(
+        dataset='list', source='frames', data_dir=self.root, train_list=train,
+        test_list=write(os.path.join(self.root, 'test.txt'), 'f/test 6 0\n'),
+        class_names=self.classes, out=os.path.join(self.root, 'out'), short_side=0,
+        workers=1), log=lambda s: None)
+    found = manifests['train']
+    self.assertEqual((found['num_listed'], found['num_records'], found['skipped_by_kind']),
+                     (3, 1, {'frame count mismatch': 2}))
+    self.assertEqual(sorted(s['input'] for s in found['skipped']),
+                     [os.path.join(self.root, 'f/fewer'), os.path.join(self.root, 'f/more')])
+
+
+if __name__ == '__main__':
+  absltest.main()
