@@ -310,6 +310,7 @@ MODULES = {
             ":ucf101",
             ":video_io",
         ]),
+        ("flow_colors.py", "flow_colors", []),
         ("frame_sample.py", "frame_sample", [
             ":direct",
             ":manifest",
@@ -420,10 +421,16 @@ MODULES = {
             ":sync_replicas",
             ":tower_forward",
             ":tower_graph",
+            ":train_view",
             ":training_hooks",
             ":transfer",
             ":warm_start",
             "//command_line:status_file",
+        ]),
+        ("train_view.py", "train_view", [
+            ":tower_forward",
+            ":tower_graph",
+            "//input_fn:flow_colors",
         ]),
         ("training_hooks.py", "training_hooks", [
             "//command_line:progress",
@@ -911,6 +918,9 @@ TEST_DEPS = {
         "//docs:flags_doc_lib",
         "//towers:params",
     ],
+    "flow_colors_test": [
+        "//input_fn:flow_colors",
+    ],
     "flow_extract_test": [
         ":flow_testing",
         ":program_runs",
@@ -1242,6 +1252,11 @@ TEST_DEPS = {
         "//towers:preflight",
         "//towers:train_main",
         "//towers:train_settings",
+    ],
+    "train_view_test": [
+        "//input_fn:flow_colors",
+        "//model_fn:tower_graph",
+        "//model_fn:train_view",
     ],
     "training_console_test": [
         ":program_runs",
