@@ -5,8 +5,9 @@
 `accuracy/top_1`: the fraction of the step's clips (every tower and micro-batch) whose
 largest logit is their label, from the logits the step computed (training mode: after
 augmentation, with dropout); the same tag as the evaluation's, so TensorBoard draws both
-runs on one chart. `train/clip`: FRAMES frames, evenly spaced, of the step's first clip as the
-network sees it (cropped, flipped, scaled), back to uint8 pixels: RGB as they are, flow
+runs on one chart. `train/clip`: one image, FRAMES frames side by side, evenly spaced in the
+step's first clip as the network sees it (cropped, flipped, scaled), back to uint8 pixels:
+RGB as they are, flow
 (u, v) color-coded with the Middlebury wheel (`input_fn/flow_colors.py`, scaled by the
 clip's largest displacement). Summary ops run only when the Estimator writes summaries
 (every `log_every_steps`), never in the other steps.
@@ -47,14 +48,15 @@ def train_view_summaries(outputs: TowerOutputs, label_parts: Sequence[tf.Tensor]
       images.set_shape(frames.shape[:-1].concatenate([3]))
     else:
       images = tf.cast(tf.round((frames + 1.0) * 127.5), tf.uint8)
-    tf1.summary.image('train/clip', images, max_outputs=FRAMES)
+    shape = tf.shape(images)  # [frames, H, W, 3] -> one strip [1, H, frames * W, 3]
+    strip = tf.reshape(tf.transpose(images, [1, 0, 2, 3]), [1, shape[1], -1, 3])
+    tf1.summary.image('train/clip', strip, max_outputs=1)
 
 
 def _shown_frames(clip: tf.Tensor) -> tf.Tensor:
-  """float32 [FRAMES or fewer, H, W, C] in [-1, 1]: evenly spaced frames of `clip`."""
-  count = tf.shape(clip)[0]
-  picked = tf.unique(tf.cast(tf.round(tf.linspace(0.0, tf.cast(count - 1, tf.float32),
-                                                  FRAMES)), tf.int32)).y
+  """float32 [min(FRAMES, T), H, W, C] in [-1, 1]: evenly spaced frames of `clip` [T, ...]."""
+  last = tf.cast(tf.shape(clip)[0] - 1, tf.float32)
+  picked = tf.unique(tf.cast(tf.round(tf.linspace(0.0, last, FRAMES)), tf.int32)).y
   return tf.gather(float_clips(clip), picked)
 
 

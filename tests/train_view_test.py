@@ -12,7 +12,7 @@ tf1 = tf.compat.v1
 
 
 def _summaries(logits, label_parts, clips, stream):
-  """{tag: float or [decoded uint8 images]} of the summaries `train_view` writes."""
+  """{tag: float, or the frames [W, H, 3] of its one image} of what `train_view` writes."""
   with tf.Graph().as_default():
     outputs = TowerOutputs([tf.constant(l, tf.float32) for l in logits], None, [], [], ())
     train_view.train_view_summaries(outputs, [tf.constant(l, tf.int64) for l in label_parts],
@@ -22,8 +22,9 @@ def _summaries(logits, label_parts, clips, stream):
   found = {}
   for value in summary.value:
     if value.HasField('image'):
-      image = tf.io.decode_png(value.image.encoded_image_string).numpy()
-      found.setdefault(value.tag.rsplit('/', 2)[0], []).append(image)
+      strip = tf.io.decode_png(value.image.encoded_image_string).numpy()
+      width = clips.shape[3]
+      found[value.tag] = [strip[:, i:i + width] for i in range(0, strip.shape[1], width)]
     else:
       found[value.tag] = value.simple_value
   return found
@@ -44,7 +45,7 @@ class TrainViewTest(tf.test.TestCase):
     clips = np.zeros((2, 8, 4, 5, 3), np.float32)
     clips[0] = np.linspace(-1.0, 1.0, 8)[:, None, None, None]  # frame t: one gray level
     clips[1] = 0.5  # another clip: never shown
-    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'rgb')['train/clip']
+    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'rgb')['train/clip/image']
     self.assertLen(images, train_view.FRAMES)
     self.assertEqual(images[0].shape, (4, 5, 3))
     # Frames 0, 2, 5, 7 of 8 (evenly spaced), pixel = (x + 1) * 127.5.
@@ -53,14 +54,14 @@ class TrainViewTest(tf.test.TestCase):
 
   def test_uint8_clips_are_shown_as_read(self):
     clips = np.full((1, 3, 2, 2, 3), 200, np.uint8)
-    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'rgb')['train/clip']
+    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'rgb')['train/clip/image']
     self.assertLen(images, 3)  # a clip shorter than FRAMES: each frame once
     self.assertTrue(all((i == 200).all() for i in images))
 
   def test_flow_frames_are_color_coded_with_one_scale_per_clip(self):
     rng = np.random.default_rng(0)
     clips = rng.uniform(-0.3, 0.3, (1, 4, 6, 6, 2)).astype(np.float32)
-    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'flow')['train/clip']
+    images = _summaries([[[1.0, 0.0]]], [[0]], clips, 'flow')['train/clip/image']
     expected = flow_colors.flow_to_rgb(clips[0, ..., 0], clips[0, ..., 1])
     self.assertLen(images, 4)
     for shown, want in zip(images, expected):

@@ -1218,6 +1218,11 @@ TEST_DEPS = {
     "status_file_test": [
         "//command_line:status_file",
     ],
+    "tensorboard_test": [
+        ":program_runs",
+        "//model_fn:train_view",
+        "//towers:train_main",
+    ],
     "time_limit_test": [
         ":cluster_testing",
         "//command_line:status_file",
