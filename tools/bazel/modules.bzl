@@ -199,6 +199,9 @@ MODULES = {
             ":options",
             ":status_file",
         ]),
+        ("flagfile.py", "flagfile", [
+            ":options",
+        ]),
         ("options.py", "options", []),
         ("progress.py", "progress", []),
         ("status_file.py", "status_file", []),
@@ -536,6 +539,7 @@ MODULES = {
         ]),
         ("estimator.py", "estimator", [
             ":params",
+            ":run_flags",
             ":train_settings",
             "//model_fn/networks",
             "//model_fn:devices",
@@ -585,6 +589,17 @@ MODULES = {
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
         ]),
+        ("run_flags.py", "run_flags", [
+            ":params",
+            "//command_line:flagfile",
+        ]),
+        ("run_summary.py", "run_summary", [
+            ":params",
+            ":run_flags",
+            "//model_fn:batch_split",
+            "//model_fn:devices",
+            "//towers/cluster:spec",
+        ]),
         ("train_and_evaluate_loop.py", "train_and_evaluate_loop", [
             ":checkpoints",
             ":estimator",
@@ -625,6 +640,7 @@ MODULES = {
             ":model_dir_lock",
             ":params",
             ":preflight",
+            ":run_summary",
             ":train_and_evaluate_loop",
             ":train_settings",
             "//input_fn:data_checks",
@@ -1177,6 +1193,14 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:preflight",
         "//towers:resume_check",
+        "//towers:train_main",
+    ],
+    "run_flags_test": [
+        ":program_runs",
+        "//command_line:flagfile",
+        "//towers:flags",
+        "//towers:params",
+        "//towers:run_flags",
         "//towers:train_main",
     ],
     "run_refusals_test": [
