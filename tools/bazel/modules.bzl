@@ -227,6 +227,17 @@ MODULES = {
             "//command_line:entry",
             "//input_fn:ucf101",
         ]),
+        ("flow_preview.py", "flow_preview_lib", [
+            "//command_line:options",
+            "//input_fn:flow",
+            "//input_fn:flow_colors",
+            "//input_fn:ucf101",
+        ]),
+        ("flow_preview_main.py", "flow_preview_main", [
+            ":flow_preview_lib",
+            "//command_line:entry",
+            "//command_line:options",
+        ]),
         ("flow_records.py", "flow_records", [
             ":layouts",
             "//input_fn:flow",
@@ -958,6 +969,12 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:preflight",
     ],
+    "flow_preview_test": [
+        "//command_line:options",
+        "//data_tools:flow_preview_lib",
+        "//input_fn:flow",
+        "//input_fn:flow_colors",
+    ],
     "flow_slurm_test": [
         ":flow_testing",
         ":slurm_testing",
@@ -1377,6 +1394,7 @@ PROGRAMS = [
     "//benchmarks:time_to_accuracy",
     "//benchmarks:towers_benchmark",
     "//data_tools:extract_flow",
+    "//data_tools:flow_preview",
     "//data_tools:make_synthetic_ucf101",
     "//data_tools:prepare",
     "//towers/cluster:local_cluster",
