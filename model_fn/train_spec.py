@@ -8,7 +8,8 @@ Each tower's gradient is of its share of the towers' loss (`tower_forward.mean_l
 (`accumulation.py`). The gradients are summed per variable on its reduce device, clipped by
 global norm (`clip_gradient_norm`), pushed in `transfer_dtype`, then applied once per step
 with the schedule's learning rate; batch-norm moving statistics and the weights' EMA update
-with the step. Summaries: the loss, its parts per tower, the rate, the gradient norm.
+with the step. Summaries: the loss, its parts per tower, the rate, the gradient norm, and
+the training top-1 and input frames (`train_view.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from absl import logging
 from command_line import status_file
 from model_fn import accumulation, batch_norm_updates, freezing, gradients, optimization
 from model_fn import sync_replicas, tower_graph, training_hooks, transfer, warm_start
+from model_fn.train_view import train_view_summaries
 from model_fn.ema_weights import warm_start_then_reset_shadows, with_ema
 from model_fn.tower_forward import Forward, mean_loss
 
@@ -87,6 +89,7 @@ def towers_train_spec(forward: Forward, features, params, config=None
   train = build_train_op(params, pairs, updates, num_workers,
                          config.is_chief if config is not None else True)
   _train_summaries(loss, weight_loss, train.learning_rate, grad_norm, outputs, global_batch)
+  train_view_summaries(outputs, forward.label_parts, forward.clip_parts[0], params.stream)
   skipped = None
   if isinstance(features, dict) and 'skipped_records' in features:
     skipped_so_far = tf.reduce_max(features['skipped_records'])

@@ -39,7 +39,7 @@ class TrainingConsoleTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    root = tempfile.mkdtemp()
+    root = cls.root = tempfile.mkdtemp()
     runs = {
         'train': ('towers.train_main', *TINY_RUN, f'--model_dir={os.path.join(root, "model")}'),
         'train_refused': ('towers.train_main', '--chief_lost_secs=0', '--check_flags'),
@@ -77,6 +77,20 @@ class TrainingConsoleTest(absltest.TestCase):
     done = self.runs['cluster_help']
     self.assertIn('--workers', done.stdout)
     self.assertIn('//towers:train -- --help', done.stdout)
+
+  def test_the_first_lines_summarize_the_run(self):
+    done = self.runs['train']
+    self.assertEqual(done.code, 0, done.output())
+    logged = [l for l in lines(done) if re.match(CLOCK, l)]
+    self.assertEqual([l[len('00:00:00 '):] for l in logged[:7]], [
+        'run: c3d_small, stream rgb, 3 classes, clips of 4 frames of 16x16',
+        'data: synthetic clips, 512 per epoch',
+        'towers: 1 (/device:CPU:0), 8 clips per micro-batch',
+        'micro-batches: 1 of 8 clips = 8 clips per step',
+        'steps: 0 to 6, checkpoint every 6, progress and summaries every 3',
+        'cluster: none (this machine)',
+        f'settings: {self.root}/model/run.flags (--flagfile=it continues this run)'],
+        done.output())
 
   def test_the_progress_line_says_the_step_loss_and_speed(self):
     done = self.runs['train']

@@ -9,7 +9,7 @@ import tensorflow as tf
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import Network, input_channels
-from towers import train_settings
+from towers import run_flags, train_settings
 from towers.cluster.spec import ClusterTask
 from towers.params import ParamsError, TrainParams, make_params
 
@@ -117,7 +117,7 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
   with its learning settings (`train_settings.checked_record`, the one place that decides
   it, for `//towers:train` and library users alike: raises `ResumeSettingsError` before
   anything is restored when a resume would mix settings), and on the chief records them
-  once the training session has started (`RecordSettingsHook`). A cluster's workers decide
+  once the training session has started, with the run's flagfile (`RecordSettingsHook`). A cluster's workers decide
   too (they read the record and write nothing)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
     if mode != tf.estimator.ModeKeys.TRAIN:
@@ -126,22 +126,24 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
     spec = model_fn(features, labels, mode, params, config)
     if not config.is_chief:
       return spec
-    hook = RecordSettingsHook(params.model_dir, record)
+    hook = RecordSettingsHook(params, record)
     return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
   return model_fn_recording_settings
 
 
 class RecordSettingsHook(tf1.train.SessionRunHook):
-  """Writes model_dir/train_settings.json once the session exists (checkpoint restored or
-  variables initialised): a run that fails before leaves the earlier record as it was."""
+  """Writes model_dir/train_settings.json and the run's flagfile (`run_flags.py`) once the
+  session exists (checkpoint restored or variables initialised): a run that fails before
+  leaves the earlier ones as they were."""
 
-  def __init__(self, model_dir: str, record: dict[str, Any]) -> None:
-    self._model_dir = model_dir
+  def __init__(self, params: TrainParams, record: dict[str, Any]) -> None:
+    self._params = params
     self._record = record
 
   def after_create_session(self, session, coord) -> None:
     del session, coord
-    train_settings.write_record(self._model_dir, self._record)
+    train_settings.write_record(self._params.model_dir, self._record)
+    run_flags.write(self._params)
 
 
 def serving_input_receiver_fn(params: TrainParams, class_names: Sequence[str] = ()):

@@ -29,7 +29,8 @@ from input_fn.manifest import ManifestError
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
-from towers import model_dir_lock, preflight, train_and_evaluate_loop, train_settings
+from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
+from towers import train_settings
 from towers.checkpoints import checkpoint_step
 from towers.cluster import runners
 from towers.cluster import spec as cluster_spec
@@ -84,9 +85,9 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
       preflight.check(params, task.num_workers if task else 1,
                       trains=task is None or task.task_type != 'evaluator')
-    logging.info('training %s for %d steps, %d clips per step (%d micro-batch(es) of %d), '
-                 'model_dir %s', params.model, params.max_steps, params.examples_per_step,
-                 params.accumulate_steps, params.batch_size, params.model_dir)
+      devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+      for line in run_summary.lines(params, devices, task, checkpoint_step(params.model_dir)):
+        logging.info('%s', line)
     if task is None:
       if threading.current_thread() is threading.main_thread():
         time_limit.stop_on_signal('train')

@@ -199,6 +199,9 @@ MODULES = {
             ":options",
             ":status_file",
         ]),
+        ("flagfile.py", "flagfile", [
+            ":options",
+        ]),
         ("options.py", "options", []),
         ("progress.py", "progress", []),
         ("status_file.py", "status_file", []),
@@ -223,6 +226,17 @@ MODULES = {
             ":extract_flow_lib",
             "//command_line:entry",
             "//input_fn:ucf101",
+        ]),
+        ("flow_preview.py", "flow_preview_lib", [
+            "//command_line:options",
+            "//input_fn:flow",
+            "//input_fn:flow_colors",
+            "//input_fn:ucf101",
+        ]),
+        ("flow_preview_main.py", "flow_preview_main", [
+            ":flow_preview_lib",
+            "//command_line:entry",
+            "//command_line:options",
         ]),
         ("flow_records.py", "flow_records", [
             ":layouts",
@@ -310,6 +324,7 @@ MODULES = {
             ":ucf101",
             ":video_io",
         ]),
+        ("flow_colors.py", "flow_colors", []),
         ("frame_sample.py", "frame_sample", [
             ":direct",
             ":manifest",
@@ -420,10 +435,16 @@ MODULES = {
             ":sync_replicas",
             ":tower_forward",
             ":tower_graph",
+            ":train_view",
             ":training_hooks",
             ":transfer",
             ":warm_start",
             "//command_line:status_file",
+        ]),
+        ("train_view.py", "train_view", [
+            ":tower_forward",
+            ":tower_graph",
+            "//input_fn:flow_colors",
         ]),
         ("training_hooks.py", "training_hooks", [
             "//command_line:progress",
@@ -529,6 +550,7 @@ MODULES = {
         ]),
         ("estimator.py", "estimator", [
             ":params",
+            ":run_flags",
             ":train_settings",
             "//model_fn/networks",
             "//model_fn:devices",
@@ -578,6 +600,17 @@ MODULES = {
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
         ]),
+        ("run_flags.py", "run_flags", [
+            ":params",
+            "//command_line:flagfile",
+        ]),
+        ("run_summary.py", "run_summary", [
+            ":params",
+            ":run_flags",
+            "//model_fn:batch_split",
+            "//model_fn:devices",
+            "//towers/cluster:spec",
+        ]),
         ("train_and_evaluate_loop.py", "train_and_evaluate_loop", [
             ":checkpoints",
             ":estimator",
@@ -618,6 +651,7 @@ MODULES = {
             ":model_dir_lock",
             ":params",
             ":preflight",
+            ":run_summary",
             ":train_and_evaluate_loop",
             ":train_settings",
             "//input_fn:data_checks",
@@ -911,6 +945,9 @@ TEST_DEPS = {
         "//docs:flags_doc_lib",
         "//towers:params",
     ],
+    "flow_colors_test": [
+        "//input_fn:flow_colors",
+    ],
     "flow_extract_test": [
         ":flow_testing",
         ":program_runs",
@@ -931,6 +968,12 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//towers:params",
         "//towers:preflight",
+    ],
+    "flow_preview_test": [
+        "//command_line:options",
+        "//data_tools:flow_preview_lib",
+        "//input_fn:flow",
+        "//input_fn:flow_colors",
     ],
     "flow_slurm_test": [
         ":flow_testing",
@@ -1169,6 +1212,14 @@ TEST_DEPS = {
         "//towers:resume_check",
         "//towers:train_main",
     ],
+    "run_flags_test": [
+        ":program_runs",
+        "//command_line:flagfile",
+        "//towers:flags",
+        "//towers:params",
+        "//towers:run_flags",
+        "//towers:train_main",
+    ],
     "run_refusals_test": [
         ":program_runs",
         "//towers",
@@ -1208,6 +1259,11 @@ TEST_DEPS = {
     "status_file_test": [
         "//command_line:status_file",
     ],
+    "tensorboard_test": [
+        ":program_runs",
+        "//model_fn:train_view",
+        "//towers:train_main",
+    ],
     "time_limit_test": [
         ":cluster_testing",
         "//command_line:status_file",
@@ -1242,6 +1298,11 @@ TEST_DEPS = {
         "//towers:preflight",
         "//towers:train_main",
         "//towers:train_settings",
+    ],
+    "train_view_test": [
+        "//input_fn:flow_colors",
+        "//model_fn:tower_graph",
+        "//model_fn:train_view",
     ],
     "training_console_test": [
         ":program_runs",
@@ -1339,6 +1400,7 @@ PROGRAMS = [
     "//benchmarks:time_to_accuracy",
     "//benchmarks:towers_benchmark",
     "//data_tools:extract_flow",
+    "//data_tools:flow_preview",
     "//data_tools:make_synthetic_ucf101",
     "//data_tools:prepare",
     "//towers/cluster:local_cluster",

@@ -1,0 +1,84 @@
+"""model_dir/run.flags (`towers/run_flags.py`, `command_line/flagfile.py`): the run's
+effective settings as a flagfile. Read back through the flags of //towers:train it gives the
+same TrainParams; `train --flagfile=<it>` on the same model_dir finds it trained, and with a
+later --max_steps continues it."""
+
+import os
+import tempfile
+
+from absl import flags
+from absl.testing import absltest
+
+from command_line.flagfile import flag_lines
+from tests import program_runs
+from towers import flags as towers_flags
+from towers import run_flags
+from towers.params import make_params
+
+RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3', '--clip_frames=4',
+       '--crop_size=16', '--batch_size=4', '--num_towers=2', '--accumulate_steps=2',
+       '--lr_schedule=piecewise', '--lr_boundaries=3', '--lr_values=0.02,0.005',
+       '--weight_decay=1e-5', '--max_steps=4', '--save_checkpoints_steps=4',
+       '--log_every_steps=2', '--synthetic_eval_examples=8', '--export_savedmodel=false')
+
+
+def _params_from_flagfile(path: str, working_dir: str):
+  values = flags.FlagValues()
+  towers_flags.define_flags(values)
+  values(['train', f'--flagfile={path}'])
+  return towers_flags.params_from_flags(values, working_dir)
+
+
+class FlagLinesTest(absltest.TestCase):
+
+  def test_every_kind_of_field_reads_back_equal_from_any_directory(self):
+    scratch = tempfile.mkdtemp()
+    params = make_params(dict(
+        num_towers=3, lr_boundaries=(), lr_values=(1e-05,), momentum=0.123456789,
+        batch_norm=False, export_savedmodel=False, tower_devices=('/device:CPU:0', '/device:CPU:1', '/device:CPU:2'),
+        model_dir='runs/relative', warm_start_from='', resume_changes=('lr_values', 'momentum'),
+        stream='flow', data_source='frames', data_dir=os.path.join(scratch, 'ucf101')))
+    path = os.path.join(scratch, 'run.flags')
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write('\n'.join(flag_lines(params)) + '\n')
+    elsewhere = tempfile.mkdtemp()
+    again = _params_from_flagfile(path, elsewhere)
+    self.assertEqual(again.model_dir, os.path.abspath('runs/relative'))
+    self.assertEqual(again, make_params({**params.__dict__, 'model_dir': again.model_dir}))
+
+
+class RerunTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    cls.model_dir = os.path.join(tempfile.mkdtemp(), 'model')
+    cls.first = program_runs.run('towers.train_main', *RUN, f'--model_dir={cls.model_dir}')
+    cls.flagfile = run_flags.path(cls.model_dir)
+    cls.again = program_runs.run('towers.train_main', f'--flagfile={cls.flagfile}',
+                                 cwd=tempfile.mkdtemp())
+    cls.longer = program_runs.run('towers.train_main', f'--flagfile={cls.flagfile}',
+                                  '--max_steps=6', cwd=tempfile.mkdtemp())
+
+  def test_the_flagfile_holds_the_runs_settings(self):
+    self.assertEqual(self.first.code, 0, self.first.output())
+    params = _params_from_flagfile(self.flagfile, '/')
+    self.assertEqual((params.model_dir, params.num_towers, params.accumulate_steps,
+                      params.lr_boundaries, params.lr_values, params.weight_decay),
+                     (self.model_dir, 2, 2, (3,), (0.02, 0.005), 1e-5))
+
+  def test_the_same_flagfile_finds_the_run_trained(self):
+    self.assertEqual(self.again.code, 0, self.again.output())
+    done = [e for e in self.again.events if e['event'] == 'already_trained']
+    self.assertEqual([(e['step'], e['max_steps']) for e in done], [(4, 4)])
+
+  def test_a_later_max_steps_continues_it(self):
+    self.assertEqual(self.longer.code, 0, self.longer.output())
+    ready = [e for e in self.longer.events if e['event'] == 'session_ready']
+    self.assertEqual(ready[0]['step'], 4)
+    evaluations = [e['step'] for e in self.longer.events if e['event'] == 'evaluation']
+    self.assertEqual(evaluations[-1], 6)
+    self.assertIn('--max_steps=6', open(self.flagfile, encoding='utf-8').read().split('\n'))
+
+
+if __name__ == '__main__':
+  absltest.main()
