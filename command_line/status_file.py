@@ -34,8 +34,9 @@ Events written today:
                                              lost_secs
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
-  evaluation     {step, checkpoint_step, metrics}
-                                             one evaluation's metrics (name -> float);
+  evaluation     {step, checkpoint_step, metrics, per_class}
+                                             one evaluation's metrics (name -> float) and
+                                             each class's clip top-1 (null: no clip of it);
                                              `step` is the global step the checkpoint
                                              holds, `checkpoint_step` the one it is named
                                              with (async training may save one later)

@@ -101,6 +101,15 @@ class TrainingConsoleTest(absltest.TestCase):
     found = [l for l in lines(done) if re.fullmatch(CLOCK + re.escape(line), l)]
     self.assertLen(found, 1, done.output())
 
+  def test_the_final_lines_name_the_worst_classes(self):
+    done = self.runs['train']
+    self.assertEqual(done.code, 0, done.output())
+    per_class = [e for e in done.events if e['event'] == 'evaluation'][-1]['per_class']
+    worst = sorted((a, str(c)) for c, a in enumerate(per_class) if a is not None)[:5]
+    self.assertEqual(done.stdout.splitlines()[-1],
+                     f'{len(worst)} worst classes (clip top-1): ' +
+                     ', '.join(f'{name} {a:.4f}' for a, name in worst))
+
   def test_the_two_stream_table(self):
     # 3 videos both streams have (every fused prediction right), one only the flow data
     # lists, and one bad flow record: each count the rows rest on is said.
