@@ -2,8 +2,8 @@
 
 train, classify, evaluate_two_stream and local_cluster: one refusal line each
 (`<program>: error: <message>`), the launcher's help, training's progress line and evaluation line (their numbers
-are those of the run's `progress` and `evaluation` status events), and the two-stream
-table. The other specs assert on exit codes, files, JSON and status events; this one is
+are those of the run's `progress` and `evaluation` status events), the worst classes ending
+training's final lines, and the two-stream table with where fusion helps and hurts. The other specs assert on exit codes, files, JSON and status events; this one is
 where the wording is pinned, once. Every program runs at once, as a user starts it.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from absl.testing import absltest
 
 from tests import program_runs
-from towers import two_stream
+from towers import two_stream, two_stream_outputs
 
 TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=1',
@@ -131,6 +131,20 @@ class TrainingConsoleTest(absltest.TestCase):
         '| Fusion | 1.0000 | 1.0000 | 1.0000 |',
         'flow: 1 video(s) not in the other stream, left out of every row (e.g. v_D_g01_c01); '
         '1 bad record(s) skipped'])
+
+  def test_the_classes_where_fusion_helps_and_hurts_most(self):
+    names = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
+    rgb = two_stream.StreamPredictions(
+        'rgb', '/models/rgb', names, np.array([0, 1, 2]),
+        np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
+    flow = two_stream.StreamPredictions(
+        'flow', '/models/flow', names, np.array([0, 1, 2]),
+        np.array([[.1, .8, .1], [.5, .45, .05], [.9, .1, 0]], np.float32), 2, 0)
+    result = two_stream.report(rgb, flow, class_names=['Archery', 'Biking', 'Diving'])
+    self.assertEqual(two_stream_outputs.format_fusion_changes(result).splitlines(), [
+        'fusion helps most (video top-1 over the better stream): Biking +1.0000 (rgb 0.0000, '
+        'flow 0.0000, fusion 1.0000)',
+        'fusion hurts most: Diving -1.0000 (rgb 1.0000, flow 0.0000, fusion 0.0000)'])
 
 
 if __name__ == '__main__':

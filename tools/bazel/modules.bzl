@@ -540,6 +540,7 @@ MODULES = {
         ]),
         ("evaluate_two_stream.py", "evaluate_two_stream_lib", [
             ":two_stream",
+            ":two_stream_outputs",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
@@ -550,6 +551,7 @@ MODULES = {
         ("evaluate_two_stream_main.py", "evaluate_two_stream_main", [
             ":evaluate_two_stream_lib",
             ":two_stream",
+            ":two_stream_outputs",
             "//command_line:entry",
         ]),
         ("export_info.py", "export_info", [
@@ -643,6 +645,10 @@ MODULES = {
             ":training",
             "//input_fn:manifest",
             "//input_fn:pipeline",
+            "//model_fn:confusion",
+        ]),
+        ("two_stream_outputs.py", "two_stream_outputs", [
+            "//model_fn:confusion",
         ]),
     ],
     "towers/cluster": [
@@ -1262,6 +1268,7 @@ TEST_DEPS = {
         "//towers:evaluate_two_stream_main",
         "//towers:train_main",
         "//towers:two_stream",
+        "//towers:two_stream_outputs",
     ],
     "transfer_test": [
         "//benchmarks:cluster_model",
@@ -1298,6 +1305,7 @@ TEST_DEPS = {
     ],
     "two_stream_test": [
         "//towers:two_stream",
+        "//towers:two_stream_outputs",
     ],
     "ucf101_flags_test": [
         ":i3d_test_lib",
