@@ -9,6 +9,7 @@ curve and, side by side, the steps and seconds to the target and the ratio to th
 tower count. Seconds are counted two ways: training-step seconds (the sum of the training
 session.run calls, measured by a hook) and wall seconds (including the Estimator's graph
 rebuilds, checkpoints and the evaluations themselves, identical work for every tower count).
+`--plot=<file.png>` also draws the curves (`benchmarks/plots.py`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import time
 
 from absl import flags
 
-from command_line import cli, entry
-from command_line.options import option, Options
+from command_line import cli, entry, working_dir
+from command_line.options import option, Options, Problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +39,8 @@ class TimeToAccuracyOptions(Options):
       'num_classes=16: the demo itself (4 directions) is at 100% by the first evaluations, '
       'too easy for a curve.')
   work_dir: str = option('', 'Model directories go here (default: a temp dir).', path=True)
+  plot: str = option('', 'Also draw the curves (step against test top-1, one line per tower '
+                     'count) as a PNG at this path.', path=True)
 
 
 cli.define_flags(TimeToAccuracyOptions)
@@ -133,9 +136,21 @@ def run(options: TimeToAccuracyOptions) -> None:
         f'batch {results[0]["batch"]}, evaluation every {options.eval_every} steps on the '
         'demo\'s test clips')
   print(format_report(results, options.target))
+  if options.plot:
+    from benchmarks import plots
+    plots.accuracy_curves(results, options.target, options.plot,
+                          f'time to {options.target:.0%} test top-1, global batch '
+                          f'{results[0]["batch"]}')
+    print(f'time_to_accuracy: the curves are in {options.plot}')
 
 
-PROGRAM = entry.Program('time_to_accuracy', run, TimeToAccuracyOptions)
+def options_problem(options: TimeToAccuracyOptions) -> Problem | None:
+  """--plot that cannot be written, before any training; else None."""
+  problem = options.plot and working_dir.unwritable(options.plot)
+  return Problem('plot', f'--plot={options.plot}: {problem}') if problem else None
+
+
+PROGRAM = entry.Program('time_to_accuracy', run, TimeToAccuracyOptions, check=options_problem)
 
 
 if __name__ == '__main__':

@@ -45,11 +45,13 @@ Events written today:
                                              checkpoints: it evaluates `step` next, after
                                              `last_step`
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
-  emulator_row   {system, mode, nodes, examples_per_second_per_worker, sent_mb,
-                  received_mb, model_mb, link_use}
+  emulator_row   {system, mode, nodes, examples_per_second_per_worker, compute_share,
+                  model_efficiency, sent_mb, received_mb, model_mb, link_use}
                                              one row of the cluster emulator's table: the
-                                             busiest link's MB per worker step, measured
-                                             and modelled, and its use of the shaped rate
+                                             share of a never-waiting GPU's examples/s,
+                                             the model's, the busiest link's MB per worker
+                                             step, measured and modelled, and its use of
+                                             the shaped rate
   task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
                                              node's processes ended ('ps 0', 'trainer 1',
                                              'evaluator')

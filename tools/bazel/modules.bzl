@@ -33,10 +33,12 @@ MODULES = {
             ":emulated_task_lib",
             ":emulated_task_main",
             ":machine",
+            ":plots",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
+            "//command_line:working_dir",
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -145,6 +147,7 @@ MODULES = {
             "//command_line:entry",
         ]),
         ("machine.py", "machine", []),
+        ("plots.py", "plots", []),
         ("scaling_model_main.py", "scaling_model_main", [
             ":cluster_model",
             ":flop_count",
@@ -158,9 +161,11 @@ MODULES = {
             "//towers:params",
         ]),
         ("time_to_accuracy_main.py", "time_to_accuracy_main", [
+            ":plots",
             "//command_line:cli",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:working_dir",
             "//input_fn:factory",
             "//model_fn:devices",
             "//model_fn:eval_spec",
@@ -727,6 +732,12 @@ TEST_DEPS = {
         "//model_fn:tower_model_fn",
         "//towers:params",
     ],
+    "benchmark_plots_test": [
+        ":program_runs",
+        "//benchmarks:cluster_emulator_main",
+        "//benchmarks:plots",
+        "//benchmarks:time_to_accuracy_main",
+    ],
     "benchmark_report_test": [
         "//benchmarks:benchmark_report",
         "//benchmarks:benchmark_trace",
@@ -1082,6 +1093,7 @@ TEST_DEPS = {
         "//towers:train_main",
     ],
     "layering_test": [
+        "//benchmarks:plots",
         "//towers/cluster",
         "//towers/cluster:runners",
         "//towers:training",
