@@ -26,6 +26,11 @@ TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--save_checkpoints_steps=6', '--log_every_steps=3', '--synthetic_eval_examples=8',
             '--export_savedmodel=false')
 CLOCK = r'\d\d:\d\d:\d\d '  # the time every line of a training run starts with
+# The two-stream lines' RGB stream: 3 videos of 3 classes, the second one wrong.
+VIDEOS = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
+RGB = two_stream.StreamPredictions(
+    'rgb', '/models/rgb', VIDEOS, np.array([0, 1, 2]),
+    np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
 TIMEOUT = 240
 
 
@@ -113,14 +118,10 @@ class TrainingConsoleTest(absltest.TestCase):
   def test_the_two_stream_table(self):
     # 3 videos both streams have (every fused prediction right), one only the flow data
     # lists, and one bad flow record: each count the rows rest on is said.
-    names = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
-    rgb = two_stream.StreamPredictions(
-        'rgb', '/models/rgb', names, np.array([0, 1, 2]),
-        np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
     flow = two_stream.StreamPredictions(
-        'flow', '/models/flow', (*names, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
+        'flow', '/models/flow', (*VIDEOS, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
         np.array([[.4, .3, .3], [.1, .8, .1], [.2, .2, .6], [1, 0, 0]], np.float32), 2, 1)
-    table = two_stream.format_table(two_stream.report(rgb, flow))
+    table = two_stream.format_table(two_stream.report(RGB, flow))
     self.assertEqual(table.splitlines(), [
         'two-stream evaluation on 3 videos (flow_weight 0.5; video = mean softmax of 2 clips '
         'x 1 crop)',
@@ -133,14 +134,11 @@ class TrainingConsoleTest(absltest.TestCase):
         '1 bad record(s) skipped'])
 
   def test_the_classes_where_fusion_helps_and_hurts_most(self):
-    names = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
-    rgb = two_stream.StreamPredictions(
-        'rgb', '/models/rgb', names, np.array([0, 1, 2]),
-        np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
+    # Fusion gets Biking right where neither stream did, and Diving wrong where RGB did.
     flow = two_stream.StreamPredictions(
-        'flow', '/models/flow', names, np.array([0, 1, 2]),
+        'flow', '/models/flow', VIDEOS, np.array([0, 1, 2]),
         np.array([[.1, .8, .1], [.5, .45, .05], [.9, .1, 0]], np.float32), 2, 0)
-    result = two_stream.report(rgb, flow, class_names=['Archery', 'Biking', 'Diving'])
+    result = two_stream.report(RGB, flow, class_names=['Archery', 'Biking', 'Diving'])
     self.assertEqual(two_stream_outputs.format_fusion_changes(result).splitlines(), [
         'fusion helps most (video top-1 over the better stream): Biking +1.0000 (rgb 0.0000, '
         'flow 0.0000, fusion 1.0000)',
