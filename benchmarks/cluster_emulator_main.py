@@ -59,7 +59,7 @@ from command_line import console, status_file
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from benchmarks import cluster_model, machine, plots
+from benchmarks import cluster_model, machine
 from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
 from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, compute_shares,
@@ -389,11 +389,18 @@ def runs(options: EmulatorOptions) -> tuple[list[tuple[str, str]], list[str]]:
   return pairs, skipped
 
 
+def draw(rows: list[dict], path: str, title: str = '') -> None:
+  """The scaling curve of `rows` (`emulator_row` values) as a PNG at `path`."""
+  # The plotting library loads only for a picture (its start-up time and its notices).
+  from benchmarks import plots  # pylint: disable=import-outside-toplevel
+  plots.scaling_curve(rows, path, title)
+
+
 def run(options: EmulatorOptions) -> None:
   """Prints the table (with --plot, draws it); refused (exit 2) when the emulated network
   cannot be set up. With --rows_from, only draws the recorded rows."""
   if options.rows_from:
-    plots.scaling_curve(recorded_rows(options.rows_from), options.plot)
+    draw(recorded_rows(options.rows_from), options.plot)
     print(f'cluster_emulator: drew {options.rows_from} in {options.plot}')
     return
   if not os.environ.get(ISOLATED_ENV):
@@ -419,7 +426,7 @@ def run(options: EmulatorOptions) -> None:
     rows = print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
                       else None, compute_file)
   if options.plot:
-    plots.scaling_curve(rows, options.plot, f'emulated cluster: {describe(options)}')
+    draw(rows, options.plot, f'emulated cluster: {describe(options)}')
     print(f'cluster_emulator: the curve is in {options.plot}')
 
 
