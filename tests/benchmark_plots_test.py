@@ -3,7 +3,7 @@
 cluster_emulator draws the scaling curve (nodes against share of compute, sync and async)
 of the rows it measured, or, with `--rows_from`, of the `emulator_row` events a run
 recorded (no network namespaces needed); time_to_accuracy draws its curves after tiny
-runs. Each PNG decodes at the plots' size and is not blank; options that cannot work stop
+runs, writes the runs beside the picture, and draws them again with `--results_from`. Each PNG decodes at the plots' size and is not blank; options that cannot work stop
 before any work (exit 2, the option named).
 """
 
@@ -59,9 +59,23 @@ class BenchmarkPlotsTest(absltest.TestCase):
                             f'--work_dir={root}', f'--plot={png}', timeout=600)
     self.assertEqual(done.code, 0, done.output())
     self.assertPicture(png)
+    with open(os.path.join(root, 'curves.json'), encoding='utf-8') as f:
+      runs = json.load(f)
+    self.assertEqual([(r['towers'], [s for s, _ in r['curve']]) for r in runs], [(1, [1, 2])])
+    # The recorded runs drawn again, without training.
+    again = os.path.join(root, 'again.png')
+    done = program_runs.run('benchmarks.time_to_accuracy_main',
+                            f'--results_from={os.path.join(root, "curves.json")}',
+                            f'--plot={again}')
+    self.assertEqual(done.code, 0, done.output())
+    self.assertPicture(again)
     refused = program_runs.run('benchmarks.time_to_accuracy_main', f'--plot={root}',
                                f'--work_dir={root}')  # a directory
     self.assertEqual((refused.code, refused.error_options), (2, ['plot']), refused.output())
+    refused = program_runs.run('benchmarks.time_to_accuracy_main',
+                               f'--results_from={os.path.join(root, "curves.json")}')
+    self.assertEqual((refused.code, refused.error_options), (2, ['results_from']),
+                     refused.output())
 
 
 if __name__ == '__main__':
