@@ -148,7 +148,10 @@ def confusion_matrices(rgb: StreamPredictions, flow: StreamPredictions,
                        flow_weight: float = 0.5) -> dict[str, np.ndarray]:
   """'rgb', 'flow', 'fusion' -> int64 [classes, classes] counts of videos (row = label,
   column = top-1 prediction) over the videos both streams have."""
-  matched, fused = _shared(rgb, flow, flow_weight)
+  return _matrices(*_shared(rgb, flow, flow_weight))
+
+
+def _matrices(matched: Matched, fused: np.ndarray) -> dict[str, np.ndarray]:
   classes = fused.shape[1]
   return {stream: confusion.counts(matched.labels, np.argmax(p, axis=1), classes)
           for stream, p in (('rgb', matched.rgb), ('flow', matched.flow), ('fusion', fused))}
@@ -180,7 +183,7 @@ def report(rgb: StreamPredictions, flow: StreamPredictions, flow_weight: float =
       'rows': {'rgb': video_metrics(matched.rgb, matched.labels),
                'flow': video_metrics(matched.flow, matched.labels),
                'fusion': video_metrics(fused, matched.labels)},
-      'per_class': per_class_rows(confusion_matrices(rgb, flow, flow_weight), class_names),
+      'per_class': per_class_rows(_matrices(matched, fused), class_names),
       'streams': {p.stream: {'model': p.model, 'videos': len(p.names),
                              'clips_per_video': p.clips_per_video,
                              'crops_per_video': p.crops_per_video,
