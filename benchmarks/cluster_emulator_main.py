@@ -35,6 +35,10 @@ Columns:
   that link's use: its busier direction's bytes over the window / the link rate (a
   shaped link cannot exceed 100%).
 
+`--plot=<file.png>` also draws the scaling curve (nodes against the share of compute, one
+line per system and mode, the model dashed; `benchmarks/plots.py`); with
+`--rows_from=<status file>` it draws the rows a run recorded and measures nothing.
+
 Steps: `--untimed_steps` per worker are not measured, then `--steps` are. Each run is
 bounded by `--timeout_secs`; every namespace, link and process is removed at the end.
 """
@@ -61,9 +65,9 @@ from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
-from command_line import entry
+from command_line import entry, working_dir
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line.options import option, Options
+from command_line.options import option, Options, Problem
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
@@ -112,6 +116,12 @@ class EmulatorOptions(Options):
   timeout_secs: float = option(1800.0, 'Each run gives up after this long.')
   task_logs: str = option('', 'If set, each task\'s output is appended to <task_logs>/<task>.log.',
                         path=True)
+  plot: str = option('', 'Also draw the scaling curve (nodes against share of compute, one '
+                     'line per system and mode, the model dashed) as a PNG at this path.',
+                     path=True)
+  rows_from: str = option('', 'Measure nothing: draw --plot from the emulator_row events a '
+                          'run recorded in this status file (its $TOWERS_STATUS_FILE).',
+                          path=True)
 
 
 @dataclasses.dataclass
@@ -330,8 +340,22 @@ def describe(options: EmulatorOptions) -> str:
           f'micro-batch of {options.batch_size}, time_scale {options.time_scale:g}')
 
 
+def recorded_rows(path: str) -> list[dict]:
+  """The `emulator_row` events of the status file `path` that carry compute_share."""
+  return [e for e in status_file.read(path)
+          if e['event'] == 'emulator_row' and 'compute_share' in e]
+
+
 def options_problem(options: EmulatorOptions) -> str | None:
   """One line naming the first invalid option and its fix, or None."""
+  if options.plot and working_dir.unwritable(options.plot):
+    return Problem('plot', f'--plot={options.plot}: {working_dir.unwritable(options.plot)}')
+  if options.rows_from:
+    if not options.plot:
+      return Problem('rows_from', '--rows_from draws recorded rows: give --plot=<file.png>')
+    if not os.path.isfile(options.rows_from) or not recorded_rows(options.rows_from):
+      return Problem('rows_from', f'--rows_from={options.rows_from}: no emulator_row event '
+                     'with compute_share in it; give the status file of a cluster_emulator run')
   if options.steps < 2:
     return '--steps must be >= 2 (a rate needs two step ends)'
   if not options.modes or set(options.modes) - {'sync', 'async'}:
@@ -365,8 +389,20 @@ def runs(options: EmulatorOptions) -> tuple[list[tuple[str, str]], list[str]]:
   return pairs, skipped
 
 
+def draw(rows: list[dict], path: str, title: str = '') -> None:
+  """The scaling curve of `rows` (`emulator_row` values) as a PNG at `path`."""
+  # The plotting library loads only for a picture (its start-up time and its notices).
+  from benchmarks import plots  # pylint: disable=import-outside-toplevel
+  plots.scaling_curve(rows, path, title)
+
+
 def run(options: EmulatorOptions) -> None:
-  """Prints the table; refused (exit 2) when the emulated network cannot be set up."""
+  """Prints the table (with --plot, draws it); refused (exit 2) when the emulated network
+  cannot be set up. With --rows_from, only draws the recorded rows."""
+  if options.rows_from:
+    draw(recorded_rows(options.rows_from), options.plot)
+    print(f'cluster_emulator: drew {options.rows_from} in {options.plot}')
+    return
   if not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(SCRIPT, sys.argv[1:])
     raise entry.Refused('needs network namespaces (unshare --net --map-root-user); this '
@@ -387,17 +423,22 @@ def run(options: EmulatorOptions) -> None:
     # Counted once here rather than in every emulated worker (~8 s CPU each for I3D).
     compute_file = (write_compute_shares(compute, os.path.join(scratch, 'compute.json'))
                     if compute else '')
-    print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
+    rows = print_rows(options, pairs, shapes, model_layers(compute, shapes) if compute
                       else None, compute_file)
+  if options.plot:
+    draw(rows, options.plot, f'emulated cluster: {describe(options)}')
+    print(f'cluster_emulator: the curve is in {options.plot}')
 
 
 def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
                shapes: list[tuple[str, tuple[int, ...]]], layers: Layers | None,
-               compute_shares_file: str) -> None:
+               compute_shares_file: str) -> list[dict]:
   """Measures every (system, mode) pair at every node count and prints its row (also an
   `emulator_row` status event: the row's figures, MB per worker step of the busiest link);
-  raises `NetworkSetupError` (exit 2) if the emulated network cannot be set up."""
+  returns the events' values. Raises `NetworkSetupError` (exit 2) if the emulated network
+  cannot be set up."""
   ideal = options.batch_size / options.emulate_compute
+  rows = []
   for system, mode in pairs:
     sync = mode == 'sync'
     one_node = None
@@ -417,11 +458,14 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
             f'{percentile(m.step_seconds, 0.5):.2f} / {percentile(m.step_seconds, 0.9):.2f} | '
             f'{m.sent_per_step[busiest] / MB:.3f} / {m.received_per_step[busiest] / MB:.3f} | '
             f'{model_bytes / MB:.3f} | {m.busiest_link_use:.0%} |', flush=True)
-      status_file.record('emulator_row', system=system, mode=mode, nodes=nodes,
-                         examples_per_second_per_worker=per_worker,
-                         sent_mb=m.sent_per_step[busiest] / MB,
-                         received_mb=m.received_per_step[busiest] / MB,
-                         model_mb=model_bytes / MB, link_use=m.busiest_link_use)
+      rows.append(dict(system=system, mode=mode, nodes=nodes,
+                       examples_per_second_per_worker=per_worker,
+                       compute_share=per_worker / ideal, model_efficiency=model_efficiency,
+                       sent_mb=m.sent_per_step[busiest] / MB,
+                       received_mb=m.received_per_step[busiest] / MB,
+                       model_mb=model_bytes / MB, link_use=m.busiest_link_use))
+      status_file.record('emulator_row', **rows[-1])
+  return rows
 
 
 PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem,

@@ -9,12 +9,15 @@ curve and, side by side, the steps and seconds to the target and the ratio to th
 tower count. Seconds are counted two ways: training-step seconds (the sum of the training
 session.run calls, measured by a hook) and wall seconds (including the Estimator's graph
 rebuilds, checkpoints and the evaluations themselves, identical work for every tower count).
+`--plot=<file.png>` also draws the curves (`benchmarks/plots.py`) and writes the runs beside
+it (`<file>.json`); `--results_from=<file>.json --plot=<file.png>` draws recorded runs again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
 import sys
 import tempfile
@@ -22,8 +25,8 @@ import time
 
 from absl import flags
 
-from command_line import cli, entry
-from command_line.options import option, Options
+from command_line import cli, entry, working_dir
+from command_line.options import option, Options, Problem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +41,11 @@ class TimeToAccuracyOptions(Options):
       'num_classes=16: the demo itself (4 directions) is at 100% by the first evaluations, '
       'too easy for a curve.')
   work_dir: str = option('', 'Model directories go here (default: a temp dir).', path=True)
+  plot: str = option('', 'Also draw the curves (step against test top-1, one line per tower '
+                     'count) as a PNG at this path, and write the runs beside it as JSON '
+                     '(the same path ending .json).', path=True)
+  results_from: str = option('', 'Train nothing: draw --plot from the JSON runs a --plot run '
+                             'wrote.', path=True)
 
 
 cli.define_flags(TimeToAccuracyOptions)
@@ -120,8 +128,27 @@ def format_report(results: list[dict], target: float) -> str:
   return '\n'.join(lines)
 
 
+def results_path(plot: str) -> str:
+  """Where a --plot run writes its runs: the picture's path ending .json."""
+  return os.path.splitext(plot)[0] + '.json'
+
+
+def draw(results: list[dict], options: TimeToAccuracyOptions) -> None:
+  """The curves of `results` (`run_to_target`'s) as the PNG --plot."""
+  from benchmarks import plots  # the plotting library loads only for a picture
+  plots.accuracy_curves(results, options.target, options.plot,
+                        f'time to {options.target:.0%} test top-1, global batch '
+                        f'{results[0]["batch"]}')
+  print(f'time_to_accuracy: the curves are in {options.plot}')
+
+
 def run(options: TimeToAccuracyOptions) -> None:
-  """Trains to the target with every tower count and prints the report."""
+  """Trains to the target with every tower count and prints the report (with --plot, draws
+  it); with --results_from, only draws those runs."""
+  if options.results_from:
+    with open(options.results_from, encoding='utf-8') as f:
+      draw(json.load(f), options)
+    return
   from model_fn.devices import ensure_logical_cpus
   ensure_logical_cpus(max(options.towers))
   log = lambda line: print(line, file=sys.stderr, flush=True)
@@ -133,9 +160,27 @@ def run(options: TimeToAccuracyOptions) -> None:
         f'batch {results[0]["batch"]}, evaluation every {options.eval_every} steps on the '
         'demo\'s test clips')
   print(format_report(results, options.target))
+  if options.plot:
+    with open(results_path(options.plot), 'w', encoding='utf-8') as f:
+      json.dump(results, f, indent=1)
+    draw(results, options)
 
 
-PROGRAM = entry.Program('time_to_accuracy', run, TimeToAccuracyOptions)
+def options_problem(options: TimeToAccuracyOptions) -> Problem | None:
+  """--plot that cannot be written, --results_from without --plot or without runs, before
+  any training; else None."""
+  problem = options.plot and working_dir.unwritable(options.plot)
+  if problem:
+    return Problem('plot', f'--plot={options.plot}: {problem}')
+  if options.results_from and not options.plot:
+    return Problem('results_from', '--results_from draws recorded runs: give --plot=<file.png>')
+  if options.results_from and not os.path.isfile(options.results_from):
+    return Problem('results_from', f'--results_from={options.results_from} not found: give '
+                   'the .json a --plot run wrote')
+  return None
+
+
+PROGRAM = entry.Program('time_to_accuracy', run, TimeToAccuracyOptions, check=options_problem)
 
 
 if __name__ == '__main__':

@@ -34,8 +34,9 @@ Events written today:
                                              lost_secs
   training_over  {message}                   a ps was told by the chief (its message)
   ps_final_step  {step}                      the global step a ps held when told to exit
-  evaluation     {step, checkpoint_step, metrics}
-                                             one evaluation's metrics (name -> float);
+  evaluation     {step, checkpoint_step, metrics, per_class}
+                                             one evaluation's metrics (name -> float) and
+                                             each class's clip top-1 (null: no clip of it);
                                              `step` is the global step the checkpoint
                                              holds, `checkpoint_step` the one it is named
                                              with (async training may save one later)
@@ -44,11 +45,13 @@ Events written today:
                                              checkpoints: it evaluates `step` next, after
                                              `last_step`
   emulated_step  {index, end, seconds}       a step of the cluster emulator's tasks
-  emulator_row   {system, mode, nodes, examples_per_second_per_worker, sent_mb,
-                  received_mb, model_mb, link_use}
+  emulator_row   {system, mode, nodes, examples_per_second_per_worker, compute_share,
+                  model_efficiency, sent_mb, received_mb, model_mb, link_use}
                                              one row of the cluster emulator's table: the
-                                             busiest link's MB per worker step, measured
-                                             and modelled, and its use of the shaped rate
+                                             share of a never-waiting GPU's examples/s,
+                                             the model's, the busiest link's MB per worker
+                                             step, measured and modelled, and its use of
+                                             the shaped rate
   task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
                                              node's processes ended ('ps 0', 'trainer 1',
                                              'evaluator')

@@ -6,15 +6,25 @@
 
 `logits` float32 [B, num_classes], `labels` int64 [B], `video_index` int64 [B] or None.
 Accuracies are streaming means over every evaluated clip (video accuracy: over videos, from
-their clips' averaged predictions); TOP_1 picks the best model. The loss is the towers' rule
+their clips' averaged predictions); TOP_1 picks the best model. Per clip, the evaluation also
+counts the confusion matrix: PER_CLASS is each class's top-1 (float32 [num_classes], NaN for a
+class with no evaluated clip), and two image summaries in the eval dir draw it
+(`model_fn/confusion.py`): CONFUSION_IMAGE (rows normalised) and PER_CLASS_IMAGE (sorted bars),
+labelled with the records' class names (`class_names`) where known. The loss is the towers' rule
 (`tower_forward.mean_loss`); with `ema_decay` the weights' averages are evaluated.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from typing import Sequence
+
+import numpy as np
 import tensorflow as tf
 
-from model_fn import eval_coverage, video_metrics
+from input_fn import manifest as manifest_lib
+from model_fn import confusion, eval_coverage, video_metrics
 from model_fn.ema_weights import ema_scaffold
 from model_fn.tower_forward import Forward, mean_loss, split_features
 
@@ -22,13 +32,65 @@ tf1 = tf.compat.v1
 ModeKeys = tf.estimator.ModeKeys
 
 TOP_1 = 'accuracy/top_1'  # the evaluation metric that picks the best model
+PER_CLASS = 'accuracy/per_class'  # float32 [num_classes], NaN: no clip of the class
+CONFUSION_IMAGE = 'eval/confusion_matrix'  # the eval dir's image summaries (tag '<name>/0')
+PER_CLASS_IMAGE = 'eval/per_class_accuracy'
+
+
+def class_names(params) -> list[str] | None:
+  """The class names of the records in `params.data_dir` (their test manifest's `classes`,
+  in label order); None when the data are not prepared records or name no classes."""
+  if getattr(params, 'data_source', None) != 'tfrecord':
+    return None
+  path = manifest_lib.manifest_path(params.data_dir, 'test')
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding='utf-8') as f:
+    names = json.load(f).get('classes')
+  return list(names) if names and len(names) == params.num_classes else None
+
+
+def _image_summary(name: str, draw, matrix: tf.Tensor) -> tf.Tensor:
+  """A serialized Summary holding the picture `draw(matrix)` (uint8 [H, W, 3])."""
+  image = tf.numpy_function(draw, [matrix], tf.uint8, stateful=False)
+  image = tf.ensure_shape(image, [None, None, 3])
+  return tf1.summary.image(name, image[None], max_outputs=1, collections=[])
+
+
+def confusion_metrics(labels: tf.Tensor, predictions: tf.Tensor, num_classes: int,
+                      names: Sequence[str] | None) -> dict:
+  """PER_CLASS, CONFUSION_IMAGE and PER_CLASS_IMAGE from one streaming int64
+  [num_classes, num_classes] count of (label, prediction) over the evaluated clips."""
+  with tf1.variable_scope(None, default_name='confusion_matrix'):
+    matrix = tf1.get_variable(
+        'counts', [num_classes, num_classes], tf.int64, initializer=tf1.zeros_initializer(),
+        trainable=False,
+        collections=[tf1.GraphKeys.LOCAL_VARIABLES, tf1.GraphKeys.METRIC_VARIABLES])
+    update = tf1.assign_add(matrix, tf.math.confusion_matrix(
+        tf.reshape(labels, [-1]), tf.reshape(predictions, [-1]), num_classes, dtype=tf.int64))
+
+  def per_class(m: np.ndarray) -> np.ndarray:
+    return confusion.per_class_accuracy(m).astype(np.float32)
+
+  def per_class_image(m: np.ndarray) -> np.ndarray:
+    return confusion.render_per_class(confusion.per_class_accuracy(m), names, m.sum(axis=1))
+
+  value = matrix.read_value()
+  accuracy = tf.ensure_shape(tf.numpy_function(per_class, [value], tf.float32, stateful=False),
+                             [num_classes])
+  return {
+      PER_CLASS: (accuracy, update),
+      CONFUSION_IMAGE: (_image_summary(
+          'confusion_matrix', lambda m: confusion.render_matrix(m, names), value), update),
+      PER_CLASS_IMAGE: (_image_summary('per_class_accuracy', per_class_image, value), update),
+  }
 
 
 def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | None,
                  params) -> dict:
   """Top-1, top-5 (top-k for fewer classes), mean per-class accuracy (over the classes
-  present in the evaluated labels), and, given `video_index`, video-level accuracy from
-  the clips' averaged predictions."""
+  present in the evaluated labels), the confusion matrix's metrics (`confusion_metrics`),
+  and, given `video_index`, video-level accuracy from the clips' averaged predictions."""
   labels = tf.cast(labels, tf.int64)
   predictions = tf.argmax(logits, axis=-1)
   k = min(5, params.num_classes)
@@ -39,6 +101,7 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
       'accuracy/top_5': tf1.metrics.mean(in_top_k),
       'accuracy/mean_per_class': video_metrics.mean_per_class_accuracy(
           labels, predictions, params.num_classes),
+      **confusion_metrics(labels, predictions, params.num_classes, class_names(params)),
   }
   if video_index is not None:
     metrics['accuracy/video'] = video_metrics.video_accuracy(

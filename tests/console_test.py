@@ -62,7 +62,8 @@ class TrainingOutputTest(absltest.TestCase):
     self.assertTrue(any(re.search(re.escape(progress.SESSION_READY) + r' 0 to 10\b', line)
                         for line in lines), lines)
     self.assertTrue(any(re.search(r'accuracy/top_1 +[01]\.\d{4}$', line) for line in lines))
-    # 10 steps every 3, 1 evaluation, 2 start lines and a 6-row table: nothing else.
+    # 10 steps every 3, 1 evaluation, 2 start lines, a 6-row table and the worst classes:
+    # nothing else.
     self.assertLess(len(lines), 20, self.quiet_output)
 
   def test_default_output_hides_tensorflow_chatter(self):

@@ -5,7 +5,8 @@ imports); `model_fn` and `input_fn` (the library: never import `towers` or the d
 `data_tools` (programs that make and prepare datasets: never import `towers`); `towers.cluster`
 (the cluster runtime and one runner per role: never imports the rest of `towers`, which hands
 it what to build as a `Recipe`); `towers`; `benchmarks`. Every import counts, including those
-inside functions.
+inside functions. The plotting library (matplotlib) is the benchmarks' pictures' alone:
+only `benchmarks/plots.py` imports it.
 """
 
 import ast
@@ -136,6 +137,17 @@ class LayeringTest(absltest.TestCase):
     # `from package import name` names the package too: only modules' own files count.
     graph = {m: {d for d in deps if not self.modules.get(d) is None} for m, deps in graph.items()}
     self.assertEqual(find_cycle(graph), [], 'module cycle')
+
+  def test_only_the_benchmarks_plots_import_the_plotting_library(self):
+    # matplotlib is installed for the benchmarks' --plot pictures alone.
+    importers = set()
+    for module in self.modules:
+      path = os.path.join(ROOT, *module.split('.')) + '.py'
+      if not os.path.exists(path):
+        path = os.path.join(ROOT, *module.split('.'), '__init__.py')
+      if 'matplotlib' in {name.split('.')[0] for name in _imports(path)}:
+        importers.add(module)
+    self.assertEqual(importers, {'benchmarks.plots'})
 
   def test_the_cycle_finder_finds_a_cycle(self):
     self.assertEqual(find_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}), ['a', 'b', 'c', 'a'])

@@ -2,8 +2,8 @@
 
 train, classify, evaluate_two_stream and local_cluster: one refusal line each
 (`<program>: error: <message>`), the launcher's help, training's progress line and evaluation line (their numbers
-are those of the run's `progress` and `evaluation` status events), and the two-stream
-table. The other specs assert on exit codes, files, JSON and status events; this one is
+are those of the run's `progress` and `evaluation` status events), the worst classes ending
+training's final lines, and the two-stream table with where fusion helps and hurts. The other specs assert on exit codes, files, JSON and status events; this one is
 where the wording is pinned, once. Every program runs at once, as a user starts it.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from absl.testing import absltest
 
 from tests import program_runs
-from towers import two_stream
+from towers import two_stream, two_stream_outputs
 
 TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=1',
@@ -26,6 +26,11 @@ TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--save_checkpoints_steps=6', '--log_every_steps=3', '--synthetic_eval_examples=8',
             '--export_savedmodel=false')
 CLOCK = r'\d\d:\d\d:\d\d '  # the time every line of a training run starts with
+# The two-stream lines' RGB stream: 3 videos of 3 classes, the second one wrong.
+VIDEOS = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
+RGB = two_stream.StreamPredictions(
+    'rgb', '/models/rgb', VIDEOS, np.array([0, 1, 2]),
+    np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
 TIMEOUT = 240
 
 
@@ -115,17 +120,22 @@ class TrainingConsoleTest(absltest.TestCase):
     found = [l for l in lines(done) if re.fullmatch(CLOCK + re.escape(line), l)]
     self.assertLen(found, 1, done.output())
 
+  def test_the_final_lines_name_the_worst_classes(self):
+    done = self.runs['train']
+    self.assertEqual(done.code, 0, done.output())
+    per_class = [e for e in done.events if e['event'] == 'evaluation'][-1]['per_class']
+    worst = sorted((a, str(c)) for c, a in enumerate(per_class) if a is not None)[:5]
+    self.assertEqual(done.stdout.splitlines()[-1],
+                     f'{len(worst)} worst classes (clip top-1): ' +
+                     ', '.join(f'{name} {a:.4f}' for a, name in worst))
+
   def test_the_two_stream_table(self):
     # 3 videos both streams have (every fused prediction right), one only the flow data
     # lists, and one bad flow record: each count the rows rest on is said.
-    names = ('v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01')
-    rgb = two_stream.StreamPredictions(
-        'rgb', '/models/rgb', names, np.array([0, 1, 2]),
-        np.array([[.8, .1, .1], [.2, .3, .5], [.1, .1, .8]], np.float32), 2, 0)
     flow = two_stream.StreamPredictions(
-        'flow', '/models/flow', (*names, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
+        'flow', '/models/flow', (*VIDEOS, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
         np.array([[.4, .3, .3], [.1, .8, .1], [.2, .2, .6], [1, 0, 0]], np.float32), 2, 1)
-    table = two_stream.format_table(two_stream.report(rgb, flow))
+    table = two_stream.format_table(two_stream.report(RGB, flow))
     self.assertEqual(table.splitlines(), [
         'two-stream evaluation on 3 videos (flow_weight 0.5; video = mean softmax of 2 clips '
         'x 1 crop)',
@@ -136,6 +146,17 @@ class TrainingConsoleTest(absltest.TestCase):
         '| Fusion | 1.0000 | 1.0000 | 1.0000 |',
         'flow: 1 video(s) not in the other stream, left out of every row (e.g. v_D_g01_c01); '
         '1 bad record(s) skipped'])
+
+  def test_the_classes_where_fusion_helps_and_hurts_most(self):
+    # Fusion gets Biking right where neither stream did, and Diving wrong where RGB did.
+    flow = two_stream.StreamPredictions(
+        'flow', '/models/flow', VIDEOS, np.array([0, 1, 2]),
+        np.array([[.1, .8, .1], [.5, .45, .05], [.9, .1, 0]], np.float32), 2, 0)
+    result = two_stream.report(RGB, flow, class_names=['Archery', 'Biking', 'Diving'])
+    self.assertEqual(two_stream_outputs.format_fusion_changes(result).splitlines(), [
+        'fusion helps most (video top-1 over the better stream): Biking +1.0000 (rgb 0.0000, '
+        'flow 0.0000, fusion 1.0000)',
+        'fusion hurts most: Diving -1.0000 (rgb 1.0000, flow 0.0000, fusion 0.0000)'])
 
 
 if __name__ == '__main__':

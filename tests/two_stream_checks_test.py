@@ -4,14 +4,18 @@ A model with another number of classes than its eval data, eval data whose test 
 the model trained on (the split-2 test list holds split 1's training videos; the model_dir's
 train_settings.json lists what it trained on), a --flow_weight outside [0, 1] (or nan) and a
 --json_out that cannot be written each stop with one `evaluate_two_stream:` line, exit 2.
-A model_dir that lists no training videos is evaluated with a warning saying so.
+A model_dir that lists no training videos is evaluated with a warning saying so. An
+evaluation writes, beside its JSON, a confusion-matrix PNG per stream and the per-class CSV.
 """
 
+import csv
 import json
 import os
 import shutil
 import tempfile
 
+import cv2
+import numpy as np
 import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
@@ -87,6 +91,24 @@ class TwoStreamChecksTest(tf.test.TestCase):
       result = json.load(f)
     self.assertEqual(set(result['rows']), {'rgb', 'flow', 'fusion'})
     self.assertEqual(result['training_videos_checked'], {'rgb': True, 'flow': True})
+    # Beside the JSON: a confusion matrix per stream and the per-class CSV of its rows.
+    stem = json_out(args)[:-len('.json')]
+    self.assertEqual(result['files'], [f'{stem}_{s}_confusion.png'
+                                       for s in ('rgb', 'flow', 'fusion')] +
+                     [f'{stem}_per_class.csv'])
+    for path in result['files'][:3]:
+      image = cv2.imread(path)
+      self.assertGreaterEqual(min(image.shape[:2]), 3 * 4)  # 3 classes, 4+ pixels a cell
+      self.assertGreater(np.std(image), 10)
+    with open(result['files'][3], newline='') as f:
+      rows = list(csv.DictReader(f))
+    self.assertEqual([row['class'] for row in rows], [r['class'] for r in result['per_class']])
+    for row, expected in zip(rows, result['per_class']):
+      self.assertEqual({k: float(v) for k, v in row.items() if k != 'class'},
+                       {k: v for k, v in expected.items() if k != 'class'})
+    self.assertEqual(sum(r['videos'] for r in result['per_class']), result['videos'])
+    self.assertAllClose(np.mean([r['fusion'] for r in result['per_class']]),
+                        result['rows']['fusion']['mean_per_class'])
 
   def test_splits_print_each_table_and_the_mean_video_top_1(self):
     for stream in ('rgb', 'flow'):  # two "splits" of the same model and records

@@ -1,10 +1,16 @@
 """Two-stream fusion arithmetic on hand-made predictions: per-video averages, the weighting,
-video top-1/top-5/mean per-class, matching by canonical name, and what is reported."""
+video top-1/top-5/mean per-class, matching by canonical name, what is reported, per class
+too, and the files written beside the JSON (confusion PNGs, per-class CSV)."""
 
+import csv
+import json
+import os
+
+import cv2
 import numpy as np
 import tensorflow as tf
 
-from towers import two_stream
+from towers import two_stream, two_stream_outputs
 
 
 def softmax(logits):
@@ -76,6 +82,47 @@ class FusionTest(tf.test.TestCase):
     self.assertEqual([(streams[s]['clips_per_video'], streams[s]['crops_per_video'],
                        streams[s]['videos'], streams[s]['skipped_records'])
                       for s in ('rgb', 'flow')], [(2, 1, 3, 0), (2, 1, 4, 1)])
+
+  def test_per_class_rows_put_the_streams_side_by_side(self):
+    # 4 videos, 3 classes. rgb gets class 0 right, flow class 1; fused, both; class 2 is
+    # lost by fusion (rgb had it).
+    names, labels = ['v_A_g01_c01', 'v_A_g02_c01', 'v_B_g01_c01', 'v_C_g01_c01'], [0, 0, 1, 2]
+    rgb = stream('rgb', names, labels, [[.9, .1, 0], [.9, .1, 0], [.4, .0, .6], [.3, .2, .5]])
+    flow = stream('flow', names, labels, [[.2, .8, 0], [.2, .8, 0], [.0, 1, 0], [.9, .1, 0]])
+    result = two_stream.report(rgb, flow, class_names=['Archery', 'Biking', 'Diving'])
+    self.assertEqual(result['per_class'], [
+        {'class': 'Archery', 'label': 0, 'videos': 2, 'rgb': 1.0, 'flow': 0.0, 'fusion': 1.0,
+         'fusion_gain': 0.0},
+        {'class': 'Biking', 'label': 1, 'videos': 1, 'rgb': 0.0, 'flow': 1.0, 'fusion': 1.0,
+         'fusion_gain': 0.0},
+        {'class': 'Diving', 'label': 2, 'videos': 1, 'rgb': 1.0, 'flow': 0.0, 'fusion': 0.0,
+         'fusion_gain': -1.0}])
+    matrices = two_stream.confusion_matrices(rgb, flow)
+    self.assertAllEqual(matrices['fusion'], [[2, 0, 0], [0, 1, 0], [1, 0, 0]])
+    self.assertAllEqual(matrices['rgb'], [[2, 0, 0], [0, 0, 1], [0, 0, 1]])
+    helps, hurts = two_stream_outputs.fusion_changes(result)
+    self.assertEqual((helps, [r['class'] for r in hurts]), ([], ['Diving']))
+
+  def test_the_pictures_and_the_csv_hold_the_report(self):
+    names, labels = ['v_A_g01_c01', 'v_B_g01_c01', 'v_C_g01_c01'], [0, 1, 1]
+    rgb = stream('rgb', names, labels, [[.9, .1], [.6, .4], [.2, .8]])
+    flow = stream('flow', names, labels, [[.4, .6], [.1, .9], [.3, .7]])
+    result = two_stream.report(rgb, flow, flow_weight=0.25)
+    out = os.path.join(self.get_temp_dir(), 'two_stream_eval')
+    files = two_stream_outputs.write(result, two_stream.confusion_matrices(rgb, flow, 0.25),
+                                     None, out)
+    self.assertEqual(files, [f'{out}_{s}_confusion.png' for s in ('rgb', 'flow', 'fusion')] +
+                     [f'{out}_per_class.csv'])
+    for path in files[:3]:
+      image = cv2.imread(path)
+      self.assertGreaterEqual(min(image.shape[:2]), 2 * 4)
+      self.assertGreater(np.std(image), 10)
+    with open(files[3], newline='') as f:
+      rows = list(csv.DictReader(f))
+    self.assertEqual(list(rows[0]), list(two_stream_outputs.CSV_COLUMNS))
+    self.assertEqual([{k: float(v) if k not in ('class',) else v for k, v in row.items()}
+                      for row in rows], result['per_class'])
+    self.assertEqual(json.loads(json.dumps(result))['per_class'], result['per_class'])
 
   def test_streams_that_cannot_be_fused_are_refused(self):
     rgb = stream('rgb', ['v_A_g01_c01'], [0], [[0.5, 0.5]])

@@ -18,7 +18,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 # pylint: disable=wrong-import-position
 from command_line import entry, working_dir
 from input_fn import frame_sample, pipeline
-from towers import two_stream
+from towers import two_stream, two_stream_outputs
 from command_line.options import Options, Problem, Range, option
 
 
@@ -95,11 +95,14 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
           'records prepared with a larger --short_side'))
 
 
-def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
-  """Loads both models of `paths`, predicts every test video of each stream and returns
-  the table (`two_stream.report`) with `training_videos_checked`: stream -> whether its
-  model_dir listed its training videos, so none of them could be among the test videos
-  (False: evaluated with a warning, unchecked)."""
+def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
+             path_prefix: str) -> dict:
+  """Loads both models of `paths`, predicts every test video of each stream, writes the
+  confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting with `path_prefix`)
+  and returns the table (`two_stream.report`, classes named by the RGB records) with
+  `training_videos_checked`: stream -> whether its model_dir listed its training videos, so
+  none of them could be among the test videos (False: evaluated with a warning, unchecked),
+  and `files`: the paths written."""
   models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
   checked = {}
@@ -114,5 +117,8 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions) -> dict:
                                          options.eval_clips, options.eval_batch_size,
                                          crops_per_video=options.eval_crops)
                for stream in ('rgb', 'flow'))
-  return dict(two_stream.report(rgb, flow, options.flow_weight),
-              training_videos_checked=checked)
+  names = two_stream.class_names(paths['rgb_data'])
+  result = two_stream.report(rgb, flow, options.flow_weight, names)
+  files = two_stream_outputs.write(
+      result, two_stream.confusion_matrices(rgb, flow, options.flow_weight), names, path_prefix)
+  return dict(result, training_videos_checked=checked, files=files)

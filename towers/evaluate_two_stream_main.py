@@ -4,8 +4,10 @@
     --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
     --flow_model=runs/ucf101_i3d_flow --flow_data=data/ucf101/flow_tfrecord
 
-Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy and
-writes the same as JSON (--json_out). Method: `towers/two_stream.py`.
+Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy, and
+the classes where fusion helps and hurts most; writes the same as JSON (--json_out) and,
+beside it, a confusion-matrix PNG per stream and a per-class CSV with RGB, Flow and Fusion
+side by side (`towers/two_stream_outputs.py`). Method: `towers/two_stream.py`.
 
 The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
 one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
@@ -25,24 +27,28 @@ import os
 from towers.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
 # pylint: disable=wrong-import-order
 from command_line import entry
-from towers import two_stream
+from towers import two_stream, two_stream_outputs
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:
   """Evaluates the two streams (each split of --splits), prints and writes the tables."""
+  os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   if not options.splits:
-    output = evaluate({name: getattr(options, name) for name in PATHS}, options)
+    output = evaluate({name: getattr(options, name) for name in PATHS}, options,
+                      two_stream_outputs.prefix(options.json_out))
     print(two_stream.format_table(output))
+    print(two_stream_outputs.format_fusion_changes(output))
   else:
     results = {}
     for split in options.splits:
       paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
-      results[split] = evaluate(paths, options)
+      results[split] = evaluate(paths, options, two_stream_outputs.prefix(options.json_out,
+                                                                          split))
       print(f'split {split}: ' + two_stream.format_table(results[split]))
+      print(two_stream_outputs.format_fusion_changes(results[split]))
     mean = two_stream.mean_over_splits(results)
     print(two_stream.format_splits_table(results, mean))
     output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
-  os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   with open(options.json_out, 'w') as f:
     json.dump(output, f, indent=1)
   print(f'written to {options.json_out}')

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
 from model_fn.networks import Network
 from input_fn import factory
-from model_fn.eval_spec import TOP_1
+from model_fn.eval_spec import PER_CLASS, TOP_1
 from towers import export_info
 from towers.checkpoints import checkpoint_step
 from towers.cluster import time_limit
@@ -32,8 +33,8 @@ def _higher_top_1(best_eval_result: dict, current_eval_result: dict) -> bool:
 
 class EvaluationLine(tf.estimator.Exporter):
   """Logs one line per evaluation (`evaluation_line`) and records it as an `evaluation`
-  status event {step, metrics: {name: float}} (`command_line/status_file.py`); exports
-  nothing."""
+  status event {step, checkpoint_step, metrics: {name: float}, per_class: [float | None]}
+  (`command_line/status_file.py`); exports nothing."""
 
   @property
   def name(self) -> str:
@@ -47,8 +48,17 @@ class EvaluationLine(tf.estimator.Exporter):
                                                              params.eval_crops)))
     status_file.record('evaluation', step=int(eval_result.get('global_step', -1)),
                        checkpoint_step=step_of(checkpoint_path),
-                       metrics={k: float(v) for k, v in eval_result.items()
-                                if k != 'global_step' and getattr(v, 'size', 1) == 1})
+                       metrics={k: v for k, v in scalars(eval_result).items()
+                                if k != 'global_step'},
+                       per_class=[None if np.isnan(a) else float(a)
+                                  for a in eval_result.get(PER_CLASS, ())])
+
+
+def scalars(metrics: dict[str, Any]) -> dict[str, float]:
+  """The metrics that are one number, as floats: not the per-class vector, not the image
+  summaries (serialized bytes)."""
+  return {k: float(v) for k, v in metrics.items()
+          if not isinstance(v, bytes) and getattr(v, 'size', 1) == 1}
 
 
 def protocol(clips: int, crops: int) -> str:

@@ -21,12 +21,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Mapping
 
+import numpy as np
 from absl import logging
 
 from input_fn import factory
 from input_fn.data_checks import DataError
 from input_fn.manifest import ManifestError
+from model_fn import confusion
 from model_fn.eval_coverage import EvalCoverageError
+from model_fn.eval_spec import PER_CLASS, class_names
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
@@ -130,15 +133,29 @@ def _writer_lock(params: TrainParams, task: cluster_spec.ClusterTask | None
 
 
 def final_metrics_text(params: TrainParams, metrics: dict[str, Any]) -> str:
-  """'final metrics at step N (accuracy/video: 5 clips x 1 crop per video):' and the table."""
-  return (f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '
+  """'final metrics at step N (accuracy/video: 5 clips x 1 crop per video):', the table, and
+  the classes of lowest clip top-1 (`worst_classes_line`) when the metrics have them."""
+  text = (f'final metrics at step {int(metrics.get("global_step", -1))} (accuracy/video: '
           f'{protocol(params.eval_clips, params.eval_crops)} per video):\n'
           f'{metrics_table(metrics)}')
+  if PER_CLASS in metrics:
+    text += '\n' + worst_classes_line(metrics[PER_CLASS], class_names(params))
+  return text
+
+
+def worst_classes_line(per_class: Any, names: list[str] | None, k: int = 5) -> str:
+  """'5 worst classes (clip top-1): name 0.1000, ...', lowest first, of the evaluated
+  classes (`confusion.worst_classes`)."""
+  worst = confusion.worst_classes(np.asarray(per_class, np.float64), names, k)
+  return (f'{len(worst)} worst classes (clip top-1): ' +
+          ', '.join(f'{name} {accuracy:.4f}' for name, accuracy in worst))
 
 
 def metrics_table(metrics: dict[str, Any]) -> str:
-  """The final metrics, one 'name  value' row each, names sorted (floats to 4 places)."""
+  """The final metrics that are one number, one 'name  value' row each, names sorted
+  (floats to 4 places)."""
   rows = {k: f'{float(v):.4f}' if isinstance(v, float) or hasattr(v, 'dtype') and
-          v.dtype.kind == 'f' else str(v) for k, v in metrics.items()}
+          v.dtype.kind == 'f' else str(v) for k, v in metrics.items()
+          if k in train_and_evaluate_loop.scalars(metrics)}
   width = max(map(len, rows))
   return '\n'.join(f'  {name:<{width}}  {rows[name]:>10}' for name in sorted(rows))

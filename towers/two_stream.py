@@ -18,7 +18,9 @@ same stream and number of classes, and no test video among those the model_dir's
 train_settings.json lists as trained on.
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
-classes present among the evaluated videos of each class's top-1). The three rows (RGB, Flow,
+classes present among the evaluated videos of each class's top-1); per class, each stream's
+top-1 and what fusion gains over the better stream (`per_class_rows`), from the streams'
+confusion matrices (`confusion_matrices`). The three rows (RGB, Flow,
 Fusion) are computed on the videos both streams have, so they compare like with like; a
 video that only one stream has is reported, counted and listed, never silently dropped.
 """
@@ -28,13 +30,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
+from model_fn import confusion
 from towers.training import protocol
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
@@ -130,21 +133,57 @@ def match(rgb: StreamPredictions, flow: StreamPredictions) -> Matched:
       only_flow=tuple(n for n in flow.names if n.lower() not in rgb_keys))
 
 
-def report(rgb: StreamPredictions, flow: StreamPredictions,
-           flow_weight: float = 0.5) -> dict[str, Any]:
-  """The evaluation as a JSON-able dict: rows rgb/flow/fusion with their video metrics on the
-  shared videos, the counts, and the videos only one stream has."""
+def _shared(rgb: StreamPredictions, flow: StreamPredictions,
+            flow_weight: float) -> tuple[Matched, np.ndarray]:
+  """The matched streams and their fused probabilities; raises when they share no video."""
   matched = match(rgb, flow)
   if not matched.names:
     raise TwoStreamError(f'the RGB eval data ({len(rgb.names)} videos) and the Flow eval data '
                          f'({len(flow.names)} videos) share no video name: were they prepared '
                          'from the same split?', 'no_shared_video')
-  fused = fuse(matched.rgb, matched.flow, flow_weight)
+  return matched, fuse(matched.rgb, matched.flow, flow_weight)
+
+
+def confusion_matrices(rgb: StreamPredictions, flow: StreamPredictions,
+                       flow_weight: float = 0.5) -> dict[str, np.ndarray]:
+  """'rgb', 'flow', 'fusion' -> int64 [classes, classes] counts of videos (row = label,
+  column = top-1 prediction) over the videos both streams have."""
+  return _matrices(*_shared(rgb, flow, flow_weight))
+
+
+def _matrices(matched: Matched, fused: np.ndarray) -> dict[str, np.ndarray]:
+  classes = fused.shape[1]
+  return {stream: confusion.counts(matched.labels, np.argmax(p, axis=1), classes)
+          for stream, p in (('rgb', matched.rgb), ('flow', matched.flow), ('fusion', fused))}
+
+
+def per_class_rows(matrices: dict[str, np.ndarray],
+                   class_names: Sequence[str] | None) -> list[dict[str, Any]]:
+  """One row per class with videos, in label order: class (name, else label), label, videos,
+  each stream's video top-1 of the class (rgb, flow, fusion) and fusion_gain = fusion minus
+  the better of rgb and flow (> 0: fusion helps the class, < 0: it hurts)."""
+  names = confusion.class_labels(len(matrices['rgb']), class_names)
+  accuracy = {s: confusion.per_class_accuracy(m) for s, m in matrices.items()}
+  videos = matrices['rgb'].sum(axis=1)
+  return [{'class': names[c], 'label': int(c), 'videos': int(videos[c]),
+           **{s: float(accuracy[s][c]) for s in ('rgb', 'flow', 'fusion')},
+           'fusion_gain': float(accuracy['fusion'][c] - max(accuracy['rgb'][c],
+                                                            accuracy['flow'][c]))}
+          for c in np.flatnonzero(videos)]
+
+
+def report(rgb: StreamPredictions, flow: StreamPredictions, flow_weight: float = 0.5,
+           class_names: Sequence[str] | None = None) -> dict[str, Any]:
+  """The evaluation as a JSON-able dict: rows rgb/flow/fusion with their video metrics on the
+  shared videos, per_class (`per_class_rows`, labelled with `class_names` when given), the
+  counts, and the videos only one stream has."""
+  matched, fused = _shared(rgb, flow, flow_weight)
   return {
       'videos': len(matched.names), 'flow_weight': flow_weight,
       'rows': {'rgb': video_metrics(matched.rgb, matched.labels),
                'flow': video_metrics(matched.flow, matched.labels),
                'fusion': video_metrics(fused, matched.labels)},
+      'per_class': per_class_rows(_matrices(matched, fused), class_names),
       'streams': {p.stream: {'model': p.model, 'videos': len(p.names),
                              'clips_per_video': p.clips_per_video,
                              'crops_per_video': p.crops_per_video,
@@ -219,6 +258,11 @@ def saved_model_dir(path: str) -> str:
                          'export/best/: train it with //towers:train (export_savedmodel=true, '
                          'the default) or pass the export directory', 'no_export', path)
   return os.path.join(best, exports[-1].rstrip('/'))
+
+
+def class_names(data_dir: str) -> list[str] | None:
+  """The class names, in label order, of the eval records in `data_dir` (None: not listed)."""
+  return _manifest(data_dir).get('classes') or None
 
 
 def _manifest(data_dir: str) -> dict[str, Any]:

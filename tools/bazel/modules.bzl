@@ -33,10 +33,12 @@ MODULES = {
             ":emulated_task_lib",
             ":emulated_task_main",
             ":machine",
+            ":plots",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
+            "//command_line:working_dir",
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -145,6 +147,7 @@ MODULES = {
             "//command_line:entry",
         ]),
         ("machine.py", "machine", []),
+        ("plots.py", "plots", []),
         ("scaling_model_main.py", "scaling_model_main", [
             ":cluster_model",
             ":flop_count",
@@ -158,9 +161,11 @@ MODULES = {
             "//towers:params",
         ]),
         ("time_to_accuracy_main.py", "time_to_accuracy_main", [
+            ":plots",
             "//command_line:cli",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:working_dir",
             "//input_fn:factory",
             "//model_fn:devices",
             "//model_fn:eval_spec",
@@ -359,14 +364,17 @@ MODULES = {
             ":layers",
         ]),
         ("batch_split.py", "batch_split", []),
+        ("confusion.py", "confusion", []),
         ("devices.py", "devices", []),
         ("ema_weights.py", "ema_weights", []),
         ("eval_coverage.py", "eval_coverage", []),
         ("eval_spec.py", "eval_spec", [
+            ":confusion",
             ":ema_weights",
             ":eval_coverage",
             ":tower_forward",
             ":video_metrics",
+            "//input_fn:manifest",
         ]),
         ("freezing.py", "freezing", [
             ":layers",
@@ -559,6 +567,7 @@ MODULES = {
         ]),
         ("evaluate_two_stream.py", "evaluate_two_stream_lib", [
             ":two_stream",
+            ":two_stream_outputs",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
@@ -569,6 +578,7 @@ MODULES = {
         ("evaluate_two_stream_main.py", "evaluate_two_stream_main", [
             ":evaluate_two_stream_lib",
             ":two_stream",
+            ":two_stream_outputs",
             "//command_line:entry",
         ]),
         ("export_info.py", "export_info", [
@@ -658,8 +668,10 @@ MODULES = {
             "//input_fn:factory",
             "//input_fn:manifest",
             "//model_fn/networks",
+            "//model_fn:confusion",
             "//model_fn:devices",
             "//model_fn:eval_coverage",
+            "//model_fn:eval_spec",
             "//towers/cluster:base_runner",
             "//towers/cluster:evaluator",
             "//towers/cluster:runners",
@@ -672,6 +684,10 @@ MODULES = {
             ":training",
             "//input_fn:manifest",
             "//input_fn:pipeline",
+            "//model_fn:confusion",
+        ]),
+        ("two_stream_outputs.py", "two_stream_outputs", [
+            "//model_fn:confusion",
         ]),
     ],
     "towers/cluster": [
@@ -749,6 +765,12 @@ TEST_DEPS = {
         ":tower_testing",
         "//model_fn:tower_model_fn",
         "//towers:params",
+    ],
+    "benchmark_plots_test": [
+        ":program_runs",
+        "//benchmarks:cluster_emulator_main",
+        "//benchmarks:plots",
+        "//benchmarks:time_to_accuracy_main",
     ],
     "benchmark_report_test": [
         "//benchmarks:benchmark_report",
@@ -840,6 +862,13 @@ TEST_DEPS = {
         ":cluster_testing",
         "//towers:checkpoints",
         "//towers:model_dir_lock",
+    ],
+    "confusion_test": [
+        ":program_runs",
+        "//model_fn:confusion",
+        "//model_fn:eval_spec",
+        "//towers:params",
+        "//towers:training",
     ],
     "console_test": [
         "//benchmarks:cluster_emulator_main",
@@ -1107,6 +1136,7 @@ TEST_DEPS = {
         "//towers:train_main",
     ],
     "layering_test": [
+        "//benchmarks:plots",
         "//towers/cluster",
         "//towers/cluster:runners",
         "//towers:training",
@@ -1311,6 +1341,7 @@ TEST_DEPS = {
         "//towers:evaluate_two_stream_main",
         "//towers:train_main",
         "//towers:two_stream",
+        "//towers:two_stream_outputs",
     ],
     "transfer_test": [
         "//benchmarks:cluster_model",
@@ -1347,6 +1378,7 @@ TEST_DEPS = {
     ],
     "two_stream_test": [
         "//towers:two_stream",
+        "//towers:two_stream_outputs",
     ],
     "ucf101_flags_test": [
         ":i3d_test_lib",
