@@ -1002,9 +1002,11 @@ TEST_DEPS = {
         "//towers:training",
         "//towers:two_stream",
     ],
+    "i3d_memory_test": [
+        "//benchmarks:i3d_memory_lib",
+    ],
     "i3d_network_test": [
         ":i3d_test_lib",
-        "//benchmarks:i3d_memory_lib",
         "//command_line:options",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
