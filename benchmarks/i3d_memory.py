@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Sequence
 
 from command_line import console, entry
@@ -123,6 +124,18 @@ def _step_graph(clips: int, config: Config) -> meta_graph_pb2.MetaGraphDef:
   return meta
 
 
+def _peak(cluster: grappler_cluster.Cluster, meta: meta_graph_pb2.MetaGraphDef) -> int:
+  """The GPU's peak bytes. Above the device's memory Grappler raises ResourceExhaustedError
+  with its peak in the message ("Graph requires N bytes of memory on device ..."): N."""
+  try:
+    return int(cluster.DeterminePeakMemoryUsage(grappler_item.Item(meta))[GPU][0])
+  except tf.errors.ResourceExhaustedError as e:
+    found = re.search(r'Graph requires (\d+) bytes of memory', str(e))
+    if not found:
+      raise
+    return int(found[1])
+
+
 @functools.lru_cache(maxsize=None)
 def step_peak(clips: int, config: Config = Config()) -> Peak:
   """Grappler's peak (`Cluster.DeterminePeakMemoryUsage`) of the step on a virtual cluster
@@ -131,7 +144,7 @@ def step_peak(clips: int, config: Config = Config()) -> Peak:
   meta = _step_graph(clips, config)
   cluster = grappler_cluster.Cluster(devices=[device_properties_pb2.NamedDevice(
       name=GPU, properties=GTX1060)])
-  as_built = cluster.DeterminePeakMemoryUsage(grappler_item.Item(meta))[GPU][0]
+  as_built = _peak(cluster, meta)
   optimized_graph = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta, cluster=cluster)
   optimized = meta_graph_pb2.MetaGraphDef()
   optimized.CopyFrom(meta)
@@ -142,10 +155,10 @@ def step_peak(clips: int, config: Config = Config()) -> Peak:
     if node.op in HOST_COPIES:
       node.op = 'Identity'
       node.device = GPU
-  peak = cluster.DeterminePeakMemoryUsage(grappler_item.Item(optimized))[GPU][0]
+  peak = _peak(cluster, optimized)
   transposes = (sum(n.op == 'Transpose' for n in optimized_graph.node) -
                 sum(n.op == 'Transpose' for n in meta.graph_def.node))
-  return Peak(int(as_built), int(peak), transposes)
+  return Peak(as_built, peak, transposes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,8 +202,7 @@ def fit(config: Config, clips: int, usable_gib: float) -> Fit:
              most_clips(config, usable))
 
 
-DEFAULT_CONFIGS = (Config(), Config(stream='flow'), Config(trainable_from='Mixed_4b'),
-                   Config(frames=32))
+DEFAULT_CONFIGS = (Config(), Config(stream='flow'), Config(trainable_from='Mixed_4b'))
 
 
 def table(configs: Sequence[Config], usable_gib: float) -> str:
