@@ -1,4 +1,4 @@
-"""How many I3D training clips fit in a GPU's memory, from the graph's tensor shapes.
+"""How many I3D training clips fit in a GTX1060's memory, from TensorFlow's own accounting.
 
     bazel run //benchmarks:i3d_memory [-- --usable_gib=5.0]
     bazel run //benchmarks:i3d_memory -- --recipe=gtx1060.flags
@@ -7,23 +7,22 @@ With `--recipe` (a train flagfile) it checks that recipe instead of printing the
 one line with the clips of one tower's micro-batch (batch_size / towers), the memory they
 need and whether it fits; exit 1 when it does not.
 
-Builds one training tower (batch 1, no computation) and its gradients, then sums
+Builds one tower's training step (I3D, cross-entropy, gradients of the trained variables,
+momentum updates, the gradient accumulators when the recipe accumulates), places every op
+on a virtual GTX1060 (a Grappler cluster of one DeviceProperties GPU: sm_61, 6 GiB), and
+asks Grappler for the step's peak memory (`Cluster.DeterminePeakMemoryUsage`), as built
+and after `tf_optimizer.OptimizeGraph` with the default config. The optimized graph is
+what a session runs: its layout optimizer converts the convolutions to NCDHW with
+transposes, and both layouts of the largest activations are alive at once, so that peak
+is the larger and is the one used. Neither counts the CUDA context or cuDNN's convolution
+workspace: the need adds 363 MiB and 512 MiB for them (their sources:
+`benchmarks.i3d_memory.Overheads`), and the clips that fit are the most whose need stays
+within `--usable_gib` (5 GiB of a 6 GiB card; the remaining GiB is the margin for the
+allocator's fragmentation, which nothing here estimates). The peak grows linearly with the
+clips: the clip count that fits is guessed from 1 and 2 clips, then measured at that count
+and the next.
 
-  * retained: every forward tensor that a gradient op reads (what backprop keeps alive
-    from the forward pass: conv inputs, ReLU outputs, batch-norm intermediates, pool
-    inputs/outputs, the clip itself). Shape-only reads (Shape, ShapeN, Size, Rank) are
-    not counted. With `trainable_from`, no gradient flows into the frozen endpoints, so
-    their activations are not retained.
-  * transient: the larger of the backward peak (the two largest gradient tensors, an
-    activation's gradient and its input's gradient, live at once) and the forward peak
-    (the largest inputs + outputs of one forward op, which counts even for frozen
-    endpoints, whose activations are freed once used).
-
-Both scale linearly with the clips per tower. Fixed cost: weights, their gradients and
-the momentum slot (3 x 4 bytes x parameters). Usable memory is an assumption, not a
-measurement: of a 6 GB GTX1060 (6,144 MiB), the CUDA context, cuDNN workspace and TF's
-reserve leave roughly 5 GiB to the allocator (`--usable_gib`). The layers here use the
-unfused batch norm of `model_fn/layers.py`, as the real run does.
+Takes minutes: each clip count is a graph built and optimized.
 
 The library: benchmarks/i3d_memory.py.
 """

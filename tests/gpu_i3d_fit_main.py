@@ -6,7 +6,7 @@ Run in its own process by tests/gpu_tier_test.py, because the cap
 (`per_process_gpu_memory_fraction` = CAP_GIB / the GPU's memory) takes effect only in the
 process's first session. The step is the recipe's own (`model_fn.tower_model_fn` with its
 towers, micro-batches and transfer type) on one global batch of synthetic clips held on
-the host. The JSON: fits (no out-of-memory in 2 untimed + 3 timed steps), step_seconds
+the host (`global_batch`), with soft placement off. The JSON: fits (no out-of-memory in 2 untimed + 3 timed steps), step_seconds
 (median of the timed steps), peak_bytes (the GPU allocator's peak, null if TensorFlow
 cannot say), cap_bytes, examples_per_step, error (the first line, when it failed).
 Exit 0 when it fits, 1 when not.
@@ -39,7 +39,7 @@ def recipe_params(path: str):
   values = flags.FlagValues()
   towers_flags.define_flags(values)
   values(['gpu_i3d_fit', f'--flagfile={path}', '--model_dir=/tmp/unused',
-          '--warm_start_from=', '--data_source=synthetic'])
+          '--warm_start_from='])
   return towers_flags.params_from_flags(values)
 
 
@@ -51,10 +51,7 @@ def main(recipe: str, cap_gib: float) -> int:
             'peak_bytes': None, 'error': None}
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   fraction = min(1.0, cap_gib * GIB / total)
-  shape = (params.examples_per_step, params.clip_frames, params.crop_size, params.crop_size,
-           input_channels(params))
-  clips = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
-  labels = (np.arange(shape[0]) % params.num_classes).astype(np.int64)
+  clips, labels = global_batch(params)
   with tf.Graph().as_default():
     with tf.device('/device:CPU:0'):
       clips_var = tf1.get_local_variable('clips', initializer=clips, trainable=False)
@@ -63,6 +60,7 @@ def main(recipe: str, cap_gib: float) -> int:
                                           tf.estimator.ModeKeys.TRAIN, params)
     init = tf.group(tf1.global_variables_initializer(), tf1.local_variables_initializer())
     config = session_config(devices, devices.num_towers, gpu_memory_fraction=fraction)
+    config.allow_soft_placement = False
     try:
       with tf1.Session(config=config) as sess:
         sess.run(init)
@@ -82,6 +80,14 @@ def main(recipe: str, cap_gib: float) -> int:
     pass
   print(json.dumps(result), flush=True)
   return 0 if result['fits'] else 1
+
+
+def global_batch(params) -> tuple[np.ndarray, np.ndarray]:
+  """One step's clips (float32 in [-1, 1], [examples_per_step, T, S, S, C]) and labels."""
+  shape = (params.examples_per_step, params.clip_frames, params.crop_size, params.crop_size,
+           input_channels(params))
+  clips = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+  return clips, (np.arange(shape[0]) % params.num_classes).astype(np.int64)
 
 
 def gpu_memory_bytes() -> float:

@@ -1,18 +1,23 @@
 """Specification on NVIDIA GPUs (the GPU tier); every spec is skipped, with the reason
-printed, where TensorFlow sees no GPU. With one or more GPUs:
+printed, where TensorFlow sees no GPU (the parts that need none run in `WithoutGpuTest`).
+Sessions run with soft placement off: an op without a GPU kernel on a GPU fails the spec
+instead of moving to the CPU. With one or more GPUs:
 
   * each tower's ops run on its own GPU (from the executed step's RunMetadata);
   * the step over every GPU's tower equals one plain step on one device;
-  * uint8 clips are converted to float on each tower's GPU;
+  * uint8 clips read from TFRecords (the training input path) train, converted to float
+    on each tower's GPU;
+  * with 2 GPUs or more: 2 towers with bfloat16 transfers and 2 micro-batches per step;
   * a ps task holds no GPU memory and has no GPU device;
   * a trainer and an evaluator (--evaluator_gpu) share one GPU through a whole run;
-  * I3D with the 6 GB recipe (gtx1060.flags) trains under a 5 GiB memory cap (what a 6 GB
-    card's allocator gets; per_process_gpu_memory_fraction on a larger card), with its
+  * I3D with the 6 GB recipes, RGB and Flow (gtx1060.flags, gtx1060_flow.flags), trains
+    under a 5 GiB memory cap (per_process_gpu_memory_fraction on a larger card), with its
     step time and peak memory;
   * towers against MirroredStrategy on the same GPUs, side by side in one run;
-  * TV-L1 flow in TensorFlow (data_tools/tvl1.py) on one GPU: >= 30 frame pairs/s at
-    341x256 with OpenCV's default settings (benchmarks/flow_benchmark.py's measurement),
-    agreeing with OpenCV (mean end-point difference <= 0.05 px).
+  * TV-L1 flow in TensorFlow (data_tools/tvl1.py) on one GPU, with and without XLA, each
+    reported: >= 30 frame pairs/s at 341x256 with OpenCV's default settings for the faster
+    (benchmarks/flow_benchmark.py's measurement), each agreeing with OpenCV (mean
+    end-point difference <= 0.05 px).
 
 `tools/gpu_check.sh` runs this file and prints its table; with GPU_TIER_RESULTS set, each
 spec appends its measurements there as one JSON line (spec, gpu, towers, examples/s,
@@ -33,16 +38,19 @@ import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 from command_line import status_file
+from data_tools import make_synthetic_ucf101, prepare
+from input_fn import factory
 from model_fn import tower_model_fn
 from model_fn.devices import resolve_tower_devices
 from model_fn.layers import TowerContext
 from model_fn.networks import c3d_small
-from tests import tower_testing
+from tests import gpu_i3d_fit_main, tower_testing
 from towers.cluster.local_cluster import LocalCluster
 from towers.cluster.spec import pick_free_ports
 from towers.estimator import session_config
@@ -68,6 +76,84 @@ def no_gpu_reason() -> str | None:
   if os.environ.get('CUDA_VISIBLE_DEVICES') is not None:
     why.append(f'CUDA_VISIBLE_DEVICES={os.environ["CUDA_VISIBLE_DEVICES"]!r}')
   return '; '.join(why)
+
+
+def strict_config(devices, num_towers: int, **options) -> tf1.ConfigProto:
+  """The training session's config (`session_config`) with soft placement off."""
+  config = session_config(devices, num_towers, **options)
+  config.allow_soft_placement = False
+  return config
+
+
+def uint8_records(root: str) -> str:
+  """A TFRecord dataset (3 classes, 9 videos of 10-20 frames) prepared as users prepare
+  theirs (data_tools/prepare.py): its directory."""
+  videos, records = os.path.join(root, 'ucf'), os.path.join(root, 'tfr')
+  make_synthetic_ucf101.make_dataset(videos, classes=3, groups=9, min_frames=10, max_frames=20)
+  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=videos, out=records,
+                                        short_side=0, videos_per_shard=4, workers=1),
+                  log=lambda line: None)
+  return records
+
+
+def records_params(root: str, **overrides):
+  """Params that train c3d_small on `uint8_records(root)`."""
+  values = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=4,
+                data_source='tfrecord', data_dir=uint8_records(root), model_dir=root)
+  values.update(overrides)
+  return make_params(**values)
+
+
+class StepRun(NamedTuple):
+  """Training steps run with soft placement off: their losses, node -> devices it ran on
+  (one traced step), the casts of interest (name -> the device they were placed on) and
+  examples/s of the untraced steps."""
+  losses: list[float]
+  ran: dict[str, set[str]]
+  casts: dict[str, tf.DeviceSpec]
+  examples_per_s: float
+
+
+def run_steps(params, features, labels, cast_of_interest, steps: int = 3) -> StepRun:
+  """Builds the tower model_fn's train step on `features`, `labels` (a graph is current),
+  runs one traced step then `steps` timed ones with `strict_config`."""
+  devices = resolve_tower_devices(params.num_towers, params.tower_devices)
+  spec = tower_model_fn.make_model_fn()(features, labels, tf.estimator.ModeKeys.TRAIN, params)
+  metadata = tf1.RunMetadata()
+  with tf1.Session(config=strict_config(devices, devices.num_towers)) as sess:
+    sess.run(tf1.global_variables_initializer())
+    sess.run(spec.train_op, options=tower_testing.full_trace(), run_metadata=metadata)
+    start = time.perf_counter()
+    losses = [float(sess.run([spec.train_op, spec.loss])[1]) for _ in range(steps)]
+    rate = steps * params.examples_per_step / (time.perf_counter() - start)
+  casts = {op.name: tf.DeviceSpec.from_string(op.device)
+           for op in tf1.get_default_graph().get_operations()
+           if op.type == 'Cast' and cast_of_interest(op)}
+  return StepRun(losses, devices_that_ran(metadata), casts, rate)
+
+
+def records_step(root: str, num_towers: int) -> StepRun:
+  """c3d_small trained on uint8 clips read from `uint8_records(root)` by the training input
+  (input_fn/factory.py); casts: those from uint8."""
+  params = records_params(root, num_towers=num_towers, batch_size=4 * num_towers)
+  with tf.Graph().as_default():
+    dataset = factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)()
+    features, labels = tf1.data.make_one_shot_iterator(dataset).get_next()
+    if features['clips'].dtype != tf.uint8:
+      raise AssertionError(f'the records give {features["clips"].dtype} clips, not uint8')
+    return run_steps(params, features, labels, lambda op: op.inputs[0].dtype == tf.uint8)
+
+
+def bfloat16_micro_batch_step(params) -> StepRun:
+  """`params`' step (towers, micro-batches, transfers) on constant float clips of
+  c3d_small's shape; casts: those to bfloat16."""
+  rng = np.random.default_rng(0)
+  shape = (params.examples_per_step, params.clip_frames, params.crop_size, params.crop_size, 3)
+  clips = rng.uniform(-1, 1, shape).astype(np.float32)
+  labels = (np.arange(shape[0]) % params.num_classes).astype(np.int64)
+  with tf.Graph().as_default():
+    return run_steps(params, tf.constant(clips), tf.constant(labels),
+                     lambda op: op.outputs[0].dtype == tf.bfloat16, steps=5)
 
 
 def gpu_names() -> list[str]:
@@ -182,7 +268,7 @@ class GpuTierTest(tf.test.TestCase):
       spec = tower_model_fn.make_model_fn()(clips_in, labels_in, tf.estimator.ModeKeys.TRAIN,
                                             params)
       metadata = tf1.RunMetadata()
-      with tf1.Session(config=session_config(devices, devices.num_towers)) as sess:
+      with tf1.Session(config=strict_config(devices, devices.num_towers)) as sess:
         sess.run(tf1.global_variables_initializer())
         sess.run(spec.train_op, {clips_in: clips, labels_in: labels},
                  options=tower_testing.full_trace(), run_metadata=metadata)
@@ -209,16 +295,29 @@ class GpuTierTest(tf.test.TestCase):
         self.assertEqual(ran[name], {f'GPU:{i}'}, name)
     record(self, 'towers on their GPUs', towers=self.num_gpus)
 
-  def test_uint8_clips_become_float_on_each_towers_gpu(self):
-    params = self._params()
-    ran, graph = self._traced_step(params, *self._data(params.batch_size, np.uint8))
-    casts = {op.name: tf.DeviceSpec.from_string(op.device) for op in graph.get_operations()
-             if op.type == 'Cast' and op.inputs[0].dtype == tf.uint8}
-    self.assertEqual({f'GPU:{d.device_index}' for d in casts.values()},
-                     {f'GPU:{i}' for i in range(self.num_gpus)}, casts)
-    for name, device in casts.items():
-      self.assertEqual(ran[name], {f'GPU:{device.device_index}'}, name)
-    record(self, 'uint8 clips scaled on GPU', towers=self.num_gpus)
+  def test_uint8_clips_from_records_train_on_each_towers_gpu(self):
+    run = records_step(self.create_tempdir().full_path, self.num_gpus)
+    self.assertTrue(np.all(np.isfinite(run.losses)), run.losses)
+    self.assertEqual({f'GPU:{d.device_index}' for d in run.casts.values()},
+                     {f'GPU:{i}' for i in range(self.num_gpus)}, run.casts)
+    for name, device in run.casts.items():
+      self.assertEqual(run.ran[name], {f'GPU:{device.device_index}'}, name)
+    record(self, 'uint8 clips from records, scaled on GPU', towers=self.num_gpus,
+           examples_per_s=run.examples_per_s)
+
+  def test_two_gpus_train_with_bfloat16_transfers_and_micro_batches(self):
+    if self.num_gpus < 2:
+      self.skipTest(f'needs 2 GPUs, TensorFlow sees {self.num_gpus}')
+    run = bfloat16_micro_batch_step(self._params(num_towers=2, batch_size=8,
+                                                 accumulate_steps=2, transfer_dtype='bfloat16'))
+    self.assertTrue(np.all(np.isfinite(run.losses)), run.losses)
+    for i in range(2):
+      convs = [n for n in run.ran if n.startswith(f'tower_{i}/') and n.endswith('Conv3D')]
+      self.assertNotEmpty(convs, f'tower {i} ran no convolution')
+      self.assertEqual(set().union(*(run.ran[n] for n in convs)), {f'GPU:{i}'})
+    self.assertNotEmpty([n for n in run.casts if n in run.ran], 'no bfloat16 transfer ran')
+    record(self, '2 GPUs, bfloat16 transfers, 2 micro-batches', towers=2,
+           examples_per_s=run.examples_per_s)
 
   def test_the_step_over_every_gpu_equals_one_plain_step(self):
     params = self._params(batch_norm=False, optimizer='sgd', lr_schedule='constant',
@@ -237,7 +336,7 @@ class GpuTierTest(tf.test.TestCase):
     with tf.Graph().as_default():
       spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
                                             tf.estimator.ModeKeys.TRAIN, params)
-      with tf1.Session(config=session_config(devices, devices.num_towers)) as sess:
+      with tf1.Session(config=strict_config(devices, devices.num_towers)) as sess:
         sess.run(tf1.global_variables_initializer())
         tower_testing.load_values(sess, init)
         sess.run(spec.train_op)
@@ -343,13 +442,19 @@ class GpuTierTest(tf.test.TestCase):
   # --- The 6 GB recipe and the strategies side by side ------------------------------------
 
   def test_i3d_6gb_recipe_fits_under_the_cap(self):
-    result = subprocess.run([sys.executable, '-m', 'tests.gpu_i3d_fit_main', 'gtx1060.flags',
+    self._fits_under_the_cap('gtx1060.flags')
+
+  def test_i3d_6gb_flow_recipe_fits_under_the_cap(self):
+    self._fits_under_the_cap('gtx1060_flow.flags')
+
+  def _fits_under_the_cap(self, recipe: str) -> None:
+    result = subprocess.run([sys.executable, '-m', 'tests.gpu_i3d_fit_main', recipe,
                              str(CAP_GIB)], env=child_env(CUDA_VISIBLE_DEVICES='0'), cwd=ROOT,
                             capture_output=True, text=True, timeout=1800, check=False)
     rows = [line for line in result.stdout.splitlines() if line.startswith('{')]
     self.assertNotEmpty(rows, result.stdout + result.stderr)
     fit = json.loads(rows[-1])
-    record(self, 'I3D gtx1060.flags under a 5 GiB cap', towers=1,
+    record(self, f'I3D {recipe} under a 5 GiB cap', towers=1,
            examples_per_s=(fit['examples_per_step'] / fit['step_seconds']
                            if fit['step_seconds'] else None),
            step_seconds=fit['step_seconds'],
@@ -370,7 +475,10 @@ class GpuTierTest(tf.test.TestCase):
              'mirrored': benchmark_graphs.mirrored_step(params)}
     sessions = {}
     for name, step in steps.items():
-      sessions[name] = tf1.Session(graph=step.graph, config=step.config)
+      config = tf1.ConfigProto()
+      config.CopyFrom(step.config)
+      config.allow_soft_placement = False
+      sessions[name] = tf1.Session(graph=step.graph, config=config)
       sessions[name].run(step.init_op)
       for _ in range(3):
         sessions[name].run(step.train_op)
@@ -415,6 +523,41 @@ class GpuTierTest(tf.test.TestCase):
              examples_per_s=timing.pairs_per_second)
       self.assertLessEqual(epe, 0.05)
     self.assertGreaterEqual(max(rates.values()), 30.0)
+
+
+class WithoutGpuTest(tf.test.TestCase):
+  """What the GPU specs compute that needs no GPU, on this machine's CPU with soft
+  placement off: the records' uint8 clips train (cast on the tower's CPU), 2 towers with
+  bfloat16 transfers and micro-batches train, and the recipes' fit steps are built from
+  their flagfiles as tests/gpu_i3d_fit_main.py builds them."""
+
+  def test_uint8_clips_from_records_train(self):
+    run = records_step(self.create_tempdir().full_path, 1)
+    self.assertTrue(np.all(np.isfinite(run.losses)), run.losses)
+    self.assertNotEmpty(run.casts)
+    for name in run.casts:
+      self.assertEqual(run.ran[name], {'CPU:0'}, name)
+
+  def test_two_towers_train_with_bfloat16_transfers_and_micro_batches(self):
+    params = make_params(model='c3d_small', num_classes=5, clip_frames=4, crop_size=16,
+                         batch_size=8, num_towers=2, accumulate_steps=2,
+                         transfer_dtype='bfloat16', model_dir=self.get_temp_dir())
+    run = bfloat16_micro_batch_step(params)
+    self.assertTrue(np.all(np.isfinite(run.losses)), run.losses)
+    self.assertNotEmpty([n for n in run.casts if n in run.ran], 'no bfloat16 transfer ran')
+
+  def test_the_fit_step_of_each_6gb_recipe(self):
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+      for recipe, channels in (('gtx1060.flags', 3), ('gtx1060_flow.flags', 2)):
+        params = gpu_i3d_fit_main.recipe_params(recipe)
+        self.assertEqual((params.batch_size, params.accumulate_steps), (3, 2), recipe)
+        clips, labels = gpu_i3d_fit_main.global_batch(params)
+        self.assertEqual(clips.shape, (6, 64, 224, 224, channels), recipe)
+        self.assertEqual(labels.shape, (6,), recipe)
+    finally:
+      os.chdir(cwd)
 
 
 def cv2_blur(image: np.ndarray) -> np.ndarray:

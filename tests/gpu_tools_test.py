@@ -20,7 +20,7 @@ from tools import gpu_report_main as gpu_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_GPU = bool(tf.config.list_physical_devices('GPU'))
-TIER_SPECS = 8
+TIER_SPECS = 10
 
 
 def fake_nvidia_smi(directory: str, script: str) -> dict[str, str]:

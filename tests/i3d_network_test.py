@@ -10,7 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from tests import i3d_test_lib as lib
-from benchmarks import i3d_memory
 from command_line.options import options_named
 from model_fn import layers
 from model_fn.networks import build_network, i3d, i3d_names
@@ -124,23 +123,6 @@ class I3dNamesTest(tf.test.TestCase):
     expected['Flow/stacked_head/kernel'] = [400, 7]
     expected['Flow/stacked_head/bias'] = [7]
     self.assertEqual(got, expected)
-
-  def test_memory_estimate(self):
-    full = i3d_memory.estimate(16, 64)
-    half = i3d_memory.estimate(8, 64)
-    frozen = i3d_memory.estimate(16, 64, trainable_from='Mixed_4b')
-    # Conv3d_1a_7x7's output alone: 8 x 32 x 32 x 64 float32, kept for its ReLU and BN grads.
-    self.assertGreater(full.retained_bytes_per_clip, 3 * 8 * 32 * 32 * 64 * 4)
-    self.assertAlmostEqual(half.retained_bytes_per_clip / full.retained_bytes_per_clip, 0.5,
-                           delta=0.05)
-    self.assertLess(frozen.retained_bytes_per_clip, full.retained_bytes_per_clip / 3)
-    self.assertEqual(full.parameter_bytes, 4 * sum(
-        int(np.prod(s)) for n, s in lib.fixture('rgb_imagenet')
-        if 'Logits' not in n and 'moving' not in n) +
-                     4 * (1024 * 101 + 101))
-    self.assertEqual(full.fixed_bytes, 3 * full.parameter_bytes)
-    self.assertLess(frozen.fixed_bytes, full.fixed_bytes)
-    self.assertEqual(full.clips_that_fit(full.fixed_bytes + 2.5 * full.per_clip_bytes), 2)
 
 
 if __name__ == '__main__':

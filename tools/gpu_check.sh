@@ -5,15 +5,19 @@
 #
 # Says which GPUs TensorFlow sees (or why none: tools/gpu_report_main.py), runs every spec of
 # tests/gpu_tier_test.py with the project's .venv (PYTHON=... to use another interpreter),
-# then prints one table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP
-# (for the TV-L1 flow spec, examples/s are frame pairs/s at 341x256, target >= 30), each
-# spec's outcome read from the tier's JUnit XML report, its figures and report lines from
+# with soft placement off (an op that has no GPU kernel fails its spec), then prints one
+# table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP. Its measured rows:
+# uint8 clips from records, 2 GPUs with bfloat16 transfers and micro-batches, both 6 GB
+# recipes (RGB, Flow) under a 5 GiB cap with the allocator's peak, towers against
+# MirroredStrategy, and TV-L1 with and without XLA (examples/s are frame pairs/s at
+# 341x256, target >= 30 for the faster). Each spec's outcome is read from the tier's JUnit
+# XML report, its figures and report lines from
 # the JSON lines it writes (GPU_TIER_RESULTS). GPU_CHECK_RESULTS=<file> also writes the
 # table as JSON there: {rows: [{test, spec, gpu, ..., result}], skipped: the reason the
 # tier could not run or null, tier_exit_code}.
 # Exit 0 when every spec passed, 1 when one failed or none could run (the reason is
-# printed), 2 when the interpreter is missing. Takes minutes on a GPU: the I3D spec alone
-# trains 5 steps of the 6 GB recipe.
+# printed), 2 when the interpreter is missing. Takes minutes on a GPU: each I3D spec alone
+# trains 5 steps of its 6 GB recipe.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"

@@ -1034,6 +1034,9 @@ TEST_DEPS = {
         "//benchmarks:benchmark_graphs",
         "//benchmarks:flow_benchmark_lib",
         "//command_line:status_file",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+        "//input_fn:factory",
         "//model_fn/networks:c3d_small",
         "//model_fn:devices",
         "//model_fn:layers",
@@ -1074,9 +1077,11 @@ TEST_DEPS = {
         "//towers:training",
         "//towers:two_stream",
     ],
+    "i3d_memory_test": [
+        "//benchmarks:i3d_memory_lib",
+    ],
     "i3d_network_test": [
         ":i3d_test_lib",
-        "//benchmarks:i3d_memory_lib",
         "//command_line:options",
         "//model_fn/networks",
         "//model_fn/networks:i3d",
