@@ -23,10 +23,10 @@ CPU path (`calc`, `procOneScale`). What it takes from there, step for step:
   are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
 
 On a GPU the loop stays on the device: the host reads the stop rule (any pair still
-moving?) once per block of `stop_check_interval` (5) inner iterations, not after each one;
-pairs that stopped inside a block stay frozen, so the result is bit for bit the one of a
-check after every iteration. The remap's index arithmetic is int64 (`remap_cubic`). The
-other host-side values are scalar int32 counters (warp, block), whose tests need no copy.
+moving?) once per block of `check_every` (5) inner iterations, not after each one; pairs
+that stopped inside a block stay frozen, so the result is bit for bit the one of a check
+after every iteration. The remap's index arithmetic is int64 (`remap_cubic`). What else
+lives on the host is scalar int32 counters (warp, block), compared there without a copy.
 
 `Tvl1` builds the graph for one frame size; `flow(first, second)` maps uint8 or float
 [B, H, W] gray frames (0..255) to float32 [B, H, W, 2] displacements in pixels (x, y);
@@ -47,7 +47,7 @@ import tensorflow as tf
 INTER_TAB_SIZE = 32  # cv::remap's sub-pixel grid for float maps (INTER_BITS = 5)
 CUBIC_A = -0.75      # cv::remap's interpolateCubic
 MEDIAN_SIZE = 5
-CHECK_EVERY = 5      # inner iterations between two evaluations of the stop rule (at most)
+GPU_CHECK_EVERY = 5  # inner iterations between two reads of the stop rule on a GPU (at most)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,11 +78,11 @@ def pyramid_sizes(height: int, width: int, parameters: Tvl1Parameters) -> list[t
   return sizes
 
 
-def stop_check_interval(parameters: Tvl1Parameters) -> int:
-  """Inner iterations between two evaluations of the stop rule: CHECK_EVERY, or the largest
-  divisor of inner_iterations below it, so that each outer iteration (and its median)
-  starts a block of them."""
-  return max(d for d in range(1, CHECK_EVERY + 1) if parameters.inner_iterations % d == 0)
+def stop_check_interval(parameters: Tvl1Parameters, at_most: int) -> int:
+  """Inner iterations between two evaluations of the stop rule: the largest divisor of
+  inner_iterations up to `at_most`, so that each outer iteration (and its median) starts a
+  block of them."""
+  return max(d for d in range(1, at_most + 1) if parameters.inner_iterations % d == 0)
 
 
 def _round_half_even(x: float) -> int:
@@ -202,11 +202,17 @@ class Tvl1:
   """The TV-L1 graph for frames of one size: `flow(first, second)` -> [B, H, W, 2]."""
 
   def __init__(self, height: int, width: int, parameters: Tvl1Parameters = Tvl1Parameters(),
-               jit_compile: bool = False):
+               jit_compile: bool = False, check_every: int | None = None):
+    """`check_every`: inner iterations between two reads of the stop rule (at most; None:
+    GPU_CHECK_EVERY where TensorFlow sees a GPU, else 1: a CPU reads it for free, and the
+    iterations a batch runs past its slowest pair's stop cost CPU time)."""
     if height < 3 or width < 3:
       raise ValueError(f'TV-L1 needs frames of at least 3x3 pixels, got {width}x{height}')
     self.parameters = parameters
     self.sizes = pyramid_sizes(height, width, parameters)
+    if check_every is None:
+      check_every = GPU_CHECK_EVERY if tf.config.list_physical_devices('GPU') else 1
+    self.check_every = stop_check_interval(parameters, check_every)
     step = parameters.scale_step
     self._down = [(linear_resize_matrix(h0, h1, 1 / step), linear_resize_matrix(w0, w1, 1 / step))
                   for (h0, w0), (h1, w1) in zip(self.sizes, self.sizes[1:])]
@@ -256,7 +262,7 @@ class Tvl1:
     sources = tf.stack([i1, i1x, i1y], axis=-1)
     grid_x = tf.range(width, dtype=tf.float32)[None, None, :]
     grid_y = tf.range(height, dtype=tf.float32)[None, :, None]
-    check_every = stop_check_interval(p)
+    check_every = self.check_every
     blocks_per_outer = max(p.inner_iterations // check_every, 1)
     blocks = p.outer_iterations * p.inner_iterations // check_every
     median = p.median_filtering > 1

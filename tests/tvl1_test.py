@@ -6,10 +6,11 @@
   extract_flow makes them), one pair with OpenCV's default settings: mean end-point
   difference <= 0.05 px and >= 99% of the 8-bit codes within one gray level;
 - a batch gives each pair what it gives alone (each pair stops on its own);
-- the loop stays on the device: the same bits as the loop that read its stop rule after
-  every inner iteration (testdata/tvl1_golden.npz, made by it); host syncs per batch, counted
-  on the executed graph, at most one per 5 inner iterations (two under XLA); no int32 tensor
-  bigger than a shape or padding constant (a GPU keeps int32 in host memory);
+- the loop stays on the device (as built for a GPU): the same bits as the loop that read
+  its stop rule after every inner iteration (testdata/tvl1_golden.npz, made by it); host
+  syncs per batch, counted on the executed graph, at most one per 5 inner iterations (two
+  under XLA); no int32 tensor bigger than a shape or padding constant (a GPU keeps int32
+  in host memory);
 - //data_tools:extract_flow --backend=tensorflow writes what --backend=opencv writes: the
   same files, manifest, flow.txt and source records, codes within one gray level.
 """
@@ -181,21 +182,23 @@ class DeviceLoopTest(tf.test.TestCase):
 
   def test_the_same_bits_as_the_loop_that_checked_every_iteration(self):
     height, width = self.first.shape[1:]
-    ours = tvl1.Tvl1(height, width).flow(self.first, self.second).numpy()
+    ours = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow(
+        self.first, self.second).numpy()
     self.assertTrue(np.array_equal(ours, self.golden_flow))
     self.assertGreater(np.abs(ours).max(), 0.3)  # the pairs do move
 
   def test_host_syncs_per_batch_with_and_without_xla(self):
     height, width = self.first.shape[1:]
     parameters = tvl1.Tvl1Parameters(scales=1)  # one scale: the batch's work / pixels is
-    graph = tvl1.Tvl1(height, width, parameters)  # the inner iterations of its warps
+    every = tvl1.GPU_CHECK_EVERY                  # the inner iterations of its warps
+    graph = tvl1.Tvl1(height, width, parameters, check_every=every)
     (_, _, batch_work), nodes, runs = executed_graph(graph, self.first, self.second)
     iterations = float(batch_work) / (height * width)
     loops, branches = control_predicates(nodes)
     self.assertLen(loops, 2)  # the warps, the inner iterations
     device = [p for p in loops | branches if computed_from_device_data(p, nodes)]
     without_xla = sum(runs[p] for p in device)
-    self.assertLessEqual(without_xla, iterations / tvl1.CHECK_EVERY + parameters.warps)
+    self.assertLessEqual(without_xla, iterations / every + parameters.warps)
     self.assertGreater(without_xla, parameters.warps)
     # Under XLA nothing lives in host memory: the GPU copies every loop condition and every
     # branch condition to the host each time it is evaluated (WhileThunk / ConditionalThunk,
@@ -206,11 +209,12 @@ class DeviceLoopTest(tf.test.TestCase):
     self.assertEqual(hlo.count(' while('), len(loops))
     self.assertEqual(hlo.count(' conditional('), len(branches))
     with_xla = sum(runs[p] for p in loops | branches)
-    self.assertLessEqual(with_xla, 2 * iterations / tvl1.CHECK_EVERY + 2 * parameters.warps + 1)
+    self.assertLessEqual(with_xla, 2 * iterations / every + 2 * parameters.warps + 1)
 
   def test_no_int32_array_that_a_gpu_would_copy_to_the_host(self):
     height, width = self.first.shape[1:]
-    graph = tvl1.Tvl1(height, width).flow.get_concrete_function().graph
+    graph = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow \
+        .get_concrete_function().graph
     for g in nested_graphs(graph):
       for op in g.get_operations():
         for tensor in op.inputs:
