@@ -19,8 +19,8 @@ CPU path (`calc`, `procOneScale`). What it takes from there, step for step:
   replicated border) of u at the start of each outer iteration, and the stopping rule: stop
   this warp once the summed squared change of u over the image is <= epsilon^2 * pixels.
 * Each pair of a batch stops on its own (its state is frozen by a mask once it meets the
-  rule), so a batch gives what OpenCV gives pair by pair. gamma (illumination term) and useInitialFlow
-  are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
+  rule), so a batch gives what OpenCV gives pair by pair. gamma (illumination term) and
+  useInitialFlow are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
 
 On a GPU the loop stays on the device: the host reads the stop rule (any pair still
 moving?) once per block of `check_every` (5) inner iterations, not after each one; pairs

@@ -109,7 +109,8 @@ class AgreementTest(tf.test.TestCase):
 
 
 def executed_graph(graph: tvl1.Tvl1, first: np.ndarray, second: np.ndarray
-                   ) -> tuple[list[np.ndarray], dict[str, tf.compat.v1.NodeDef], collections.Counter]:
+                   ) -> tuple[list[np.ndarray], dict[str, tf.compat.v1.NodeDef],
+                              collections.Counter]:
   """Runs `graph.flow_and_work` (without XLA) in a session that traces it: (its outputs, the
   nodes of the graph the runtime executed (loops lowered to LoopCond / Switch), the times
   each node ran)."""
