@@ -25,6 +25,7 @@ import unittest
 import cv2
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.util._pywrap_util_port import IsMklEnabled
 
 from data_tools import extract_flow, tvl1
 from input_fn import flow, video_io
@@ -179,13 +180,16 @@ class DeviceLoopTest(tf.test.TestCase):
     super().setUp()
     golden = np.load(os.path.join(TESTDATA, 'tvl1_golden.npz'))
     self.first, self.second = (golden[k].astype(np.float32) for k in ('first', 'second'))
-    self.golden_flow = golden['flow']
+    # oneDNN's CPU kernels round sums their own way: the flow made with them as now.
+    self.golden_flow = golden[f'flow_onednn_{"on" if IsMklEnabled() else "off"}']
 
   def test_the_same_bits_as_the_loop_that_checked_every_iteration(self):
     height, width = self.first.shape[1:]
     ours = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow(
         self.first, self.second).numpy()
-    self.assertTrue(np.array_equal(ours, self.golden_flow))
+    differ = ours != self.golden_flow
+    self.assertFalse(differ.any(), f'{differ.sum()} of {differ.size} values differ, by up '
+                     f'to {np.abs(ours - self.golden_flow).max()} px')
     self.assertGreater(np.abs(ours).max(), 0.3)  # the pairs do move
 
   def test_host_syncs_per_batch_with_and_without_xla(self):
