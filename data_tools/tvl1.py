@@ -18,16 +18,22 @@ CPU path (`calc`, `procOneScale`). What it takes from there, step for step:
   `estimateU`, `forwardGradient`, `estimateDualVariables`), a 5x5 median (`cv::medianBlur`,
   replicated border) of u at the start of each outer iteration, and the stopping rule: stop
   this warp once the summed squared change of u over the image is <= epsilon^2 * pixels.
-* Each pair of a batch stops on its own (its state is frozen once it meets the rule), so a
-  batch gives what OpenCV gives pair by pair. gamma (illumination term) and useInitialFlow
-  are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
+* Each pair of a batch stops on its own (its state is frozen by a mask once it meets the
+  rule), so a batch gives what OpenCV gives pair by pair. gamma (illumination term) and
+  useInitialFlow are not ported: OpenCV's defaults (0, false) are what extract_flow uses.
+
+On a GPU the loop stays on the device: the host reads the stop rule (any pair still
+moving?) once per block of `check_every` (5) inner iterations, not after each one; pairs
+that stopped inside a block stay frozen, so the result is bit for bit the one of a check
+after every iteration. The remap's index arithmetic is int64 (`remap_cubic`). What else
+lives on the host is scalar int32 counters (warp, block), compared there without a copy.
 
 `Tvl1` builds the graph for one frame size; `flow(first, second)` maps uint8 or float
 [B, H, W] gray frames (0..255) to float32 [B, H, W, 2] displacements in pixels (x, y);
 `flow_and_work` also returns each pair's pixel-iterations [B] (the sum over scales of the
 inner iterations it ran times that scale's pixels) and the batch's (the iterations the
-batch ran, until its slowest pair stopped, times the pixels, per pair): the units of work a
-throughput estimate counts.
+batch ran, until the first check after its slowest pair stopped, times the pixels, per
+pair): the units of work a throughput estimate counts.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import tensorflow as tf
 INTER_TAB_SIZE = 32  # cv::remap's sub-pixel grid for float maps (INTER_BITS = 5)
 CUBIC_A = -0.75      # cv::remap's interpolateCubic
 MEDIAN_SIZE = 5
+GPU_CHECK_EVERY = 5  # inner iterations between two reads of the stop rule on a GPU (at most)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +76,13 @@ def pyramid_sizes(height: int, width: int, parameters: Tvl1Parameters) -> list[t
       break
     sizes.append((h, w))
   return sizes
+
+
+def stop_check_interval(parameters: Tvl1Parameters, at_most: int) -> int:
+  """Inner iterations between two evaluations of the stop rule: the largest divisor of
+  inner_iterations up to `at_most`, so that each outer iteration (and its median) starts a
+  block of them."""
+  return max(d for d in range(1, at_most + 1) if parameters.inner_iterations % d == 0)
 
 
 def _round_half_even(x: float) -> int:
@@ -157,26 +171,28 @@ def median5(u: tf.Tensor) -> tf.Tensor:
 def remap_cubic(images: tf.Tensor, map_x: tf.Tensor, map_y: tf.Tensor) -> tf.Tensor:
   """cv::remap(INTER_CUBIC, BORDER_CONSTANT 0) with float maps: images [B, H, W, C]
   sampled at (map_x, map_y) [B, H, W] -> [B, H, W, C]. Positions are rounded to 1/32
-  pixel; taps outside the image count as 0."""
-  shape = tf.shape(images)
+  pixel; taps outside the image count as 0. The index arithmetic is int64: on a GPU,
+  TensorFlow keeps int32 tensors in host memory, so int32 [B, H, W, 4, 4] indices would
+  cross PCIe at every warp; int64 ones stay on the device."""
+  shape = tf.shape(images, out_type=tf.int64)
   batch, height, width = shape[0], shape[1], shape[2]
-  qx = tf.cast(tf.round(map_x * INTER_TAB_SIZE), tf.int32)
-  qy = tf.cast(tf.round(map_y * INTER_TAB_SIZE), tf.int32)
-  x0 = tf.bitwise.right_shift(qx, 5) - 1
-  y0 = tf.bitwise.right_shift(qy, 5) - 1
+  qx = tf.cast(tf.round(map_x * INTER_TAB_SIZE), tf.int64)
+  qy = tf.cast(tf.round(map_y * INTER_TAB_SIZE), tf.int64)
+  x0 = tf.bitwise.right_shift(qx, tf.constant(5, tf.int64)) - 1
+  y0 = tf.bitwise.right_shift(qy, tf.constant(5, tf.int64)) - 1
   table = tf.constant(cubic_table())
   wx = tf.gather(table, tf.bitwise.bitwise_and(qx, INTER_TAB_SIZE - 1))  # [B, H, W, 4]
   wy = tf.gather(table, tf.bitwise.bitwise_and(qy, INTER_TAB_SIZE - 1))
-  taps = tf.range(4)
+  taps = tf.range(4, dtype=tf.int64)
   xs = x0[..., None] + taps  # [B, H, W, 4]
   ys = y0[..., None] + taps
   wx = tf.where((xs >= 0) & (xs < width), wx, 0.0)
   wy = tf.where((ys >= 0) & (ys < height), wy, 0.0)
-  xs = tf.clip_by_value(xs, 0, width - 1)
-  ys = tf.clip_by_value(ys, 0, height - 1)
+  xs = tf.clip_by_value(xs, tf.constant(0, tf.int64), width - 1)
+  ys = tf.clip_by_value(ys, tf.constant(0, tf.int64), height - 1)
   base = tf.reshape(tf.range(batch) * height * width, [-1, 1, 1, 1, 1])
   index = base + ys[..., :, None] * width + xs[..., None, :]  # [B, H, W, 4, 4]
-  flat = tf.reshape(images, [-1, shape[3]])
+  flat = tf.reshape(images, tf.stack([-1, shape[3]]))
   samples = tf.gather(flat, index)  # [B, H, W, 4, 4, C]
   weights = wy[..., :, None] * wx[..., None, :]
   return tf.einsum('bhwijc,bhwij->bhwc', samples, weights)
@@ -186,11 +202,17 @@ class Tvl1:
   """The TV-L1 graph for frames of one size: `flow(first, second)` -> [B, H, W, 2]."""
 
   def __init__(self, height: int, width: int, parameters: Tvl1Parameters = Tvl1Parameters(),
-               jit_compile: bool = False):
+               jit_compile: bool = False, check_every: int | None = None):
+    """`check_every`: inner iterations between two reads of the stop rule (at most; None:
+    GPU_CHECK_EVERY where TensorFlow sees a GPU, else 1: a CPU reads it for free, and the
+    iterations a batch runs past its slowest pair's stop cost CPU time)."""
     if height < 3 or width < 3:
       raise ValueError(f'TV-L1 needs frames of at least 3x3 pixels, got {width}x{height}')
     self.parameters = parameters
     self.sizes = pyramid_sizes(height, width, parameters)
+    if check_every is None:
+      check_every = GPU_CHECK_EVERY if tf.config.list_physical_devices('GPU') else 1
+    self.check_every = stop_check_interval(parameters, check_every)
     step = parameters.scale_step
     self._down = [(linear_resize_matrix(h0, h1, 1 / step), linear_resize_matrix(w0, w1, 1 / step))
                   for (h0, w0), (h1, w1) in zip(self.sizes, self.sizes[1:])]
@@ -240,7 +262,9 @@ class Tvl1:
     sources = tf.stack([i1, i1x, i1y], axis=-1)
     grid_x = tf.range(width, dtype=tf.float32)[None, None, :]
     grid_y = tf.range(height, dtype=tf.float32)[None, :, None]
-    iterations = p.outer_iterations * p.inner_iterations
+    check_every = self.check_every
+    blocks_per_outer = max(p.inner_iterations // check_every, 1)
+    blocks = p.outer_iterations * p.inner_iterations // check_every
     median = p.median_filtering > 1
     if median and p.median_filtering != MEDIAN_SIZE:
       raise ValueError(f'only a {MEDIAN_SIZE}x{MEDIAN_SIZE} median is ported, got '
@@ -252,13 +276,8 @@ class Tvl1:
       rho_c = i1w - i1wx * u1 - i1wy * u2 - i0
       no_grad = grad <= np.finfo(np.float32).eps
 
-      def step(n, count, active, u1, u2, p11, p12, p21, p22):
+      def step(count, active, u1, u2, p11, p12, p21, p22):
         act = active[:, None, None]
-        if median:
-          u1, u2 = tf.cond(n % p.inner_iterations == 0,
-                           lambda: (tf.where(act, median5(u1), u1),
-                                    tf.where(act, median5(u2), u2)),
-                           lambda: (u1, u2))
         rho = rho_c + (i1wx * u1 + i1wy * u2)
         threshold = l_t * grad
         fi = tf.where(no_grad, 0.0, -rho / tf.where(no_grad, 1.0, grad))
@@ -278,14 +297,26 @@ class Tvl1:
                    (p21 + taut * u2x) / ng2, (p22 + taut * u2y) / ng2)
         old = (u1, u2, p11, p12, p21, p22)
         kept = [tf.where(act, new, before) for new, before in zip(updated, old)]
-        return (n + 1, count + tf.cast(active, tf.float32), active & (error > scaled_epsilon),
-                *kept)
+        return (count + tf.cast(active, tf.float32), active & (error > scaled_epsilon), *kept)
+
+      def block(b, count, active, u1, u2, p11, p12, p21, p22):
+        """check_every inner iterations; the median first when an outer iteration starts."""
+        if median:
+          act = active[:, None, None]
+          u1, u2 = tf.cond(b % blocks_per_outer == 0,
+                           lambda: (tf.where(act, median5(u1), u1),
+                                    tf.where(act, median5(u2), u2)),
+                           lambda: (u1, u2))
+        state = (count, active, u1, u2, p11, p12, p21, p22)
+        for _ in range(check_every):
+          state = step(*state)
+        return (b + 1, *state)
 
       active = tf.ones([tf.shape(u1)[0]], tf.bool)
       state = tf.while_loop(
-          lambda n, count, active, *_: (n < iterations) & tf.reduce_any(active), step,
+          lambda b, count, active, *_: (b < blocks) & tf.reduce_any(active), block,
           (tf.constant(0), count, active, u1, u2, p11, p12, p21, p22))
-      return (w + 1, ran + tf.cast(state[0], tf.float32), state[1], *state[3:])
+      return (w + 1, ran + tf.cast(state[0] * check_every, tf.float32), state[1], *state[3:])
 
     zeros = tf.zeros_like(u1)
     state = tf.while_loop(lambda w, *_: w < p.warps, warp,

@@ -6,10 +6,16 @@
   extract_flow makes them), one pair with OpenCV's default settings: mean end-point
   difference <= 0.05 px and >= 99% of the 8-bit codes within one gray level;
 - a batch gives each pair what it gives alone (each pair stops on its own);
+- the loop stays on the device (as built for a GPU): the same bits as the loop that read
+  its stop rule after every inner iteration (testdata/tvl1_golden.npz, made by it); host
+  syncs per batch, counted on the executed graph, at most one per 5 inner iterations (two
+  under XLA); no int32 tensor bigger than a shape or padding constant (a GPU keeps int32
+  in host memory);
 - //data_tools:extract_flow --backend=tensorflow writes what --backend=opencv writes: the
   same files, manifest, flow.txt and source records, codes within one gray level.
 """
 
+import collections
 import json
 import os
 import shutil
@@ -19,11 +25,12 @@ import unittest
 import cv2
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.util._pywrap_util_port import IsMklEnabled
 
 from data_tools import extract_flow, tvl1
 from input_fn import flow, video_io
 from tests.flow_testing import dataset_with_a_broken_video
-from tests.i3d_test_lib import shared_i3d_dir
+from tests.i3d_test_lib import TESTDATA, shared_i3d_dir
 
 
 def real_gray_frames(indices, width=341, height=256):
@@ -100,6 +107,126 @@ class AgreementTest(tf.test.TestCase):
     epe, _ = agreement(solver.calc(gray[0].astype(np.uint8), gray[1].astype(np.uint8), None),
                        together[0])
     self.assertLessEqual(epe, 0.05)
+
+
+def executed_graph(graph: tvl1.Tvl1, first: np.ndarray, second: np.ndarray
+                   ) -> tuple[list[np.ndarray], dict[str, tf.compat.v1.NodeDef],
+                              collections.Counter]:
+  """Runs `graph.flow_and_work` (without XLA) in a session that traces it: (its outputs, the
+  nodes of the graph the runtime executed (loops lowered to LoopCond / Switch), the times
+  each node ran)."""
+  concrete = graph.flow_and_work.get_concrete_function()
+  imported = tf.Graph()
+  with imported.as_default():
+    tf.graph_util.import_graph_def(concrete.graph.as_graph_def(), name='')
+  metadata = tf.compat.v1.RunMetadata()
+  options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE,
+                                    output_partition_graphs=True)
+  with tf.compat.v1.Session(graph=imported) as session:
+    outputs = session.run([t.name for t in concrete.outputs],
+                          {concrete.inputs[0].name: first, concrete.inputs[1].name: second},
+                          options=options, run_metadata=metadata)
+  nodes = {n.name: n for part in metadata.partition_graphs for n in part.node}
+  runs = collections.Counter(s.node_name for device in metadata.step_stats.dev_stats
+                             for s in device.node_stats)
+  return outputs, nodes, runs
+
+
+def _source(name: str) -> str:
+  return name.lstrip('^').split(':')[0]
+
+
+def control_predicates(nodes: dict[str, tf.compat.v1.NodeDef]) -> tuple[set[str], set[str]]:
+  """(loop conditions: the inputs of LoopCond nodes, branch conditions: the predicates of
+  Switch nodes that no LoopCond feeds, i.e. of lowered tf.cond) of an executed graph."""
+  loops = {_source(n.input[0]) for n in nodes.values() if n.op == 'LoopCond'}
+  branches = {_source(n.input[1]) for n in nodes.values()
+              if n.op == 'Switch' and nodes[_source(n.input[1])].op != 'LoopCond'}
+  return loops, branches
+
+
+def computed_from_device_data(name: str, nodes: dict[str, tf.compat.v1.NodeDef]) -> bool:
+  """Whether node `name`'s value is computed from a tensor a GPU holds in device memory:
+  anything but int32 (TensorFlow places int32 in host memory on a GPU, so counters and
+  their comparisons stay on the host). Follows data inputs (a Switch's data, not its
+  predicate); bool plumbing is followed to where it was computed."""
+  seen, stack = {name}, [name]
+  while stack:
+    node = nodes[stack.pop()]
+    types = [node.attr[a].type for a in ('T', 'dtype', 'SrcT') if a in node.attr]
+    if any(t not in (tf.int32.as_datatype_enum, tf.bool.as_datatype_enum) for t in types):
+      return True
+    inputs = [_source(i) for i in node.input if not i.startswith('^')]
+    for source in inputs[:1] if node.op == 'Switch' else inputs:
+      if source not in seen:
+        seen.add(source)
+        stack.append(source)
+  return False
+
+
+def nested_graphs(graph: tf.Graph):
+  """`graph` and, recursively, the bodies and conditions of its while loops and conds."""
+  yield graph
+  for op in graph.get_operations():
+    for attribute in ('_cond_graph', '_body_graph', '_true_graph', '_false_graph'):
+      if getattr(op, attribute, None) is not None:
+        yield from nested_graphs(getattr(op, attribute))
+
+
+class DeviceLoopTest(tf.test.TestCase):
+  """The loop stays on the device: same bits, few host syncs, no int32 arrays."""
+
+  def setUp(self):
+    super().setUp()
+    golden = np.load(os.path.join(TESTDATA, 'tvl1_golden.npz'))
+    self.first, self.second = (golden[k].astype(np.float32) for k in ('first', 'second'))
+    # oneDNN's CPU kernels round sums their own way: the flow made with them as now.
+    self.golden_flow = golden[f'flow_onednn_{"on" if IsMklEnabled() else "off"}']
+
+  def test_the_same_bits_as_the_loop_that_checked_every_iteration(self):
+    height, width = self.first.shape[1:]
+    ours = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow(
+        self.first, self.second).numpy()
+    differ = ours != self.golden_flow
+    self.assertFalse(differ.any(), f'{differ.sum()} of {differ.size} values differ, by up '
+                     f'to {np.abs(ours - self.golden_flow).max()} px')
+    self.assertGreater(np.abs(ours).max(), 0.3)  # the pairs do move
+
+  def test_host_syncs_per_batch_with_and_without_xla(self):
+    height, width = self.first.shape[1:]
+    parameters = tvl1.Tvl1Parameters(scales=1)  # one scale: the batch's work / pixels is
+    every = tvl1.GPU_CHECK_EVERY                  # the inner iterations of its warps
+    graph = tvl1.Tvl1(height, width, parameters, check_every=every)
+    (_, _, batch_work), nodes, runs = executed_graph(graph, self.first, self.second)
+    iterations = float(batch_work) / (height * width)
+    loops, branches = control_predicates(nodes)
+    self.assertLen(loops, 2)  # the warps, the inner iterations
+    device = [p for p in loops | branches if computed_from_device_data(p, nodes)]
+    without_xla = sum(runs[p] for p in device)
+    self.assertLessEqual(without_xla, iterations / every + parameters.warps)
+    self.assertGreater(without_xla, parameters.warps)
+    # Under XLA nothing lives in host memory: the GPU copies every loop condition and every
+    # branch condition to the host each time it is evaluated (WhileThunk / ConditionalThunk,
+    # tensorflow/tensorflow third_party/xla/xla/service/gpu/runtime3/while_thunk.cc at
+    # 2f1050a109b859d3a3797185de496ac5730887b0). Its program holds the same loops and conds.
+    hlo = tvl1.Tvl1(height, width, parameters, jit_compile=True).flow_and_work \
+        .experimental_get_compiler_ir(self.first, self.second)(stage='hlo')
+    self.assertEqual(hlo.count(' while('), len(loops))
+    self.assertEqual(hlo.count(' conditional('), len(branches))
+    with_xla = sum(runs[p] for p in loops | branches)
+    self.assertLessEqual(with_xla, 2 * iterations / every + 2 * parameters.warps + 1)
+
+  def test_no_int32_array_that_a_gpu_would_copy_to_the_host(self):
+    height, width = self.first.shape[1:]
+    graph = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow \
+        .get_concrete_function().graph
+    for g in nested_graphs(graph):
+      for op in g.get_operations():
+        for tensor in op.inputs:
+          if tensor.dtype == tf.int32:
+            shape = tensor.shape
+            self.assertTrue(shape.is_fully_defined() and shape.num_elements() <= 16,
+                            f'{op.name} reads {tensor}')
 
 
 class BackendTest(tf.test.TestCase):
