@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+from absl import flags
+
 from command_line import cli, console, entry, status_file
 from command_line.options import option, Options
 
@@ -53,6 +55,8 @@ def run(params: TrainParams) -> int:
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
+  if not flags.FLAGS['dataset'].present:  # the records say which dataset they hold
+    params = training.with_records_dataset(params)
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:

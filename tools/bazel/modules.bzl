@@ -621,6 +621,7 @@ MODULES = {
             ":train_and_evaluate_loop",
             ":train_settings",
             "//input_fn:data_checks",
+            "//input_fn:datasets",
             "//input_fn:factory",
             "//input_fn:manifest",
             "//model_fn/networks",
@@ -1155,6 +1156,14 @@ TEST_DEPS = {
     "ps_variables_test": [
         "//towers/cluster:ps_variables",
         "//towers/cluster:spec",
+    ],
+    "records_dataset_test": [
+        ":program_runs",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+        "//input_fn:manifest",
+        "//towers:checkpoints",
+        "//towers:train_main",
     ],
     "run_checks_test": [
         ":program_runs",
