@@ -47,6 +47,9 @@ def _raise_time_limit(signum, frame) -> None:
   raise TimeLimit()
 
 
+_INSTALLED = threading.Event()  # `install` ran: this process is a program's
+
+
 def _in_main_thread() -> bool:
   return threading.current_thread() is threading.main_thread()
 
@@ -63,6 +66,7 @@ def install() -> None:
   if not _in_main_thread():
     return
   remember()
+  _INSTALLED.set()
   os.register_at_fork(after_in_child=remember)
   signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
 
@@ -70,8 +74,9 @@ def install() -> None:
 def raise_pending(stops_at_once: bool) -> None:
   """When a program's main starts: SIGINT raises KeyboardInterrupt and, with
   `stops_at_once`, STOP_SIGNAL raises `TimeLimit` (else it keeps setting `STOP` for the
-  program to act on); one that came before is raised now."""
-  if not _in_main_thread():
+  program to act on); one that came before is raised now. Nothing when this process is
+  not a program (`install` did not run: a library or a spec calls main)."""
+  if not (_INSTALLED.is_set() and _in_main_thread()):
     return
   signal.signal(signal.SIGINT, signal.default_int_handler)
   if stops_at_once:
@@ -85,8 +90,8 @@ def raise_pending(stops_at_once: bool) -> None:
 def work_done() -> None:
   """The program's work is over, whatever its end: STOP_SIGNAL is ignored from here on
   (also through the interpreter's shutdown, which would reset a Python handler) and
-  SIGINT only remembered."""
-  if _in_main_thread():
+  SIGINT only remembered. Nothing when this process is not a program."""
+  if _INSTALLED.is_set() and _in_main_thread():
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     signal.signal(signal.SIGINT, _remember)
 
