@@ -16,7 +16,11 @@ is one line on stderr, `<name>: error: <message>` (`error_line`), and an exit co
   1  the run failed: `Failed` or a `failed` exception type, or a write to a full disk
      (`command_line.disk_space.full_disk_line`: the path and its free space);
   N  `Ended(message, N)`: an ending a caller tells apart by its code (e.g. //towers:train's
-     4, the chief was lost).
+     4, the chief was lost);
+  75 SIGUSR1, the job's time limit (`command_line/signals.py`): the work finished is kept,
+     one line (not an error) and a `stopped` event; a program with `stops_at_once=False`
+     (//towers:train) acts on `signals.STOP` itself and returns its own code;
+  130 SIGINT (Ctrl-C), at any instant: one line, no traceback.
 
 `run` returns its own exit code (None means 0); any other exception is a bug and keeps its
 traceback. Every such ending is also recorded in the status file
@@ -32,8 +36,15 @@ options are `TrainParams`, the library's, and its own --check_flags lives beside
 
 from __future__ import annotations
 
-import dataclasses
 import sys
+
+# pylint: disable=wrong-import-position
+from command_line import signals
+
+if getattr(sys.modules.get('__main__'), '__file__', '').endswith('_main.py'):
+  signals.install()  # a program starts: before absl, TensorFlow or anything slow
+
+import dataclasses
 from typing import Any, Callable, Sequence
 
 from absl import flags
@@ -77,7 +88,8 @@ class Program:
   """A command-line program: its name (the prefix of its lines), its options dataclass
   (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
   before any work, and `run`. `refused` / `failed`: the exception types that end it with exit
-  2 / 1."""
+  2 / 1. `stops_at_once`: SIGUSR1 ends it at once (exit 75); False: `run` acts on
+  `signals.STOP` (set however early the signal came) and returns its own code."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
@@ -87,6 +99,7 @@ class Program:
   arguments: bool = False
   verbose: bool = False
   extra_options: tuple[type, ...] = ()
+  stops_at_once: bool = True
 
   def define_flags(self) -> None:
     """Defines the options' flags, --verbose when `verbose`, then `extra_options`' flags."""
@@ -105,6 +118,7 @@ class Program:
     if self.verbose:
       console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
     try:
+      signals.raise_pending(self.stops_at_once)
       options = cli.options_from_flags(self.options) if self.options is not None else None
       problem = self.check(options) if self.check is not None else None
       if problem:
@@ -116,6 +130,14 @@ class Program:
       return self._error(e, FAILED, _cause(e))
     except Ended as e:
       return self._error(e, e.code)
+    except KeyboardInterrupt:
+      return self._error(KeyboardInterrupt('interrupted (SIGINT)'),
+                         signals.INTERRUPTED_EXIT_CODE)
+    except signals.TimeLimit:
+      print(f'{self.name}: stopped for the job\'s time limit (SIGUSR1): the work finished is '
+            'kept; the same command continues it', file=sys.stderr, flush=True)
+      status_file.record('stopped', program=self.name, step=None, max_steps=None)
+      return signals.STOPPED_EXIT_CODE
     except Exception as e:  # pylint: disable=broad-except
       line = disk_space.full_disk_line(e)
       if line is None:
@@ -124,6 +146,8 @@ class Program:
       status_file.record('full_disk', path=path,
                          free_bytes=disk_space.free_bytes(path) if path else None)
       return self._error(line, FAILED, e)
+    finally:
+      signals.work_done()
     return code or 0
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,

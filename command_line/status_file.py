@@ -79,9 +79,11 @@ Events written today:
                                              host network
   already_trained {step, max_steps}          the model_dir holds a checkpoint at `step` >=
                                              max_steps: nothing to do, nothing written
-  stopped        {step, max_steps}           training stopped for the job's time limit
-                                             (exit 75) at a checkpoint of `step` (None: the
-                                             cluster session's own end saved it)
+  stopped        {program, step, max_steps}  a program stopped for the job's time limit
+                                             (SIGUSR1, exit 75; `command_line/signals.py`):
+                                             train at a checkpoint of `step` (None: the
+                                             cluster session's own end saved it); the others
+                                             with step and max_steps None
   peer_lost      {address, down_secs, limit_secs, exit_code}
                                              a watchdog gave up on a ps or the chief
                                              unreachable past its limit; the task exits

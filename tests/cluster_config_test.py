@@ -64,6 +64,20 @@ class TfConfigTest(ClusterErrorTestCase):
   def test_the_evaluator_task_outside_the_cluster_is_fine(self):
     self.assertIsNone(cluster.from_tf_config(tf_config(GOOD, 'evaluator', 0)).address)
 
+  def test_an_index_that_is_not_a_non_negative_integer_is_named(self):
+    # JSON's 0.7, "1", true and -1: none is a task of the cluster (0.7 ran as worker 0).
+    for index in (0.7, 1.0, '1', True, -1, None):
+      with self.subTest(index=index), self.assertRaises(ClusterError) as caught:
+        cluster.from_tf_config(tf_config(GOOD, 'worker', index))
+      self.assertFault(caught, 'TF_CONFIG.task.index', index)
+
+  def test_a_role_name_other_than_the_four_is_named(self):
+    # Kubeflow's operator writes the replica type in lower case; other spellings are refused.
+    for task_type in ('Worker', 'master', 'trainer', '', None, ['worker']):
+      with self.subTest(task_type=task_type), self.assertRaises(ClusterError) as caught:
+        cluster.from_tf_config(tf_config(GOOD, task_type, 0))
+      self.assertFault(caught, 'TF_CONFIG.task.type', task_type)
+
   def test_malformed_address_json_and_task(self):
     with self.assertRaises(ClusterError) as caught:
       cluster.from_tf_config(tf_config(dict(GOOD, ps=['h3:1', 'h4'])))
@@ -73,7 +87,7 @@ class TfConfigTest(ClusterErrorTestCase):
     self.assertFault(caught, 'TF_CONFIG', None)
     with self.assertRaises(ClusterError) as caught:
       cluster.from_tf_config(tf_config(GOOD, 'boss'))
-    self.assertFault(caught, 'task.type', 'boss')
+    self.assertFault(caught, 'TF_CONFIG.task.type', 'boss')
     # The chief is listed first: the ps reusing its address is the one named.
     with self.assertRaises(ClusterError) as caught:
       cluster.from_tf_config(tf_config(dict(GOOD, ps=['h0:2222'])))

@@ -8,6 +8,7 @@
   (`extract_flow: 16/16 videos (100%)  ...  ETA 0s`) and ends with one summary line whose
   counts add up (records + skipped = listed videos).
 * extract_flow into a folder other than data_dir's tvl1_flow says how to prepare that flow.
+* SIGINT and SIGUSR1, even before the first instruction, end a tool with one line.
 
 The other specs of the tools read their exit codes, status events and manifests; this one
 reads their words, a few representative lines each. Data: a synthetic UCF101 of 2 classes
@@ -17,10 +18,12 @@ x 8 groups (16 videos of 4-5 frames of 24x16).
 import os
 import re
 import shutil
+import signal
 import tempfile
 
 from absl.testing import absltest
 
+from command_line import signals
 from data_tools import make_synthetic_ucf101
 from tests import program_runs
 
@@ -56,6 +59,21 @@ class DataToolsConsoleTest(absltest.TestCase):
     lines = done.stderr.strip().splitlines()
     self.assertEqual((done.code, len(lines), done.stdout.strip()), (2, 1, ''), done.output())
     return lines[0]
+
+  def test_a_signal_at_the_first_instant_is_one_line(self):
+    # Started with the signals blocked: they come before the first instruction. Their exit
+    # codes and events: signals_test.
+    out = os.path.join(self.create_tempdir().full_path, 'records')
+    for module, name in (('data_tools.prepare_main', 'prepare'),
+                         ('data_tools.extract_flow_main', 'extract_flow')):
+      for sig, line in ((signal.SIGINT, f'{name}: error: interrupted (SIGINT)'),
+                        (signal.SIGUSR1, f'{name}: stopped for the job\'s time limit '
+                         '(SIGUSR1): the work finished is kept; the same command continues it')):
+        started = program_runs.start(self, module, f'--data_dir={self.data}', f'--out={out}',
+                                     '--workers=1', preexec_fn=signals.blocked_in_child)
+        started.process.send_signal(sig)
+        done = started.finish()
+        self.assertEqual(done.stderr.splitlines(), [line], done.output())
 
   def test_each_tool_refuses_with_one_line_naming_the_option_and_the_fix(self):
     missing = os.path.join(self.root, 'missing')

@@ -5,7 +5,8 @@ A second training on a model_dir that a live process trains is refused before an
 pid). A lock left behind
 by a process that died (on this host: its pid is gone; on another host sharing the
 storage: its lease ran out) does not block a rerun, nor does one of the same Slurm job
-(a requeued job's earlier run). Of a cluster only the chief holds the lock
+(a requeued job's earlier run), nor one without a writer's record (empty, damaged,
+binary: taken over; one that cannot be read at all is refused, naming it). Of a cluster only the chief holds the lock
 (cluster_shutdown_test checks it while the chief waits for a worker).
 """
 
@@ -98,6 +99,42 @@ class ModelDirLockTest(absltest.TestCase):
       model_dir_lock.acquire(self.model_dir)
     os.environ['SLURM_JOB_ID'] = '77'
     model_dir_lock.acquire(self.model_dir).release()
+
+  def write_bytes(self, data: bytes, age_secs: float) -> None:
+    os.makedirs(self.model_dir, exist_ok=True)
+    with open(self.lock_path, 'wb') as f:
+      f.write(data)
+    then = time.time() - age_secs
+    os.utime(self.lock_path, (then, then))
+
+  def test_a_lock_without_a_writer_s_record_is_taken_over(self):
+    # Empty, garbage, binary, JSON that names no writer: no live writer can be shown.
+    for data in (b'', b'garbage', b'\xff\xfe\x00\x81', b'[]', b'{"pid": "?"}',
+                 b'{"host": "n1", "pid": 1.5}'):
+      for age in (model_dir_lock.WRITE_SECS + 1, 0):  # the fresh one: waited for, then taken
+        with self.subTest(data=data, age=age):
+          self.write_bytes(data, age)
+          lock = model_dir_lock.acquire(self.model_dir)
+          with open(self.lock_path) as f:
+            self.assertEqual(json.load(f)['pid'], os.getpid())
+          lock.release()
+          self.assertFalse(os.path.exists(self.lock_path))
+
+  def test_a_binary_lock_does_not_stop_training_and_an_unreadable_one_is_named(self):
+    self.write_bytes(b'\x80\x81\x82', model_dir_lock.WRITE_SECS + 1)
+    done = program_runs.run('towers.train_main', *TINY, f'--model_dir={self.model_dir}',
+                            timeout=LIMIT)
+    self.assertEqual((done.code, done.error), (0, None), done.output())
+    self.assertTrue(os.path.exists(os.path.join(self.model_dir, 'checkpoint')))
+    # A lock that cannot be read at all is no lock to ignore: refused, naming model_dir.
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    os.makedirs(os.path.join(model_dir, model_dir_lock.LOCK_FILE))
+    done = program_runs.run('towers.train_main', *TINY, f'--model_dir={model_dir}',
+                            timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options), ('ModelDirBusy', ['model_dir']))
+    self.assertIn(os.path.join(model_dir, model_dir_lock.LOCK_FILE), done.error['message'])
+    self.assertFalse(os.path.exists(os.path.join(model_dir, 'checkpoint')))
 
   def test_a_held_lock_stays_fresh(self):
     beat = model_dir_lock.HEARTBEAT_SECS

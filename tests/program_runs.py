@@ -51,6 +51,15 @@ class ProgramRun:
     return (self.stdout + self.stderr)[-3000:]
 
 
+def _environment(events_path: str, env: Mapping[str, str] | None) -> dict[str, str]:
+  """This process's environment without cluster variables, the project on PYTHONPATH,
+  `env` added and the status file at `events_path`."""
+  full_env = {k: v for k, v in os.environ.items() if k not in _FOREIGN}
+  full_env.update(PYTHONPATH=ROOT, **(env or {}))
+  full_env[status_file.STATUS_FILE_ENV] = events_path
+  return full_env
+
+
 def run(module: str, *args: str, timeout: float = 240, cwd: str | None = None,
         env: Mapping[str, str] | None = None, prefix: tuple[str, ...] = ()) -> ProgramRun:
   """Runs `python -m module args` from `cwd` with the project on PYTHONPATH and a fresh
@@ -58,13 +67,45 @@ def run(module: str, *args: str, timeout: float = 240, cwd: str | None = None,
   command that runs the rest of its arguments (e.g. `unshare ... sh -c '...' name`)."""
   with tempfile.TemporaryDirectory() as scratch:
     events_path = os.path.join(scratch, 'events.jsonl')
-    full_env = {k: v for k, v in os.environ.items() if k not in _FOREIGN}
-    full_env.update(PYTHONPATH=ROOT, **(env or {}))
-    full_env[status_file.STATUS_FILE_ENV] = events_path
     done = subprocess.run([*prefix, sys.executable, '-m', module, *args], capture_output=True,
-                          text=True, timeout=timeout, check=False, cwd=cwd, env=full_env)
+                          text=True, timeout=timeout, check=False, cwd=cwd,
+                          env=_environment(events_path, env))
     return ProgramRun(done.returncode, status_file.read(events_path), done.stdout,
                       done.stderr)
+
+
+class Started:
+  """A program started by `start`, still running: `process` (a Popen, its output piped),
+  `events()` its status events so far, `finish()` -> the ProgramRun once it ends."""
+
+  def __init__(self, process: subprocess.Popen, events_path: str) -> None:
+    self.process, self.events_path = process, events_path
+
+  def events(self) -> list[dict[str, Any]]:
+    return status_file.read(self.events_path)
+
+  def finish(self, timeout: float = 240) -> ProgramRun:
+    """Waits for the end (killing it after `timeout` seconds) and returns the run."""
+    try:
+      stdout, stderr = self.process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+      self.process.kill()
+      stdout, stderr = self.process.communicate()
+    return ProgramRun(self.process.returncode, self.events(), stdout, stderr)
+
+
+def start(test: Any, module: str, *args: str, env: Mapping[str, str] | None = None,
+          cwd: str | None = None, preexec_fn: Any = None) -> Started:
+  """Starts `python -m module args` as `run` does, without waiting; `test` (an absltest
+  case) kills it and removes its status file when it ends. `preexec_fn` runs in the child
+  before exec (e.g. `command_line.signals.blocked_in_child`)."""
+  scratch = test.create_tempdir().full_path
+  events_path = os.path.join(scratch, 'events.jsonl')
+  process = subprocess.Popen([sys.executable, '-m', module, *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn,
+                             cwd=cwd, env=_environment(events_path, env))
+  test.addCleanup(lambda: process.poll() is None and process.kill())
+  return Started(process, events_path)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 train, classify, evaluate_two_stream and local_cluster: one refusal line each
 (`<program>: error: <message>`), the launcher's help, training's progress line and evaluation line (their numbers
 are those of the run's `progress` and `evaluation` status events), the worst classes ending
-training's final lines, and the two-stream table with where fusion helps and hurts. The other specs assert on exit codes, files, JSON and status events; this one is
+training's final lines, the two-stream table with where fusion helps and hurts, and the line
+a signal ends a run with. The other specs assert on exit codes, files, JSON and status events; this one is
 where the wording is pinned, once. Every program runs at once, as a user starts it.
 """
 
@@ -12,11 +13,13 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
+import signal
 import tempfile
 
 import numpy as np
 from absl.testing import absltest
 
+from command_line import signals
 from tests import program_runs
 from towers import two_stream, two_stream_outputs
 
@@ -77,6 +80,22 @@ class TrainingConsoleTest(absltest.TestCase):
         'cluster_refused', 'local_cluster: error: --ps=0 --workers=2: the variables of a '
         'training cluster live on its ps tasks; use --ps=1 or more (or //towers:train without '
         'a cluster)')
+
+  def test_a_signal_at_the_first_instant_is_one_line(self):
+    # Started with the signals blocked (as local_cluster starts its tasks): they come before
+    # the program's first instruction. Their exit codes and events: signals_test.
+    model_dir = os.path.join(self.create_tempdir().full_path, 'run')
+    for sig, line in ((signal.SIGINT, 'train: error: interrupted (SIGINT)'),
+                      (signal.SIGUSR1, 'train: stopped before max_steps=100000 for the job\'s '
+                       'time limit (checkpoint at step 1 written); training continues from it '
+                       'when the job is requeued or resubmitted')):
+      started = program_runs.start(self, 'towers.train_main', *TINY_RUN, '--max_steps=100000',
+                                   f'--model_dir={model_dir}',
+                                   preexec_fn=signals.blocked_in_child)
+      started.process.send_signal(sig)
+      done = started.finish(TIMEOUT)
+      self.assertEqual(done.stderr.splitlines()[-1:], [line], done.output())
+      self.assertNotIn('Traceback', done.stderr)
 
   def test_the_launcher_help_lists_its_flags_and_points_to_train_help(self):
     done = self.runs['cluster_help']

@@ -15,6 +15,10 @@ atomically (O_EXCL, also on NFS), and kept fresh while held: a thread touches it
   earlier run has ended.
 
 A stale lock is taken over (renamed away first, so two newcomers cannot both take it).
+So is a lock that holds no writer's record (empty, damaged, not JSON, no host and pid)
+once `WRITE_SECS` old: a live writer writes its record at once after creating the file,
+so such a lock shows no live writer. A lock that cannot be read at all (a directory, no
+permission) stops the run with one line naming the file.
 Of a cluster only the chief holds it: the cluster's tasks count as one writer.
 """
 
@@ -28,13 +32,17 @@ import threading
 import time
 from typing import Any, Iterator
 
+from absl import logging
+
 LOCK_FILE = 'writer.lock'
 HEARTBEAT_SECS = 10.0
 LEASE_SECS = 60.0
+WRITE_SECS = 2.0  # a lock without a record this old was left by a writer that died writing
 
 
 class ModelDirBusy(RuntimeError):
-  """Another live process trains in this model_dir; the message names its host and pid.
+  """Another live process trains in this model_dir; the message names its host and pid (or
+  the lock file, when it cannot be read, and what to do).
   `option` is model_dir; `holder` the lock's record of that process ({'host', 'pid', ...};
   {} when the lock kept changing hands), `age` seconds since it last touched its lock."""
   option = 'model_dir'
@@ -64,19 +72,28 @@ def _me() -> dict[str, Any]:
 
 
 def _read(path: str) -> tuple[dict[str, Any], float] | None:
-  """The lock's content and its age in seconds; None when there is none. A lock that
-  cannot be parsed (a writer died while writing it) reads as {} with its age."""
+  """The lock's writer record and its age in seconds; None when there is no lock. A lock
+  without a record (empty, not UTF-8 JSON, no string host and integer pid: its writer died
+  while writing it, or something else wrote it) reads as {} with its age. Raises
+  `ModelDirBusy` naming the file when it cannot be read at all."""
   try:
-    with open(path, encoding='utf-8') as f:
-      text = f.read()
+    with open(path, 'rb') as f:
+      data = f.read()
     age = time.time() - os.stat(path).st_mtime
   except FileNotFoundError:
     return None
+  except OSError as e:
+    raise ModelDirBusy(f'the model_dir lock {path} cannot be read ({e.strerror}): remove it '
+                       'if no training runs in this model_dir, or choose another --model_dir'
+                       ) from None
   try:
-    holder = json.loads(text)
-  except ValueError:
-    holder = {}
-  return (holder if isinstance(holder, dict) else {}), age
+    holder = json.loads(data.decode('utf-8'))
+  except ValueError:  # UnicodeDecodeError too
+    return {}, age
+  if (not isinstance(holder, dict) or not isinstance(holder.get('host'), str) or
+      type(holder.get('pid')) is not int):  # pylint: disable=unidiomatic-typecheck
+    return {}, age
+  return holder, age
 
 
 def _alive(holder: dict[str, Any], age: float) -> bool:
@@ -109,7 +126,10 @@ class Lock:
     threading.Thread(target=self._heartbeat, name='model-dir-lock', daemon=True).start()
 
   def _mine(self) -> bool:
-    found = _read(self.path)
+    try:
+      found = _read(self.path)
+    except ModelDirBusy:
+      return False  # unreadable now: not provably this process's
     return found is not None and found[0].get('token') == self.holder['token']
 
   def _heartbeat(self) -> None:
@@ -144,7 +164,13 @@ def acquire(model_dir: str) -> Lock:
       if found is None:
         continue  # released meanwhile
       holder, age = found
-      if _alive(holder, age):
+      if not holder and age < WRITE_SECS:
+        time.sleep(WRITE_SECS - age)  # its writer may be writing the record now
+        continue
+      if not holder:
+        logging.warning('taking over the model_dir lock %s: it holds no writer\'s record '
+                        '(empty or damaged) and is %.0f s old', path, age)
+      elif _alive(holder, age):
         raise ModelDirBusy(
             f'model_dir={model_dir} is being trained by {describe(holder, age)}: one '
             'training per model_dir at a time; wait for it to end or choose another '
@@ -166,7 +192,10 @@ def _take_away(path: str, aside: str, token: Any) -> None:
     os.rename(path, aside)
   except FileNotFoundError:
     return
-  found = _read(aside)
+  try:
+    found = _read(aside)
+  except ModelDirBusy:
+    found = None
   if found is not None and found[0].get('token') != token:
     with contextlib.suppress(OSError):
       os.link(aside, path)  # never over a lock created meanwhile

@@ -10,22 +10,24 @@ Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: 
 0 trained (the final metrics on stdout); 2 refused before training (a flag,
 `training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
 input record, a full disk: `command_line/disk_space.py`); 4 the evaluator lost the chief
-(CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit (SIGUSR1, on one machine as in
-a cluster: a checkpoint written), with its own status line (STOPPED_EXIT_CODE).
+(CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit (SIGUSR1 at any instant, on one machine as
+in a cluster: a checkpoint written if a step ran; once max_steps is reached it stops
+nothing: exit 0), with its own status line (STOPPED_EXIT_CODE); 130 SIGINT (Ctrl-C).
 """
 
 from __future__ import annotations
 
+# First: its signal handlers (command_line/signals.py), before anything slow.
+from command_line import entry
+# pylint: disable=wrong-import-position,wrong-import-order
 import dataclasses
 import sys
 
-from command_line import cli, console, entry, status_file
+from absl import flags
+
+from command_line import cli, console, status_file
 from command_line.options import option, Options
 
-# pylint: disable=wrong-import-position
-from towers.cluster import time_limit
-
-time_limit.remember_signal()  # first of all: the job's time limit may come at any moment
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 from towers.params import ParamsError, TrainParams
@@ -53,6 +55,8 @@ def run(params: TrainParams) -> int:
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
+  if not flags.FLAGS['dataset'].present:  # the records say which dataset they hold
+    params = training.with_records_dataset(params)
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:
@@ -68,17 +72,15 @@ def run(params: TrainParams) -> int:
     raise entry.Failed(str(unreadable)) from unreadable
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
-    status_file.record('stopped', step=e.step, max_steps=params.max_steps)
+    status_file.record('stopped', program='train', step=e.step, max_steps=params.max_steps)
     return STOPPED_EXIT_CODE
-  finally:
-    time_limit.ignore_signal()  # whatever the end, also through the interpreter's shutdown
   if metrics:
     print(training.final_metrics_text(params, metrics))
   return 0
 
 
 PROGRAM = entry.Program('train', run, TrainParams, refused=(ParamsError,), verbose=True,
-                        extra_options=(ProgramOptions,))
+                        extra_options=(ProgramOptions,), stops_at_once=False)
 
 
 if __name__ == '__main__':

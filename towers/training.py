@@ -18,13 +18,14 @@ messages `//towers:train` prints as its one `train: error:` line (`START_ERRORS`
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any, Mapping
 
 import numpy as np
 from absl import logging
 
-from input_fn import factory
+from input_fn import datasets, factory, manifest
 from input_fn.data_checks import DataError
 from input_fn.manifest import ManifestError
 from model_fn import confusion
@@ -61,6 +62,9 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   evaluator). `network(clips, ctx) -> logits` is the user's own network (see
   `build_estimator`; one machine only); None trains `params.model`.
 
+  A dict without 'dataset' trains on the dataset its prepared records hold, as
+  `//towers:train` without --dataset does (`with_records_dataset`).
+
   Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
   `ClusterError` (the cluster), `ModelDirBusy` (another live process trains in model_dir:
   `towers/model_dir_lock.py`; one machine and a cluster's chief hold its lock while they
@@ -71,6 +75,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   `EvalCoverageError`, `TrainingIncomplete`,
   `EvaluationFailed` (the cluster evaluator's final evaluation).
   """
+  if not isinstance(params, TrainParams) and 'dataset' not in (params or {}):
+    params = with_records_dataset(as_params(params))
   params = as_params(params)
   task = cluster_spec.resolve_cluster(params)
   if task is not None:
@@ -101,6 +107,21 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       lock.release()
     if task is None and threading.current_thread() is threading.main_thread():
       time_limit.ignore_signal()  # the work is done: nothing left to stop
+
+
+def with_records_dataset(params: TrainParams) -> TrainParams:
+  """`params` with the dataset its prepared records hold (the first readable manifest's,
+  `input_fn/manifest.py`), for a run that did not name --dataset; unchanged for other data
+  sources and when no manifest can be read (the preflight names that)."""
+  if params.data_source != 'tfrecord':
+    return params
+  for subset in manifest.SUBSETS:
+    try:
+      held = manifest.read(params.data_dir, subset).get('dataset', manifest.DEFAULT_DATASET)
+    except ManifestError:
+      continue
+    return dataclasses.replace(params, dataset=held) if held in datasets.NAMES else params
+  return params
 
 
 def cluster_recipe(params: TrainParams) -> Recipe:

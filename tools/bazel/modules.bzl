@@ -202,6 +202,7 @@ MODULES = {
             ":console",
             ":disk_space",
             ":options",
+            ":signals",
             ":status_file",
         ]),
         ("flagfile.py", "flagfile", [
@@ -209,6 +210,7 @@ MODULES = {
         ]),
         ("options.py", "options", []),
         ("progress.py", "progress", []),
+        ("signals.py", "signals", []),
         ("status_file.py", "status_file", []),
         ("working_dir.py", "working_dir", []),
     ],
@@ -665,6 +667,7 @@ MODULES = {
             ":train_and_evaluate_loop",
             ":train_settings",
             "//input_fn:data_checks",
+            "//input_fn:datasets",
             "//input_fn:factory",
             "//input_fn:manifest",
             "//model_fn/networks",
@@ -713,6 +716,7 @@ MODULES = {
             ":time_limit",
             "//command_line:entry",
             "//command_line:options",
+            "//command_line:signals",
             "//command_line:status_file",
             "//towers:train_main",
         ]),
@@ -742,7 +746,9 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("spec.py", "spec", []),
-        ("time_limit.py", "time_limit", []),
+        ("time_limit.py", "time_limit", [
+            "//command_line:signals",
+        ]),
         ("watchdog.py", "watchdog", [
             ":shutdown",
             "//command_line:status_file",
@@ -913,6 +919,7 @@ TEST_DEPS = {
     ],
     "data_tools_console_test": [
         ":program_runs",
+        "//command_line:signals",
         "//data_tools:extract_flow_main",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:make_synthetic_ucf101_main",
@@ -1234,6 +1241,14 @@ TEST_DEPS = {
         "//towers/cluster:ps_variables",
         "//towers/cluster:spec",
     ],
+    "records_dataset_test": [
+        ":program_runs",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
+        "//input_fn:manifest",
+        "//towers:checkpoints",
+        "//towers:train_main",
+    ],
     "run_checks_test": [
         ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -1278,6 +1293,17 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:training",
         "//towers:two_stream",
+    ],
+    "signals_test": [
+        ":cluster_testing",
+        ":program_runs",
+        "//command_line:signals",
+        "//data_tools:extract_flow_main",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_main",
+        "//towers/cluster:local_cluster_main",
+        "//towers:checkpoints",
+        "//towers:train_main",
     ],
     "slurm_nodes_test": [
         ":cluster_testing",
@@ -1341,6 +1367,7 @@ TEST_DEPS = {
     ],
     "training_console_test": [
         ":program_runs",
+        "//command_line:signals",
         "//towers/cluster:local_cluster_main",
         "//towers:classify_main",
         "//towers:evaluate_two_stream_main",

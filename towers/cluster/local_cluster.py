@@ -21,7 +21,7 @@ import threading
 import time
 from typing import IO, Any, Callable, Sequence
 
-from command_line import entry, status_file
+from command_line import entry, signals, status_file
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOPPED_EXIT_CODE
 from command_line.options import Options, at_least, option
@@ -315,7 +315,10 @@ PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
   """In the child before exec: the kernel kills it (SIGKILL) when the launcher dies, even
-  by SIGKILL, so no task outlives the launcher or a test that was killed on a timeout."""
+  by SIGKILL, so no task outlives the launcher or a test that was killed on a timeout.
+  The task starts with SIGINT and SIGUSR1 blocked until its handlers exist
+  (`command_line/signals.py`): no instant of its start is left to the default action."""
+  signals.blocked_in_child()
   if sys.platform.startswith('linux'):
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -341,7 +344,11 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
   if prefix is None:
     return
   env = dict(os.environ, **{ISOLATED_ENV: '1'})
-  os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(script), *argv], env)
+  signals.blocked_in_child()  # through unshare and sh, until the new program's handlers exist
+  try:
+    os.execvpe(prefix[0], prefix + [sys.executable, os.path.abspath(script), *argv], env)
+  finally:  # reached only when the exec failed
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, signals.HANDLED)
 
 
 @dataclasses.dataclass(frozen=True)

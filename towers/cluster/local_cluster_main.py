@@ -43,6 +43,9 @@ The library: towers/cluster/local_cluster.py.
 
 from __future__ import annotations
 
+# First: its signal handlers (command_line/signals.py), before anything slow.
+from command_line import entry
+# pylint: disable=wrong-import-position,wrong-import-order
 import os
 import signal
 import subprocess
@@ -53,7 +56,7 @@ from typing import Sequence
 
 from absl import flags
 
-from command_line import entry, status_file
+from command_line import status_file
 from command_line.options import Problem
 from towers.cluster.local_cluster import (ISOLATED_ENV, LocalCluster, LocalClusterOptions,
                                           reexec_in_private_network)

@@ -135,11 +135,13 @@ def from_tf_config(text: str) -> ClusterTask:
     raise ClusterError('TF_CONFIG.cluster: missing or empty', 'TF_CONFIG.cluster')
   if not isinstance(task, dict) or 'type' not in task:
     raise ClusterError('TF_CONFIG.task.type: missing', 'TF_CONFIG.task.type')
-  try:
-    index = int(task.get('index', 0))
-  except (TypeError, ValueError) as e:
-    raise ClusterError(f'TF_CONFIG.task.index={task.get("index")!r} is not an integer',
-                       'TF_CONFIG.task.index', task.get('index')) from e
+  if task['type'] not in TASK_TYPES:
+    raise ClusterError(f'TF_CONFIG.task.type={task["type"]!r} is not one of '
+                       f'{", ".join(TASK_TYPES)}', 'TF_CONFIG.task.type', task['type'])
+  index = task.get('index', 0)  # JSON's integers only: not 0.7, "1" or true
+  if type(index) is not int or index < 0:  # pylint: disable=unidiomatic-typecheck
+    raise ClusterError(f'TF_CONFIG.task.index={index!r} is not a non-negative integer',
+                       'TF_CONFIG.task.index', index)
   for job, hosts in cluster.items():
     if not isinstance(hosts, list):
       raise ClusterError(f'TF_CONFIG.cluster.{job}: must be a list of "host:port" strings',

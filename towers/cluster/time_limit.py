@@ -10,15 +10,15 @@ with `STOPPED_EXIT_CODE` after one line saying so, and the batch script requeues
 which resumes from that checkpoint (or evaluates the final one). A ps ignores the signal:
 it serves until the chief says training is over.
 
-The signal is handled at every moment of a process's life: `remember_signal` at program
-start, before anything slow, keeps a signal that comes before the role is known (`STOP`);
-each role then installs its own handler, which acts on a signal that came early; once
-its work is done a role ignores it (`ignore_signal`), also while the interpreter shuts
-down (Python resets its own handlers to the default, which would end the process with
-exit 138, but keeps an ignored signal ignored).
+The signal is handled at every moment of a process's life: `command_line/signals.py`,
+installed when the program starts, before anything slow, keeps a signal that comes
+before the role is known (`STOP`); each role then installs its own handler, which acts
+on a signal that came early; once its work is done a role ignores it (`ignore_signal`),
+also while the interpreter shuts down (Python resets its own handlers to the default,
+which would end the process with exit 138, but keeps an ignored signal ignored). A signal
+that comes once max_steps is reached stops nothing: training is over (exit 0).
 
-This module loads no TensorFlow (`remember_signal` runs before TensorFlow is imported);
-`stop_hook` builds the training hook.
+This module loads no TensorFlow; `stop_hook` builds the training hook.
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ from typing import Any, Callable
 
 from absl import logging
 
-STOP_SIGNAL = signal.SIGUSR1
-STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
-STOP = threading.Event()  # set once STOP_SIGNAL has come to this process
+from command_line.signals import STOP, STOP_SIGNAL, STOPPED_EXIT_CODE
 
 
 class StoppedBeforeTheEnd(RuntimeError):
@@ -44,16 +42,10 @@ class StoppedBeforeTheEnd(RuntimeError):
     self.step = step
 
 
-def remember_signal() -> None:
-  """At program start: a STOP_SIGNAL that comes before a role's handler is installed sets
-  `STOP` (the default action would end the process, exit 138)."""
-  signal.signal(STOP_SIGNAL, lambda signum, frame: STOP.set())
-
-
 def stop_on_signal(task_name: str) -> threading.Event:
   """Installs the STOP_SIGNAL handler of a trainer (chief, worker, or one machine): it
   sets (and this returns) `STOP`, which `stop_hook` turns into a stop after the current
-  step. A signal that came before (`remember_signal`) counts."""
+  step. A signal that came before (`command_line/signals.py`) counts."""
 
   def note() -> None:
     logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): stopping after this '
@@ -75,7 +67,7 @@ def exit_on_signal(task_name: str, final_due: Callable[[], bool]) -> None:
   """The evaluator's STOP_SIGNAL handler: when `final_due()` (the final checkpoint is
   there) one line says it finishes that evaluation, and it goes on; else one line, then
   exit STOPPED_EXIT_CODE at once (an evaluation can outlast the time left; the next run
-  evaluates again). A signal that came before (`remember_signal`) counts."""
+  evaluates again). A signal that came before (`command_line/signals.py`) counts."""
 
   def act() -> None:
     if final_due():
@@ -106,7 +98,8 @@ def ignore_signal() -> None:
 
 def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
               max_steps: int = 0) -> Any:
-  """A SessionRunHook that requests a stop after the step during which `stop` was set. With
+  """A SessionRunHook that requests a stop after the step during which `stop` was set,
+  unless that step reached `max_steps` (training ends as it would have). With
   `checkpoint_dir` (training on one machine) it writes the checkpoint there itself and
   raises `StoppedBeforeTheEnd`: the training session then closes without the evaluation
   of that checkpoint that `tf.estimator.train_and_evaluate` would run at its end."""
@@ -118,12 +111,14 @@ def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
       del run_values
       if not stop.is_set():
         return
+      session = run_context.session
+      step = session.run(tf.compat.v1.train.get_global_step())
+      if max_steps and step >= max_steps:
+        return  # the work is done: the session ends as it would have
       savers = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)
       if checkpoint_dir is None or not savers:  # the session's own end saves
         run_context.request_stop()
         return
-      session = run_context.session
-      step = session.run(tf.compat.v1.train.get_global_step())
       savers[0].save(session, os.path.join(checkpoint_dir, 'model.ckpt'), global_step=step)
       raise StoppedBeforeTheEnd(
           f'train: stopped before max_steps={max_steps} for the job\'s time limit '

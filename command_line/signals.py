@@ -1,0 +1,102 @@
+"""The two signals every program answers the same way, from its first instant.
+
+  SIGUSR1  the job's time limit is near (Slurm's `--signal=USR1@N`): the program stops in
+           good order, keeping the work done (a training writes a checkpoint if a step
+           ran, prepare and extract_flow keep every finished shard or video), says so on
+           one line and exits STOPPED_EXIT_CODE (75): the same command continues. Once the
+           program's work is done it is ignored: exit 0.
+  SIGINT   Ctrl-C: one line, exit INTERRUPTED_EXIT_CODE (130), no traceback.
+
+`install()` runs when `command_line.entry` is imported by a program (`*_main.py`), before
+absl or TensorFlow load: until the program's main starts a signal is only remembered
+(`STOP`, `INTERRUPT`). `Program.main` then acts on it (`raise_pending`) and from there on
+SIGINT raises KeyboardInterrupt and SIGUSR1 raises `TimeLimit`, unless the program handles
+`STOP` itself (//towers:train: `towers/cluster/time_limit.py`). Forked workers only remember
+(their parent decides). A launcher that starts a program with both signals blocked covers
+even the interpreter's own start: `install` unblocks them once its handlers are in place,
+and a signal that came meanwhile is delivered then. Needs neither TensorFlow nor absl.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+STOP_SIGNAL = signal.SIGUSR1
+STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+HANDLED = (signal.SIGINT, STOP_SIGNAL)
+STOP = threading.Event()  # set once STOP_SIGNAL has come to this process
+INTERRUPT = threading.Event()  # set once SIGINT has come to this process
+
+
+class TimeLimit(BaseException):
+  """STOP_SIGNAL came to a program that stops at once: the work it finished is kept.
+  A BaseException, as KeyboardInterrupt, so that no `except Exception` swallows it."""
+
+
+def _remember(signum, frame) -> None:
+  del frame
+  (INTERRUPT if signum == signal.SIGINT else STOP).set()
+
+
+def _raise_time_limit(signum, frame) -> None:
+  del signum, frame
+  STOP.set()
+  raise TimeLimit()
+
+
+_INSTALLED = threading.Event()  # `install` ran: this process is a program's
+
+
+def _in_main_thread() -> bool:
+  return threading.current_thread() is threading.main_thread()
+
+
+def remember() -> None:
+  """Both signals only set `INTERRUPT` / `STOP` (a program's start, a forked worker)."""
+  for signum in HANDLED:
+    signal.signal(signum, _remember)
+
+
+def install() -> None:
+  """At a program's first import: `remember`, forked children remember too, then both
+  signals are unblocked (a launcher may have started this process with them blocked)."""
+  if not _in_main_thread():
+    return
+  remember()
+  _INSTALLED.set()
+  os.register_at_fork(after_in_child=remember)
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+
+
+def raise_pending(stops_at_once: bool) -> None:
+  """When a program's main starts: SIGINT raises KeyboardInterrupt and, with
+  `stops_at_once`, STOP_SIGNAL raises `TimeLimit` (else it keeps setting `STOP` for the
+  program to act on); one that came before is raised now. Nothing when this process is
+  not a program (`install` did not run: a library or a spec calls main)."""
+  if not (_INSTALLED.is_set() and _in_main_thread()):
+    return
+  signal.signal(signal.SIGINT, signal.default_int_handler)
+  if stops_at_once:
+    signal.signal(STOP_SIGNAL, _raise_time_limit)
+  if INTERRUPT.is_set():
+    raise KeyboardInterrupt()
+  if stops_at_once and STOP.is_set():
+    raise TimeLimit()
+
+
+def work_done() -> None:
+  """The program's work is over, whatever its end: STOP_SIGNAL is ignored from here on
+  (also through the interpreter's shutdown, which would reset a Python handler) and
+  SIGINT only remembered. Nothing when this process is not a program."""
+  if _INSTALLED.is_set() and _in_main_thread():
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, _remember)
+
+
+def blocked_in_child() -> None:
+  """For a launcher's `preexec_fn`: the child starts with both signals blocked (its
+  `install` unblocks them), so none can end it before its handlers exist."""
+  signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
