@@ -65,10 +65,11 @@ class ExtractFlowOptions(Options):
                          'traffic ~13x), not on CPU (slower there); tools/gpu_check.sh '
                          'measures both on a GPU.', choices=('auto', 'on', 'off'))
   shard: int = option(-1, 'This process computes share number --shard (0-based) of '
-                      '--num_shards; default: a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
-                      'else 0.')
+                      '--num_shards; -1 (default): a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
+                      'else 0.', valid=at_least(-1))
   num_shards: int = option(0, 'Split the videos into this many shares balanced by frames '
-                           '(one per node); default: SLURM_ARRAY_TASK_COUNT, else 1.')
+                           '(one per node); 0 (default): SLURM_ARRAY_TASK_COUNT, else 1.',
+                           valid=at_least(0))
 
   @property
   def settings(self) -> dict[str, Any]:
@@ -90,15 +91,17 @@ class VideoTask:
 
 class SettingsMismatch(ValueError):
   """`out` holds flow extracted with other settings, or a damaged manifest. `option` is
-  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry);
+  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry, 'backend');
+  `shards`: the other shards of a split extraction that differ ('shard 1 of 2'), else ();
   `damaged`: what a damaged manifest holds ('not JSON', 'no settings in it', ...), else ''."""
 
   def __init__(self, message: str, differences: tuple[str, ...] = (),
-               damaged: str = '') -> None:
+               damaged: str = '', shards: tuple[str, ...] = ()) -> None:
     super().__init__(message)
     self.option = 'out'
     self.differences = differences
     self.damaged = damaged
+    self.shards = shards
 
 
 def check_options(options: ExtractFlowOptions) -> None:
@@ -234,6 +237,18 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
         'again'), tuple(f.option for f in found))
 
 
+def _check_shard_settings(out: str, shard: tuple[int, int], settings: dict[str, Any]) -> None:
+  """Refuses to go on beside shards of one split recorded in `out` with other settings
+  (`flow_shards.other_settings`; `settings` includes the backend), naming them."""
+  found = flow_shards.other_settings(out, shard, settings)
+  if found:
+    described = '; '.join(f'{name}: {", ".join(d)}' for name, d in found.items())
+    raise SettingsMismatch(
+        f'--out={out} holds shards extracted with other settings ({described}): extract '
+        'every shard with the same --backend and settings (these into another --out)',
+        tuple(sorted({d.option for ds in found.values() for d in ds})), shards=tuple(found))
+
+
 def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
   """What a video's flow was computed from: the .avi's size and mtime, and the settings."""
   stat = os.stat(task.path)
@@ -306,6 +321,8 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   settings = options.settings
   _check_settings(out, settings)
   backend = resolve_backend(options.backend)
+  shard_settings = dict(settings, backend=backend)
+  _check_shard_settings(out, shard, shard_settings)
   for channel in flow.CHANNELS:
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
@@ -313,6 +330,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   split = shard[1] > 1
   mine = tasks
   if split:
+    flow_shards.write_started(out, *shard, shard_settings)
     mine = flow_shards.share(tasks, [video_io.video_frame_count(t.path) for t in tasks],
                              [t.name for t in tasks], *shard)
     if shard[0] != 0:
@@ -379,11 +397,13 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   status_file.record('flow_computed', videos=progress.done, flow_frames=int(progress.amount),
                      seconds=elapsed, backend=backend, workers=workers)
   if split:
-    flow_shards.write_part(out, *shard, {'settings': settings,
+    flow_shards.write_part(out, *shard, {'settings': shard_settings,
                                          'skipped': [p.to_json() for p in skipped]})
     parts = flow_shards.read_parts(out, shard[1])
     if parts is not None and not flow_shards.claim_merge(out, shard[1]):
       parts = None  # another shard that finished at the same moment merges
+    if parts is not None:
+      _check_shard_settings(out, shard, shard_settings)  # shards that started at once
     log(f'extract_flow: shard {shard[0]} of {shard[1]} computed {progress.amount:.0f} flow '
         f'frames of {progress.done} videos in {elapsed:.1f} s = {speed}')
     if parts is None:

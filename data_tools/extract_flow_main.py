@@ -25,7 +25,9 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
   frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
-  record whole.
+  record whole. Each shard records its settings and backend: one whose settings differ
+  from another's in that `<out>` stops (one line naming them, exit 2), at its start or at
+  the merge. --shard and --num_shards are never negative (-1 and 0: not given).
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
   summary gives flow frames/s per core (opencv) or in all (tensorflow). The plan (videos
   found, already done, to compute, changed) and what was computed are also `flow_plan` and

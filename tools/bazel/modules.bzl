@@ -232,6 +232,8 @@ MODULES = {
             "//input_fn:video_io",
         ]),
         ("flow_shards.py", "flow_shards", [
+            "//command_line:options",
+            "//input_fn:dir_identity",
             "//input_fn:json_files",
         ]),
         ("layouts.py", "layouts", [
@@ -250,6 +252,7 @@ MODULES = {
         ]),
         ("prepare.py", "prepare_lib", [
             ":flow_records",
+            ":flow_shards",
             ":layouts",
             "//command_line:entry",
             "//command_line:options",
@@ -917,6 +920,7 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
         "//input_fn:flow",
         "//input_fn:ucf101",
     ],
