@@ -22,7 +22,7 @@ from data_tools import flow_shards
 from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
-from command_line import status_file
+from command_line import disk_space, status_file
 from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
@@ -300,15 +300,23 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
             ) -> dict[str, Any]:
   """Runs the extraction (see the module docstring); returns the manifest (for a shard
   that is not the last to finish: its part, with 'merged': False). Raises `OptionsError`,
-  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
+  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict),
+  `disk_space.FullDisk` (naming `out`, or the file written)."""
   check_options(options)
-  shard = flow_shards.from_environment(options.shard, options.num_shards)
   videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
     raise ucf101.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
                            '(or --data_dir holding UCF-101/)', videos_dir,
                            'videos_dir' if options.videos_dir else 'data_dir')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
+  with disk_space.writing(out):  # a full disk: FullDisk naming out (a rerun resumes)
+    return _extract_into(out, videos_dir, options, log)
+
+
+def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
+                  log: Callable[[str], None]) -> dict[str, Any]:
+  """`extract` once its folders are found."""
+  shard = flow_shards.from_environment(options.shard, options.num_shards)
   classes = (datasets.read_classes(options.dataset, options.data_dir)[0]
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)

@@ -209,6 +209,7 @@ MODULES = {
         ("extract_flow.py", "extract_flow_lib", [
             ":flow_shards",
             ":tensorflow_flow",
+            "//command_line:disk_space",
             "//command_line:options",
             "//command_line:progress",
             "//command_line:status_file",
@@ -526,9 +527,11 @@ MODULES = {
             ":training",
             "//command_line:cli",
             "//command_line:console",
+            "//command_line:disk_space",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:json_files",
         ]),
         ("estimator.py", "estimator", [
             ":params",
