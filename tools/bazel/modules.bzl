@@ -917,6 +917,13 @@ TEST_DEPS = {
         "//docs:flags_doc_lib",
         "//towers:params",
     ],
+    "flow_benchmark_test": [
+        "//benchmarks:flow_benchmark_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//input_fn:flow",
+        "//input_fn:ucf101",
+        "//input_fn:video_io",
+    ],
     "flow_extract_test": [
         ":flow_testing",
         ":program_runs",
