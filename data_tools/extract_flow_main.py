@@ -20,7 +20,8 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   the frames of a video in batches of --tvl1_batch pairs, on the GPU; the default when
   TensorFlow sees a GPU. `opencv`: OpenCV's DualTVL1, one process per core (--workers), each
   single-threaded; the default on CPU, where it is faster per core (docs/input.md). Both write
-  the same layout and records, and agree to within one gray level on >99% of the pixels.
+  the same layout and records; their stored codes agree to within one gray level on >99% of
+  the pixels (docs/input.md).
 * Split over nodes (--shard/--num_shards, or a Slurm array task's SLURM_ARRAY_TASK_ID and
   SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
   frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
