@@ -237,10 +237,10 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
         'again'), tuple(f.option for f in found))
 
 
-def _check_shard_settings(out: str, shard: tuple[int, int], settings: dict[str, Any]) -> None:
-  """Refuses to go on beside shards of one split recorded in `out` with other settings
+def _check_shard_settings(out: str, settings: dict[str, Any]) -> None:
+  """Refuses to go on beside shards of a split recorded in `out` with other settings
   (`flow_shards.other_settings`; `settings` includes the backend), naming them."""
-  found = flow_shards.other_settings(out, shard, settings)
+  found = flow_shards.other_settings(out, settings)
   if found:
     described = '; '.join(f'{name}: {", ".join(d)}' for name, d in found.items())
     raise SettingsMismatch(
@@ -330,7 +330,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
   _check_settings(out, settings)
   backend = resolve_backend(options.backend)
   shard_settings = dict(settings, backend=backend)
-  _check_shard_settings(out, shard, shard_settings)
+  _check_shard_settings(out, shard_settings)
   for channel in flow.CHANNELS:
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
@@ -411,7 +411,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
     if parts is not None and not flow_shards.claim_merge(out, shard[1]):
       parts = None  # another shard that finished at the same moment merges
     if parts is not None:
-      _check_shard_settings(out, shard, shard_settings)  # shards that started at once
+      _check_shard_settings(out, shard_settings)  # shards that started at once
     log(f'extract_flow: shard {shard[0]} of {shard[1]} computed {progress.amount:.0f} flow '
         f'frames of {progress.done} videos in {elapsed:.1f} s = {speed}')
     if parts is None:

@@ -10,11 +10,11 @@ writing one `--out` at once record their work without a race.
   `<out>/.flow_parts/<i>-of-<N>.started.json` before any work, appends its videos' source
   records to its own file `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its
   part `<out>/.flow_parts/<i>-of-<N>.json` (its settings, the videos it skipped and why).
-  Nothing else in `<out>` is written by two processes. A shard whose settings differ from
-  another's recorded there is refused, at its start and again at the merge
-  (`other_settings`): flow of two settings or backends never shares a manifest. The manifest, flow.txt and `.flow_sources.jsonl`
-  are written whole by a merge: by the last shard to finish (it sees every part), or by any
-  later run of extract_flow without --shard. The merge folds the shard source files into
+  Nothing else in `<out>` is written by two processes. A shard (or a run without a split)
+  whose settings differ from any shard's recorded there is refused, at its start and again
+  at the merge (`other_settings`): flow of two settings or backends never shares a manifest.
+* Merge: the manifest, flow.txt and `.flow_sources.jsonl` are written whole by the last
+  shard to finish (it sees every part), or by any later run of extract_flow without --shard. The merge folds the shard source files into
   `.flow_sources.jsonl` and removes them and the parts. Until then `unfinished` names the
   shards that have not written their part.
 """
@@ -111,14 +111,14 @@ def _recorded(out: str) -> dict[tuple[int, int], dict[str, Any]]:
   return found
 
 
-def other_settings(out: str, shard: tuple[int, int], settings: dict[str, Any]
-                   ) -> dict[str, list[Problem]]:
-  """{'shard <i> of <N>': its differences from `settings`} for every other shard recorded
-  in `out` with other settings (`dir_identity.differences`: each names the setting, e.g.
-  'backend', 'short_side', a TV-L1 'epsilon'); {} when all agree."""
+def other_settings(out: str, settings: dict[str, Any]) -> dict[str, list[Problem]]:
+  """{'shard <i> of <N>': its differences from `settings`} for every shard recorded in
+  `out` with other settings (`dir_identity.differences`: each names the setting, e.g.
+  'backend', 'short_side', a TV-L1 'epsilon'), a shard's own earlier run included; {} when
+  all agree."""
   found = {}
   for key, record in sorted(_recorded(out).items()):
-    if key == shard or 'settings' not in record:
+    if 'settings' not in record:
       continue
     differences = dir_identity.differences(record['settings'], settings)
     if differences:
