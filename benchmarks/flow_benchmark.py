@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line.options import option, Options
+from command_line.options import Options, at_least, option
 from input_fn import flow, video_io
 
 WIDTH, HEIGHT = 341, 256
@@ -35,6 +35,10 @@ class FlowBenchmarkOptions(Options):
                      '../shared/i3d beside the repository).', path=True)
   pairs: int = option(4, 'Frame pairs measured per backend (OpenCV takes ~2 s per pair).')
   batch: int = option(4, 'Frame pairs per TensorFlow batch.')
+  width: int = option(WIDTH, 'Frame width the flow is computed at (341x256: a UCF101 video '
+                      'resized to the short side 256; the real clip is 224x224).',
+                      valid=at_least(16))
+  height: int = option(HEIGHT, 'Frame height the flow is computed at.', valid=at_least(16))
 
 
 def find_clip(given: str) -> str:
@@ -51,11 +55,13 @@ def find_clip(given: str) -> str:
                    'beside the repository: give --clip=<video> or set I3D_SHARED_DIR')
 
 
-def real_pairs(clip: str, pairs: int) -> tuple[np.ndarray, np.ndarray]:
-  """uint8 gray (first [N, 256, 341], second [N, 256, 341]) frame pairs spread over the clip."""
-  frames = video_io.decode_video(clip, 256)
-  gray = np.stack([cv2.resize(g, (WIDTH, HEIGHT), interpolation=cv2.INTER_AREA)
-                   for g in flow.grayscale(frames)])
+def real_pairs(clip: str, pairs: int, width: int = WIDTH, height: int = HEIGHT
+               ) -> tuple[np.ndarray, np.ndarray]:
+  """uint8 gray (first [N, height, width], second [N, height, width]) frame pairs spread
+  over the clip (frames resized to that size unless decoded at it)."""
+  gray = flow.grayscale(video_io.decode_video(clip))
+  if gray.shape[1:] != (height, width):
+    gray = np.stack([cv2.resize(g, (width, height), interpolation=cv2.INTER_AREA) for g in gray])
   starts = np.linspace(0, len(gray) - 2, pairs).round().astype(int)
   return gray[starts], gray[starts + 1]
 
@@ -126,19 +132,44 @@ def pixel_iterations(first: np.ndarray, second: np.ndarray) -> tuple[float, floa
   return float(np.mean(alone.numpy())) / pixels, float(batch.numpy()) / pixels
 
 
-def gpu_estimate(iterations: float, bytes_per_pixel_iteration: float) -> float:
-  """Frame pairs/s on a GTX1060 (192 GB/s) if the iterations are memory-bound at
-  GPU_BANDWIDTH_SHARE of its bandwidth, moving `bytes_per_pixel_iteration`."""
-  seconds = iterations * WIDTH * HEIGHT * bytes_per_pixel_iteration / (
+def gpu_estimate(iterations: float, bytes_per_pixel_iteration: float, pixels: int) -> float:
+  """Frame pairs/s on a GTX1060 (192 GB/s) if `iterations` full-frame iterations over
+  frames of `pixels` are memory-bound at GPU_BANDWIDTH_SHARE of its bandwidth, moving
+  `bytes_per_pixel_iteration`."""
+  seconds = iterations * pixels * bytes_per_pixel_iteration / (
       GTX1060_BYTES_PER_S * GPU_BANDWIDTH_SHARE)
   return 1 / seconds
 
 
-def agreement(reference: np.ndarray, other: np.ndarray) -> tuple[float, float]:
-  """(mean end-point difference in px, share of 8-bit codes within one gray level)."""
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+  """Two flows of the same frame pairs compared: before encoding, `endpoint_px` (mean
+  end-point difference of the float flow, px); as stored (8-bit codes written as
+  extract_flow writes them, JPEG quality flow.JPEG_QUALITY, and decoded as prepare reads
+  them), `stored_within_one` (share of the codes, u and v, within one gray level) and
+  `stored_largest` (largest difference, gray levels)."""
+  endpoint_px: float
+  stored_within_one: float
+  stored_largest: int
+
+
+def stored_codes(displacement: np.ndarray) -> np.ndarray:
+  """Float [..., H, W, 2] flow -> the uint8 codes its stored JPEGs decode to."""
+  codes = flow.to_uint8(displacement).reshape(-1, *displacement.shape[-3:])
+
+  def stored(image: np.ndarray) -> np.ndarray:
+    data = video_io.encode_jpeg(image, flow.JPEG_QUALITY)
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+
+  return np.stack([np.stack([stored(pair[..., channel]) for channel in range(2)], -1)
+                   for pair in codes]).reshape(flow.to_uint8(displacement).shape)
+
+
+def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
+  """How `other` (float [N, H, W, 2] flow) agrees with `reference` (see `Agreement`)."""
   epe = float(np.sqrt(((reference - other) ** 2).sum(-1)).mean())
-  codes = np.abs(flow.to_uint8(reference).astype(int) - flow.to_uint8(other).astype(int))
-  return epe, float((codes <= 1).mean())
+  stored = np.abs(stored_codes(reference).astype(int) - stored_codes(other).astype(int))
+  return Agreement(epe, float((stored <= 1).mean()), int(stored.max()))
 
 
 def endpoint_error(estimate: np.ndarray, motion: tuple[float, float]) -> float:
@@ -148,17 +179,19 @@ def endpoint_error(estimate: np.ndarray, motion: tuple[float, float]) -> float:
 
 
 def run(options: FlowBenchmarkOptions) -> str:
-  first, second = real_pairs(find_clip(options.clip), options.pairs)
+  size, pixels = f'{options.width}x{options.height}', options.width * options.height
+  first, second = real_pairs(find_clip(options.clip), options.pairs, options.width,
+                             options.height)
   reference, opencv = opencv_flow(first, second)
   ours, tensorflow, first_call, device = tensorflow_flow(first, second, options.batch)
-  epe, within_one = agreement(reference, ours)
+  agreed = agreement(reference, ours)
   truth_first, truth_second = zip(*(shifted_pair(first[0], m) for m in MOTIONS))
   truth_first, truth_second = np.stack(truth_first), np.stack(truth_second)
   truth_cv, _ = opencv_flow(truth_first, truth_second)
   truth_tf, _, _, _ = tensorflow_flow(truth_first, truth_second, options.batch)
   iterations, batch_iterations = pixel_iterations(first, second)
   lines = [f'flow benchmark: TV-L1, OpenCV defaults (5 scales, 5 warps, epsilon 0.01), '
-           f'{options.pairs} real UCF101 frame pairs at {WIDTH}x{HEIGHT}; '
+           f'{options.pairs} real UCF101 frame pairs at {size}; '
            f'{machine.machine_name()}; {time.strftime("%Y-%m-%d")}', '',
            '| backend | device | frame pairs/s | CPU s/pair | pairs per CPU-second | '
            'x OpenCV per CPU-second |', '|---|---|---:|---:|---:|---:|']
@@ -169,23 +202,26 @@ def run(options: FlowBenchmarkOptions) -> str:
                  f'{t.pairs_per_cpu_second / opencv.pairs_per_cpu_second:.2f} |')
   lines += ['', f'TensorFlow first call (graph building + one batch): {first_call:.1f} s, '
                 'excluded above',
-            f'agreement, TensorFlow vs OpenCV: mean end-point difference {epe:.4f} px '
-            f'(target <= 0.05: {"met" if epe <= 0.05 else "NOT met"}); stored 8-bit codes '
-            f'within one gray level: {100 * within_one:.2f}% (target >= 99%: '
-            f'{"met" if within_one >= 0.99 else "NOT met"})', '',
+            f'agreement, TensorFlow vs OpenCV, {options.pairs} pairs at {size}: before '
+            f'encoding, mean end-point difference {agreed.endpoint_px:.4f} px (target <= '
+            f'0.05: {"met" if agreed.endpoint_px <= 0.05 else "NOT met"}); as stored (8-bit '
+            f'codes in JPEGs of quality {flow.JPEG_QUALITY}, as extract_flow writes them): '
+            f'{100 * agreed.stored_within_one:.3f}% of the codes within one gray level '
+            f'(target >= 99%: {"met" if agreed.stored_within_one >= 0.99 else "NOT met"}), '
+            f'the largest difference {agreed.stored_largest} gray levels', '',
             '| known motion (x, y) px | OpenCV EPE px | TensorFlow EPE px |', '|---|---:|---:|']
   for motion, a, b in zip(MOTIONS, truth_cv, truth_tf):
     lines.append(f'| ({motion[0]:+.2f}, {motion[1]:+.2f}) | {endpoint_error(a, motion):.3f} | '
                  f'{endpoint_error(b, motion):.3f} |')
   lines += ['', f'work: {iterations:.0f} full-frame inner iterations per pair (mean, each '
-                f'pair alone; {iterations * WIDTH * HEIGHT / 1e6:.1f} M pixel-iterations); '
+                f'pair alone; {iterations * pixels / 1e6:.1f} M pixel-iterations); '
                 f'{batch_iterations:.0f} in one batch of the {options.pairs} pairs (each warp '
                 'runs until its slowest pair stops)',
             f'GTX1060 estimate (memory-bound, {100 * GPU_BANDWIDTH_SHARE:.0f}% of '
             f'{GTX1060_BYTES_PER_S / 1e9:.0f} GB/s, the batch\'s work): '
-            f'{gpu_estimate(batch_iterations, UNFUSED_BYTES):.1f} pairs/s unfused '
+            f'{gpu_estimate(batch_iterations, UNFUSED_BYTES, pixels):.1f} pairs/s unfused '
             f'({UNFUSED_BYTES} B per pixel-iteration), '
-            f'{gpu_estimate(batch_iterations, FUSED_BYTES):.1f} pairs/s fused by XLA '
+            f'{gpu_estimate(batch_iterations, FUSED_BYTES, pixels):.1f} pairs/s fused by XLA '
             f'({FUSED_BYTES} B)']
   return '\n'.join(lines)
 

@@ -2,6 +2,8 @@
 
     line = full_disk_line(error)   # None unless `error` is a write to a full disk
     path = full_disk_path(error)   # the path it wrote ('' when unknown), else None
+    with writing(folder, after):   # a full disk there: FullDisk naming folder and `after`
+    resumes(error)                 # False when its `after` says a rerun starts over
     problem = free_space_problem(model_dir, latest_checkpoint)  # room before a resumed run?
 
 Every program's entry (`command_line/entry.py`) turns a full disk into its one error line
@@ -9,18 +11,48 @@ Every program's entry (`command_line/entry.py`) turns a full disk into its one e
 
 TensorFlow reports a full disk as `ResourceExhaustedError` (checkpoints, SavedModels) or
 `RuntimeError` (summary writers) whose message is '<path>; No space left on device';
-Python as `OSError` with errno ENOSPC.
+Python as `OSError` with errno ENOSPC, naming no file when a buffered write or close fails;
+`writing` names the path for those.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import shutil
+from typing import Iterator
 
 NO_SPACE = 'No space left on device'
 _PATH = re.compile(r'(/[^;\n]*); ' + NO_SPACE)
+RESUMES = 'what was complete before is kept, and a rerun goes on from it'
+
+
+class FullDisk(OSError):
+  """A write under `filename` found its disk full; `after`: what the user can rely on
+  then (the end of the error line; default RESUMES). Pickles whole (from worker processes)."""
+
+  def __init__(self, path: str, after: str = RESUMES) -> None:
+    super().__init__(errno.ENOSPC, NO_SPACE, path)
+    self.after = after
+
+  def __reduce__(self):
+    return FullDisk, (self.filename, self.after)
+
+
+@contextlib.contextmanager
+def writing(path: str, after: str = RESUMES) -> Iterator[None]:
+  """Turns a full disk met inside the block into `FullDisk` naming the file written (or
+  `path` when the error names none) and `after`."""
+  try:
+    yield
+  except FullDisk:
+    raise
+  except OSError as e:
+    if e.errno != errno.ENOSPC:
+      raise
+    raise FullDisk(e.filename or path, after) from e
 
 
 def human_bytes(count: float) -> str:
@@ -44,30 +76,44 @@ def free_bytes(path: str) -> int:
   return shutil.disk_usage(_existing(path)).free
 
 
-def full_disk_path(error: BaseException) -> str | None:
-  """The path whose write found the disk full when `error` (or its cause) is such a write
-  ('' when the error does not name it); None otherwise."""
+def _full_disk_error(error: BaseException | None) -> BaseException | None:
+  """`error`, or the cause it was raised from, that is a write to a full disk; else None."""
   seen = 0
   while error is not None and seen < 5:
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-      return error.filename or ''
-    if NO_SPACE in str(error):
-      match = _PATH.search(str(error))
-      return match.group(1) if match else ''
+    if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or NO_SPACE in str(error):
+      return error
     error = error.__cause__ or error.__context__
     seen += 1
   return None
 
 
+def full_disk_path(error: BaseException) -> str | None:
+  """The path whose write found the disk full when `error` (or its cause) is such a write
+  ('' when the error does not name it); None otherwise."""
+  found = _full_disk_error(error)
+  if found is None:
+    return None
+  if isinstance(found, OSError) and found.errno == errno.ENOSPC:
+    return found.filename or ''
+  match = _PATH.search(str(found))
+  return match.group(1) if match else ''
+
+
+def resumes(error: BaseException) -> bool:
+  """Whether a rerun goes on from what a full disk's `error` left (its `after` is RESUMES)."""
+  return getattr(_full_disk_error(error), 'after', RESUMES) == RESUMES
+
+
 def full_disk_line(error: BaseException) -> str | None:
   """'no space left on device writing <path> (<free> free there): ...' when `error` (or its
-  cause) is a write to a full disk; None otherwise."""
+  cause) is a write to a full disk, ending with its `after` (`FullDisk`; else RESUMES);
+  None otherwise."""
   path = full_disk_path(error)
   if path is None:
     return None
   where = f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path else ''
-  return (f'no space left on device{where}: free space on that disk or write elsewhere; '
-          'what was complete before is kept, and a rerun goes on from it')
+  after = getattr(_full_disk_error(error), 'after', RESUMES)
+  return f'no space left on device{where}: free space on that disk or write elsewhere; {after}'
 
 
 def checkpoint_bytes(model_dir: str, prefix: str) -> int:

@@ -144,7 +144,8 @@ class Program:
         raise
       path = disk_space.full_disk_path(e)
       status_file.record('full_disk', path=path,
-                         free_bytes=disk_space.free_bytes(path) if path else None)
+                         free_bytes=disk_space.free_bytes(path) if path else None,
+                         resumes=disk_space.resumes(e))
       return self._error(line, FAILED, e)
     finally:
       signals.work_done()

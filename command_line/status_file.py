@@ -7,8 +7,9 @@ benchmarks and specs read these values, never a task's console text, so the word
 log line is free to change. Without the variable, `record` does nothing.
 
 Events written today:
-  full_disk      {path, free_bytes}          a program ended on a write to a full disk
-                                             (`command_line/entry.py`; path '' if unknown)
+  full_disk      {path, free_bytes, resumes} a program ended on a write to a full disk
+                                             (`command_line/entry.py`; path '' if unknown;
+                                             resumes: a rerun goes on from what it kept)
   graph_built    {}                          a training graph exists, no session yet
   unrecorded_settings {model_dir}            a resumed checkpoint had no learning-settings
                                              record: this run's are recorded as its own

@@ -22,7 +22,7 @@ from data_tools import flow_shards
 from input_fn import datasets, flow, ucf101, video_io
 from input_fn import dir_identity, json_files
 from input_fn.ucf101 import InputError, Problem
-from command_line import status_file
+from command_line import disk_space, status_file
 from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
@@ -65,10 +65,11 @@ class ExtractFlowOptions(Options):
                          'traffic ~13x), not on CPU (slower there); tools/gpu_check.sh '
                          'measures both on a GPU.', choices=('auto', 'on', 'off'))
   shard: int = option(-1, 'This process computes share number --shard (0-based) of '
-                      '--num_shards; default: a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
-                      'else 0.')
+                      '--num_shards; -1 (default): a Slurm array task\'s SLURM_ARRAY_TASK_ID, '
+                      'else 0.', valid=at_least(-1))
   num_shards: int = option(0, 'Split the videos into this many shares balanced by frames '
-                           '(one per node); default: SLURM_ARRAY_TASK_COUNT, else 1.')
+                           '(one per node); 0 (default): SLURM_ARRAY_TASK_COUNT, else 1.',
+                           valid=at_least(0))
 
   @property
   def settings(self) -> dict[str, Any]:
@@ -90,15 +91,17 @@ class VideoTask:
 
 class SettingsMismatch(ValueError):
   """`out` holds flow extracted with other settings, or a damaged manifest. `option` is
-  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry);
+  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry, 'backend');
+  `shards`: the other shards of a split extraction that differ ('shard 1 of 2'), else ();
   `damaged`: what a damaged manifest holds ('not JSON', 'no settings in it', ...), else ''."""
 
   def __init__(self, message: str, differences: tuple[str, ...] = (),
-               damaged: str = '') -> None:
+               damaged: str = '', shards: tuple[str, ...] = ()) -> None:
     super().__init__(message)
     self.option = 'out'
     self.differences = differences
     self.damaged = damaged
+    self.shards = shards
 
 
 def check_options(options: ExtractFlowOptions) -> None:
@@ -234,6 +237,18 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
         'again'), tuple(f.option for f in found))
 
 
+def _check_shard_settings(out: str, settings: dict[str, Any]) -> None:
+  """Refuses to go on beside shards of a split recorded in `out` with other settings
+  (`flow_shards.other_settings`; `settings` includes the backend), naming them."""
+  found = flow_shards.other_settings(out, settings)
+  if found:
+    described = '; '.join(f'{name}: {", ".join(d)}' for name, d in found.items())
+    raise SettingsMismatch(
+        f'--out={out} holds shards extracted with other settings ({described}): extract '
+        'every shard with the same --backend and settings (these into another --out)',
+        tuple(sorted({d.option for ds in found.values() for d in ds})), shards=tuple(found))
+
+
 def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
   """What a video's flow was computed from: the .avi's size and mtime, and the settings."""
   stat = os.stat(task.path)
@@ -285,15 +300,23 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
             ) -> dict[str, Any]:
   """Runs the extraction (see the module docstring); returns the manifest (for a shard
   that is not the last to finish: its part, with 'merged': False). Raises `OptionsError`,
-  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict)."""
+  `SettingsMismatch`, `FileNotFoundError` (no videos folder), `InputError` (--strict),
+  `disk_space.FullDisk` (naming `out`, or the file written)."""
   check_options(options)
-  shard = flow_shards.from_environment(options.shard, options.num_shards)
   videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
     raise ucf101.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
                            '(or --data_dir holding UCF-101/)', videos_dir,
                            'videos_dir' if options.videos_dir else 'data_dir')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
+  with disk_space.writing(out):  # a full disk: FullDisk naming out (a rerun resumes)
+    return _extract_into(out, videos_dir, options, log)
+
+
+def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
+                  log: Callable[[str], None]) -> dict[str, Any]:
+  """`extract` once its folders are found."""
+  shard = flow_shards.from_environment(options.shard, options.num_shards)
   classes = (datasets.read_classes(options.dataset, options.data_dir)[0]
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
@@ -306,6 +329,8 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   settings = options.settings
   _check_settings(out, settings)
   backend = resolve_backend(options.backend)
+  shard_settings = dict(settings, backend=backend)
+  _check_shard_settings(out, shard_settings)
   for channel in flow.CHANNELS:
     os.makedirs(os.path.join(out, channel), exist_ok=True)
   manifest_path = os.path.join(out, MANIFEST)
@@ -313,6 +338,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   split = shard[1] > 1
   mine = tasks
   if split:
+    flow_shards.write_started(out, *shard, shard_settings)
     mine = flow_shards.share(tasks, [video_io.video_frame_count(t.path) for t in tasks],
                              [t.name for t in tasks], *shard)
     if shard[0] != 0:
@@ -379,11 +405,13 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   status_file.record('flow_computed', videos=progress.done, flow_frames=int(progress.amount),
                      seconds=elapsed, backend=backend, workers=workers)
   if split:
-    flow_shards.write_part(out, *shard, {'settings': settings,
+    flow_shards.write_part(out, *shard, {'settings': shard_settings,
                                          'skipped': [p.to_json() for p in skipped]})
     parts = flow_shards.read_parts(out, shard[1])
     if parts is not None and not flow_shards.claim_merge(out, shard[1]):
       parts = None  # another shard that finished at the same moment merges
+    if parts is not None:
+      _check_shard_settings(out, shard_settings)  # shards that started at once
     log(f'extract_flow: shard {shard[0]} of {shard[1]} computed {progress.amount:.0f} flow '
         f'frames of {progress.done} videos in {elapsed:.1f} s = {speed}')
     if parts is None:

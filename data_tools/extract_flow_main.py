@@ -20,12 +20,15 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   the frames of a video in batches of --tvl1_batch pairs, on the GPU; the default when
   TensorFlow sees a GPU. `opencv`: OpenCV's DualTVL1, one process per core (--workers), each
   single-threaded; the default on CPU, where it is faster per core (docs/input.md). Both write
-  the same layout and records, and agree to within one gray level on >99% of the pixels.
+  the same layout and records; their stored codes agree to within one gray level on >99% of
+  the pixels (docs/input.md).
 * Split over nodes (--shard/--num_shards, or a Slurm array task's SLURM_ARRAY_TASK_ID and
   SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
   frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
-  record whole.
+  record whole. Each shard records its settings and backend: one whose settings differ
+  from another's in that `<out>` stops (one line naming them, exit 2), at its start or at
+  the merge. --shard and --num_shards are never negative (-1 and 0: not given).
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
   summary gives flow frames/s per core (opencv) or in all (tensorflow). The plan (videos
   found, already done, to compute, changed) and what was computed are also `flow_plan` and

@@ -6,13 +6,17 @@ writing one `--out` at once record their work without a race.
   videos: videos sorted by (frames descending, name), each given to the shard with the
   fewest frames so far (lowest index on ties). Frames are the container's announced count
   (0 for an unreadable file; it still belongs to exactly one shard, which reports it).
-* Records: a shard appends its videos' source records to its own file
-  `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its part
-  `<out>/.flow_parts/<i>-of-<N>.json` (the videos it skipped and why). Nothing else in
-  `<out>` is written by two processes. The manifest, flow.txt and `.flow_sources.jsonl`
-  are written whole by a merge: by the last shard to finish (it sees every part), or by any
-  later run of extract_flow without --shard. The merge folds the shard source files into
-  `.flow_sources.jsonl` and removes them and the parts.
+* Records: a shard records its settings (those of the flow's values and the backend) in
+  `<out>/.flow_parts/<i>-of-<N>.started.json` before any work, appends its videos' source
+  records to its own file `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its
+  part `<out>/.flow_parts/<i>-of-<N>.json` (its settings, the videos it skipped and why).
+  Nothing else in `<out>` is written by two processes. A shard (or a run without a split)
+  whose settings differ from any shard's recorded there is refused, at its start and again
+  at the merge (`other_settings`): flow of two settings or backends never shares a manifest.
+* Merge: the manifest, flow.txt and `.flow_sources.jsonl` are written whole by the last
+  shard to finish (it sees every part), or by any later run of extract_flow without --shard. The merge folds the shard source files into
+  `.flow_sources.jsonl` and removes them and the parts. Until then `unfinished` names the
+  shards that have not written their part.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import os
 import re
 from typing import Any, Sequence, TypeVar
 
-from input_fn import json_files
+from command_line.options import Problem
+from input_fn import dir_identity, json_files
 
 PARTS_DIR = '.flow_parts'
 SHARD_SOURCES = '.flow_sources.{shard}-of-{num_shards}.jsonl'
+_SHARD_FILE = re.compile(r'(?:\.flow_sources\.)?(\d+)-of-(\d+)(?:\.started)?\.jsonl?')
 
 T = TypeVar('T')
 
@@ -33,7 +39,8 @@ T = TypeVar('T')
 def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[int, int]:
   """(shard, num_shards): the flags when given (shard >= 0, num_shards >= 1), else a Slurm
   array task's SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_COUNT, else
-  (0, 1). Raises ValueError naming the flag for a shard outside [0, num_shards)."""
+  (0, 1): the flags' defaults -1 and 0 stand for "not given". Raises ValueError naming the
+  flag for a shard outside [0, num_shards)."""
   source = ''
   if num_shards <= 0 and 'SLURM_ARRAY_TASK_COUNT' in environ:
     num_shards = int(environ['SLURM_ARRAY_TASK_COUNT'])
@@ -77,6 +84,59 @@ def part_path(out: str, shard: int, num_shards: int) -> str:
   return os.path.join(out, PARTS_DIR, f'{shard}-of-{num_shards}.json')
 
 
+def started_path(out: str, shard: int, num_shards: int) -> str:
+  return os.path.join(out, PARTS_DIR, f'{shard}-of-{num_shards}.started.json')
+
+
+def write_started(out: str, shard: int, num_shards: int, settings: dict[str, Any]) -> None:
+  """Records, before any work, that `shard` extracts with `settings`."""
+  os.makedirs(os.path.join(out, PARTS_DIR), exist_ok=True)
+  json_files.write_json(started_path(out, shard, num_shards), {'settings': settings})
+
+
+def _recorded(out: str) -> dict[tuple[int, int], dict[str, Any]]:
+  """{(shard, num_shards): its record} of every shard that started (its part when done,
+  else its started record) or left source records in `out`; the record {} when unreadable."""
+  found: dict[tuple[int, int], dict[str, Any]] = {}
+  folder = os.path.join(out, PARTS_DIR)
+  names = [os.path.basename(p) for p in shard_source_files(out)] + (
+      sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
+  for name in names:
+    match = _SHARD_FILE.fullmatch(name)
+    if match:
+      key = (int(match.group(1)), int(match.group(2)))
+      record = (json_files.load_object(part_path(out, *key)) or
+                json_files.load_object(started_path(out, *key)))
+      found[key] = record or {}
+  return found
+
+
+def other_settings(out: str, settings: dict[str, Any]) -> dict[str, list[Problem]]:
+  """{'shard <i> of <N>': its differences from `settings`} for every shard recorded in
+  `out` with other settings (`dir_identity.differences`: each names the setting, e.g.
+  'backend', 'short_side', a TV-L1 'epsilon'), a shard's own earlier run included; {} when
+  all agree."""
+  found = {}
+  for key, record in sorted(_recorded(out).items()):
+    if 'settings' not in record:
+      continue
+    differences = dir_identity.differences(record['settings'], settings)
+    if differences:
+      found[f'shard {key[0]} of {key[1]}'] = differences
+  return found
+
+
+def unfinished(out: str) -> list[str] | None:
+  """None when `out` holds no split extraction awaiting its merge; else the shards of it
+  ('<i> of <N>') that have not written their part ([] when every one has and only the
+  merge is left to do)."""
+  recorded = _recorded(out)
+  if not recorded:
+    return None
+  return [f'{i} of {n}' for n in sorted({n for _, n in recorded}) for i in range(n)
+          if json_files.load_object(part_path(out, i, n)) is None]
+
+
 def write_part(out: str, shard: int, num_shards: int, part: dict[str, Any]) -> None:
   """Records that `shard` is done, with `part` (JSON: its skipped videos)."""
   os.makedirs(os.path.join(out, PARTS_DIR), exist_ok=True)
@@ -106,13 +166,13 @@ def claim_merge(out: str, num_shards: int) -> bool:
 
 
 def remove_records(out: str) -> None:
-  """Removes the shard source files, every part and merge lock (after a merge has folded
-  them in)."""
+  """Removes the shard source files, every part, started record and merge lock (after a
+  merge has folded them in)."""
   for path in shard_source_files(out):
     _remove(path)
   folder = os.path.join(out, PARTS_DIR)
   for name in os.listdir(folder) if os.path.isdir(folder) else []:
-    if re.fullmatch(r'\d+-of-\d+\.json|merge-\d+\.lock', name):
+    if re.fullmatch(r'\d+-of-\d+(\.started)?\.json|merge-\d+\.lock', name):
       _remove(os.path.join(folder, name))
   try:
     os.rmdir(folder)

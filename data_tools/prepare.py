@@ -15,7 +15,7 @@ import multiprocessing
 import os
 from typing import Any, Callable, ClassVar
 
-from data_tools import flow_records, layouts
+from data_tools import flow_records, flow_shards, layouts
 from input_fn import manifest as manifest_lib
 from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
@@ -38,6 +38,19 @@ class PrepareError(OptionsError):
                differences: tuple[str, ...] = ()) -> None:
     super().__init__(message, option)
     self.differences = differences
+
+
+class UnfinishedFlow(PrepareError):
+  """--flow_dir holds an extract_flow split over shards that is not merged yet; `shards`:
+  the shards that have not finished ('1 of 3'; () when only the merge is left)."""
+
+  def __init__(self, flow_dir: str, shards: list[str]) -> None:
+    waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not finished'
+               if shards else 'every shard finished but none merged them')
+    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {waiting}; run '
+                     'them, or extract_flow without --shard into it, then prepare again',
+                     'flow_dir')
+    self.shards = tuple(shards)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,6 +389,10 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   """Reads the split and returns it with the shard plan per subset (no video is opened;
   each source file or frame folder is stat'ed for its identity)."""
   source = _source_paths(config)
+  if config.source == 'flow':
+    unfinished = flow_shards.unfinished(source['flow_dir'])
+    if unfinished is not None:
+      raise UnfinishedFlow(source['flow_dir'], unfinished)
   split = read_split(config, source)
   videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
   flow_dir = source.get('flow_dir', '')

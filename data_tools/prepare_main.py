@@ -10,7 +10,9 @@ official layout, or a labelled list (MMAction2 annotation files, --train_list, -
 
 --source=flow converts the TV-L1 flow of //data_tools:extract_flow (`tvl1_flow/{u,v}/<video>/`,
 or the rows of I3D_Finetune's `flow.txt`) into flow records (u and v JPEGs per frame,
-`data_tools/flow_records.py`); same split rules, shards, manifest and resumption.
+`data_tools/flow_records.py`); same split rules, shards, manifest and resumption. A
+--flow_dir whose extraction was split over shards not all finished (or not merged) stops
+before any work, naming the shards missing.
 Frame and flow files may be in other projects' layouts (TSN's `<video>/img_00001.jpg`,
 denseflow's `<video>/flow_x_00001.jpg`, ...): detected, or named with --layout
 (`data_tools/layouts.py`); files in no known layout stop before any work.

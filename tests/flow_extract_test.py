@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import program_runs
-from data_tools import extract_flow, flow_shards, make_synthetic_ucf101
+from data_tools import extract_flow, flow_shards, make_synthetic_ucf101, prepare
 
 from input_fn import flow, ucf101
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
@@ -182,6 +182,44 @@ class ExtractFlowToolTest(tf.test.TestCase):
     with self.assertRaises(extract_flow.OptionsError) as caught:
       self.extract(self.data, shard=3, num_shards=3)
     self.assertEqual(caught.exception.option, 'shard')
+
+  def test_a_negative_shard_or_shard_count_is_refused(self):
+    for values, option in (({'shard': -2, 'num_shards': 3}, 'shard'),
+                           ({'shard': 0, 'num_shards': -3}, 'num_shards')):
+      with self.assertRaises(extract_flow.OptionsError) as caught:
+        self.extract(self.data, out=os.path.join(self.root, 'negative'), **values)
+      self.assertEqual(caught.exception.option, option)
+    self.assertFalse(os.path.exists(os.path.join(self.root, 'negative')))
+
+  def test_shards_of_another_backend_in_one_out_are_refused_naming_them(self):
+    out = os.path.join(self.root, 'mixed')
+    first, _ = self.extract(self.data, out=out, shard=0, num_shards=2, backend='opencv')
+    self.assertFalse(first['merged'])
+    for shard in (1, 0):  # another shard, or the same one resumed: its flow is opencv's
+      with self.assertRaises(extract_flow.SettingsMismatch) as caught:
+        self.extract(self.data, out=out, shard=shard, num_shards=2, backend='tensorflow')
+      self.assertEqual((caught.exception.differences, caught.exception.shards),
+                       (('backend',), ('shard 0 of 2',)))
+    with self.assertRaises(extract_flow.SettingsMismatch) as caught:  # nor merged later
+      self.extract(self.data, out=out, backend='tensorflow')
+    self.assertEqual(caught.exception.shards, ('shard 0 of 2',))
+    self.assertFalse(os.path.exists(os.path.join(out, 'flow.txt')))
+
+  def test_preparing_records_of_an_unfinished_split_names_the_missing_shards(self):
+    out = os.path.join(self.root, 'unfinished')
+    self.extract(self.data, out=out, shard=1, num_shards=3)
+    config = prepare.PrepareConfig(source='flow', data_dir=self.data, flow_dir=out,
+                                   out=os.path.join(self.root, 'unfinished_records'),
+                                   short_side=0, workers=1)
+    with self.assertRaises(prepare.PrepareError) as caught:  # an UnfinishedFlow
+      prepare.prepare(config, log=lambda line: None)
+    self.assertEqual((caught.exception.option, caught.exception.shards),
+                     ('flow_dir', ('0 of 3', '2 of 3')))
+    self.assertFalse(os.path.exists(config.out))
+    for shard in (0, 2):
+      self.extract(self.data, out=out, shard=shard, num_shards=3)
+    self.assertIsNone(flow_shards.unfinished(out))
+    prepare.prepare(config, log=lambda line: None)  # merged: records are made
 
   def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
     environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',

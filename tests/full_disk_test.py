@@ -8,7 +8,11 @@ Each case's status events (`command_line/status_file.py`) say how it ended:
   left behind;
 - resuming on a disk without room for another checkpoint of the latest one's size: refused
   before training (exit 2), the error naming model_dir;
-- preparing records on a disk that fills up: exit 1, a `full_disk` event.
+- preparing records on a disk that fills up: exit 1, a `full_disk` event;
+- extracting flow (two worker processes) on a disk that fills up: the same, naming --out,
+  and a rerun resumes (`resumes`);
+- classify --output on a full disk: the same, naming the file, and no resume promised
+  (`resumes` false: classify keeps nothing to go on from), no partial file left.
 Skips, saying why, where this is not root or mounts are not allowed.
 """
 
@@ -52,6 +56,16 @@ umount "$M"
 mount -t tmpfs -o size=8k none "$M"
 run prepare "$PYTHON" -m data_tools.prepare_main --data_dir="$DATA" --out="$M/records" \
   --short_side=0 --workers=1
+umount "$M"
+mount -t tmpfs -o size=16k none "$M"
+run extract_flow "$PYTHON" -m data_tools.extract_flow_main --data_dir="$DATA" --out="$M/flow" \
+  --short_side=0 --workers=2 --tvl1_scales=2 --tvl1_warps=2 --tvl1_epsilon=0.1
+run trained "$@" --model_dir="$OUT/trained"
+mkdir -p "$M/results"
+dd if=/dev/zero of="$M/filler" bs=4k 2>/dev/null
+run classify "$PYTHON" -m towers.classify_main --model="$OUT/trained" \
+  --output="$M/results/top.csv" "$DATA/UCF-101"
+ls -a "$M/results" > "$OUT/classify.ls" 2>&1
 '''
 
 
@@ -96,12 +110,14 @@ class FullDiskTest(tf.test.TestCase):
     self.assertEqual((errors[0]['program'], errors[0]['exit_code']), (program, code))
     return events
 
-  def assert_full_disk(self, events: list[dict], under: str) -> None:
-    """One `full_disk` event naming a path under `under`, with less free than the mount."""
+  def assert_full_disk(self, events: list[dict], under: str, resumes: bool = True) -> None:
+    """One `full_disk` event naming a path under `under`, with less free than the mount,
+    saying whether a rerun resumes."""
     full = [e for e in events if e['event'] == 'full_disk']
     self.assertLen(full, 1, events)
     self.assertTrue(full[0]['path'].startswith(under), full[0])
     self.assertLess(full[0]['free_bytes'], 16 << 20)
+    self.assertEqual(full[0]['resumes'], resumes)
 
   def test_a_disk_that_fills_during_training(self):
     self.assert_full_disk(self.ending('training', 1), os.path.join(self.mount_point, 'run'))
@@ -120,6 +136,17 @@ class FullDiskTest(tf.test.TestCase):
   def test_a_disk_that_fills_while_preparing_records(self):
     self.assert_full_disk(self.ending('prepare', 1, program='prepare'),
                           os.path.join(self.mount_point, 'records'))
+
+  def test_a_disk_that_fills_while_extracting_flow_names_its_out(self):
+    self.assert_full_disk(self.ending('extract_flow', 1, program='extract_flow'),
+                          os.path.join(self.mount_point, 'flow'))
+
+  def test_classify_output_on_a_full_disk_names_the_file_and_promises_no_resume(self):
+    path = os.path.join(self.mount_point, 'results', 'top.csv')
+    events = self.ending('classify', 1, program='classify')
+    self.assert_full_disk(events, path, resumes=False)
+    with open(os.path.join(self.out, 'classify.ls')) as f:
+      self.assertEqual(sorted(f.read().split()), ['.', '..'])  # no partial file
 
 
 if __name__ == '__main__':

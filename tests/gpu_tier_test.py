@@ -515,7 +515,7 @@ class GpuTierTest(tf.test.TestCase):
       with tf.device('/GPU:0'):
         ours, timing, _, device = flow_benchmark.tensorflow_flow(first, second, 32, xla)
       self.assertEqual(device, 'GPU')
-      epe, _ = flow_benchmark.agreement(reference, ours[:1])
+      epe = flow_benchmark.agreement(reference, ours[:1]).endpoint_px
       rates[xla] = timing.pairs_per_second
       print(f'TV-L1 on the GPU{" (XLA)" if xla else ""}: {timing.pairs_per_second:.1f} frame '
             f'pairs/s at 341x256, EPE to OpenCV {epe:.4f} px', flush=True)

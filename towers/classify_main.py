@@ -6,8 +6,9 @@
 Arguments: video files, frame folders (frame%06d.jpg), list files (.txt: one video per
 line) or directories (searched). One line per video: `<video>: <class> <probability> ...`,
 highest first; a video that cannot be read is named with its reason (`FAILED`) and the
-others go on. --output also writes JSON (.json) or CSV (.csv). Exit code 0 when every video
-was classified, 1 when any failed, 2 for a wrong option or model. Method:
+others go on. --output also writes JSON (.json) or CSV (.csv), whole or not at all. Exit
+code 0 when every video was classified, 1 when any failed or --output found its disk full
+(one line naming it and its free space), 2 for a wrong option or model. Method:
 `towers/classifier.py`; what the export carries: `towers/export_info.py`.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -26,13 +28,16 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from command_line import cli, entry, working_dir
+from command_line import cli, disk_space, entry, working_dir
+from input_fn import json_files
 from towers import classifier
 from command_line.options import Options, Problem, option
 from towers.training import protocol
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
 PROGRESS_EVERY_SECS = 10.0
+NOTHING_KEPT = ('no part of it was kept (the results are on standard output above); classify '
+                'keeps nothing to resume from: a rerun classifies every video again')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,13 +60,18 @@ class ClassifyOptions(Options):
 
 
 def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
-  """Writes `results` as JSON or CSV, by the extension of `path`."""
-  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-  with open(path, 'w', newline='') as f:
-    if path.lower().endswith('.json'):
-      json.dump(classifier.to_json(results), f, indent=1)
-    else:
-      csv.writer(f).writerows(classifier.csv_rows(results, top_k))
+  """Writes `results` as JSON or CSV, by the extension of `path`, whole or not at all
+  (`json_files.write_text`): a full disk raises `disk_space.FullDisk` naming `path` and
+  saying that nothing of it is kept (classify has no resume)."""
+  if path.lower().endswith('.json'):
+    text = json.dumps(classifier.to_json(results), indent=1)
+  else:
+    rows = io.StringIO(newline='')
+    csv.writer(rows).writerows(classifier.csv_rows(results, top_k))
+    text = rows.getvalue()
+  with disk_space.writing(path, NOTHING_KEPT):
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    json_files.write_text(path, text)
 
 
 class Progress:

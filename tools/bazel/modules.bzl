@@ -219,6 +219,7 @@ MODULES = {
         ("extract_flow.py", "extract_flow_lib", [
             ":flow_shards",
             ":tensorflow_flow",
+            "//command_line:disk_space",
             "//command_line:options",
             "//command_line:progress",
             "//command_line:status_file",
@@ -253,6 +254,8 @@ MODULES = {
             "//input_fn:video_io",
         ]),
         ("flow_shards.py", "flow_shards", [
+            "//command_line:options",
+            "//input_fn:dir_identity",
             "//input_fn:json_files",
         ]),
         ("layouts.py", "layouts", [
@@ -271,6 +274,7 @@ MODULES = {
         ]),
         ("prepare.py", "prepare_lib", [
             ":flow_records",
+            ":flow_shards",
             ":layouts",
             "//command_line:entry",
             "//command_line:options",
@@ -554,9 +558,11 @@ MODULES = {
             ":training",
             "//command_line:cli",
             "//command_line:console",
+            "//command_line:disk_space",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:json_files",
         ]),
         ("estimator.py", "estimator", [
             ":params",
@@ -981,6 +987,13 @@ TEST_DEPS = {
         "//docs:flags_doc_lib",
         "//towers:params",
     ],
+    "flow_benchmark_test": [
+        "//benchmarks:flow_benchmark_lib",
+        "//data_tools:make_synthetic_ucf101_lib",
+        "//input_fn:flow",
+        "//input_fn:ucf101",
+        "//input_fn:video_io",
+    ],
     "flow_colors_test": [
         "//input_fn:flow_colors",
     ],
@@ -990,6 +1003,7 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_lib",
         "//input_fn:flow",
         "//input_fn:ucf101",
     ],
