@@ -28,9 +28,9 @@ import tensorflow as tf
 from tensorflow.python.framework import kernels
 from tensorflow.python.util import _pywrap_kernel_registry
 
+from benchmarks.i3d_memory import recipe_params
 from model_fn import tower_model_fn
 from tests import tower_testing
-from tests.gtx1060_recipe_test import read_flagfile
 from tools import cuda_kernels
 from tools.cuda_kernels_main import pinned_version
 from towers.cluster import spec as cluster
@@ -52,7 +52,12 @@ def recipe_graph(model: str, recipe: str, gpus: int, in_cluster: bool, **changes
                  ) -> tf.Graph:
   """The TRAIN graph of `recipe` (a flagfile) for `model` on `gpus` GPU towers, on one
   machine or as TF_CONFIG's chief, with `changes` to the recipe's params."""
-  values = dataclasses.asdict(read_flagfile(recipe))
+  cwd = os.getcwd()
+  os.chdir(ROOT)  # where the recipe's nested flagfile resolves, as for the user
+  try:
+    values = dataclasses.asdict(recipe_params(recipe))
+  finally:
+    os.chdir(cwd)
   values.update(num_towers=gpus, tower_devices=tuple(f'/device:GPU:{i}' for i in range(gpus)),
                 batch_size=values['batch_size'] * gpus, warm_start_from='', model=model)
   if model == 'c3d_small':

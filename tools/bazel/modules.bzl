@@ -954,6 +954,7 @@ TEST_DEPS = {
     ],
     "gpu_placement_test": [
         ":tower_testing",
+        "//benchmarks:i3d_memory_lib",
         "//model_fn:tower_model_fn",
         "//tools:cuda_kernels_lib",
         "//tools:cuda_kernels_main",
