@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from model_fn.devices import HOST_DEVICE
+
 
 def tower_sizes(batch_size: int, num_towers: int) -> list[int]:
   """Sizes that differ by at most one, larger first: 10 over 4 towers -> [3, 3, 2, 2].
@@ -20,9 +22,16 @@ def split_batch(tensor: tf.Tensor, num_towers: int) -> list[tf.Tensor]:
 
   A static batch dimension smaller than the tower count is a `ValueError`. A dynamic one
   (evaluation's last batch, serving) is split at run time; towers may then get 0 rows.
+  The split runs on HOST_DEVICE, where the input arrives.
   """
   if num_towers == 1:
     return [tensor]
+  with tf.device(HOST_DEVICE):
+    return _split(tensor, num_towers)
+
+
+def _split(tensor: tf.Tensor, num_towers: int) -> list[tf.Tensor]:
+  """`split_batch` without its device."""
   static = tensor.shape[0]
   if static is not None:
     return tf.split(tensor, tower_sizes(int(static), num_towers), axis=0)

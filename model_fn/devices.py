@@ -6,6 +6,10 @@ import dataclasses
 
 import tensorflow as tf
 
+# This machine's (in a cluster: this task's) CPU: the input is split there, so that each
+# tower's share is copied to its device once, and the towers' logits are gathered there.
+HOST_DEVICE = '/device:CPU:0'
+
 
 @dataclasses.dataclass(frozen=True)
 class TowerDevices:

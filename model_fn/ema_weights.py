@@ -16,13 +16,18 @@ tf1 = tf.compat.v1
 
 
 def with_ema(apply_op: tf.Operation, updates: list[tf.Operation], params):
-  """Groups the train op; with `ema_decay`, the averages update after each apply."""
+  """Groups the train op; with `ema_decay`, the averages update after each apply, each on
+  its weight's device (a ps task's CPU in a cluster), so no weight crosses to the worker
+  for its average."""
   if not params.ema_decay:
     return tf.group(apply_op, *updates, name='train_op'), None
   ema = tf1.train.ExponentialMovingAverage(params.ema_decay)
+  ema_ops = []
   with tf.control_dependencies([apply_op]):
-    ema_op = ema.apply(tf1.trainable_variables())
-  return tf.group(ema_op, *updates, name='train_op'), ema
+    for variable in tf1.trainable_variables():
+      with tf.device(variable.device):
+        ema_ops.append(ema.apply([variable]))
+  return tf.group(*ema_ops, *updates, name='train_op'), ema
 
 
 def warm_start_then_reset_shadows(warm_start_fn, ema):
@@ -32,8 +37,12 @@ def warm_start_then_reset_shadows(warm_start_fn, ema):
     return None
   reset_shadows = None
   if ema is not None:
-    reset_shadows = tf.group(*[ema.average(v).assign(v) for v in tf1.trainable_variables()
-                               if ema.average(v) is not None])
+    resets = []
+    for v in tf1.trainable_variables():
+      if ema.average(v) is not None:
+        with tf.device(v.device):
+          resets.append(ema.average(v).assign(v))
+    reset_shadows = tf.group(*resets)
 
   def init_fn(scaffold, session):
     warm_start_fn(scaffold, session)

@@ -19,13 +19,12 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from model_fn import accumulation, gradients, tower_graph, transfer
+from model_fn.devices import HOST_DEVICE
 from model_fn.networks import Network, build_network
 from model_fn.variable_placement import VariablePlacement
 
 tf1 = tf.compat.v1
 ModeKeys = tf.estimator.ModeKeys
-
-HOST_DEVICE = '/device:CPU:0'  # where all towers' logits are gathered
 
 
 def split_features(features: Any) -> tuple[tf.Tensor, tf.Tensor | None]:
@@ -58,6 +57,24 @@ def mean_loss(loss_sums: list[tf.Tensor], global_batch: tf.Tensor, weight_loss: 
   return tf.add_n(loss_sums) / global_batch + weight_loss / replicas
 
 
+def pull_destination(variable_device: str, devices: tuple[str, ...], host: str) -> str:
+  """Where a 16-bit pull is cast back to float32: on the one tower's device (the 16-bit
+  value is what crosses to it), else on the variable's own device when that is a tower's
+  (nothing leaves it and comes back), else on `host`, whose float32 copy the towers share."""
+  if len(devices) == 1:
+    return devices[0]
+  if any(_same_device(variable_device, d) for d in devices):
+    return variable_device
+  return host
+
+
+def _same_device(a: str, b: str) -> bool:
+  spec_a, spec_b = tf.DeviceSpec.from_string(a), tf.DeviceSpec.from_string(b)
+  return (spec_a.device_type or '').upper() == (spec_b.device_type or '').upper() and \
+      (spec_a.device_index or 0) == (spec_b.device_index or 0) and spec_a.job == spec_b.job \
+      and spec_a.task == spec_b.task
+
+
 @dataclasses.dataclass(frozen=True)
 class Forward:
   """The towers' first micro-batch and what the specs build on it."""
@@ -84,7 +101,8 @@ def forward(features, labels, mode, params, devices: tuple[str, ...],
   pull = None
   if transfer_dtype != tf.float32 and mode == ModeKeys.TRAIN:  # evaluation pulls nothing
     host = placement.caching_device or HOST_DEVICE
-    pull = lambda v: transfer.pull(v, host, transfer_dtype)  # noqa: E731
+    pull = lambda v: transfer.pull(v, pull_destination(v.device, devices, host),  # noqa: E731
+                                   transfer_dtype)
   micro = params.accumulate_steps if mode == ModeKeys.TRAIN else 1
   clip_parts = accumulation.micro_batches(clips, micro, params.batch_size)
   label_parts = ([None] if labels is None
@@ -97,7 +115,8 @@ def forward(features, labels, mode, params, devices: tuple[str, ...],
   else:
     with tf.device(HOST_DEVICE):
       logits = tf.concat(outputs.logits, axis=0, name='logits')
-  global_batch = tf.cast(tf.shape(clips)[0], tf.float32)  # every tower of every micro-batch
+  with tf.device(HOST_DEVICE):  # every tower of every micro-batch
+    global_batch = tf.cast(tf.shape(clips)[0], tf.float32)
   with tf.device(devices[0]), tf.name_scope('weight_loss'):
     weight_loss = gradients.weight_loss(tf1.trainable_variables(), params.weight_decay,
                                         outputs.pulled)

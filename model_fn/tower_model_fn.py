@@ -44,7 +44,7 @@ from model_fn.devices import resolve_tower_devices
 from model_fn.mirrored_spec import mirrored_spec
 from model_fn.network_variables import network_variables
 from model_fn.networks import Network, build_network, input_channels
-from model_fn.variable_placement import VariablePlacement, make_placement
+from model_fn.variable_placement import VariablePlacement, make_placement, ps_device
 
 ModeKeys = tf.estimator.ModeKeys
 
@@ -88,7 +88,7 @@ def _placement(params, devices: tuple[str, ...], config, network: Network | None
   num_ps = config.num_ps_replicas if config is not None else 0
   if not num_ps:
     return make_placement(params.variable_device, devices)
-  return make_placement('ps', devices, ps_devices=[f'/job:ps/task:{i}' for i in range(num_ps)],
+  return make_placement('ps', devices, ps_devices=[ps_device(i) for i in range(num_ps)],
                         host_device=f'/job:{config.task_type}/task:{config.task_id}'
                                     '/device:CPU:0', planned=trainable_sizes(params, network))
 

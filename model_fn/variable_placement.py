@@ -125,6 +125,16 @@ def largest_first(variables: Sequence[tuple[str, int]]) -> list[tuple[str, int]]
   return sorted(variables, key=lambda item: -item[1])
 
 
+PS_DEVICE = '/job:ps/device:CPU:0'  # a ps task's ops: its CPU, whatever device encloses them
+
+
+def ps_device(task: int) -> str:
+  """Device of ps task `task`'s variables and of every op beside them: its CPU, named in
+  full, so that an enclosing tower scope (`/device:GPU:0`) cannot merge into it and a ps
+  that sees a GPU still keeps the model in host memory."""
+  return tf.DeviceSpec.from_string(PS_DEVICE).replace(task=task).to_string()
+
+
 def make_placement(policy: str, tower_devices: Sequence[str],
                    host_device: str = '/device:CPU:0',
                    ps_devices: Sequence[str] = (),

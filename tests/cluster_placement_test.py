@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from model_fn import tower_model_fn
 from model_fn.gradients import SYNC_SCOPE
@@ -29,7 +28,7 @@ def build_training_graph(tf_config, params):
   config = run_config(params, cluster.from_tf_config(json.dumps(tf_config)))
   clips = np.random.default_rng(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
   labels = (np.arange(8) % 3).astype(np.int64)
-  with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
+  with tf1.device(tower_testing.estimator_device_fn(config)):
     spec = tower_model_fn.make_model_fn()(tf.constant(clips), tf.constant(labels),
                                           tf.estimator.ModeKeys.TRAIN, params, config)
   return spec, config

@@ -18,11 +18,10 @@ import json
 import os
 
 import tensorflow as tf
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from benchmarks import emulated_task
 from model_fn import tower_model_fn
-from tests.tower_testing import ancestors
+from tests import tower_testing
 from towers.cluster import spec as cluster
 from towers.estimator import run_config
 from towers.params import make_params
@@ -44,7 +43,7 @@ def training_graph(**overrides) -> tf.Graph:
   config = run_config(params, cluster.from_tf_config(json.dumps(TF_CONFIG)))
   graph = tf.Graph()
   with graph.as_default():
-    with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
+    with tf1.device(tower_testing.estimator_device_fn(config)):
       tower_model_fn.make_model_fn()(tf.zeros([8, 4, 16, 16, 3]), tf.zeros([8], tf.int64),
                                      tf.estimator.ModeKeys.TRAIN, params, config)
   return graph
@@ -84,8 +83,8 @@ class PushOverlapTest(tf.test.TestCase):
     first_conv_grads = first_conv_gradient_ops(graph)
     # The test can fail: the first conv's own gradient consumer needs them.
     self.assertContainsSubset(first_conv_grads,
-                              ancestors(gradient_consumer(graph, FIRST_CONV)))
-    late = ancestors(gradient_consumer(graph, LAST_KERNEL)) & first_conv_grads
+                              tower_testing.ancestors(gradient_consumer(graph, FIRST_CONV)))
+    late = tower_testing.ancestors(gradient_consumer(graph, LAST_KERNEL)) & first_conv_grads
     if overlaps:
       self.assertEmpty(late, f'{LAST_KERNEL}\'s push waits for the first conv\'s backprop')
     else:
@@ -127,16 +126,16 @@ class EmulatedComputeTest(tf.test.TestCase):
 
   def test_last_variable_is_ready_after_one_backward_chunk(self):
     _, done = self.build(self.SHARES)
-    self.assertEqual(self.chunks(ancestors(done['b'].op)),
+    self.assertEqual(self.chunks(tower_testing.ancestors(done['b'].op)),
                      ['emulated_forward', 'emulated_forward_1'])  # + done['b'] itself
     self.assertEqual(done['b'].op.name, 'emulated_backward')
-    self.assertEqual(self.chunks(ancestors(done['a'].op)),
+    self.assertEqual(self.chunks(tower_testing.ancestors(done['a'].op)),
                      ['emulated_backward', 'emulated_forward', 'emulated_forward_1'])
     # The first forward chunk waits for its own pull only, the second for both.
     first, second = (self.graph_op(done, n) for n in ('emulated_forward', 'emulated_forward_1'))
-    self.assertEqual(sorted(n for n in ancestors(first) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in tower_testing.ancestors(first) if n.startswith('pulled')),
                      ['pulled_a'])
-    self.assertEqual(sorted(n for n in ancestors(second) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in tower_testing.ancestors(second) if n.startswith('pulled')),
                      ['pulled_a', 'pulled_b'])
 
   def graph_op(self, done, name):
@@ -147,14 +146,14 @@ class EmulatedComputeTest(tf.test.TestCase):
     with graph.as_default():
       pulled = {name: tf.identity(tf.zeros([2]), name=f'pulled_{name}') for name in 'ab'}
       done = emulated_task.compute_waits(pulled, self.SHARES, 4.0, micro_batches=4)
-    self.assertEqual(self.chunks(ancestors(done['b'].op)),
+    self.assertEqual(self.chunks(tower_testing.ancestors(done['b'].op)),
                      ['emulated_forward', 'emulated_forward_1',
                       'emulated_other_micro_batches'])
 
   def test_one_block_without_shares(self):
     _, done = self.build(None)
     self.assertIs(done['a'], done['b'])
-    self.assertEqual(sorted(n for n in ancestors(done['a'].op) if n.startswith('pulled')),
+    self.assertEqual(sorted(n for n in tower_testing.ancestors(done['a'].op) if n.startswith('pulled')),
                      ['pulled_a', 'pulled_b'])
 
   def test_chunks_of_i3d_add_up_to_the_step(self):

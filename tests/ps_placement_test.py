@@ -13,13 +13,12 @@ import json
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from model_fn import tower_model_fn
 from model_fn.network_variables import network_variables
 from model_fn.networks import build_network
 from model_fn.variable_placement import make_placement
-from tests import i3d_test_lib
+from tests import i3d_test_lib, tower_testing
 from towers.cluster import spec as cluster
 from towers.estimator import run_config
 from towers.params import make_params
@@ -101,7 +100,7 @@ def cluster_variables(network=None) -> dict[str, str]:
   config = run_config(params, cluster.from_tf_config(json.dumps(TF_CONFIG)))
   clips = np.zeros((8, 4, 16, 16, 3), np.float32)
   with tf.Graph().as_default():
-    with tf1.device(estimator_lib._get_replica_device_setter(config)):  # pylint: disable=protected-access
+    with tf1.device(tower_testing.estimator_device_fn(config)):
       tower_model_fn.make_model_fn(network)(
           tf.constant(clips), tf.constant(np.zeros(8, np.int64)), tf.estimator.ModeKeys.TRAIN,
           params, config)

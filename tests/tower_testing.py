@@ -8,6 +8,7 @@ from typing import Callable
 
 import numpy as np
 import tensorflow as tf
+from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 from model_fn.layers import TowerContext
 
@@ -30,6 +31,12 @@ def devices_that_ran(run_metadata: tf1.RunMetadata) -> dict[str, set[str]]:
     for node in device_stats.node_stats:
       ran[node.node_name].add(short)
   return ran
+
+
+def estimator_device_fn(config: tf.estimator.RunConfig) -> Callable | None:
+  """The device function the Estimator builds its model_fn under for `config`: its
+  `device_fn`, else the Estimator's default replica device setter (None on one machine)."""
+  return config.device_fn or estimator_lib._get_replica_device_setter(config)  # pylint: disable=protected-access
 
 
 def full_trace() -> tf1.RunOptions:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import tensorflow as tf
+from tensorflow.python.training.device_setter import STANDARD_PS_OPS
 
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import Network, input_channels
+from model_fn.variable_placement import PS_DEVICE
 from towers import run_flags, train_settings
 from towers.cluster.spec import ClusterTask
 from towers.params import ParamsError, TrainParams, make_params
@@ -72,6 +74,8 @@ def run_config(params: TrainParams, cluster: ClusterTask | None = None
   if cluster is not None:
     # RunConfig reads its cluster only from the TF_CONFIG variable; hand it ours directly.
     config._init_distributed_setting_from_environment_var(cluster.tf_config)  # pylint: disable=protected-access
+  if config.num_ps_replicas:
+    config = config.replace(device_fn=ps_cpu_device_setter(config))
   if config.cluster_spec and config.task_type in ('chief', 'worker'):
     # Talk only to the ps tasks and ourselves: a lost worker must not stall the others.
     filtered = tf1.ConfigProto()
@@ -79,6 +83,16 @@ def run_config(params: TrainParams, cluster: ClusterTask | None = None
     filtered.device_filters.extend(['/job:ps', f'/job:{config.task_type}/task:{config.task_id}'])
     config = config.replace(session_config=filtered)
   return config
+
+
+def ps_cpu_device_setter(config: tf.estimator.RunConfig) -> Callable[[tf.Operation], str]:
+  """The Estimator's own device setter (variables round-robin over the ps tasks, other ops
+  on this task), except that a variable no placement named lands on its ps task's CPU
+  (`PS_DEVICE`; e.g. the global step) rather than on whichever device the ps sees."""
+  return tf1.train.replica_device_setter(
+      ps_tasks=config.num_ps_replicas, ps_device=PS_DEVICE,
+      worker_device=f'/job:{config.task_type}/task:{config.task_id}', merge_devices=True,
+      ps_ops=list(STANDARD_PS_OPS), cluster=config.cluster_spec)
 
 
 def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,

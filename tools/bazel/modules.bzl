@@ -369,7 +369,9 @@ MODULES = {
         ("batch_norm_updates.py", "batch_norm_updates", [
             ":layers",
         ]),
-        ("batch_split.py", "batch_split", []),
+        ("batch_split.py", "batch_split", [
+            ":devices",
+        ]),
         ("confusion.py", "confusion", []),
         ("devices.py", "devices", []),
         ("ema_weights.py", "ema_weights", []),
@@ -416,6 +418,7 @@ MODULES = {
         ("sync_replicas.py", "sync_replicas", []),
         ("tower_forward.py", "tower_forward", [
             ":accumulation",
+            ":devices",
             ":gradients",
             ":tower_graph",
             ":transfer",
@@ -533,6 +536,10 @@ MODULES = {
         ("build_files_main.py", "build_files_main", [
             ":build_files_lib",
         ]),
+        ("cuda_kernels.py", "cuda_kernels_lib", []),
+        ("cuda_kernels_main.py", "cuda_kernels_main", [
+            ":cuda_kernels_lib",
+        ]),
         ("gpu_report_main.py", "gpu_report_main", []),
     ],
     "towers": [
@@ -571,6 +578,7 @@ MODULES = {
             "//model_fn/networks",
             "//model_fn:devices",
             "//model_fn:tower_model_fn",
+            "//model_fn:variable_placement",
             "//towers/cluster:spec",
         ]),
         ("evaluate_two_stream.py", "evaluate_two_stream_lib", [
@@ -1037,6 +1045,16 @@ TEST_DEPS = {
         "//data_tools:make_synthetic_ucf101_lib",
         "//towers:train_main",
     ],
+    "gpu_placement_test": [
+        ":tower_testing",
+        "//benchmarks:i3d_memory_lib",
+        "//model_fn:tower_model_fn",
+        "//tools:cuda_kernels_lib",
+        "//tools:cuda_kernels_main",
+        "//towers/cluster:spec",
+        "//towers:estimator",
+        "//towers:params",
+    ],
     "gpu_roles_test": [
         ":program_runs",
         "//towers/cluster:base_runner",
@@ -1243,6 +1261,7 @@ TEST_DEPS = {
     ],
     "ps_placement_test": [
         ":i3d_test_lib",
+        ":tower_testing",
         "//model_fn/networks",
         "//model_fn:network_variables",
         "//model_fn:tower_model_fn",
