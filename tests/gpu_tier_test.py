@@ -116,7 +116,8 @@ class StepRun(NamedTuple):
 
 def run_steps(params, features, labels, cast_of_interest, steps: int = 3) -> StepRun:
   """Builds the tower model_fn's train step on `features`, `labels` (a graph is current),
-  runs one traced step then `steps` timed ones with `strict_config`."""
+  runs one traced step then `steps` timed ones with `strict_config`; `casts`: those of
+  interest that the traced step ran."""
   devices = resolve_tower_devices(params.num_towers, params.tower_devices)
   spec = tower_model_fn.make_model_fn()(features, labels, tf.estimator.ModeKeys.TRAIN, params)
   metadata = tf1.RunMetadata()
@@ -126,10 +127,13 @@ def run_steps(params, features, labels, cast_of_interest, steps: int = 3) -> Ste
     start = time.perf_counter()
     losses = [float(sess.run([spec.train_op, spec.loss])[1]) for _ in range(steps)]
     rate = steps * params.examples_per_step / (time.perf_counter() - start)
+  ran = devices_that_ran(metadata)
+  # The casts the training step ran: a summary's casts (train/clip's frames) run only when
+  # the Estimator writes summaries, on the host.
   casts = {op.name: tf.DeviceSpec.from_string(op.device)
            for op in tf1.get_default_graph().get_operations()
-           if op.type == 'Cast' and cast_of_interest(op)}
-  return StepRun(losses, devices_that_ran(metadata), casts, rate)
+           if op.type == 'Cast' and cast_of_interest(op) and op.name in ran}
+  return StepRun(losses, ran, casts, rate)
 
 
 def records_step(root: str, num_towers: int) -> StepRun:
