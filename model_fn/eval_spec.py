@@ -16,8 +16,6 @@ labelled with the records' class names (`class_names`) where known. The loss is 
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Sequence
 
 import numpy as np
@@ -42,11 +40,10 @@ def class_names(params) -> list[str] | None:
   in label order); None when the data are not prepared records or name no classes."""
   if getattr(params, 'data_source', None) != 'tfrecord':
     return None
-  path = manifest_lib.manifest_path(params.data_dir, 'test')
-  if not os.path.isfile(path):
+  try:
+    names = manifest_lib.read(params.data_dir, 'test').get('classes')
+  except manifest_lib.ManifestError:  # the preflight names it
     return None
-  with open(path, encoding='utf-8') as f:
-    names = json.load(f).get('classes')
   return list(names) if names and len(names) == params.num_classes else None
 
 

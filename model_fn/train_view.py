@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from input_fn import flow_colors
-from model_fn.tower_forward import HOST_DEVICE
+from model_fn.devices import HOST_DEVICE
 from model_fn.tower_graph import TowerOutputs, float_clips
 
 tf1 = tf.compat.v1

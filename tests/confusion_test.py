@@ -101,7 +101,7 @@ class ConfusionTest(tf.test.TestCase):
   def test_class_names_come_from_the_records_manifest(self):
     data_dir = self.get_temp_dir()
     with open(os.path.join(data_dir, 'test.manifest.json'), 'w', encoding='utf-8') as f:
-      json.dump({'classes': ['Archery', 'Biking']}, f)
+      json.dump({'classes': ['Archery', 'Biking'], 'shards': []}, f)  # as prepare writes it
     params = types.SimpleNamespace(data_source='tfrecord', data_dir=data_dir, num_classes=2)
     self.assertEqual(eval_spec.class_names(params), ['Archery', 'Biking'])
     self.assertIsNone(eval_spec.class_names(types.SimpleNamespace(

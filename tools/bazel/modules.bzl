@@ -459,7 +459,7 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("train_view.py", "train_view", [
-            ":tower_forward",
+            ":devices",
             ":tower_graph",
             "//input_fn:flow_colors",
         ]),
