@@ -541,6 +541,13 @@ MODULES = {
             ":cuda_kernels_lib",
         ]),
         ("gpu_report_main.py", "gpu_report_main", []),
+        ("status_events_doc.py", "status_events_doc_lib", [
+            "//command_line:status_file",
+        ]),
+        ("status_events_doc_main.py", "status_events_doc_main", [
+            ":status_events_doc_lib",
+            "//command_line:status_file",
+        ]),
     ],
     "towers": [
         ("__init__.py", "towers", [
@@ -1350,7 +1357,12 @@ TEST_DEPS = {
         "//command_line:status_file",
         "//towers:checkpoints",
     ],
+    "status_events_test": [
+        "//command_line:status_file",
+        "//tools:status_events_doc_lib",
+    ],
     "status_file_test": [
+        ":program_runs",
         "//command_line:status_file",
     ],
     "tensorboard_test": [

@@ -54,9 +54,9 @@ class PsRunner(Runner):
     logging.info('ps %d serving variables at %s until training is over', self.task.task_index,
                  self.task.address)
     message = shutdown.serve_until_training_done(server, self.task)
-    step = shutdown.held_global_step(server, self.task)
-    logging.info('ps %d: the chief says training is over (%s); exiting%s', self.task.task_index,
-                 message, '' if step is None else f' {shutdown.PS_FINAL_STEP} {step}')
+    shutdown.record_final_step(server, self.task)
+    logging.info('ps %d: the chief says training is over (%s); exiting', self.task.task_index,
+                 message)
     return {}
 
 

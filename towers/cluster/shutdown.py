@@ -44,7 +44,6 @@ WORKERS_DONE = 'towers_workers_done'
 TRAINING_DONE = 'towers_training_done_ps{index}'
 QUEUE_CAPACITY = 1024  # tokens; a cluster sends one per worker run and one per ps
 POLL_SECS = 2.0
-PS_FINAL_STEP = "with global_step"  # the ps log line's words before its final value
 
 
 class TrainingIncomplete(RuntimeError):
@@ -137,18 +136,17 @@ def serve_until_training_done(server: tf.distribute.Server, task: ClusterTask) -
     return message.decode()
 
 
-def held_global_step(server: tf.distribute.Server, task: ClusterTask) -> int | None:
-  """The value of the `global_step` variable if this ps task holds it, else None. Read
+def record_final_step(server: tf.distribute.Server, task: ClusterTask) -> None:
+  """Records the value of the `global_step` variable, if this ps task holds it, as its
+  `ps_final_step` status event (`command_line/status_file.py`); nothing otherwise. Read
   when the chief has said training is over: every update that reached this ps is in it,
   so it can be set beside the final checkpoint's step (a larger value means updates the
-  checkpoint lost). Also recorded as this task's `ps_final_step` status event
-  (`command_line/status_file.py`)."""
+  checkpoint lost)."""
   try:
     held = read_ps_variables(server.target, task.task_index, {'global_step': (tf.int64, [])})
   except NOT_HELD:
-    return None
+    return
   status_file.record('ps_final_step', step=int(held['global_step']))
-  return int(held['global_step'])
 
 
 def _take_in_background(session: tf1.Session, dequeue: tf.Tensor,
