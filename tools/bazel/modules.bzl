@@ -514,8 +514,6 @@ MODULES = {
         ]),
         ("i3d_test_lib.py", "i3d_test_lib", []),
         ("kubeflow_operator.py", "kubeflow_operator", []),
-        ("manifest_yaml.py", "manifest_yaml", []),
-        ("openapi_schema.py", "openapi_schema", []),
         ("pod_network.py", "pod_network", [
             ":slurm_testing",
         ]),
@@ -1165,15 +1163,12 @@ TEST_DEPS = {
     "kubeflow_pods_test": [
         ":cluster_testing",
         ":kubeflow_operator",
-        ":manifest_yaml",
         ":pod_network",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
     "kubeflow_tfjob_test": [
         ":kubeflow_operator",
-        ":manifest_yaml",
-        ":openapi_schema",
         "//towers/cluster:spec",
         "//towers:flags",
         "//towers:preflight",
