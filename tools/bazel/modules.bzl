@@ -524,6 +524,10 @@ MODULES = {
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
         ]),
+        ("tiny_records.py", "tiny_records", [
+            "//data_tools:make_synthetic_ucf101_lib",
+            "//data_tools:prepare_lib",
+        ]),
         ("tower_testing.py", "tower_testing", [
             "//model_fn:layers",
         ]),
@@ -802,6 +806,7 @@ TEST_DEPS = {
     ],
     "classify_test": [
         ":program_runs",
+        ":tiny_records",
         "//command_line:entry",
         "//command_line:options",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -918,8 +923,7 @@ TEST_DEPS = {
     ],
     "damaged_train_data_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:pipeline",
@@ -971,8 +975,7 @@ TEST_DEPS = {
         "//towers:training",
     ],
     "eval_coverage_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//model_fn:eval_coverage",
         "//towers",
@@ -1014,8 +1017,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
     ],
     "flow_input_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
@@ -1143,14 +1145,13 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "input_direct_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//towers:params",
     ],
     "input_pipeline_test": [
+        ":tiny_records",
         "//command_line:options",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
@@ -1271,16 +1272,14 @@ TEST_DEPS = {
     ],
     "records_dataset_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:manifest",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
     "run_checks_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//towers",
@@ -1312,8 +1311,7 @@ TEST_DEPS = {
         "//model_fn:network_variables",
     ],
     "serving_export_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:pipeline",
         "//input_fn:ucf101",
         "//towers:classifier",
@@ -1325,9 +1323,9 @@ TEST_DEPS = {
     "signals_test": [
         ":cluster_testing",
         ":program_runs",
+        ":tiny_records",
         "//command_line:signals",
         "//data_tools:extract_flow_main",
-        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_main",
         "//towers/cluster:local_cluster_main",
         "//towers:checkpoints",
@@ -1378,9 +1376,8 @@ TEST_DEPS = {
     ],
     "train_settings_test": [
         ":program_runs",
+        ":tiny_records",
         "//command_line:status_file",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:factory",
         "//towers",
         "//towers:params",
@@ -1421,8 +1418,7 @@ TEST_DEPS = {
     ],
     "two_stream_checks_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//towers:evaluate_two_stream_main",
         "//towers:params",
         "//towers:train_settings",
@@ -1430,8 +1426,7 @@ TEST_DEPS = {
         "//towers:two_stream",
     ],
     "two_stream_end_to_end_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//towers:params",
         "//towers:training",
         "//towers:two_stream",
@@ -1464,7 +1459,7 @@ TEST_DEPS = {
     ],
     "zero_data_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
+        ":tiny_records",
         "//data_tools:prepare_lib",
         "//input_fn:data_checks",
         "//input_fn:factory",
