@@ -1069,12 +1069,11 @@ TEST_DEPS = {
     ],
     "gpu_tier_test": [
         ":gpu_i3d_fit_main",
+        ":tiny_records",
         ":tower_testing",
         "//benchmarks:benchmark_graphs",
         "//benchmarks:flow_benchmark_lib",
         "//command_line:status_file",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:factory",
         "//model_fn/networks:c3d_small",
         "//model_fn:devices",
@@ -1100,6 +1099,7 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "hmdb51_test": [
+        ":tiny_records",
         "//command_line:options",
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -1246,6 +1246,7 @@ TEST_DEPS = {
     ],
     "prepared_dataset_test": [
         ":program_runs",
+        ":tiny_records",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:make_synthetic_ucf101_main",
         "//data_tools:prepare_lib",
