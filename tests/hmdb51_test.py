@@ -69,8 +69,8 @@ class Hmdb51Test(tf.test.TestCase):
     shutil.rmtree(cls.root, ignore_errors=True)
     super().tearDownClass()
 
-  def prepare(self, out: str, **kwargs) -> dict:
-    return tiny_records.prepared(self.data, out, **{'dataset': 'hmdb51', **kwargs})
+  def prepare(self, out: str, data_dir: str = '', **kwargs) -> dict:
+    return tiny_records.prepared(data_dir or self.data, out, **{'dataset': 'hmdb51', **kwargs})
 
   def test_each_split_prepares_exactly_its_videos_with_alphabetical_labels(self):
     self.assertEqual(sorted(os.listdir(os.path.join(self.data, 'hmdb51_org'))),
