@@ -114,7 +114,8 @@ def subschemas(schema: dict) -> Iterator[dict]:
   anyOf)."""
   yield schema
   inner = list(schema.get('properties', {}).values()) + list(schema.get('anyOf', ()))
-  inner += [schema[k] for k in ('additionalProperties', 'items') if isinstance(schema.get(k), dict)]
+  inner += [schema[k] for k in ('additionalProperties', 'items')
+            if isinstance(schema.get(k), dict)]
   for child in inner:
     yield from subschemas(child)
 
