@@ -26,7 +26,7 @@ from input_fn import direct, pipeline, records, ucf101
 from input_fn import video_io
 from command_line import entry
 from command_line.options import options_named
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import classifier, evaluate_two_stream, export_info, preflight, two_stream
 from towers import params as params_lib
 from towers.estimator import build_estimator
@@ -48,16 +48,12 @@ class ClassifyTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.data = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(cls.data, classes=4, groups=16, width=24, height=20,
-                                       min_frames=8, max_frames=10, object_size=10,
-                                       write_flow=True)
-    cls.params, cls.records = {}, {}
-    for stream, source in (('rgb', 'videos'), ('flow', 'flow')):
-      cls.records[stream] = os.path.join(cls.root, f'{stream}_tfr')
-      prepare.prepare(prepare.PrepareConfig(source=source, data_dir=cls.data,
-                                            out=cls.records[stream], short_side=0, workers=1),
-                      log=lambda s: None)
+    made = tiny_records.make(cls.root, ('videos', 'flow'), classes=4, groups=16, width=24,
+                             height=20, min_frames=8, max_frames=10, object_size=10)
+    cls.data = made.data
+    cls.records = {'rgb': made.records['videos'], 'flow': made.records['flow']}
+    cls.params = {}
+    for stream in ('rgb', 'flow'):
       cls.params[stream] = params_lib.make_params(
           model='c3d_small', stream=stream, data_source='tfrecord',
           data_dir=cls.records[stream], num_classes=4, clip_frames=T, crop_size=S,

@@ -16,10 +16,9 @@ import tempfile
 
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import factory, manifest, pipeline
 from model_fn.eval_coverage import EvalCoverageError
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import build_estimator
 from towers.checkpoints import checkpoint_step
 from towers.params import make_params
@@ -36,13 +35,9 @@ class DamagedTrainDataTest(tf.test.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    root = tempfile.mkdtemp()
-    make_synthetic_ucf101.make_dataset(os.path.join(root, 'ucf'), classes=3, groups=9,
-                                       min_frames=4, max_frames=5)
-    cls.data = os.path.join(root, 'tfr')
-    prepare.prepare(prepare.PrepareConfig(data_dir=os.path.join(root, 'ucf'), out=cls.data,
-                                          short_side=0, videos_per_shard=4, workers=1),
-                    log=lambda s: None)
+    made = tiny_records.make(tempfile.mkdtemp(), classes=3, groups=9, min_frames=4,
+                             max_frames=5, prepare_options={'videos_per_shard': 4})
+    cls.data = made.records['videos']
     cls.records = manifest.read(cls.data, 'train')['num_records']
 
   def damaged_copy(self, every_shard: bool, subset: str = 'train') -> str:

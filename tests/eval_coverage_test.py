@@ -11,9 +11,9 @@ import tempfile
 
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import factory
 from model_fn.eval_coverage import EvalCoverageError
+from tests import tiny_records
 from towers import build_estimator
 from towers.params import make_params
 
@@ -29,12 +29,8 @@ class EvalCoverageTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     root = tempfile.mkdtemp()
-    make_synthetic_ucf101.make_dataset(os.path.join(root, 'ucf'), classes=4, groups=9,
-                                       min_frames=4, max_frames=5)
-    cls.data = os.path.join(root, 'tfr')
-    prepare.prepare(prepare.PrepareConfig(data_dir=os.path.join(root, 'ucf'), out=cls.data,
-                                          short_side=0, videos_per_shard=4, workers=1),
-                    log=lambda s: None)
+    cls.data = tiny_records.make(root, classes=4, groups=9, min_frames=4, max_frames=5,
+                                 prepare_options={'videos_per_shard': 4}).records['videos']
     cls.model_dir = os.path.join(root, 'model')
     params = make_params(data_dir=cls.data, model_dir=cls.model_dir, **TINY)
     build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),

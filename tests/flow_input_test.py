@@ -15,9 +15,8 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
-
 from input_fn import data_checks, direct, factory, flow, pipeline, ucf101
+from tests import tiny_records
 from towers import params as params_lib
 from towers import preflight
 
@@ -50,16 +49,13 @@ class FlowInputTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.data = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=9, width=24, height=16,
-                                       min_frames=3, max_frames=3, object_size=6)
+    cls.data = tiny_records.make(cls.root, (), classes=2, groups=9, width=24, height=16,
+                                 min_frames=3, max_frames=3, object_size=6).data
     split = ucf101.read_split(os.path.join(cls.data, 'ucfTrainTestlist'), 1)
     cls.missing = split.train[0].name
     write_hand_made_flow(cls.data, split, skip=cls.missing)
     cls.tfr = os.path.join(cls.root, 'flow_tfr')
-    cls.manifests = prepare.prepare(prepare.PrepareConfig(
-        source='flow', data_dir=cls.data, out=cls.tfr, short_side=0, videos_per_shard=8,
-        workers=1), log=lambda s: None)
+    cls.manifests = tiny_records.prepared(cls.data, cls.tfr, source='flow', videos_per_shard=8)
 
   @classmethod
   def tearDownClass(cls):
@@ -108,10 +104,9 @@ class FlowInputTest(tf.test.TestCase):
     with open(flow_list, 'w') as f:
       f.write(f'{entry.name} {listed}/{{:s}}/{entry.name} {FLOW_FRAMES} {entry.label}\n')
     out = os.path.join(self.root, 'listed_tfr')
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        source='flow', data_dir=self.data, out=out, subsets=('test',), short_side=0,
-        flow_dir=self.create_tempdir().full_path, flow_list=flow_list, workers=1),
-        log=lambda s: None)
+    manifests = tiny_records.prepared(self.data, out, source='flow', subsets=('test',),
+                                      flow_dir=self.create_tempdir().full_path,
+                                      flow_list=flow_list)
     self.assertEqual(manifests['test']['num_records'], 1)  # only the listed folder exists
     self.assertEqual(manifests['test']['skipped_by_kind'],
                      {'missing flow folder': manifests['test']['num_listed'] - 1})

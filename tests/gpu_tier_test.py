@@ -44,13 +44,12 @@ import numpy as np
 import tensorflow as tf
 
 from command_line import status_file
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import factory
 from model_fn import tower_model_fn
 from model_fn.devices import resolve_tower_devices
 from model_fn.layers import TowerContext
 from model_fn.networks import c3d_small
-from tests import gpu_i3d_fit_main, tower_testing
+from tests import gpu_i3d_fit_main, tiny_records, tower_testing
 from towers.cluster.local_cluster import LocalCluster
 from towers.cluster.spec import pick_free_ports
 from towers.estimator import session_config
@@ -88,12 +87,8 @@ def strict_config(devices, num_towers: int, **options) -> tf1.ConfigProto:
 def uint8_records(root: str) -> str:
   """A TFRecord dataset (3 classes, 9 videos of 10-20 frames) prepared as users prepare
   theirs (data_tools/prepare.py): its directory."""
-  videos, records = os.path.join(root, 'ucf'), os.path.join(root, 'tfr')
-  make_synthetic_ucf101.make_dataset(videos, classes=3, groups=9, min_frames=10, max_frames=20)
-  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=videos, out=records,
-                                        short_side=0, videos_per_shard=4, workers=1),
-                  log=lambda line: None)
-  return records
+  return tiny_records.make(root, classes=3, groups=9, min_frames=10, max_frames=20,
+                           prepare_options={'videos_per_shard': 4}).records['videos']
 
 
 def records_params(root: str, **overrides):

@@ -14,6 +14,7 @@ import tensorflow as tf
 from data_tools import extract_flow, make_synthetic_ucf101, prepare
 from command_line.options import options_named
 from input_fn import data_checks, datasets, factory, manifest, records
+from tests import tiny_records
 from towers import classifier
 from towers import params as params_lib
 from towers import evaluate_two_stream, preflight, two_stream
@@ -68,10 +69,8 @@ class Hmdb51Test(tf.test.TestCase):
     shutil.rmtree(cls.root, ignore_errors=True)
     super().tearDownClass()
 
-  def prepare(self, out: str, **kwargs) -> dict:
-    values = dict(dataset='hmdb51', data_dir=self.data, out=out, short_side=0, workers=1)
-    values.update(kwargs)
-    return prepare.prepare(prepare.PrepareConfig(**values), log=lambda s: None)
+  def prepare(self, out: str, data_dir: str = '', **kwargs) -> dict:
+    return tiny_records.prepared(data_dir or self.data, out, **{'dataset': 'hmdb51', **kwargs})
 
   def test_each_split_prepares_exactly_its_videos_with_alphabetical_labels(self):
     self.assertEqual(sorted(os.listdir(os.path.join(self.data, 'hmdb51_org'))),
@@ -108,9 +107,7 @@ class Hmdb51Test(tf.test.TestCase):
         log=lambda s: None)
     self.assertEqual((flow['num_with_flow'], flow['num_skipped']), (CLASSES * VIDEOS, 0))
     out = os.path.join(self.root, 'flow')
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        dataset='hmdb51', source='flow', data_dir=data, out=out, short_side=0, workers=1),
-        log=lambda s: None)
+    manifests = tiny_records.prepared(data, out, dataset='hmdb51', source='flow')
     self.assertEqual(manifests['test']['kind'], 'flow')
     self.assertEqual(read_records(out, 'test'), split_videos(self.data, 1)[0]['test'])
 
@@ -132,10 +129,8 @@ class Hmdb51Test(tf.test.TestCase):
     with open(names, 'w') as f:
       f.write('\n'.join(order) + '\n')
     out = os.path.join(self.root, 'rawframe_list')
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        dataset='list', source='frames', data_dir=self.data, train_list=paths['train'],
-        test_list=paths['test'], class_names=names, out=out, short_side=0, workers=1),
-        log=lambda s: None)
+    manifests = self.prepare(out, dataset='list', source='frames', train_list=paths['train'],
+                             test_list=paths['test'], class_names=names)
     self.assertEqual(manifests['test']['layout'], '{video}/img_%05d.jpg')
     for subset in ('train', 'test'):
       self.assertEqual(read_records(out, subset), expected[subset])
@@ -216,9 +211,8 @@ class Hmdb51Test(tf.test.TestCase):
     with open(names, 'w') as f:
       f.write('\n'.join(order) + '\n')
     listed = os.path.join(self.root, 'learn_list')
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        dataset='list', data_dir=self.data, train_list=lists['train'], test_list=lists['test'],
-        class_names=names, out=listed, short_side=0, workers=1), log=lambda s: None)
+    manifests = self.prepare(listed, dataset='list', train_list=lists['train'],
+                             test_list=lists['test'], class_names=names)
     self.assertEqual(manifests['train']['classes'], order)
     self.assertEqual(manifests['test']['num_records'], len(expected['test']))
     for dataset, data_dir in (('hmdb51', hmdb), ('list', listed)):
@@ -239,9 +233,7 @@ class Hmdb51Test(tf.test.TestCase):
         data_dir=data, dataset='hmdb51', workers=1, **make_synthetic_ucf101.SYNTHETIC_FLOW),
         log=lambda s: None)
     flow_records = os.path.join(self.root, 'two_stream_flow')
-    prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', source='flow', data_dir=data,
-                                          out=flow_records, short_side=0, workers=1),
-                    log=lambda s: None)
+    tiny_records.prepared(data, flow_records, dataset='hmdb51', source='flow')
     flow_model = os.path.join(self.root, 'model_flow')
     train_and_evaluate(params_lib.make_params(
         model='c3d_small', stream='flow', dataset='hmdb51', data_source='tfrecord',

@@ -8,7 +8,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101
+from tests import tiny_records
 
 from input_fn import factory
 from towers import params as params_lib
@@ -23,9 +23,8 @@ class DirectRouteTest(tf.test.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.data = os.path.join(tempfile.mkdtemp(), 'ucf')
-    make_synthetic_ucf101.make_dataset(cls.data, classes=3, groups=9, min_frames=10,
-                                       max_frames=20, write_frames=True)
+    cls.data = tiny_records.make(tempfile.mkdtemp(), (), classes=3, groups=9, min_frames=10,
+                                 max_frames=20, write_frames=True).data
 
   def _params(self, source: str) -> params_lib.TrainParams:
     return params_lib.make_params(data_source=source, data_dir=self.data, num_classes=3,

@@ -11,12 +11,12 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
 
 from command_line.options import options_named
 from input_fn import data_checks, direct, factory, manifest, pipeline
 from input_fn import records
 from input_fn import video_io
+from tests import tiny_records
 from towers import params as params_lib
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
@@ -24,12 +24,9 @@ T, S = 16, 32
 
 
 def make_data(root: str) -> tuple[str, str]:
-  data = os.path.join(root, 'ucf')
-  out = os.path.join(root, 'tfr')
-  make_synthetic_ucf101.make_dataset(data, classes=3, groups=9, min_frames=10, max_frames=20)
-  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=data, out=out, short_side=0,
-                                        videos_per_shard=4, workers=1), log=lambda s: None)
-  return data, out
+  made = tiny_records.make(root, classes=3, groups=9, min_frames=10, max_frames=20,
+                           prepare_options={'videos_per_shard': 4})
+  return made.data, made.records['videos']
 
 
 class PipelineTest(tf.test.TestCase):

@@ -14,9 +14,10 @@ import sys
 import time
 
 import tensorflow as tf
+import yaml
 
 from tests import kubeflow_operator as operator
-from tests import manifest_yaml, pod_network
+from tests import pod_network
 from tests.cluster_testing import TRAIN_ARGS
 from towers.checkpoints import checkpoint_step
 
@@ -47,7 +48,7 @@ class KubeflowPodsTest(tf.test.TestCase):
     if reason:
       self.skipTest(reason)
     with open(MANIFEST) as f:
-      job = manifest_yaml.load(f.read())
+      job = yaml.safe_load(f)
     for spec in job['spec']['tfReplicaSpecs'].values():
       spec['replicas'] = 1
     self.pods = operator.pods(job, namespace='default')

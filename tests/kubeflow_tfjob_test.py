@@ -10,13 +10,14 @@ the same commit) and admission webhook."""
 import json
 import os
 import re
+from typing import Iterator
 
+import jsonschema
 import tensorflow as tf
+import yaml
 from absl import flags
 
 from tests import kubeflow_operator as operator
-from tests import manifest_yaml
-from tests import openapi_schema
 from towers import flags as towers_flags
 from towers import preflight
 from towers.cluster import spec as cluster
@@ -56,7 +57,67 @@ def requests_of(replica: dict) -> dict[str, float]:
 
 def load_manifest() -> dict:
   with open(MANIFEST) as f:
-    return manifest_yaml.load(f.read())
+    return yaml.safe_load(f)
+
+
+def _strict_properties(validator, properties, instance, schema):
+  """`properties`, plus kubectl apply's strict field validation (its default since
+  Kubernetes 1.27): a field the schema does not name is an error unless
+  `additionalProperties` or `x-kubernetes-preserve-unknown-fields` allows it."""
+  yield from jsonschema.Draft4Validator.VALIDATORS['properties'](
+      validator, properties, instance, schema)
+  if (validator.is_type(instance, 'object') and 'additionalProperties' not in schema
+      and not schema.get('x-kubernetes-preserve-unknown-fields')):
+    for name in sorted(set(instance) - set(properties)):
+      yield jsonschema.ValidationError(f'unknown field {name!r}', path=[name])
+
+
+def _list_type(validator, list_type, instance, schema):
+  """`x-kubernetes-list-type`: a `map` list holds one item per `x-kubernetes-list-map-keys`
+  value, a `set` no item twice; `atomic` asks nothing."""
+  if not validator.is_type(instance, 'array') or list_type == 'atomic':
+    return
+  keys = schema.get('x-kubernetes-list-map-keys', ())
+  seen = []
+  for i, item in enumerate(instance):
+    key = [item.get(k) for k in keys] if list_type == 'map' else item
+    if key in seen:
+      yield jsonschema.ValidationError(f'duplicate entry {key!r} in a {list_type} list',
+                                       path=[i])
+    seen.append(key)
+
+
+# The API server's checks of a new object against a CRD's structural schema (OpenAPI v3, as
+# JSON Schema draft 4): the Kubernetes keywords above, and `format` int32/int64 as ranges.
+# `x-kubernetes-int-or-string` comes with its own `anyOf`; `x-kubernetes-validations` rules
+# comparing with `oldSelf` apply to updates only.
+CrdValidator = jsonschema.validators.extend(jsonschema.Draft4Validator, {
+    'properties': _strict_properties, 'x-kubernetes-list-type': _list_type})
+FORMATS = jsonschema.FormatChecker(())
+FORMATS.checks('int32')(lambda n: not isinstance(n, int) or -2**31 <= n < 2**31)
+FORMATS.checks('int64')(lambda n: not isinstance(n, int) or -2**63 <= n < 2**63)
+KNOWN_KEYWORDS = {  # every keyword of the kept schema; a newer one must be looked at first
+    'type', 'properties', 'required', 'items', 'additionalProperties', 'anyOf', 'pattern',
+    'format', 'default', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type',
+    'x-kubernetes-list-map-keys', 'x-kubernetes-map-type', 'x-kubernetes-validations',
+    'x-kubernetes-preserve-unknown-fields'}
+
+
+def schema_errors(job: dict, schema: dict) -> list[str]:
+  """Every violation of the CRD `schema` by `job`, as '<JSON path>: <what>'."""
+  return [f'{e.json_path}: {e.message}'
+          for e in CrdValidator(schema, format_checker=FORMATS).iter_errors(job)]
+
+
+def subschemas(schema: dict) -> Iterator[dict]:
+  """`schema` and every schema inside it (under properties, additionalProperties, items,
+  anyOf)."""
+  yield schema
+  inner = list(schema.get('properties', {}).values()) + list(schema.get('anyOf', ()))
+  inner += [schema[k] for k in ('additionalProperties', 'items')
+            if isinstance(schema.get(k), dict)]
+  for child in inner:
+    yield from subschemas(child)
 
 
 def params_of(pod: operator.Pod):
@@ -166,9 +227,13 @@ class ManifestSchemaTest(tf.test.TestCase):
                       'manifests/base/crds/kubeflow.org_tfjobs.yaml'))
     self.assertEqual(f'{self.crd["group"]}/{self.crd["version"]}', self.job['apiVersion'])
     self.assertEqual(self.crd['kind'], self.job['kind'])
+    schemas = list(subschemas(self.crd['openAPIV3Schema']))
+    self.assertLessEqual(set().union(*schemas), KNOWN_KEYWORDS)
+    rules = [r['rule'] for s in schemas for r in s.get('x-kubernetes-validations', ())]
+    self.assertEqual(rules, ['self == oldSelf'])  # an update's check: none for a new job
 
   def test_the_manifest_is_a_valid_tfjob(self):
-    self.assertEqual(openapi_schema.errors(self.job, self.crd['openAPIV3Schema']), [])
+    self.assertEqual(schema_errors(self.job, self.crd['openAPIV3Schema']), [])
     self.assertEqual(operator.webhook_errors(self.job), [])
     self.assertIn(self.job['spec']['runPolicy']['cleanPodPolicy'], operator.CLEAN_POD_POLICIES)
 
@@ -181,16 +246,31 @@ class ManifestSchemaTest(tf.test.TestCase):
     container['ports'][0]['containerPort'] = '2222'    # a string where an int32 goes
     container['resources']['limits']['memory'] = '14 GB'  # not a quantity
     container['name'] = 'trainer'                        # the operator needs "tensorflow"
-    found = openapi_schema.errors(job, schema)
-    container_path = 'spec.tfReplicaSpecs.Chief.template.spec.containers[0]'
+    found = schema_errors(job, schema)
+    container_path = '$.spec.tfReplicaSpecs.Chief.template.spec.containers[0]'
     self.assertEqual(sorted(e.split(': ', 1)[0] for e in found),  # the fields at fault
-                     ['spec.tfReplicaSpecs.Chief.replica',
+                     ['$.spec.tfReplicaSpecs.Chief.replica',
                       f'{container_path}.ports[0].containerPort',
                       f'{container_path}.resources.limits.memory'], found)
     self.assertEqual(operator.webhook_errors(job), [
         'spec.tfReplicaSpecs[Chief].template.spec.containers: must have at least one '
         'container with name tensorflow'])
 
+
+  def test_a_broken_manifest_file_is_refused_where_it_breaks(self):
+    with open(MANIFEST) as f:
+      text = f.read()
+    # A misspelt field in the file reads as YAML, and the schema names it.
+    misspelt = yaml.safe_load(text.replace('      replicas: 1\n', '      replica: 1\n', 1))
+    self.assertEqual([e.split(': ', 1)[0] for e in
+                      schema_errors(misspelt, self.crd['openAPIV3Schema'])],
+                     ['$.spec.tfReplicaSpecs.Chief.replica'])
+    # A line out of its mapping's indentation is no YAML: PyYAML names the first line that
+    # no longer parses, the one after it.
+    line = text.splitlines().index('      replicas: 9') + 1
+    with self.assertRaises(yaml.YAMLError) as caught:
+      yaml.safe_load(text.replace('      replicas: 9', '     replicas: 9', 1))
+    self.assertEqual(caught.exception.problem_mark.line + 1, line + 1)
 
   def test_every_pod_runs_the_image_the_dockerfile_builds(self):
     with open(DOCKERFILE) as f:

@@ -20,7 +20,7 @@ import tensorflow as tf
 from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import manifest, pipeline, records
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import params as params_lib
 
 LIMIT = 240  # seconds for one process
@@ -35,10 +35,7 @@ def prepare_with_plan(data: str, out: str, **kwargs) -> tuple[dict, dict]:
 
 
 def prepare_quietly(data: str, out: str, **kwargs) -> dict:
-  values = dict(source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=4,
-                workers=1)
-  values.update(kwargs)
-  return prepare.prepare(prepare.PrepareConfig(**values), log=lambda s: None)
+  return tiny_records.prepared(data, out, **{'videos_per_shard': 4, **kwargs})
 
 
 def videos_in_files(out: str, subset: str) -> list[str]:
@@ -172,9 +169,7 @@ class PreparedDatasetTest(tf.test.TestCase):
     with open(os.path.join(lists, 'classInd.txt'), 'ab') as f:
       f.write(b'not-a-number Foo\r\n')
     os.remove(os.path.join(data, 'UCF-101', 'MoveUpSpeed1', 'v_MoveUpSpeed1_g02_c01.avi'))
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        source='videos', data_dir=data, out=self.create_tempdir().full_path, short_side=0,
-        videos_per_shard=4, workers=1), log=lambda line: None)
+    manifests = prepare_quietly(data, self.create_tempdir().full_path)
     test = manifests['test']
     self.assertEqual((test['num_records'], test['num_skipped'], test['num_listed']),
                      (27, 3, 30))

@@ -11,9 +11,8 @@ import tempfile
 
 from absl.testing import absltest
 
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import manifest
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers.checkpoints import checkpoint_step
 
 LIMIT = 240
@@ -28,12 +27,9 @@ class RecordsDatasetTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    data = os.path.join(cls.root, 'hmdb51')
-    make_synthetic_ucf101.make_dataset(data, layout='hmdb51', classes=3, groups=8, width=24,
-                                       height=20, min_frames=6, max_frames=8, object_size=10)
-    cls.records = os.path.join(cls.root, 'records')
-    prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', data_dir=data, out=cls.records,
-                                          short_side=0, workers=1), log=lambda s: None)
+    cls.records = tiny_records.make(cls.root, layout='hmdb51', classes=3, groups=8, width=24,
+                                    height=20, min_frames=6, max_frames=8,
+                                    object_size=10).records['videos']
 
   @classmethod
   def tearDownClass(cls):

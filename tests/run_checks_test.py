@@ -14,10 +14,9 @@ import tempfile
 
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
 
 from input_fn import factory, manifest
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import build_estimator, preflight, resume_check
 from towers.params import make_params
 
@@ -31,10 +30,9 @@ def prepared(root: str, split: int = 1) -> str:
   """A 4-class synthetic UCF101 prepared into `root/tfr<split>`."""
   data = os.path.join(root, 'ucf')
   if not os.path.isdir(data):
-    make_synthetic_ucf101.make_dataset(data, classes=4, groups=9, min_frames=4, max_frames=5)
+    data = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
   out = os.path.join(root, f'tfr{split}')
-  prepare.prepare(prepare.PrepareConfig(data_dir=data, out=out, split=split, short_side=0,
-                                        workers=1), log=lambda s: None)
+  tiny_records.prepared(data, out, split=split)
   return out
 
 

@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import pipeline, ucf101
+from tests import tiny_records
 from towers import classifier, two_stream
 from towers import params as params_lib
 from towers.training import train_and_evaluate
@@ -70,12 +70,9 @@ class ServingExportTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    data = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(data, classes=3, groups=8, width=24, height=20,
-                                       min_frames=8, max_frames=10, object_size=10)
-    records = os.path.join(cls.root, 'tfr')
-    prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=data, out=records,
-                                          short_side=0, workers=1), log=lambda s: None)
+    made = tiny_records.make(cls.root, classes=3, groups=8, width=24, height=20, min_frames=8,
+                             max_frames=10, object_size=10)
+    data, records = made.data, made.records['videos']
     cls.class_names = None
     cls.models = {}
     for towers in TOWERS:

@@ -21,8 +21,7 @@ import time
 from absl.testing import absltest
 
 from command_line import signals
-from data_tools import make_synthetic_ucf101
-from tests import program_runs
+from tests import program_runs, tiny_records
 from tests.cluster_testing import wait_until
 from towers.checkpoints import checkpoint_step
 
@@ -37,9 +36,8 @@ class SignalsTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.data = os.path.join(cls.root, 'ucf101')
-    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=8, width=24, height=20,
-                                       min_frames=6, max_frames=8, object_size=10)
+    cls.data = tiny_records.make(cls.root, (), classes=2, groups=8, width=24, height=20,
+                                 min_frames=6, max_frames=8, object_size=10).data
 
   @classmethod
   def tearDownClass(cls):

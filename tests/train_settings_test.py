@@ -17,9 +17,8 @@ import tempfile
 import tensorflow as tf
 
 from command_line import status_file
-from data_tools import make_synthetic_ucf101, prepare
 from input_fn import factory
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import build_estimator, preflight, train_settings
 from towers.params import make_params
 
@@ -238,13 +237,11 @@ class SettingsTest(tf.test.TestCase):
 
   def test_prepared_data_is_known_by_its_training_videos_not_its_path(self):
     root = tempfile.mkdtemp()
-    ucf = os.path.join(root, 'ucf')
-    make_synthetic_ucf101.make_dataset(ucf, classes=4, groups=9, min_frames=4, max_frames=5)
+    ucf = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
     videos = {}
     for split in (1, 2):
       out = os.path.join(root, f'tfr{split}')
-      prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, split=split, short_side=0,
-                                            workers=1), log=lambda s: None)
+      tiny_records.prepared(ucf, out, split=split)
       videos[split] = train_settings.train_videos(
           make_params(TINY, data_source='tfrecord', data_dir=out))
     moved = shutil.copytree(os.path.join(root, 'tfr1'), os.path.join(root, 'moved'))
@@ -265,12 +262,9 @@ class SettingsTest(tf.test.TestCase):
     self.addCleanup(shutil.rmtree, root, ignore_errors=True)
     params = {}
     for name, (width, height) in (('small', (24, 20)), ('large', (32, 24))):
-      ucf = os.path.join(root, name)
-      make_synthetic_ucf101.make_dataset(ucf, classes=4, groups=9, min_frames=4, max_frames=5,
-                                         width=width, height=height)
-      out = os.path.join(root, f'{name}_tfr')
-      prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, short_side=0, workers=1),
-                      log=lambda s: None)
+      made = tiny_records.make(os.path.join(root, name), classes=4, groups=9, min_frames=4,
+                               max_frames=5, width=width, height=height)
+      ucf, out = made.data, made.records['videos']
       params[name] = make_params(TINY, data_source='tfrecord', data_dir=out,
                                  model_dir=os.path.join(root, 'run'))
       params[name + '_videos'] = make_params(TINY, data_source='videos', data_dir=ucf)

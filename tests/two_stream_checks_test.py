@@ -18,8 +18,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import params as params_lib
 from towers import train_settings, two_stream
 from towers.training import train_and_evaluate
@@ -42,16 +41,13 @@ class TwoStreamChecksTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    ucf = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(ucf, classes=3, groups=9, width=24, height=20,
-                                       min_frames=6, max_frames=7, object_size=8,
-                                       write_flow=True)
+    ucf = tiny_records.make(cls.root, (), classes=3, groups=9, width=24, height=20,
+                            min_frames=6, max_frames=7, object_size=8, write_flow=True).data
     cls.data, cls.models = {}, {}
     for stream, source in (('rgb', 'videos'), ('flow', 'flow')):
       for split in (1, 2):
         out = os.path.join(cls.root, f'{stream}{split}')
-        prepare.prepare(prepare.PrepareConfig(source=source, data_dir=ucf, out=out, split=split,
-                                              short_side=0, workers=1), log=lambda s: None)
+        tiny_records.prepared(ucf, out, source=source, split=split)
         cls.data[stream, split] = out
       params = params_lib.make_params(
           model='c3d_small', stream=stream, data_source='tfrecord', data_dir=cls.data[stream, 1],
@@ -60,12 +56,9 @@ class TwoStreamChecksTest(tf.test.TestCase):
           model_dir=os.path.join(cls.root, f'{stream}_model'))
       train_and_evaluate(params)
       cls.models[stream] = params.model_dir
-    four = os.path.join(cls.root, 'ucf4')
-    make_synthetic_ucf101.make_dataset(four, classes=4, groups=9, width=24, height=20,
-                                       min_frames=6, max_frames=7, object_size=8)
-    cls.four_classes = os.path.join(cls.root, 'rgb_four')
-    prepare.prepare(prepare.PrepareConfig(data_dir=four, out=cls.four_classes, short_side=0,
-                                          workers=1), log=lambda s: None)
+    cls.four_classes = tiny_records.make(
+        os.path.join(cls.root, 'four'), classes=4, groups=9, width=24, height=20, min_frames=6,
+        max_frames=7, object_size=8).records['videos']
 
   def args(self, split: int = 1, **overrides) -> list[str]:
     values = {'rgb_model': self.models['rgb'], 'flow_model': self.models['flow'],

@@ -12,7 +12,7 @@ import tempfile
 
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
+from tests import tiny_records
 from towers import params as params_lib
 from towers import two_stream
 from towers.training import train_and_evaluate
@@ -28,17 +28,12 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
     self.addCleanup(shutil.rmtree, self.root)
 
   def test_rgb_and_flow_train_export_and_fuse_per_video(self):
-    data = os.path.join(self.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(data, classes=2, groups=9, width=24, height=20,
-                                       min_frames=6, max_frames=7, object_size=8,
-                                       write_flow=True)
+    made = tiny_records.make(self.root, ('videos', 'flow'), classes=2, groups=9, width=24,
+                             height=20, min_frames=6, max_frames=7, object_size=8)
     streams = {}
     for stream, source in (('rgb', 'videos'), ('flow', 'flow')):
-      records = os.path.join(self.root, f'{stream}_tfr')
-      manifests = prepare.prepare(prepare.PrepareConfig(
-          source=source, data_dir=data, out=records, short_side=0, workers=1),
-          log=lambda s: None)
-      self.assertEqual(manifests['test']['num_records'], 14)  # 2 classes x groups 1-7
+      records = made.records[source]
+      self.assertEqual(made.manifests[source]['test']['num_records'], 14)  # 2 classes x g1-7
       params = params_lib.make_params(
           model='c3d_small', stream=stream, data_source='tfrecord', data_dir=records,
           num_classes=2, clip_frames=4, crop_size=16, batch_size=4, num_towers=1,

@@ -15,10 +15,10 @@ import tempfile
 
 import tensorflow as tf
 
-from data_tools import make_synthetic_ucf101, prepare
+from data_tools import prepare
 from input_fn import data_checks, factory, manifest, ucf101
 from model_fn.eval_coverage import EvalCoverageError
-from tests import program_runs
+from tests import program_runs, tiny_records
 from towers import build_estimator, preflight
 from towers.params import make_params
 
@@ -48,9 +48,8 @@ class ZeroDataTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.ucf = os.path.join(cls.root, 'ucf')
-    make_synthetic_ucf101.make_dataset(cls.ucf, classes=3, groups=9, min_frames=4,
-                                       max_frames=5, write_frames=True)
+    cls.ucf = tiny_records.make(cls.root, (), classes=3, groups=9, min_frames=4, max_frames=5,
+                                write_frames=True).data
 
   def copy_without(self, name: str, drop) -> str:
     """A copy of the dataset without the .avi files and frame folders `drop(path)` names."""
@@ -66,8 +65,7 @@ class ZeroDataTest(tf.test.TestCase):
     written that subset's manifest by then): training must refuse such a directory too."""
     out = source + '_tfr'
     try:
-      prepare.prepare(prepare.PrepareConfig(data_dir=source, out=out, short_side=0, workers=1),
-                      log=lambda s: None)
+      tiny_records.prepared(source, out)
     except prepare.EmptySubset:
       pass
     return out

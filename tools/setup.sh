@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh Debian machine: Bazel (Debian's bazel-bootstrap 4.2.3),
 # Slurm and munge (for the real-Slurm test), the local Bazel repositories Bazel needs
-# offline, and the pinned Python environment in .venv/.
+# offline, and the pinned Python environment in .venv/ (requirements.txt, and the specs'
+# requirements-test.txt).
 # Safe to run again: every step checks first and does nothing when already done.
 #
 #   bash tools/setup.sh          CPU machines: tensorflow-cpu; GPU nodes found by nvidia-smi
@@ -28,7 +29,7 @@ for arg in "$@"; do
     --gpu) asked=gpu ;;
     --gpu-image) asked=gpu; image=yes ;;
     --cpu) asked=cpu ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: tools/setup.sh: unknown argument $arg (use --gpu, --gpu-image, --cpu or nothing)" >&2; exit 2 ;;
   esac
 done
@@ -130,6 +131,19 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
       "$(grep '^opencv-contrib-python-headless==' requirements.txt)"
   fi
   echo "$want" > "$stamp"
+fi
+# The specs' own libraries (requirements-test.txt): not in the container image, which runs
+# programs only.
+if [ -z "$image" ]; then
+  test_stamp=.venv/.requirements-test.sha256
+  want_test="$(sha256sum requirements-test.txt | cut -d' ' -f1)"
+  if [ ! -f "$test_stamp" ] || [ "$(cat "$test_stamp")" != "$want_test" ]; then
+    say "installing the specs' pinned Python packages from requirements-test.txt"
+    .venv/bin/python3 -m pip install -q -r requirements-test.txt
+    echo "$want_test" > "$test_stamp"
+  fi
+  .venv/bin/python3 -c 'import jsonschema, yaml' \
+    || { say "the specs' packages do not import: run 'bash tools/setup.sh' again"; exit 1; }
 fi
 .venv/bin/python3 - <<'PY'
 import cv2, numpy, tensorflow as tf

@@ -6,10 +6,10 @@ holds the CRD's `openAPIV3Schema` of version v1 with every `description` removed
 bytes of YAML become 179 kB of JSON; nothing a validator reads is dropped),
 beside the source, the commit and the sha256 of the YAML it came from.
 
-Regenerate (any Python with PyYAML; the project itself does not need it):
+Regenerate (PyYAML is in the specs' requirements-test.txt):
 
   git -C training-operator show v1.9.0:manifests/base/crds/kubeflow.org_tfjobs.yaml > crd.yaml
-  python3 tests/testdata/make_kubeflow_tfjob_crd.py crd.yaml
+  .venv/bin/python3 tests/testdata/make_kubeflow_tfjob_crd.py crd.yaml
 """
 
 from __future__ import annotations

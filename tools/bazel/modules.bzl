@@ -514,8 +514,6 @@ MODULES = {
         ]),
         ("i3d_test_lib.py", "i3d_test_lib", []),
         ("kubeflow_operator.py", "kubeflow_operator", []),
-        ("manifest_yaml.py", "manifest_yaml", []),
-        ("openapi_schema.py", "openapi_schema", []),
         ("pod_network.py", "pod_network", [
             ":slurm_testing",
         ]),
@@ -525,6 +523,10 @@ MODULES = {
         ("slurm_testing.py", "slurm_testing", [
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
+        ]),
+        ("tiny_records.py", "tiny_records", [
+            "//data_tools:make_synthetic_ucf101_lib",
+            "//data_tools:prepare_lib",
         ]),
         ("tower_testing.py", "tower_testing", [
             "//model_fn:layers",
@@ -811,6 +813,7 @@ TEST_DEPS = {
     ],
     "classify_test": [
         ":program_runs",
+        ":tiny_records",
         "//command_line:entry",
         "//command_line:options",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -927,8 +930,7 @@ TEST_DEPS = {
     ],
     "damaged_train_data_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:pipeline",
@@ -980,8 +982,7 @@ TEST_DEPS = {
         "//towers:training",
     ],
     "eval_coverage_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//model_fn:eval_coverage",
         "//towers",
@@ -1023,8 +1024,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
     ],
     "flow_input_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
@@ -1076,12 +1076,11 @@ TEST_DEPS = {
     ],
     "gpu_tier_test": [
         ":gpu_i3d_fit_main",
+        ":tiny_records",
         ":tower_testing",
         "//benchmarks:benchmark_graphs",
         "//benchmarks:flow_benchmark_lib",
         "//command_line:status_file",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:factory",
         "//model_fn/networks:c3d_small",
         "//model_fn:devices",
@@ -1107,6 +1106,7 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "hmdb51_test": [
+        ":tiny_records",
         "//command_line:options",
         "//data_tools:extract_flow_lib",
         "//data_tools:make_synthetic_ucf101_lib",
@@ -1152,14 +1152,13 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "input_direct_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//towers:params",
     ],
     "input_pipeline_test": [
+        ":tiny_records",
         "//command_line:options",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
@@ -1172,15 +1171,12 @@ TEST_DEPS = {
     "kubeflow_pods_test": [
         ":cluster_testing",
         ":kubeflow_operator",
-        ":manifest_yaml",
         ":pod_network",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
     "kubeflow_tfjob_test": [
         ":kubeflow_operator",
-        ":manifest_yaml",
-        ":openapi_schema",
         "//towers/cluster:spec",
         "//towers:flags",
         "//towers:preflight",
@@ -1257,6 +1253,7 @@ TEST_DEPS = {
     ],
     "prepared_dataset_test": [
         ":program_runs",
+        ":tiny_records",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:make_synthetic_ucf101_main",
         "//data_tools:prepare_lib",
@@ -1283,16 +1280,14 @@ TEST_DEPS = {
     ],
     "records_dataset_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:manifest",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
     "run_checks_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//towers",
@@ -1324,8 +1319,7 @@ TEST_DEPS = {
         "//model_fn:network_variables",
     ],
     "serving_export_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//input_fn:pipeline",
         "//input_fn:ucf101",
         "//towers:classifier",
@@ -1337,9 +1331,9 @@ TEST_DEPS = {
     "signals_test": [
         ":cluster_testing",
         ":program_runs",
+        ":tiny_records",
         "//command_line:signals",
         "//data_tools:extract_flow_main",
-        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_main",
         "//towers/cluster:local_cluster_main",
         "//towers:checkpoints",
@@ -1395,9 +1389,8 @@ TEST_DEPS = {
     ],
     "train_settings_test": [
         ":program_runs",
+        ":tiny_records",
         "//command_line:status_file",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
         "//input_fn:factory",
         "//towers",
         "//towers:params",
@@ -1438,8 +1431,7 @@ TEST_DEPS = {
     ],
     "two_stream_checks_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//towers:evaluate_two_stream_main",
         "//towers:params",
         "//towers:train_settings",
@@ -1447,8 +1439,7 @@ TEST_DEPS = {
         "//towers:two_stream",
     ],
     "two_stream_end_to_end_test": [
-        "//data_tools:make_synthetic_ucf101_lib",
-        "//data_tools:prepare_lib",
+        ":tiny_records",
         "//towers:params",
         "//towers:training",
         "//towers:two_stream",
@@ -1481,7 +1472,7 @@ TEST_DEPS = {
     ],
     "zero_data_test": [
         ":program_runs",
-        "//data_tools:make_synthetic_ucf101_lib",
+        ":tiny_records",
         "//data_tools:prepare_lib",
         "//input_fn:data_checks",
         "//input_fn:factory",
