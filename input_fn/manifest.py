@@ -37,7 +37,7 @@ import shutil
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import dir_identity, json_files
+from input_fn import dir_identity, json_files, ucf101
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
 SHARD_GLOB = '{subset}-*-of-*.tfrecord'
@@ -54,12 +54,15 @@ DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before dataset
 
 
 class SharedVideos(Problem):
-  """Train and test records share videos (option data_dir): `videos`, their names sorted."""
+  """Train and test records share videos (option data_dir): `videos`, their names sorted;
+  `lists`, the train and the test list files that named them (`list_file`)."""
   videos: list[str]
+  lists: tuple[str, str]
 
-  def __new__(cls, text: str, videos: list[str]) -> 'SharedVideos':
+  def __new__(cls, text: str, videos: list[str], lists: tuple[str, str]) -> 'SharedVideos':
     made = super().__new__(cls, 'data_dir', text)
     made.videos = list(videos)
+    made.lists = lists
     return made
 
 
@@ -202,12 +205,14 @@ def classes_in_records(manifest: dict[str, Any]) -> int:
 
 def training_data_problems(directory: str, num_classes: int,
                            subsets: Sequence[str] = SUBSETS,
-                           dataset: str | None = None) -> list[Problem]:
+                           dataset: str | None = None,
+                           split: int | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
-  of another dataset than `dataset` (when given), a label >= num_classes (names
-  --num_classes and the data's class count), or a video in both train and test (count and
-  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a
-  `Problem` naming the option to change."""
+  of another dataset than `dataset` or another split than `split` (when given; names both),
+  a label >= num_classes (names --num_classes and the data's class count), or a video in
+  both train and test (`same_video`; count, an example and the list files that name it:
+  `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
+  naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -222,6 +227,12 @@ def training_data_problems(directory: str, num_classes: int,
                            f'--dataset={held}, or pass the --out of a {dataset} preparation '
                            'as --data_dir'))
       return found
+    if split is not None and manifest.get('split') != split:
+      found.append(Problem('split', f'--split={split} but {manifest_path(directory, subset)} '
+                           f'holds records of split {manifest.get("split")}: set '
+                           f'--split={manifest.get("split")}, or pass the --out of a split '
+                           f'{split} preparation as --data_dir'))
+      return found
     needed = classes_in_records(manifest)
     if needed > num_classes:
       found.append(Problem('num_classes', f'--num_classes={num_classes} but the {subset} '
@@ -230,10 +241,31 @@ def training_data_problems(directory: str, num_classes: int,
                            f'{os.path.basename(manifest_path(directory, subset))}): set '
                            f'--num_classes={manifest.get("num_classes", needed)}'))
   if len(manifests) == 2:
-    train = {n.lower() for n in video_names(manifests['train'])}
-    both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
-    if both:
-      found.append(SharedVideos(f'{len(both)} videos of {directory} are in both the train '
-                                f'and the test records (e.g. {both[0]}): train and test '
-                                'overlap; prepare again with --overwrite', both))
+    shared = shared_videos(manifests['train'], manifests['test'])
+    lists = (list_file(manifests['train'], 'train'), list_file(manifests['test'], 'test'))
+    if shared:
+      found.append(SharedVideos(
+          f'{len(shared)} videos of {directory} are in both the train and the test records '
+          f'(e.g. {shared[0]}, listed in {lists[0]} and in {lists[1]}): train and test '
+          'overlap; remove each from one of the two lists (or prepare both subsets from one '
+          'split into one --out) and prepare again with --overwrite', shared, lists))
   return found
+
+
+def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
+  """Names of the videos of the `test` manifest that the `train` manifest holds too, by
+  `ucf101.same_video` (prepare's split rule: case-sensitive), sorted."""
+  held = {ucf101.same_video(n) for n in video_names(train)}
+  return sorted(n for n in video_names(test) if ucf101.same_video(n) in held)
+
+
+def list_file(manifest: dict[str, Any], subset: str) -> str:
+  """The file that listed the videos of `manifest`'s `subset`: a list dataset's
+  --train_list/--test_list, UCF101's <subset>list0<split>.txt, else (HMDB51: one file per
+  class) the split files' directory."""
+  paths = manifest.get('source_paths') or {}
+  if paths.get(f'{subset}_list'):
+    return paths[f'{subset}_list']
+  if manifest.get('dataset', DEFAULT_DATASET) == 'ucf101' and paths.get('split_dir'):
+    return os.path.join(paths['split_dir'], f'{subset}list{int(manifest["split"]):02d}.txt')
+  return paths.get('split_dir') or '(unknown)'
