@@ -160,14 +160,14 @@ class TwoStreamChecksTest(tf.test.TestCase):
     test['classes'] = test['classes'][:1] + test['classes'][1:][::-1]  # labels 1 and 2 swapped
     with open(os.path.join(reordered, 'test.manifest.json'), 'w') as f:
       json.dump(test, f)
+    self.assert_refused(self.args(rgb_data=reordered), 'TwoStreamError', ['rgb_data'])
+    self.assert_refused(self.args(dataset='hmdb51'), 'TwoStreamError', ['dataset'])
     paths = {'rgb_model': self.models['rgb'], 'flow_model': self.models['flow'],
              'rgb_data': reordered, 'flow_data': self.data['flow', 1]}
     with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.check_agreement(paths)
     self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.label),
                      ('class_names', 'rgb_data', 1))
-    self.assert_refused(self.args(rgb_data=reordered), 'TwoStreamError', ['rgb_data'])
-    self.assert_refused(self.args(dataset='hmdb51'), 'TwoStreamError', ['dataset'])
 
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
     trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])
