@@ -158,6 +158,13 @@ class VideoIdentityTest(absltest.TestCase):
                      [('test.txt', 2, 'duplicate'), ('train.txt', 2, 'duplicate'),
                       ('train.txt', 3, 'duplicate')])
 
+  def test_a_video_given_two_labels_is_one_conflicting_label_not_a_duplicate(self):
+    split = self.split('vids/v1.avi 0\nvids/v4.avi 1\n./vids/v1.avi 1\nvids/v1.avi 1\n'
+                       'vids/v4.avi 1\n', 'vids/test.avi 0\n')
+    self.assertEqual([(p.line, p.kind) for p in split.problems],
+                     [(3, 'conflicting label'), (5, 'duplicate')])
+    self.assertEqual([(e.name, e.index) for e in split.train], [('vids/v4', 0)])
+
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
     self.assertEqual(split.problems, [])
