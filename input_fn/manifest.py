@@ -8,6 +8,7 @@
   source          what they were made from: 'videos', 'frames' or 'flow'
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
                    'flow_dir', 'flow_list'}: the resolved paths they were read from
+  class_names     list datasets: 'sha256 <16 hex>' of the --class_names file; else ''
   split, short_side, jpeg_quality, videos_per_shard   the settings
   layout          frames/flow: the file layout read (`data_tools/layouts.py`); '' for videos
   subset, num_listed (lines of the subset's split list: every video it names, whatever
@@ -48,9 +49,11 @@ STATE_DIR = '.shards'
 IDENTITY_FILE = 'dataset.json'
 SUBSETS = ('train', 'test')
 # Identity fields, in the order differences are reported.
-IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'split', 'short_side',
-                   'jpeg_quality', 'videos_per_shard')
-DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before datasets were named
+IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'class_names', 'split',
+                   'short_side', 'jpeg_quality', 'videos_per_shard')
+# What an identity written before a field existed holds in its stead.
+IDENTITY_DEFAULTS = {'dataset': 'ucf101', 'class_names': ''}
+DEFAULT_DATASET = IDENTITY_DEFAULTS['dataset']  # of directories prepared before datasets were named
 
 
 class SharedVideos(Problem):
@@ -79,11 +82,13 @@ class ManifestError(ValueError):
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
              short_side: int, jpeg_quality: int, videos_per_shard: int,
-             dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
-  """The fields that make two preparations the same dataset (the subsets may differ)."""
-  return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths), 'split': split,
-          'short_side': short_side, 'jpeg_quality': jpeg_quality,
-          'videos_per_shard': videos_per_shard}
+             dataset: str = DEFAULT_DATASET, class_names: str = '') -> dict[str, Any]:
+  """The fields that make two preparations the same dataset (the subsets may differ).
+  `class_names`: what the --class_names file of a list dataset holds ('sha256 <16 hex>' of
+  its bytes: the same path edited in place is another dataset), '' for other datasets."""
+  return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths),
+          'class_names': class_names, 'split': split, 'short_side': short_side,
+          'jpeg_quality': jpeg_quality, 'videos_per_shard': videos_per_shard}
 
 
 def manifest_path(directory: str, subset: str) -> str:
@@ -99,14 +104,13 @@ def read_identity(directory: str) -> dict[str, Any] | None:
   except dir_identity.IdentityDamaged:
     found = None
   if found is not None:
-    found = {'dataset': DEFAULT_DATASET, **found}
+    found = {**IDENTITY_DEFAULTS, **found}
   if found is not None and all(name in found for name in IDENTITY_FIELDS):
     return found
   for subset in SUBSETS:
     manifest = json_files.load_object(manifest_path(directory, subset))
     if manifest and manifest.get('format_version') == FORMAT_VERSION:
-      return {name: manifest.get(name, DEFAULT_DATASET if name == 'dataset' else None)
-              for name in IDENTITY_FIELDS}
+      return {name: manifest.get(name, IDENTITY_DEFAULTS.get(name)) for name in IDENTITY_FIELDS}
   return None
 
 
