@@ -40,6 +40,7 @@ import tensorflow as tf
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
 from model_fn import confusion
+from towers import export_info
 from towers.training import protocol
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
@@ -317,7 +318,6 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
   carry them, `towers/export_info.py`) and of both eval data's manifests are the same.
   Raises `TwoStreamError` naming the option, what disagrees and, for class names, the first
   label where they do."""
-  from towers import export_info  # pylint: disable=g-import-not-at-top
   manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
   held = {s: {'dataset': m.get('dataset', manifest_lib.DEFAULT_DATASET), 'split': m.get('split')}
           for s, m in manifests.items()}
