@@ -306,9 +306,9 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   Problem per line that is malformed, multi-label (a video file with several labels,
   VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
   folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
-  Problem per video, kept out with every line of it). A video is its resolved path (`identity`: `./`, `..` and
-  symlinks resolved, relative or absolute alike); its name is the path below `root`
-  without the extension (`list_name`)."""
+  Problem per video, kept out with every line of it). A video is its resolved path
+  (`identity`: `./`, `..` and symlinks resolved, relative or absolute alike); its name is the
+  path below `root` without the extension (`list_name`)."""
   entries: list[VideoEntry] = []
   folders: dict[str, FrameInfo] = {}
   problems = []

@@ -139,20 +139,18 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
                         option='flow_weight')
   streams = ((load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model'))
              if flow_model else (load_stream(model),))
-  differ = two_stream.class_list_difference(
-      [(f'{s.model.export}', s.class_names) for s in streams])
+  differ = two_stream.class_list_difference([(s.model.export, s.class_names) for s in streams])
   if differ:
     raise ClassifyError(f'{differ}: they were not trained on the same class list', 'classes',
                         streams[1].model.export, 'flow_model')
   for stream, option in zip(streams, ('model', 'flow_model')):
     if dataset and stream.dataset != dataset:
-      held = (f'was trained on {stream.dataset}' if stream.dataset else
-              'does not record its dataset (exported before it was)')
+      held, fix = ((f'was trained on {stream.dataset}', f'set --dataset={stream.dataset}')
+                   if stream.dataset else
+                   ('does not record its dataset (exported before it was)', 'leave it out'))
       raise ClassifyError(f'--dataset={dataset} but the {stream.stream} model '
-                          f'{stream.model.export} {held}: '
-                          f'{"set --dataset=" + stream.dataset if stream.dataset else "leave --dataset out"}'
-                          f', or pass a model trained on {dataset} as --{option}', 'dataset',
-                          stream.model.export, 'dataset')
+                          f'{stream.model.export} {held}: {fix}, or pass a model trained on '
+                          f'{dataset} as --{option}', 'dataset', stream.model.export, 'dataset')
   return Classifier(streams, flow_weight)
 
 

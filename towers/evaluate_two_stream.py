@@ -101,12 +101,12 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
 def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
              path_prefix: str, split: int | None = None) -> dict:
   """Checks that the four `paths` agree (`two_stream.check_agreement`: --dataset, `split`
-  when given, class names), loads both models of `paths`, predicts every test video of each stream, writes the
-  confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting with `path_prefix`)
-  and returns the table (`two_stream.report`, classes named by the RGB records) with
-  `training_videos_checked`: stream -> whether its model_dir listed its training videos, so
-  none of them could be among the test videos (False: evaluated with a warning, unchecked),
-  and `files`: the paths written."""
+  when given, class names), loads both models of `paths`, predicts every test video of each
+  stream, writes the confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting
+  with `path_prefix`) and returns the table (`two_stream.report`, classes named by the RGB
+  records) with `training_videos_checked`: stream -> whether its model_dir listed its
+  training videos, so none of them could be among the test videos (False: evaluated with a
+  warning, unchecked), and `files`: the paths written."""
   two_stream.check_agreement(paths, split, options.dataset)
   models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
