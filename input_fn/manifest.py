@@ -212,7 +212,8 @@ def training_data_problems(directory: str, num_classes: int,
                            dataset: str | None = None,
                            split: int | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
-  of another dataset than `dataset` or another split than `split` (when given; names both),
+  of another dataset than `dataset` or another split than `split` (when given and the
+  manifest records one; names both),
   a label >= num_classes (names --num_classes and the data's class count), or a video in
   both train and test (`same_video`; count, an example and the list files that name it:
   `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
@@ -231,7 +232,7 @@ def training_data_problems(directory: str, num_classes: int,
                            f'--dataset={held}, or pass the --out of a {dataset} preparation '
                            'as --data_dir'))
       return found
-    if split is not None and manifest.get('split') != split:
+    if split is not None and manifest.get('split', split) != split:  # none: not recorded
       found.append(Problem('split', f'--split={split} but {manifest_path(directory, subset)} '
                            f'holds records of split {manifest.get("split")}: set '
                            f'--split={manifest.get("split")}, or pass the --out of a split '
@@ -270,6 +271,7 @@ def list_file(manifest: dict[str, Any], subset: str) -> str:
   paths = manifest.get('source_paths') or {}
   if paths.get(f'{subset}_list'):
     return paths[f'{subset}_list']
-  if manifest.get('dataset', DEFAULT_DATASET) == 'ucf101' and paths.get('split_dir'):
+  if manifest.get('dataset', DEFAULT_DATASET) == 'ucf101' and paths.get('split_dir') and \
+      manifest.get('split'):
     return os.path.join(paths['split_dir'], f'{subset}list{int(manifest["split"]):02d}.txt')
   return paths.get('split_dir') or '(unknown)'
