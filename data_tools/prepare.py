@@ -382,7 +382,20 @@ def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
   """What makes --out the same dataset (see `input_fn/manifest.py`)."""
   return manifest_lib.identity(record_kind(config.source), config.source,
                                _source_paths(config), config.split, config.short_side,
-                               config.jpeg_quality, config.videos_per_shard, config.dataset)
+                               config.jpeg_quality, config.videos_per_shard, config.dataset,
+                               _class_names_digest(config))
+
+
+def _class_names_digest(config: PrepareConfig) -> str:
+  """'sha256 <16 hex>' of the bytes of a list dataset's --class_names file ('' for other
+  datasets, and when it cannot be read: reading the split names that)."""
+  if config.dataset != 'list':
+    return ''
+  try:
+    with open(config.class_names, 'rb') as f:
+      return f'sha256 {hashlib.sha256(f.read()).hexdigest()[:16]}'
+  except OSError:
+    return ''
 
 
 def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:

@@ -95,7 +95,7 @@ def _record_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
   when training, for their overlap) and each subset read must hold a record."""
   needed = SUBSETS if 'train' in subsets else tuple(subsets)
   return (manifest.training_data_problems(params.data_dir, params.num_classes, needed,
-                                          params.dataset) or
+                                          params.dataset, params.split) or
           _empty_subset_problems(params.data_dir, subsets))
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 from input_fn import ucf101
 from input_fn.ucf101 import ClassIndex, FrameInfo, Problem, Split, VideoEntry
@@ -155,7 +155,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
   0, 1 or 2, or that names a video again (other than once train and once test), is a
-  Problem; a video in train and test is kept out of training (`ucf101.apply_split_rule`).
+  Problem (a video in the files of two classes: 'conflicting label', one per video, kept out
+  of both subsets); a video in train and test is kept out of training (`ucf101.apply_split_rule`).
   Raises `DatasetError` for an empty split file and, when `class_root` holds class folders
   (of videos or of frame folders), for a split file without its class folder or a class
   folder without its split file (`check_hmdb51_classes`): either would renumber the
@@ -171,7 +172,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
   problems: list[Problem] = []
-  seen: dict[str, tuple[str | None, str]] = {}
+  seen: dict[str, tuple[str | None, str, str]] = {}  # video -> (subset, file, class)
+  conflicting: set[str] = set()
   unused = 0
   for label, name in enumerate(names):
     path = files[name]
@@ -190,19 +192,44 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       subset = HMDB51_IDS[parts[1]]
       stem = parts[0][:-4]
       prior = seen.get(stem.lower())
+      if prior is not None and prior[2] != name:
+        if stem.lower() not in conflicting:
+          problems.append(conflicting_label(path, number, stem, (prior[1], prior[2]),
+                                            (os.path.basename(path), name), subset))
+        conflicting.add(stem.lower())
+        continue
       if prior is not None and {prior[0], subset} != {'train', 'test'}:  # train + test: below
         problems.append(Problem(path, number, f'video {stem!r} is listed again (first in '
                                 f'{prior[1]})', 'duplicate', subset or ''))
         continue
-      seen[stem.lower()] = (subset, os.path.basename(path))
+      seen[stem.lower()] = (subset, os.path.basename(path), name)
       if subset is None:
         unused += 1
         continue
       entries = subsets[subset]
       entries.append(VideoEntry(stem, name, label, 0, 0, f'{name}/{parts[0]}', len(entries),
                                 path, number))
-  train, problems = ucf101.apply_split_rule(subsets['train'], subsets['test'], problems)
-  return Split(classes, train, subsets['test'], problems, unused)
+  train, test = (without(subsets[subset], lambda e: e.name.lower() in conflicting)
+                 for subset in ('train', 'test'))
+  train, problems = ucf101.apply_split_rule(train, test, problems)
+  return Split(classes, train, test, problems, unused)
+
+
+def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
+                      again: tuple[str, Any], subset: str | None) -> Problem:
+  """The Problem of a video listed with two labels (`first` and `again`: (where, label)):
+  kind 'conflicting label', one per video, which is kept out of both subsets (neither label
+  can be trusted)."""
+  return Problem(path, line, f'video {video!r} is listed with two labels ({first[1]} in '
+                 f'{first[0]}, {again[1]} in {again[0]}): kept out; give it one label',
+                 'conflicting label', subset or '')
+
+
+def without(entries: list[VideoEntry], dropped: Callable[[VideoEntry], bool]
+            ) -> list[VideoEntry]:
+  """`entries` but those `dropped`, renumbered 0..n-1."""
+  return [dataclasses.replace(e, index=i)
+          for i, e in enumerate(e for e in entries if not dropped(e))]
 
 
 def check_hmdb51_classes(files: dict[str, str], class_root: str) -> None:
@@ -278,14 +305,16 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   folders of a rawframe list (their `total_frames` must be what the folder holds), and one
   Problem per line that is malformed, multi-label (a video file with several labels,
   VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
-  folder, or repeats a video. A video is its resolved path (`identity`: `./`, `..` and
-  symlinks resolved, relative or absolute alike); its name is the path below `root`
-  without the extension (`list_name`)."""
+  folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
+  Problem per video, kept out with every line of it). A video is its resolved path
+  (`identity`: `./`, `..` and symlinks resolved, relative or absolute alike); its name is the
+  path below `root` without the extension (`list_name`)."""
   entries: list[VideoEntry] = []
   folders: dict[str, FrameInfo] = {}
   problems = []
   fields = None
-  seen: dict[str, int] = {}
+  seen: dict[str, tuple[int, int]] = {}  # identity -> (line, label)
+  conflicting: set[str] = set()
   for number, text in ucf101.read_lines(path):
     def bad(kind: str, reason: str) -> None:
       problems.append(Problem(path, number, reason, kind, subset))
@@ -319,16 +348,24 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
       bad('missing file', f'{rel} not found under {root}')
       continue
     identity = os.path.realpath(full)
-    if identity in seen:
-      bad('duplicate', f'{rel} is the video of line {seen[identity]} again ({identity})')
+    if identity in seen and seen[identity][1] != label:
+      if identity not in conflicting:
+        problems.append(conflicting_label(path, number, rel, (
+            f'line {seen[identity][0]}', seen[identity][1]), (f'line {number}', label), subset))
+      conflicting.add(identity)
       continue
-    seen[identity] = number
+    if identity in seen:
+      bad('duplicate', f'{rel} is the video of line {seen[identity][0]} again ({identity})')
+      continue
+    seen[identity] = (number, label)
     name = list_name(full, root, keep_extension=fields == 3)
     entries.append(VideoEntry(name, classes.names[label], label, 0, 0, rel, len(entries), path,
                               number, identity))
     if fields == 3:
       folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
-  return entries, folders, problems
+  entries = without(entries, lambda e: e.identity in conflicting)
+  kept = {e.name.lower() for e in entries}
+  return entries, {k: v for k, v in folders.items() if k in kept}, problems
 
 
 def list_name(full: str, root: str, keep_extension: bool = False) -> str:

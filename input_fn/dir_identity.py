@@ -64,7 +64,8 @@ def differences(here: Mapping[str, Any], asked: Mapping[str, Any],
           found.append(Problem(key, f'{key}: {old.get(key) or "(none)"} here, '
                                     f'{new.get(key) or "(none)"} asked'))
     elif old != new:
-      found.append(Problem(name, f'{name}: {old} here, {new} asked'))
+      found.append(Problem(name, f'{name}: {old if old not in ("", None) else "(none)"} '
+                                 f'here, {new if new not in ("", None) else "(none)"} asked'))
   return found
 
 

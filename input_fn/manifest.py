@@ -8,6 +8,7 @@
   source          what they were made from: 'videos', 'frames' or 'flow'
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
                    'flow_dir', 'flow_list'}: the resolved paths they were read from
+  class_names     list datasets: 'sha256 <16 hex>' of the --class_names file; else ''
   split, short_side, jpeg_quality, videos_per_shard   the settings
   layout          frames/flow: the file layout read (`data_tools/layouts.py`); '' for videos
   subset, num_listed (lines of the subset's split list: every video it names, whatever
@@ -37,7 +38,7 @@ import shutil
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import dir_identity, json_files
+from input_fn import dir_identity, json_files, ucf101
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
 SHARD_GLOB = '{subset}-*-of-*.tfrecord'
@@ -48,18 +49,23 @@ STATE_DIR = '.shards'
 IDENTITY_FILE = 'dataset.json'
 SUBSETS = ('train', 'test')
 # Identity fields, in the order differences are reported.
-IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'split', 'short_side',
-                   'jpeg_quality', 'videos_per_shard')
-DEFAULT_DATASET = 'ucf101'  # the dataset of directories prepared before datasets were named
+IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'class_names', 'split',
+                   'short_side', 'jpeg_quality', 'videos_per_shard')
+# What an identity written before a field existed holds in its stead.
+IDENTITY_DEFAULTS = {'dataset': 'ucf101', 'class_names': ''}
+DEFAULT_DATASET = IDENTITY_DEFAULTS['dataset']  # of directories prepared before datasets were named
 
 
 class SharedVideos(Problem):
-  """Train and test records share videos (option data_dir): `videos`, their names sorted."""
+  """Train and test records share videos (option data_dir): `videos`, their names sorted;
+  `lists`, the train and the test list files that named them (`list_file`)."""
   videos: list[str]
+  lists: tuple[str, str]
 
-  def __new__(cls, text: str, videos: list[str]) -> 'SharedVideos':
+  def __new__(cls, text: str, videos: list[str], lists: tuple[str, str]) -> 'SharedVideos':
     made = super().__new__(cls, 'data_dir', text)
     made.videos = list(videos)
+    made.lists = lists
     return made
 
 
@@ -76,11 +82,13 @@ class ManifestError(ValueError):
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
              short_side: int, jpeg_quality: int, videos_per_shard: int,
-             dataset: str = DEFAULT_DATASET) -> dict[str, Any]:
-  """The fields that make two preparations the same dataset (the subsets may differ)."""
-  return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths), 'split': split,
-          'short_side': short_side, 'jpeg_quality': jpeg_quality,
-          'videos_per_shard': videos_per_shard}
+             dataset: str = DEFAULT_DATASET, class_names: str = '') -> dict[str, Any]:
+  """The fields that make two preparations the same dataset (the subsets may differ).
+  `class_names`: what the --class_names file of a list dataset holds ('sha256 <16 hex>' of
+  its bytes: the same path edited in place is another dataset), '' for other datasets."""
+  return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths),
+          'class_names': class_names, 'split': split, 'short_side': short_side,
+          'jpeg_quality': jpeg_quality, 'videos_per_shard': videos_per_shard}
 
 
 def manifest_path(directory: str, subset: str) -> str:
@@ -96,14 +104,13 @@ def read_identity(directory: str) -> dict[str, Any] | None:
   except dir_identity.IdentityDamaged:
     found = None
   if found is not None:
-    found = {'dataset': DEFAULT_DATASET, **found}
+    found = {**IDENTITY_DEFAULTS, **found}
   if found is not None and all(name in found for name in IDENTITY_FIELDS):
     return found
   for subset in SUBSETS:
     manifest = json_files.load_object(manifest_path(directory, subset))
     if manifest and manifest.get('format_version') == FORMAT_VERSION:
-      return {name: manifest.get(name, DEFAULT_DATASET if name == 'dataset' else None)
-              for name in IDENTITY_FIELDS}
+      return {name: manifest.get(name, IDENTITY_DEFAULTS.get(name)) for name in IDENTITY_FIELDS}
   return None
 
 
@@ -202,12 +209,15 @@ def classes_in_records(manifest: dict[str, Any]) -> int:
 
 def training_data_problems(directory: str, num_classes: int,
                            subsets: Sequence[str] = SUBSETS,
-                           dataset: str | None = None) -> list[Problem]:
+                           dataset: str | None = None,
+                           split: int | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
-  of another dataset than `dataset` (when given), a label >= num_classes (names
-  --num_classes and the data's class count), or a video in both train and test (count and
-  an example: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a
-  `Problem` naming the option to change."""
+  of another dataset than `dataset` or another split than `split` (when given and the
+  manifest records one; names both),
+  a label >= num_classes (names --num_classes and the data's class count), or a video in
+  both train and test (`same_video`; count, an example and the list files that name it:
+  `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
+  naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -222,6 +232,12 @@ def training_data_problems(directory: str, num_classes: int,
                            f'--dataset={held}, or pass the --out of a {dataset} preparation '
                            'as --data_dir'))
       return found
+    if split is not None and manifest.get('split', split) != split:  # none: not recorded
+      found.append(Problem('split', f'--split={split} but {manifest_path(directory, subset)} '
+                           f'holds records of split {manifest.get("split")}: set '
+                           f'--split={manifest.get("split")}, or pass the --out of a split '
+                           f'{split} preparation as --data_dir'))
+      return found
     needed = classes_in_records(manifest)
     if needed > num_classes:
       found.append(Problem('num_classes', f'--num_classes={num_classes} but the {subset} '
@@ -230,10 +246,32 @@ def training_data_problems(directory: str, num_classes: int,
                            f'{os.path.basename(manifest_path(directory, subset))}): set '
                            f'--num_classes={manifest.get("num_classes", needed)}'))
   if len(manifests) == 2:
-    train = {n.lower() for n in video_names(manifests['train'])}
-    both = sorted(n for n in video_names(manifests['test']) if n.lower() in train)
-    if both:
-      found.append(SharedVideos(f'{len(both)} videos of {directory} are in both the train '
-                                f'and the test records (e.g. {both[0]}): train and test '
-                                'overlap; prepare again with --overwrite', both))
+    shared = shared_videos(manifests['train'], manifests['test'])
+    lists = (list_file(manifests['train'], 'train'), list_file(manifests['test'], 'test'))
+    if shared:
+      found.append(SharedVideos(
+          f'{len(shared)} videos of {directory} are in both the train and the test records '
+          f'(e.g. {shared[0]}, listed in {lists[0]} and in {lists[1]}): train and test '
+          'overlap; remove each from one of the two lists (or prepare both subsets from one '
+          'split into one --out) and prepare again with --overwrite', shared, lists))
   return found
+
+
+def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
+  """Names of the videos of the `test` manifest that the `train` manifest holds too, by
+  `ucf101.same_video` (prepare's split rule: case-sensitive), sorted."""
+  held = {ucf101.same_video(n) for n in video_names(train)}
+  return sorted(n for n in video_names(test) if ucf101.same_video(n) in held)
+
+
+def list_file(manifest: dict[str, Any], subset: str) -> str:
+  """The file that listed the videos of `manifest`'s `subset`: a list dataset's
+  --train_list/--test_list, UCF101's <subset>list0<split>.txt, else (HMDB51: one file per
+  class) the split files' directory."""
+  paths = manifest.get('source_paths') or {}
+  if paths.get(f'{subset}_list'):
+    return paths[f'{subset}_list']
+  if manifest.get('dataset', DEFAULT_DATASET) == 'ucf101' and paths.get('split_dir') and \
+      manifest.get('split'):
+    return os.path.join(paths['split_dir'], f'{subset}list{int(manifest["split"]):02d}.txt')
+  return paths.get('split_dir') or '(unknown)'

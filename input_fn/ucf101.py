@@ -134,8 +134,15 @@ class VideoEntry:
 
   @property
   def video(self) -> str:
-    """What makes two entries the same video: `identity` when known, else `key`."""
-    return self.identity or self.key
+    """What makes two entries the same video: `identity` when known, else `same_video(name)`."""
+    return self.identity or same_video(self.name)
+
+
+def same_video(name: str) -> str:
+  """The one rule of every train/test leakage check (prepare's split rule, training's check of
+  prepared records): two videos are the same when their names are, case included, as file
+  names on Linux are."""
+  return name
 
 
 def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
@@ -311,7 +318,7 @@ def apply_split_rule(train_entries: list[VideoEntry], test: list[VideoEntry],
                      problems: list[Problem]) -> tuple[list[VideoEntry], list[Problem]]:
   """(train without any video of `test`, `problems` plus one Problem per removed video):
   a video listed for testing is never trained on (compared by `VideoEntry.video`: the
-  resolved path, else the lower-case name); train indices are renumbered 0..n-1."""
+  resolved path, else `same_video` of the name); train indices are renumbered 0..n-1."""
   test_videos = {e.video for e in test}
   train, problems = [], list(problems)
   for e in train_entries:

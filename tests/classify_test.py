@@ -300,6 +300,18 @@ class ClassifyTest(tf.test.TestCase):
       self.assertEqual(run.stdout, '')  # refused before any video was classified
       self.assertFalse(os.path.exists('x.txt'))
 
+  def test_a_dataset_other_than_the_models_is_refused_naming_both(self):
+    for stream in ('rgb', 'flow'):
+      export = two_stream.saved_model_dir(self.model(stream))
+      self.assertEqual(export_info.read(export)[0]['dataset'], 'ucf101')
+    self.assertEqual(len(classifier.load(self.model('rgb'), self.model('flow'),
+                                         dataset='ucf101').streams), 2)
+    run = self.run_tool(f'--model={self.model("rgb")}', f'--flow_model={self.model("flow")}',
+                        '--dataset=hmdb51', self.test_videos[0])
+    self.assertEqual(run.code, 2, run.output())
+    self.assertEqual((run.error['error'], run.error['options']), ('ClassifyError', ['dataset']))
+    self.assertEqual(run.stdout, '')
+
   # --- Three crops in evaluation --------------------------------------------------------------
 
   def test_three_crops_of_frames_too_small_for_them_are_refused_before_work(self):

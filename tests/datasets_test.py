@@ -77,6 +77,17 @@ class Hmdb51SplitTest(absltest.TestCase):
     self.assertLen(split.test, 5)
     self.assertEqual(split.unused, 2)
 
+  def test_a_video_in_the_files_of_two_classes_is_one_conflicting_label_kept_out(self):
+    kick = 'Goal_1_&_2_kick_ball_f_cm_np1_fr_goo_2'
+    with open(os.path.join(self.splits, 'chew_test_split1.txt'), 'a') as f:
+      f.write(f'{kick}.avi 1 \n')  # line 5: the kick video of kick_test_split1.txt, as chew
+    before = datasets.read_split('hmdb51', self.splits, 1)
+    self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in before.problems],
+                     [('kick_test_split1.txt', 1, 'conflicting label')])
+    self.assertNotIn(kick, [e.name for e in before.train + before.test])
+    self.assertEqual([e.index for e in before.train], list(range(len(before.train))))
+    self.assertLen(before.train, 5)
+
   def test_bad_lines_are_named_by_file_and_line_and_a_test_video_never_trains(self):
     chew = os.path.join(self.splits, 'chew_test_split1.txt')
     with open(chew, 'a') as f:

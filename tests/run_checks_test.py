@@ -2,7 +2,9 @@
 option to fix (each problem a `Problem` with its option; the binary's `error` event).
 
 Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
-the prepared data beyond --num_classes, train and test sharing videos, a resumed
+the prepared data beyond --num_classes, a --split other than the records' (without --split,
+theirs), train and test sharing videos (by prepare's rule: names compared case included;
+the two list files named), a resumed
 model_dir whose checkpoint does not fit the graph (towers/resume_check.py), a model_dir
 under a file, an empty data_dir; and two launch details: `local_cluster --helpshort`
 starts nothing, the cluster evaluator waits between checkpoint checks.
@@ -17,7 +19,7 @@ import tensorflow as tf
 
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, preflight, resume_check
+from towers import build_estimator, preflight, resume_check, training
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -82,6 +84,31 @@ class RunChecksTest(tf.test.TestCase):
     train, test = (set(manifest.video_names(manifest.read(mixed, s))) for s in ('train', 'test'))
     self.assertEqual(found[0].videos, sorted(train & test))
     self.assertLen(found[0].videos, 8)
+    ucf_lists = os.path.join(self.root, 'ucf', 'ucfTrainTestlist')
+    self.assertEqual(found[0].lists, (os.path.join(ucf_lists, 'trainlist01.txt'),
+                                      os.path.join(ucf_lists, 'testlist02.txt')))
+    # Names that differ only in case are two videos, as in prepare's split rule.
+    test_manifest = manifest.read(mixed, 'test')
+    for shard in test_manifest['shards']:
+      for video in shard['videos']:
+        video['name'] = video['name'].upper()
+    manifest.write(mixed, test_manifest)
+    self.assertEqual(manifest.training_data_problems(mixed, 4), [])
+
+  def test_a_split_other_than_the_records_is_refused_naming_both_and_none_takes_theirs(self):
+    split_2 = prepared(self.root, split=2)
+    model_dir = self.create_tempdir().full_path
+    found = preflight.problems(make_params(data_source='tfrecord', data_dir=self.data, split=2,
+                                           num_classes=4, model_dir=model_dir))
+    self.assertEqual([p.option for p in found], ['split'])
+    self.assertEqual(training.with_records_dataset(make_params(
+        data_source='tfrecord', data_dir=split_2)).split, 2)
+    done = program_runs.run('towers.train_main', '--data_source=tfrecord',
+                            f'--data_dir={self.data}', '--split=3', '--num_classes=4',
+                            f'--model_dir={model_dir}', '--max_steps=1', timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual(done.error_options, ['split'])
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
 
   # --- Resume checked against the checkpoint ------------------------------------------------
 

@@ -1,6 +1,9 @@
 """Specification: `evaluate_two_stream` refuses, before inference, what would give wrong numbers.
 
-A model with another number of classes than its eval data, eval data whose test videos
+A model with another number of classes than its eval data, models and eval data whose class
+names differ (in name or order: the first label that differs is named), eval data of another
+split (each split of --splits checked before any is evaluated; without it, RGB and Flow
+records of one split) or of another dataset than --dataset, eval data whose test videos
 the model trained on (the split-2 test list holds split 1's training videos; the model_dir's
 train_settings.json lists what it trained on), a --flow_weight outside [0, 1] (or nan) and a
 --json_out that cannot be written each stop with one `evaluate_two_stream:` line, exit 2.
@@ -103,27 +106,61 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertAllClose(np.mean([r['fusion'] for r in result['per_class']]),
                         result['rows']['fusion']['mean_per_class'])
 
+  def split_links(self, data_of_split: dict[int, int]) -> dict[str, str]:
+    """The four `{split}` paths of a --splits=1,2 run: split k's data is the records of split
+    `data_of_split[k]`; split 1's models are the trained ones, split 2's copies of them that
+    list no training videos (evaluated with a warning: split 2's test videos were trained on)."""
+    root = self.create_tempdir().full_path
+    for stream in ('rgb', 'flow'):
+      bare = shutil.copytree(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
+      os.remove(train_settings.record_path(bare))
+      os.symlink(self.models[stream], os.path.join(root, f'{stream}_model_s1'))
+      for split, prepared in data_of_split.items():
+        os.symlink(self.data[stream, prepared], os.path.join(root, f'{stream}_data_s{split}'))
+    return {f'{stream}_{kind}': os.path.join(root, f'{stream}_{kind}_s{{split}}')
+            for stream in ('rgb', 'flow') for kind in ('model', 'data')}
+
   def test_splits_print_each_table_and_the_mean_video_top_1(self):
-    for stream in ('rgb', 'flow'):  # two "splits" of the same model and records
-      for split in (1, 2):
-        for kind, target in (('model', self.models[stream]), ('data', self.data[stream, 1])):
-          link = os.path.join(self.root, f'{stream}_{kind}_s{split}')
-          if not os.path.exists(link):
-            os.symlink(target, link)
     out = os.path.join(self.create_tempdir().full_path, 'splits.json')
-    pattern = {f'{stream}_{kind}': os.path.join(self.root, f'{stream}_{kind}_s{{split}}')
-               for stream in ('rgb', 'flow') for kind in ('model', 'data')}
+    pattern = self.split_links({1: 1, 2: 2})
     done = evaluate(*self.args(splits='1,2', json_out=out, **pattern))
     self.assertEqual(done.code, 0, done.output())
     result = json.load(open(out))
     self.assertEqual(sorted(result['splits']), ['1', '2'])
     for row in ('rgb', 'flow', 'fusion'):
       self.assertAlmostEqual(result['mean']['rows'][row]['top_1'],
-                             result['splits']['1']['rows'][row]['top_1'])
+                             np.mean([result['splits'][k]['rows'][row]['top_1']
+                                      for k in ('1', '2')]))
     self.assertEqual(result['mean']['splits'], [1, 2])
     # Paths without {split} under --splits, and {split} without --splits.
     self.assert_refused(self.args(splits='1,2'), 'Refused', ['rgb_model'])
     self.assert_refused(self.args(rgb_model=pattern['rgb_model']), 'Refused', ['splits'])
+
+  def test_records_of_another_split_stop_every_split_before_any_inference(self):
+    out_dir = self.create_tempdir().full_path
+    args = self.args(splits='1,2', json_out=os.path.join(out_dir, 'splits.json'),
+                     **self.split_links({1: 1, 2: 1}))
+    self.assert_refused(args, 'TwoStreamError', ['rgb_data'])
+    self.assertEqual(os.listdir(out_dir), [])  # split 1 was not evaluated either
+    # Without --splits, the RGB and Flow records must be of one split.
+    self.assert_refused(self.args(flow_data=self.data['flow', 2]), 'TwoStreamError',
+                        ['flow_data'])
+
+  def test_other_class_names_or_order_and_another_dataset_are_refused(self):
+    reordered = shutil.copytree(self.data['rgb', 1], os.path.join(
+        self.create_tempdir().full_path, 'rgb'))
+    test = json.load(open(os.path.join(reordered, 'test.manifest.json')))
+    test['classes'] = test['classes'][:1] + test['classes'][1:][::-1]  # labels 1 and 2 swapped
+    with open(os.path.join(reordered, 'test.manifest.json'), 'w') as f:
+      json.dump(test, f)
+    self.assert_refused(self.args(rgb_data=reordered), 'TwoStreamError', ['rgb_data'])
+    self.assert_refused(self.args(dataset='hmdb51'), 'TwoStreamError', ['dataset'])
+    paths = {'rgb_model': self.models['rgb'], 'flow_model': self.models['flow'],
+             'rgb_data': reordered, 'flow_data': self.data['flow', 1]}
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_agreement(paths)
+    self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.label),
+                     ('class_names', 'rgb_data', 1))
 
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
     trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])
@@ -144,7 +181,7 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
                      ('classes', self.four_classes, 4))
     self.assertEqual(two_stream.model_classes(model), 3)
-    self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', [])
+    self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', ['rgb_data'])
 
   def test_a_model_dir_without_its_training_videos_is_evaluated_with_a_warning(self):
     bare = shutil.copytree(self.models['rgb'], os.path.join(self.create_tempdir().full_path,

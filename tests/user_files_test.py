@@ -158,6 +158,13 @@ class VideoIdentityTest(absltest.TestCase):
                      [('test.txt', 2, 'duplicate'), ('train.txt', 2, 'duplicate'),
                       ('train.txt', 3, 'duplicate')])
 
+  def test_a_video_given_two_labels_is_one_conflicting_label_not_a_duplicate(self):
+    split = self.split('vids/v1.avi 0\nvids/v4.avi 1\n./vids/v1.avi 1\nvids/v1.avi 1\n'
+                       'vids/v4.avi 1\n', 'vids/test.avi 0\n')
+    self.assertEqual([(p.line, p.kind) for p in split.problems],
+                     [(3, 'conflicting label'), (5, 'duplicate')])
+    self.assertEqual([(e.name, e.index) for e in split.train], [('vids/v4', 0)])
+
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
     self.assertEqual(split.problems, [])
@@ -283,22 +290,47 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual([(p.line, p.kind) for p in split.problems],
                      [(1, 'multi-label'), (2, 'multi-label')])
 
-  def test_a_rawframe_count_that_disagrees_with_its_folder_is_counted_in_the_manifest(self):
+  def frame_folders(self, folders: tuple[tuple[str, int], ...]) -> None:
+    """`folders` ((path under root, frames), ...) of 8x8 JPEG frames img_00001.jpg, ..."""
     image = cv2.imencode('.jpg', np.zeros((8, 8, 3), np.uint8))[1].tobytes()
-    for video, frames in (('f/good', 6), ('f/fewer', 5), ('f/more', 9), ('f/test', 6)):
+    for video, frames in folders:
       for t in range(frames):
         folder = os.path.join(self.root, video)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, f'img_{t + 1:05d}.jpg'), 'wb') as f:
           f.write(image)
-    train = write(os.path.join(self.root, 'train.txt'),
-                  'f/good 6 0\nf/fewer 7 1\nf/more 7 2\n')
-    manifests = prepare.prepare(prepare.PrepareConfig(
-        dataset='list', source='frames', data_dir=self.root, train_list=train,
-        test_list=write(os.path.join(self.root, 'test.txt'), 'f/test 6 0\n'),
+
+  def prepare_frames(self, train: str, test: str) -> dict:
+    """The manifests of a list dataset of frame folders, `train` and `test` its lists'
+    lines, prepared into root/out."""
+    return prepare.prepare(prepare.PrepareConfig(
+        dataset='list', source='frames', data_dir=self.root,
+        train_list=write(os.path.join(self.root, 'train.txt'), train),
+        test_list=write(os.path.join(self.root, 'test.txt'), test),
         class_names=self.classes, out=os.path.join(self.root, 'out'), short_side=0,
         workers=1), log=lambda s: None)
-    found = manifests['train']
+
+  def test_a_video_with_two_labels_is_counted_once_as_a_conflicting_label(self):
+    self.frame_folders((('f/a', 4), ('f/b', 4), ('f/t', 4)))
+    found = self.prepare_frames('f/a 4 0\nf/b 4 1\nf/b 4 2\nf/b 4 3\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_listed'], found['num_records'], found['skipped_by_kind']),
+                     (2, 1, {'conflicting label': 1}))
+
+  def test_a_class_names_file_edited_in_place_is_another_dataset(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4)))
+    lines = ('f/a 4 0\n', 'f/t 4 1\n')
+    found = self.prepare_frames(*lines)['train']
+    self.assertEqual(self.prepare_frames(*lines)['train']['shards'], found['shards'])
+    write(self.classes, ''.join(f'class{i}\n' for i in reversed(range(5))))
+    with self.assertRaises(prepare.PrepareError) as caught:
+      self.prepare_frames(*lines)
+    self.assertEqual((caught.exception.option, caught.exception.differences),
+                     ('out', ('class_names',)))
+
+  def test_a_rawframe_count_that_disagrees_with_its_folder_is_counted_in_the_manifest(self):
+    self.frame_folders((('f/good', 6), ('f/fewer', 5), ('f/more', 9), ('f/test', 6)))
+    train = 'f/good 6 0\nf/fewer 7 1\nf/more 7 2\n'
+    found = self.prepare_frames(train, 'f/test 6 0\n')['train']
     self.assertEqual((found['num_listed'], found['num_records'], found['skipped_by_kind']),
                      (3, 1, {'frame count mismatch': 2}))
     self.assertEqual(sorted(s['input'] for s in found['skipped']),

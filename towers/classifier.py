@@ -47,7 +47,7 @@ class ClassifyError(ValueError):
   """The model or the options cannot classify; the message says what to fix.
 
   `reason`: what is wrong, one short key (that of the `TwoStreamError` or `ExportInfoError`
-  behind it, else 'not_described', 'no_flow_extraction', 'classes', 'crops',
+  behind it, else 'not_described', 'no_flow_extraction', 'classes', 'dataset', 'crops',
   'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
   else None; `option`: the option at fault, else None; `fields`: the video_model.json fields
   that contradict the model ('not_described').
@@ -71,6 +71,7 @@ class Stream:
   records_jpeg_quality: int | None            # rgb trained on records: their JPEG quality
   flow_extraction: dict | None                # flow: {short_side, bound, tvl1 {...}}
   described: bool                             # the export carries video_model.json
+  dataset: str | None = None                  # the training data's (None: not recorded)
 
   @property
   def stream(self) -> str:
@@ -112,7 +113,8 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
                         'or classify with the RGB stream only', 'no_flow_extraction',
                         loaded.export, option)
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
-                (info or {}).get('records_jpeg_quality'), settings, info is not None)
+                (info or {}).get('records_jpeg_quality'), settings, info is not None,
+                (info or {}).get('dataset'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,21 +128,30 @@ class Classifier:
     return self.streams[0].class_names
 
 
-def load(model: str, flow_model: str = '', flow_weight: float = 0.5) -> Classifier:
+def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
+         dataset: str = '') -> Classifier:
   """`model` alone (either stream), or with `flow_model` the RGB `model` and the Flow
-  `flow_model` fused. Raises `ClassifyError`."""
-  if not flow_model:
-    return Classifier((load_stream(model),))
-  if not 0.0 <= flow_weight <= 1.0:
+  `flow_model` fused: the two of one class list, name for name in label order. `dataset`
+  (when given) must be the one each model trained on (its export's video_model.json).
+  Raises `ClassifyError`."""
+  if flow_model and not 0.0 <= flow_weight <= 1.0:
     raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}', 'flow_weight',
                         option='flow_weight')
-  rgb, flow_stream = load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model')
-  if rgb.class_names != flow_stream.class_names:
-    raise ClassifyError(f'{rgb.model.export} and {flow_stream.model.export} have different '
-                        f'classes ({len(rgb.class_names)} and {len(flow_stream.class_names)}, '
-                        'or other names): they were not trained on the same class list',
-                        'classes', flow_stream.model.export, 'flow_model')
-  return Classifier((rgb, flow_stream), flow_weight)
+  streams = ((load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model'))
+             if flow_model else (load_stream(model),))
+  differ = two_stream.class_list_difference([(s.model.export, s.class_names) for s in streams])
+  if differ:
+    raise ClassifyError(f'{differ}: they were not trained on the same class list', 'classes',
+                        streams[1].model.export, 'flow_model')
+  for stream, option in zip(streams, ('model', 'flow_model')):
+    if dataset and stream.dataset != dataset:
+      held, fix = ((f'was trained on {stream.dataset}', f'set --dataset={stream.dataset}')
+                   if stream.dataset else
+                   ('does not record its dataset (exported before it was)', 'leave it out'))
+      raise ClassifyError(f'--dataset={dataset} but the {stream.stream} model '
+                          f'{stream.model.export} {held}: {fix}, or pass a model trained on '
+                          f'{dataset} as --{option}', 'dataset', stream.model.export, 'dataset')
+  return Classifier(streams, flow_weight)
 
 
 # --- Finding the videos ----------------------------------------------------------------------

@@ -29,7 +29,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from command_line import cli, disk_space, entry, working_dir
-from input_fn import json_files
+from input_fn import datasets, json_files
 from towers import classifier
 from command_line.options import Options, Problem, option
 from towers.training import protocol
@@ -57,6 +57,9 @@ class ClassifyOptions(Options):
   top_k: int = option(5, 'Classes shown per video.')
   batch_size: int = option(16, 'Views per model call.')
   output: str = option('', 'Also write the results here: .json or .csv.', path=True)
+  dataset: str = option('', 'The dataset the models trained on (ucf101, hmdb51 or list); '
+                        'empty: not checked. Another than their exports say stops the run.',
+                        choices=('',) + datasets.NAMES)
 
 
 def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
@@ -109,7 +112,8 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
   if not videos:
     raise entry.Refused('give the videos to classify: files, frame folders, list files or '
                         'directories, after the flags')
-  loaded = classifier.load(options.model, options.flow_model, options.flow_weight)
+  loaded = classifier.load(options.model, options.flow_model, options.flow_weight,
+                           options.dataset)
   for stream in loaded.streams:
     if not stream.described:
       print(f'classify: warning: {stream.model.export} carries no class names nor frame '

@@ -17,7 +17,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from command_line import entry, working_dir
-from input_fn import frame_sample, pipeline
+from input_fn import datasets, frame_sample, pipeline
 from towers import two_stream, two_stream_outputs
 from command_line.options import Options, Problem, Range, option
 
@@ -47,6 +47,9 @@ class EvaluateTwoStreamOptions(Options):
                                    'standing for the split, and print the mean video top-1 '
                                    'over them (the standard protocol). Empty: the paths as '
                                    'given.')
+  dataset: str = option('', 'The dataset of both eval data (ucf101, hmdb51 or list); empty: '
+                        'the one their records hold. Another than theirs stops the run.',
+                        choices=('',) + datasets.NAMES)
 
 PATHS = ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
 
@@ -96,13 +99,15 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
 
 
 def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
-             path_prefix: str) -> dict:
-  """Loads both models of `paths`, predicts every test video of each stream, writes the
-  confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting with `path_prefix`)
-  and returns the table (`two_stream.report`, classes named by the RGB records) with
-  `training_videos_checked`: stream -> whether its model_dir listed its training videos, so
-  none of them could be among the test videos (False: evaluated with a warning, unchecked),
-  and `files`: the paths written."""
+             path_prefix: str, split: int | None = None) -> dict:
+  """Checks that the four `paths` agree (`two_stream.check_agreement`: --dataset, `split`
+  when given, class names), loads both models of `paths`, predicts every test video of each
+  stream, writes the confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting
+  with `path_prefix`) and returns the table (`two_stream.report`, classes named by the RGB
+  records) with `training_videos_checked`: stream -> whether its model_dir listed its
+  training videos, so none of them could be among the test videos (False: evaluated with a
+  warning, unchecked), and `files`: the paths written."""
+  two_stream.check_agreement(paths, split, options.dataset)
   models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
   checked = {}

@@ -39,11 +39,14 @@ def run(options: EvaluateTwoStreamOptions) -> None:
     print(two_stream.format_table(output))
     print(two_stream_outputs.format_fusion_changes(output))
   else:
+    runs = {split: {name: getattr(options, name).replace('{split}', str(split))
+                    for name in PATHS} for split in options.splits}
+    for split, paths in runs.items():  # every split before the first inference
+      two_stream.check_agreement(paths, split, options.dataset)
     results = {}
-    for split in options.splits:
-      paths = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
+    for split, paths in runs.items():
       results[split] = evaluate(paths, options, two_stream_outputs.prefix(options.json_out,
-                                                                          split))
+                                                                          split), split)
       print(f'split {split}: ' + two_stream.format_table(results[split]))
       print(two_stream_outputs.format_fusion_changes(results[split]))
     mean = two_stream.mean_over_splits(results)

@@ -11,7 +11,7 @@ device pinned (`model_fn/predict_spec.py`), whatever training ran on. Beside it,
 
   class_names.txt     one class name per line, in label order (line i = label i)
   video_model.json    {format_version, signature, input {name, dtype, shape, range},
-                       outputs, stream, model, num_classes, clip_frames, crop_size,
+                       outputs, stream, model, dataset, num_classes, clip_frames, crop_size,
                        eval_clips, eval_crops, frame_short_side, records_jpeg_quality,
                        flow_extraction, data}
 
@@ -98,7 +98,8 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
                   'classes': 'int64 [batch], argmax', 'logits': 'float32 [batch, num_classes]',
                   'class_name': 'string [batch], the name of classes',
                   'class_names': 'string [batch, num_classes], the names in label order'},
-      'stream': params.stream, 'model': params.model, 'num_classes': params.num_classes,
+      'stream': params.stream, 'model': params.model, 'dataset': params.dataset,
+      'num_classes': params.num_classes,
       'clip_frames': params.clip_frames, 'crop_size': params.crop_size,
       'eval_clips': params.eval_clips, 'eval_crops': params.eval_crops,
       'frame_short_side': short_side,
@@ -170,6 +171,7 @@ _INFO_FIELDS: dict[str, tuple[Any, str]] = {
 }
 # Fields that exports made before they existed lack: checked when present.
 _LATER_FIELDS: dict[str, tuple[Any, str]] = {
+    'dataset': (lambda v: v in datasets.NAMES, f'one of {", ".join(datasets.NAMES)}'),
     'records_jpeg_quality': (lambda v: v is None or (_is_int(v) and 1 <= v <= 100),
                              'an integer from 1 to 100 or null'),
 }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from absl import logging
@@ -62,8 +62,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   evaluator). `network(clips, ctx) -> logits` is the user's own network (see
   `build_estimator`; one machine only); None trains `params.model`.
 
-  A dict without 'dataset' trains on the dataset its prepared records hold, as
-  `//towers:train` without --dataset does (`with_records_dataset`).
+  A dict without 'dataset' (or 'split') trains on the dataset (split) its prepared records
+  hold, as `//towers:train` without --dataset (--split) does (`with_records_dataset`).
 
   Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
   `ClusterError` (the cluster), `ModelDirBusy` (another live process trains in model_dir:
@@ -75,8 +75,9 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   `EvalCoverageError`, `TrainingIncomplete`,
   `EvaluationFailed` (the cluster evaluator's final evaluation).
   """
-  if not isinstance(params, TrainParams) and 'dataset' not in (params or {}):
-    params = with_records_dataset(as_params(params))
+  if not isinstance(params, TrainParams):
+    unnamed = [name for name in ('dataset', 'split') if name not in (params or {})]
+    params = with_records_dataset(as_params(params), unnamed) if unnamed else params
   params = as_params(params)
   task = cluster_spec.resolve_cluster(params)
   if task is not None:
@@ -109,18 +110,23 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       time_limit.ignore_signal()  # the work is done: nothing left to stop
 
 
-def with_records_dataset(params: TrainParams) -> TrainParams:
-  """`params` with the dataset its prepared records hold (the first readable manifest's,
-  `input_fn/manifest.py`), for a run that did not name --dataset; unchanged for other data
-  sources and when no manifest can be read (the preflight names that)."""
+def with_records_dataset(params: TrainParams,
+                         fields: Sequence[str] = ('dataset', 'split')) -> TrainParams:
+  """`params` with the dataset and split (those of `fields`) its prepared records hold (the
+  first readable manifest's, `input_fn/manifest.py`), for a run that did not name them;
+  unchanged for other data sources and when no manifest can be read (the preflight names
+  that)."""
   if params.data_source != 'tfrecord':
     return params
   for subset in manifest.SUBSETS:
     try:
-      held = manifest.read(params.data_dir, subset).get('dataset', manifest.DEFAULT_DATASET)
+      found = manifest.read(params.data_dir, subset)
     except ManifestError:
       continue
-    return dataclasses.replace(params, dataset=held) if held in datasets.NAMES else params
+    held = {'dataset': found.get('dataset', manifest.DEFAULT_DATASET),
+            'split': found.get('split')}
+    usable = {'dataset': held['dataset'] in datasets.NAMES, 'split': held['split'] in (1, 2, 3)}
+    return dataclasses.replace(params, **{name: held[name] for name in fields if usable[name]})
   return params
 
 

@@ -13,9 +13,11 @@ probabilities are the mean of its views' softmax.
 Videos are matched across streams by their canonical name (compared in lower case); the
 fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equal weights).
 
-Before any inference each stream is checked against its eval data (`check_stream`): the
-same stream and number of classes, and no test video among those the model_dir's
-train_settings.json lists as trained on.
+Before any inference the four inputs are checked to agree (`check_agreement`): both eval
+data of one dataset and split (--dataset, the split of --splits, when given), and one class
+list, name for name in label order, in both exports and both manifests. Each stream is checked
+against its eval data (`check_stream`): the same stream and number of classes, and no test
+video among those the model_dir's train_settings.json lists as trained on.
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1); per class, each stream's
@@ -38,6 +40,7 @@ import tensorflow as tf
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
 from model_fn import confusion
+from towers import export_info
 from towers.training import protocol
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
@@ -46,19 +49,23 @@ STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 class TwoStreamError(ValueError):
   """The two streams cannot be evaluated together; the message says what to fix.
 
-  `reason`: what is wrong, one short key ('flow_weight', 'classes', 'labels', 'no_shared_video',
-  'no_export', 'no_manifest', 'not_a_video_model', 'wrong_stream', 'trained_on',
-  'no_readable_video'); `path`: the model or data directory at fault (None: neither);
-  `count`: the count the message names (classes, videos), else None.
+  `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
+  'split', 'labels', 'no_shared_video', 'no_export', 'no_manifest', 'not_a_video_model',
+  'wrong_stream', 'trained_on', 'no_readable_video', or that of an `ExportInfoError`);
+  `path`: the model or data directory at fault (None: neither); `count`: the count the
+  message names (classes, videos), else None; `option`: the option to change, else None;
+  `label`: the first label at which two class lists differ ('class_names'), else None.
   """
 
   def __init__(self, message: str, reason: str, path: str | None = None,
-               count: int | None = None) -> None:
+               count: int | None = None, option: str | None = None,
+               label: int | None = None) -> None:
     super().__init__(message)
     self.reason = reason
     self.path = path
     self.count = count
-    self.option = 'flow_weight' if reason == 'flow_weight' else None
+    self.option = option or ('flow_weight' if reason == 'flow_weight' else None)
+    self.label = label
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,6 +279,79 @@ def _manifest(data_dir: str) -> dict[str, Any]:
                          'of //data_tools:prepare (its test shards)', 'no_manifest', data_dir)
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassListDifference:
+  """Two class lists that disagree: `first` and `other` say where each came from, `label` is
+  the first label where they differ and `names` their names there (None: the list ended)."""
+  first: str
+  other: str
+  label: int
+  names: tuple[str | None, str | None]
+
+  def __str__(self) -> str:
+    return (f'the class names of {self.first} and of {self.other} differ from label '
+            f'{self.label} on ({self.names[0]!r} and {self.names[1]!r})')
+
+
+def class_list_difference(lists: Sequence[tuple[str, Sequence[str] | None]]
+                          ) -> ClassListDifference | None:
+  """The first class list of `lists` ((where it came from, names in label order; None:
+  unknown, not compared), ...) that is not the first known one, name for name in order, and
+  where; None when they all agree."""
+  known = [(where, list(names)) for where, names in lists if names is not None]
+  for where, names in known[1:]:
+    first, reference = known[0]
+    if names != reference:
+      label = next(i for i in range(max(len(names), len(reference)))
+                   if i >= min(len(names), len(reference)) or names[i] != reference[i])
+      return ClassListDifference(first, where, label, tuple(
+          listed[label] if label < len(listed) else None for listed in (reference, names)))
+  return None
+
+
+def check_agreement(paths: dict[str, str], split: int | None = None, dataset: str = '') -> None:
+  """Before any model runs, for the four `paths` (rgb_model, flow_model, rgb_data,
+  flow_data): both eval data hold records of `dataset` and of `split` (each when given, else
+  the same as each other's), and the class names, in label order, of both exports (those that
+  carry them, `towers/export_info.py`) and of both eval data's manifests are the same.
+  Raises `TwoStreamError` naming the option, what disagrees and, for class names, the first
+  label where they do."""
+  manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
+  held = {s: {'dataset': m.get('dataset', manifest_lib.DEFAULT_DATASET), 'split': m.get('split')}
+          for s, m in manifests.items()}
+  for field, wanted, option in (('dataset', dataset, 'dataset'), ('split', split, 'splits')):
+    for stream in ('rgb', 'flow'):
+      data, found = paths[f'{stream}_data'], held[stream][field]
+      if found is None or held['rgb'][field] is None:  # a manifest that does not record it
+        continue
+      if wanted and found != wanted:
+        raise TwoStreamError(f'--{option}={wanted} but --{stream}_data={data} holds {field} '
+                             f'{found} records: pass {field} {wanted} records'
+                             f'{"" if field == "split" else f" or set --dataset={found}"}',
+                             field, data, option=f'{stream}_data' if field == 'split' else option)
+      if not wanted and found != held['rgb'][field]:
+        raise TwoStreamError(f'--rgb_data holds {field} {held["rgb"][field]} records but '
+                             f'--flow_data={data} holds {field} {found}: pass the RGB and the '
+                             f'Flow records of one {field}', field, data, option='flow_data')
+  lists = []
+  for stream in ('rgb', 'flow'):
+    export = saved_model_dir(paths[f'{stream}_model'])
+    try:
+      lists.append((f'the {stream} model {export}', export_info.read(export)[1]))
+    except export_info.ExportInfoError as e:
+      raise TwoStreamError(str(e), e.reason, e.path, option=f'{stream}_model') from e
+  for stream, manifest in manifests.items():
+    lists.append((manifest_lib.manifest_path(paths[f'{stream}_data'], 'test'),
+                  manifest.get('classes')))
+  differ = class_list_difference(lists)
+  if differ:
+    options = [f'{s}_{kind}' for kind in ('model', 'data') for s in ('rgb', 'flow')]
+    at_fault = options[[where for where, _ in lists].index(differ.other)]
+    raise TwoStreamError(f'{differ}: the models and the eval data must have one class list; '
+                         f'pass a --{at_fault} of the same classes', 'class_names',
+                         paths[at_fault], option=at_fault, label=differ.label)
 
 
 @dataclasses.dataclass(frozen=True)

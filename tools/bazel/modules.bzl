@@ -345,6 +345,7 @@ MODULES = {
         ("manifest.py", "manifest", [
             ":dir_identity",
             ":json_files",
+            ":ucf101",
             "//command_line:options",
         ]),
         ("pipeline.py", "pipeline", [
@@ -578,6 +579,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:datasets",
             "//input_fn:json_files",
         ]),
         ("estimator.py", "estimator", [
@@ -597,6 +599,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:datasets",
             "//input_fn:frame_sample",
             "//input_fn:pipeline",
         ]),
@@ -706,6 +709,7 @@ MODULES = {
             "//towers/cluster:time_limit",
         ]),
         ("two_stream.py", "two_stream", [
+            ":export_info",
             ":train_settings",
             ":training",
             "//input_fn:manifest",
@@ -1296,6 +1300,7 @@ TEST_DEPS = {
         "//towers:preflight",
         "//towers:resume_check",
         "//towers:train_main",
+        "//towers:training",
     ],
     "run_flags_test": [
         ":program_runs",
