@@ -32,7 +32,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line import cli, entry
-from command_line.options import option, Options
+from command_line.options import Options, above, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +40,8 @@ class TrafficOptions(Options):
   """Which networks and cluster layouts to measure."""
   models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to measure (c3d_small, i3d).')
   layouts: tuple[str, ...] = option(('1x1', '1x2', '2x2'), 'ps x workers pairs to measure.')
-  timeout_secs: float = option(900.0, 'Seconds one layout may take to reach its last step.')
+  timeout_secs: float = option(900.0, 'Seconds one layout may take to reach its last step.',
+                               valid=above(0))
 
 
 cli.define_flags(TrafficOptions)

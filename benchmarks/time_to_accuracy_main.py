@@ -26,16 +26,19 @@ import time
 from absl import flags
 
 from command_line import cli, entry, working_dir
-from command_line.options import option, Options, Problem
+from command_line.options import Options, Problem, Range, at_least, option
 
 
 @dataclasses.dataclass(frozen=True)
 class TimeToAccuracyOptions(Options):
   """The runs to compare and when each stops."""
-  towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).')
-  target: float = option(0.9, 'Top-1 test accuracy to reach.')
-  eval_every: int = option(20, 'Training steps between evaluations.')
-  step_limit: int = option(600, 'Give up at this global step (the runs\' max_steps).')
+  towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).',
+                                   valid=at_least(1))
+  target: float = option(0.9, 'Top-1 test accuracy to reach.',
+                         valid=Range(low=0.0, high=1.0, low_open=True))
+  eval_every: int = option(20, 'Training steps between evaluations.', valid=at_least(1))
+  step_limit: int = option(600, 'Give up at this global step (the runs\' max_steps).',
+                           valid=at_least(1))
   set: tuple[str, ...] = option(
       ('num_classes=16',), 'Demo flag overrides name=value, comma-separated. Default '
       'num_classes=16: the demo itself (4 directions) is at 100% by the first evaluations, '

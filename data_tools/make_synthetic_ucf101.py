@@ -55,14 +55,14 @@ class SyntheticOptions(Options):
   classes: int = option(6, 'Number of classes (8 directions per speed level).',
                         valid=at_least(1))
   groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7); hmdb51: videos '
-                       'per class.')
+                       'per class.', valid=at_least(ucf101.GROUPS_PER_SPLIT + 1))
   clips_per_group: int = option(1, 'Clips per group.', valid=at_least(1))
   width: int = option(64, 'Frame width in pixels.', valid=at_least(8))
   height: int = option(48, 'Frame height in pixels.', valid=at_least(8))
-  min_frames: int = option(24, 'Fewest frames per video.')
-  max_frames: int = option(40, 'Most frames per video.')
-  object_size: int = option(16, 'Side of the moving square in pixels.')
-  seed: int = option(0, 'Random seed (same seed, same files).')
+  min_frames: int = option(24, 'Fewest frames per video.', valid=at_least(1))
+  max_frames: int = option(40, 'Most frames per video.', valid=at_least(1))
+  object_size: int = option(16, 'Side of the moving square in pixels.', valid=at_least(1))
+  seed: int = option(0, 'Random seed (same seed, same files).', valid=at_least(0))
   write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
   write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
                             '//data_tools:extract_flow, with its flow.txt).')
@@ -94,9 +94,6 @@ def check_options(options: SyntheticOptions) -> None:
   (before writing; each option's range is checked when the options are made)."""
   if not options.out:
     raise SyntheticError('--out is required', 'out')
-  if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
-    raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
-                         f'training data, got {options.groups}', 'groups')
   if not 1 <= options.min_frames <= options.max_frames:
     raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
                          f'and {options.max_frames}', 'min_frames')

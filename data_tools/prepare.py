@@ -77,8 +77,9 @@ class PrepareConfig(Options):
                        '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
   split: int = option(1, 'Official split of ucf101 and hmdb51: 1, 2 or 3.',
-                      valid=Range(1, 3))
-  subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
+                      choices=datasets.SPLITS)
+  subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.',
+                                    choices=manifest_lib.SUBSETS)
   split_dir: str = option('', 'Directory of the split files (default: ucf101: '
                           'data_dir/ucfTrainTestlist or data_dir; hmdb51: '
                           'data_dir/testTrainMulti_7030_splits, data_dir/annotations or '
@@ -131,9 +132,6 @@ def check_config(config: PrepareConfig) -> None:
     raise PrepareError('--data_dir is required: the UCF101 root', 'data_dir')
   if not config.out:
     raise PrepareError('--out is required: the directory for the shards and manifests', 'out')
-  if config.dataset not in datasets.NAMES:
-    raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}',
-                       'dataset')
   list_flags = ('train_list', 'test_list', 'class_names')
   if config.dataset == 'list':
     missing = [f'--{name}' for name in list_flags if not getattr(config, name)]
@@ -152,8 +150,7 @@ def check_config(config: PrepareConfig) -> None:
     if given:
       raise PrepareError(f'{", ".join(given)} apply to --dataset=list, not '
                          f'--dataset={config.dataset}', given[0][2:])
-  unknown = [s for s in config.subsets if s not in manifest_lib.SUBSETS]
-  if unknown or not config.subsets:
+  if not config.subsets:
     raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}',
                        'subsets')
   if os.path.exists(config.out) and not os.path.isdir(config.out):

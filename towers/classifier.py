@@ -359,7 +359,7 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   with `error`, never an exception."""
   classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
   if crops not in pipeline.EVAL_CROPS:
-    raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)',
+    raise ClassifyError(f'crops={crops}: must be one of {", ".join(map(str, pipeline.EVAL_CROPS))}',
                         'crops', option='crops')
   for stream in classifier.streams:
     if crops > 1 and 0 < stream.frame_short_side < stream.model.size:

@@ -570,6 +570,7 @@ MODULES = {
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:json_files",
+            "//input_fn:pipeline",
         ]),
         ("estimator.py", "estimator", [
             ":params",
@@ -588,6 +589,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:datasets",
             "//input_fn:frame_sample",
             "//input_fn:pipeline",
         ]),
@@ -601,6 +603,7 @@ MODULES = {
             ":params",
             "//input_fn:datasets",
             "//input_fn:manifest",
+            "//input_fn:pipeline",
             "//input_fn:ucf101",
         ]),
         ("flags.py", "flags", [
@@ -611,6 +614,7 @@ MODULES = {
         ("params.py", "params", [
             "//command_line:options",
             "//input_fn:datasets",
+            "//input_fn:pipeline",
             "//model_fn/networks",
             "//model_fn/networks:i3d_names",
         ]),
@@ -618,8 +622,10 @@ MODULES = {
             ":resume_check",
             "//command_line:disk_space",
             "//command_line:options",
+            "//command_line:working_dir",
             "//input_fn:data_checks",
             "//model_fn:warm_start",
+            "//towers/cluster:spec",
         ]),
         ("resume_check.py", "resume_check", [
             "//command_line:options",
@@ -736,10 +742,12 @@ MODULES = {
         ]),
         ("local_cluster_main.py", "local_cluster_main", [
             ":local_cluster_lib",
+            ":spec",
             ":time_limit",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
+            "//command_line:working_dir",
             "//towers:train_main",
         ]),
         ("model_ready.py", "model_ready", []),
@@ -759,7 +767,9 @@ MODULES = {
             ":spec",
             "//command_line:status_file",
         ]),
-        ("spec.py", "spec", []),
+        ("spec.py", "spec", [
+            "//command_line:options",
+        ]),
         ("time_limit.py", "time_limit", [
             "//command_line:signals",
         ]),
@@ -1222,6 +1232,7 @@ TEST_DEPS = {
         "//model_fn:optimization",
         "//towers:params",
     ],
+    "option_domains_test": [],
     "overlap_test": [
         ":tower_testing",
         "//benchmarks:emulated_task_lib",

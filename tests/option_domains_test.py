@@ -1,0 +1,163 @@
+"""Specifies, from the source, that every option's own domain is declared beside it.
+
+Each options class (a dataclass deriving `command_line.options.Options`, directly or through
+another such class) declares every number option's domain with `valid=` (a range) or
+`choices=` (the values it may take) on its field, where `validated` checks it, `--help` and
+docs/flags.md show it and an error names the option. What is left to the functions that
+check an options object (a class's `rules`, a program's `check=`) is what one field cannot
+say alone: a rule over two or more options, or the file system. A check there that reads a
+single option and compares it with fixed values (`if p.split not in (1, 2, 3)`,
+`if options.ps == 0`) is such a domain written by hand, away from its option.
+"""
+
+import ast
+import os
+
+from absl.testing import absltest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ('command_line', 'data_tools', 'towers', 'benchmarks')
+NUMBER_TYPES = ('int', 'float', 'tuple[int, ...]', 'tuple[float, ...]')
+DOMAIN_KEYWORDS = {'valid', 'choices'}
+
+
+def _trees() -> dict[str, ast.Module]:
+  """Every source file of the packages that declare options -> its syntax tree."""
+  trees = {}
+  for package in PACKAGES:
+    for dirpath, _, filenames in os.walk(os.path.join(ROOT, package)):
+      for name in filenames:
+        if name.endswith('.py'):
+          path = os.path.join(dirpath, name)
+          with open(path, encoding='utf-8') as f:
+            trees[os.path.relpath(path, ROOT)] = ast.parse(f.read(), path)
+  return trees
+
+
+def _options_classes(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.ClassDef]]:
+  """Class name -> (file, definition) of every class deriving `Options`, at any depth."""
+  classes = {node.name: (path, node) for path, tree in trees.items()
+             for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+  found: dict[str, tuple[str, ast.ClassDef]] = {}
+  grew = True
+  while grew:
+    grew = False
+    for name, (path, node) in classes.items():
+      bases = {b.id if isinstance(b, ast.Name) else getattr(b, 'attr', '') for b in node.bases}
+      if name not in found and bases & ({'Options'} | set(found)):
+        found[name] = (path, node)
+        grew = True
+  return found
+
+
+def _fields(node: ast.ClassDef):
+  """(name, annotation text, the call that declares it) of each field of the class body."""
+  for statement in node.body:
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and \
+        isinstance(statement.value, ast.Call):
+      yield statement.target.id, ast.unparse(statement.annotation), statement.value
+
+
+def _constant(node: ast.AST) -> bool:
+  """A literal, a tuple of literals, or a module constant (an upper-case name)."""
+  if isinstance(node, ast.Constant):
+    return True
+  if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+    return all(_constant(e) for e in node.elts)
+  if isinstance(node, ast.UnaryOp):
+    return _constant(node.operand)
+  name = node.attr if isinstance(node, ast.Attribute) else getattr(node, 'id', '')
+  return bool(name) and name.isupper()
+
+
+def _single_option_checks(function: ast.FunctionDef, fields: set[str]) -> list[str]:
+  """Each `if` test (each alternative of an `or`) of `function` that, with its body and the
+  tests of the `if`s around it, reads one field of its first argument and nothing else of it, and compares
+  something with fixed values: as 'field: test'."""
+  if not function.args.args:
+    return []
+  holder = function.args.args[0].arg
+
+  def read(node: ast.AST) -> set[str]:
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and
+            isinstance(n.value, ast.Name) and n.value.id == holder and n.attr in fields}
+
+  found = []
+
+  def visit(node: ast.AST, around: set[str]) -> None:
+    if isinstance(node, ast.If):
+      tests = node.test.values if isinstance(node.test, ast.BoolOp) and \
+          isinstance(node.test.op, ast.Or) else [node.test]
+      for test in tests:
+        names = read(test) | around | {f for b in node.body for f in read(b)}
+        if len(names) == 1 and any(isinstance(n, ast.Compare) and
+                                   all(_constant(c) for c in n.comparators)
+                                   for n in ast.walk(test)):
+          found.append(f'{names.pop()}: {ast.unparse(test)}')
+      around = around | read(node.test)
+    for child in ast.iter_child_nodes(node):
+      visit(child, around)
+
+  visit(function, set())
+  return found
+
+
+def _checking_functions(trees: dict[str, ast.Module]) -> list[tuple[str, ast.FunctionDef]]:
+  """(file, function) of each function that checks an options object: those named in a
+  class's `rules` and those given to a program as its `check=` (`entry.Program`)."""
+  named = set()
+  for node in (n for tree in trees.values() for n in ast.walk(tree)):
+    if isinstance(node, ast.Assign) and any(getattr(t, 'id', '') == 'rules'
+                                            for t in node.targets):
+      named.update(getattr(e, 'id', '') for e in getattr(node.value, 'elts', ()))
+    elif isinstance(node, ast.Call):
+      named.update(k.value.id for k in node.keywords
+                   if k.arg == 'check' and isinstance(k.value, ast.Name))
+  return [(path, node) for path, tree in sorted(trees.items()) for node in ast.walk(tree)
+          if isinstance(node, ast.FunctionDef) and node.name in named]
+
+
+class OptionDomainsTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.trees = _trees()
+    cls.classes = _options_classes(cls.trees)
+
+  def test_the_options_classes_are_found(self):
+    for name in ('TrainParams', 'DataSection', 'ClusterSection', 'EvaluateTwoStreamOptions',
+                 'ClassifyOptions', 'LocalClusterOptions', 'PrepareConfig',
+                 'BenchmarkOptions', 'EmulatorOptions'):
+      self.assertIn(name, self.classes)
+
+  def test_every_number_option_declares_its_domain(self):
+    missing = [f'{path}: {name}.{field}' for name, (path, node) in sorted(self.classes.items())
+               for field, annotation, call in _fields(node)
+               if annotation in NUMBER_TYPES and
+               not DOMAIN_KEYWORDS & {k.arg for k in call.keywords}]
+    self.assertEqual(missing, [], 'number options without valid= or choices=')
+
+  def test_no_single_option_check_is_written_by_hand(self):
+    fields_of = {name: {f for f, _, _ in _fields(node)} for name, (_, node) in
+                 self.classes.items()}
+    every_field = set().union(*fields_of.values())
+    found = [f'{path}:{function.lineno} {function.name}: {check}'
+             for path, function in _checking_functions(self.trees)
+             for check in _single_option_checks(function, every_field)]
+    self.assertEqual(found, [], 'single-option checks away from their option (declare them '
+                     'with valid= or choices= beside it)')
+
+  def test_the_scan_sees_a_check_written_by_hand(self):
+    source = ('def rule(p: DataSection):\n'
+              '  if p.split not in (1, 2, 3):\n'
+              '    return 1\n'
+              '  if p.eval_crops != 1 and p.data_source == "synthetic":\n'
+              '    return 2\n')
+    function = ast.parse(source).body[0]
+    self.assertEqual(_single_option_checks(function, {'split', 'eval_crops', 'data_source'}),
+                     ['split: p.split not in (1, 2, 3)'])
+
+
+if __name__ == '__main__':
+  absltest.main()
