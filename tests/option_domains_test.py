@@ -10,10 +10,17 @@ single option and compares it with fixed values (`if p.split not in (1, 2, 3)`,
 `if options.ps == 0`) is such a domain written by hand, away from its option.
 """
 
+from __future__ import annotations
+
 import ast
+import dataclasses
 import os
 
+from absl import flags
 from absl.testing import absltest
+
+from command_line import cli
+from command_line.options import Options, OptionsError, Range, option
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ('command_line', 'data_tools', 'towers', 'benchmarks')
@@ -117,6 +124,13 @@ def _checking_functions(trees: dict[str, ast.Module]) -> list[tuple[str, ast.Fun
           if isinstance(node, ast.FunctionDef) and node.name in named]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Views(Options):
+  crops: int = option(1, 'Crops.', choices=(1, 3))
+  splits: tuple[int, ...] = option((), 'Splits.', choices=(1, 2, 3))
+  towers: int = option(-1, 'Towers; -1: one per GPU.', valid=Range(low=-1, excluded=(0,)))
+
+
 class OptionDomainsTest(absltest.TestCase):
 
   @classmethod
@@ -124,6 +138,20 @@ class OptionDomainsTest(absltest.TestCase):
     super().setUpClass()
     cls.trees = _trees()
     cls.classes = _options_classes(cls.trees)
+
+  def test_number_choices_hold_for_a_number_and_each_element_of_a_list(self):
+    self.assertEqual(_Views(crops=3, splits=(3, 1), towers=2).splits, (3, 1))
+    for values, option_name in ((dict(crops=2), 'crops'), (dict(splits=(1, 4)), 'splits'),
+                                (dict(splits=(2, 2)), 'splits'), (dict(towers=0), 'towers'),
+                                (dict(towers=-2), 'towers')):
+      with self.subTest(values):
+        with self.assertRaises(OptionsError) as caught:
+          _Views(**values)
+        self.assertEqual(caught.exception.option, option_name)
+    values = flags.FlagValues()
+    cli.define_flags(_Views, values)  # number choices: number flags, checked by the options
+    values(['program', '--crops=3', '--splits=1,2'])
+    self.assertEqual(cli.options_from_flags(_Views, values), _Views(crops=3, splits=(1, 2)))
 
   def test_the_options_classes_are_found(self):
     for name in ('TrainParams', 'DataSection', 'ClusterSection', 'EvaluateTwoStreamOptions',

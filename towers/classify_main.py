@@ -29,7 +29,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from command_line import cli, disk_space, entry, working_dir
-from input_fn import json_files, pipeline
+from input_fn import datasets, json_files
 from towers import classifier
 from command_line.options import Options, Problem, Range, at_least, option
 from towers.training import protocol
@@ -54,7 +54,7 @@ class ClassifyOptions(Options):
                       'eval_clips the model was evaluated with in training.', valid=at_least(0))
   crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
                       'long side). A video\'s prediction averages its clips x crops views.',
-                      choices=pipeline.EVAL_CROPS)
+                      choices=datasets.EVAL_CROPS)
   top_k: int = option(5, 'Classes shown per video.', valid=at_least(1))
   batch_size: int = option(16, 'Views per model call.', valid=at_least(1))
   output: str = option('', 'Also write the results here: .json or .csv.', path=True)

@@ -40,7 +40,7 @@ class EvaluateTwoStreamOptions(Options):
                            valid=at_least(1))
   eval_crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
                            'long side); a video averages eval_clips x eval_crops views.',
-                           choices=pipeline.EVAL_CROPS)
+                           choices=datasets.EVAL_CROPS)
   eval_batch_size: int = option(16, 'Clips per model call.', valid=at_least(1))
   json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON.',
                          path=True)

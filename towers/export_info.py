@@ -32,7 +32,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from input_fn import datasets, manifest, pipeline, ucf101
+from input_fn import datasets, manifest, ucf101
 from towers.params import TrainParams
 
 ASSETS_DIR = 'assets.extra'
@@ -164,8 +164,8 @@ _INFO_FIELDS: dict[str, tuple[Any, str]] = {
     'clip_frames': (_positive, 'a positive integer'),
     'crop_size': (_positive, 'a positive integer'),
     'eval_clips': (_positive, 'a positive integer'),
-    'eval_crops': (lambda v: _is_int(v) and v in pipeline.EVAL_CROPS,
-                   ' or '.join(map(str, pipeline.EVAL_CROPS))),
+    'eval_crops': (lambda v: _is_int(v) and v in datasets.EVAL_CROPS,
+                   ' or '.join(map(str, datasets.EVAL_CROPS))),
     'frame_short_side': (lambda v: _is_int(v) and v >= 0, 'an integer >= 0'),
     'flow_extraction': (lambda v: v is None or isinstance(v, dict), 'an object or null'),
 }

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Mapping
 
-from input_fn import datasets, pipeline
+from input_fn import datasets
 from model_fn import networks
 from model_fn.networks import i3d_names
 from command_line.options import (OptionsError, Options, Problem, Range, above, at_least,
@@ -441,7 +441,7 @@ class DataSection(Section):
   eval_crops: int = may_change(
       1, 'Crops per evaluation clip: 1 (centre) or 3 (start, centre and end of the frame\'s '
       'long side). A video\'s prediction averages its eval_clips x eval_crops views.',
-      choices=pipeline.EVAL_CROPS)
+      choices=datasets.EVAL_CROPS)
   shuffle_buffer: int = may_change(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
       'x 3 bytes). Files are also shuffled and read interleaved.', valid=at_least(1))

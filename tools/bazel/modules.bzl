@@ -348,6 +348,7 @@ MODULES = {
             "//command_line:options",
         ]),
         ("pipeline.py", "pipeline", [
+            ":datasets",
             ":manifest",
             ":records",
         ]),
@@ -553,6 +554,7 @@ MODULES = {
             ":export_info",
             ":two_stream",
             "//command_line:progress",
+            "//input_fn:datasets",
             "//input_fn:direct",
             "//input_fn:flow",
             "//input_fn:pipeline",
@@ -569,8 +571,8 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
+            "//input_fn:datasets",
             "//input_fn:json_files",
-            "//input_fn:pipeline",
         ]),
         ("estimator.py", "estimator", [
             ":params",
@@ -603,7 +605,6 @@ MODULES = {
             ":params",
             "//input_fn:datasets",
             "//input_fn:manifest",
-            "//input_fn:pipeline",
             "//input_fn:ucf101",
         ]),
         ("flags.py", "flags", [
@@ -614,7 +615,6 @@ MODULES = {
         ("params.py", "params", [
             "//command_line:options",
             "//input_fn:datasets",
-            "//input_fn:pipeline",
             "//model_fn/networks",
             "//model_fn/networks:i3d_names",
         ]),
