@@ -1232,7 +1232,10 @@ TEST_DEPS = {
         "//model_fn:optimization",
         "//towers:params",
     ],
-    "option_domains_test": [],
+    "option_domains_test": [
+        "//command_line:cli",
+        "//command_line:options",
+    ],
     "overlap_test": [
         ":tower_testing",
         "//benchmarks:emulated_task_lib",
