@@ -80,8 +80,29 @@ SYSTEM_MODES = {'ours': ('sync', 'async'), 'ps_strategy': ('async',),
                 'multi_worker_mirrored': ('sync',)}
 
 
+def _rows_from_draws_a_plot(o: EmulatorOptions) -> Problem | None:
+  return Problem('rows_from', '--rows_from draws recorded rows: give --plot=<file.png>'
+                 ) if o.rows_from and not o.plot else None
+
+
+def _lists_name_one(o: EmulatorOptions) -> Problem | None:
+  empty = [name for name in ('modes', 'systems', 'nodes') if not getattr(o, name)]
+  return Problem(empty[0], f'--{empty[0]} is empty: name at least one') if empty else None
+
+
+def _peers_transfer_float32(o: EmulatorOptions) -> Problem | None:
+  peers = [s for s in o.systems if s != 'ours']
+  if peers and (o.accumulate_steps != 1 or o.transfer_dtype != 'float32'):
+    return Problem('systems', f'--systems={",".join(peers)} transfer float32 once per '
+                   'micro-batch: run them with --accumulate_steps=1 --transfer_dtype=float32 '
+                   '(ours separately)')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class EmulatorOptions(Options):
+  rules = (_rows_from_draws_a_plot, _lists_name_one, _peers_transfer_float32)
+
   nodes: tuple[int, ...] = option((1, 2, 4, 10), 'Node counts to emulate (one ps and one '
                                   'worker per node; multi_worker_mirrored: one worker).',
                                   valid=Range(low=1, high=200))
@@ -353,23 +374,14 @@ def recorded_rows(path: str) -> list[dict]:
           if e['event'] == 'emulator_row' and 'compute_share' in e]
 
 
-def options_problem(options: EmulatorOptions) -> str | None:
-  """One line naming the first invalid option and its fix, or None."""
+def options_problem(options: EmulatorOptions) -> Problem | None:
+  """--plot that cannot be written or --rows_from without recorded rows, or None."""
   if options.plot and working_dir.unwritable(options.plot):
     return Problem('plot', f'--plot={options.plot}: {working_dir.unwritable(options.plot)}')
-  if options.rows_from:
-    if not options.plot:
-      return Problem('rows_from', '--rows_from draws recorded rows: give --plot=<file.png>')
-    if not os.path.isfile(options.rows_from) or not recorded_rows(options.rows_from):
-      return Problem('rows_from', f'--rows_from={options.rows_from}: no emulator_row event '
-                     'with compute_share in it; give the status file of a cluster_emulator run')
-  for name in ('modes', 'systems', 'nodes'):
-    if not getattr(options, name):
-      return Problem(name, f'--{name} is empty: name at least one')
-  peers = [s for s in options.systems if s != 'ours']
-  if peers and (options.accumulate_steps != 1 or options.transfer_dtype != 'float32'):
-    return (f'--systems={",".join(peers)} transfer float32 once per micro-batch: run them '
-            'with --accumulate_steps=1 --transfer_dtype=float32 (ours separately)')
+  if options.rows_from and (not os.path.isfile(options.rows_from) or
+                            not recorded_rows(options.rows_from)):
+    return Problem('rows_from', f'--rows_from={options.rows_from}: no emulator_row event '
+                   'with compute_share in it; give the status file of a cluster_emulator run')
   return None
 
 

@@ -86,8 +86,15 @@ CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 BYTES_TARGET = 1.05
 
 
+def _some_system(o: PeersOptions) -> Problem | None:
+  return None if o.systems else Problem('systems', '--systems is empty: choose from '
+                                        f'{",".join(SYSTEMS)}')
+
+
 @dataclasses.dataclass(frozen=True)
 class PeersOptions(Options):
+  rules = (_some_system,)
+
   systems: tuple[str, ...] = option(SYSTEMS, f'Systems to run, from {",".join(SYSTEMS)}.',
                                     choices=SYSTEMS)
   repeats: int = option(2, 'Runs per system, interleaved.', valid=at_least(1))
@@ -431,12 +438,6 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
 cli.define_flags(PeersOptions)
 
 
-def options_problem(options: PeersOptions) -> Problem | None:
-  """--systems naming none, or None."""
-  return None if options.systems else Problem('systems', '--systems is empty: choose from '
-                                              f'{",".join(SYSTEMS)}')
-
-
 def run(options: PeersOptions) -> int:
   """Runs every system `repeats` times and prints the report; 1 when a run failed."""
   reexec_in_private_network(__file__, sys.argv[1:])
@@ -483,7 +484,7 @@ def run(options: PeersOptions) -> int:
   return 1 if any(failures.values()) else 0
 
 
-PROGRAM = entry.Program('cluster_peers', run, PeersOptions, check=options_problem)
+PROGRAM = entry.Program('cluster_peers', run, PeersOptions)
 
 
 if __name__ == '__main__':

@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line.options import Options, at_least, option
+from command_line.options import Options, Problem, at_least, option
 from input_fn import flow, video_io
 
 WIDTH, HEIGHT = 341, 256
@@ -227,9 +227,10 @@ def run(options: FlowBenchmarkOptions) -> str:
   return '\n'.join(lines)
 
 
-def options_problem(options: FlowBenchmarkOptions) -> str | None:
+def options_problem(options: FlowBenchmarkOptions) -> Problem | None:
+  """--clip that cannot be found (`find_clip`), or None."""
   try:
     find_clip(options.clip)
   except ValueError as e:
-    return str(e)
+    return Problem('clip', str(e))
   return None

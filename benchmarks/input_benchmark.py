@@ -19,7 +19,7 @@ import numpy as np
 
 from benchmarks import machine
 from command_line import entry
-from command_line.options import Options, above, at_least, option
+from command_line.options import Options, Problem, above, at_least, option
 from input_fn import ucf101
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
@@ -27,8 +27,20 @@ LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
 ROUTES = ('tfrecord', 'pil', 'opencv', 'direct', 'flow')
 
 
+def _tfrecord_measured(o: InputBenchmarkOptions) -> Problem | None:
+  return None if 'tfrecord' in o.routes else Problem(
+      'routes', f'--routes must include tfrecord (got {", ".join(o.routes)})')
+
+
+def _clips_fit_videos(o: InputBenchmarkOptions) -> Problem | None:
+  return None if o.frames >= o.clip_frames else Problem(
+      'frames', f'--frames={o.frames} must be at least --clip_frames={o.clip_frames}')
+
+
 @dataclasses.dataclass(frozen=True)
 class InputBenchmarkOptions(Options):
+  rules = (_tfrecord_measured, _clips_fit_videos)
+
   seconds: float = option(30.0, 'Measurement time per route, split over --rounds rounds.',
                           valid=above(0))
   rounds: int = option(3, 'Interleaved rounds per route (the median counts).', valid=at_least(1))
@@ -41,7 +53,8 @@ class InputBenchmarkOptions(Options):
   frames: int = option(80, 'Frames per synthetic video (at least --clip_frames).',
                        valid=at_least(1))
   routes: tuple[str, ...] = option(ROUTES, 'Routes to measure besides the decode limit: '
-                                   'tfrecord, pil (the PIL py_func loader), opencv, direct, flow.')
+                                   'tfrecord, pil (the PIL py_func loader), opencv, direct, flow.',
+                                   choices=ROUTES)
   profile: bool = option(True, 'Also measure the TFRecord pipeline stage by stage.')
   keep_dir: str = option('', 'Write the data here and keep it (default: a temp dir).',
                          path=True)
@@ -338,18 +351,14 @@ def measure_flow(root: str, paths: dict[str, str], common: dict[str, Any],
   return results['tfrecord pipeline (flow)'], per_core, limit
 
 
-def options_problem(options: InputBenchmarkOptions) -> str | None:
-  """One line naming the first option that cannot work (routes, frames, Pillow), or None."""
-  if 'tfrecord' not in options.routes:
-    return f'--routes must include tfrecord (got {", ".join(options.routes)})'
-  if options.frames < options.clip_frames:
-    return f'--frames={options.frames} must be at least --clip_frames={options.clip_frames}'
+def options_problem(options: InputBenchmarkOptions) -> Problem | None:
+  """--routes with pil where Pillow is not installed, or None."""
   if 'pil' in options.routes:
     try:
       import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
     except ImportError:
-      return ('the PIL loader needs Pillow, which only this benchmark uses: .venv/bin/pip '
-              'install Pillow (or leave pil out of --routes)')
+      return Problem('routes', 'the PIL loader needs Pillow, which only this benchmark uses: '
+                     '.venv/bin/pip install Pillow (or leave pil out of --routes)')
   return None
 
 

@@ -31,7 +31,7 @@ import time
 from typing import Callable
 
 from command_line import cli, entry
-from command_line.options import Options, above, at_least, option
+from command_line.options import Options, Problem, above, at_least, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,12 +138,14 @@ def trace(options: BenchmarkOptions, model: str, devices: int, path: str) -> str
   return '\n'.join(lines)
 
 
-def options_problem(options: BenchmarkOptions) -> str | None:
-  """One line naming --models that are not registered networks, or None."""
+def options_problem(options: BenchmarkOptions) -> Problem | None:
+  """--models that are not registered networks (the registry loads with TensorFlow, so
+  after the options are made), or None."""
   from model_fn import networks
   unknown = [m for m in options.models if m not in networks.names()]
   if unknown:
-    return f'--models: {", ".join(unknown)} not registered ({", ".join(networks.names())})'
+    return Problem('models', f'--models: {", ".join(unknown)} not registered '
+                   f'({", ".join(networks.names())})')
   return None
 
 
