@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from input_fn import dir_identity, ucf101, video_io
-from command_line.options import Options, OptionsError, at_least, option
+from command_line.options import Options, OptionsError, Problem, at_least, option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -43,10 +43,30 @@ class SyntheticError(OptionsError):
     super().__init__(message, option)
 
 
+def _frame_counts_ordered(o: SyntheticOptions) -> Problem | None:
+  return Problem('min_frames', f'need --min_frames <= --max_frames, got {o.min_frames} and '
+                 f'{o.max_frames}') if o.min_frames > o.max_frames else None
+
+
+def _object_inside_frame(o: SyntheticOptions) -> Problem | None:
+  """A square as large as the frame shows no motion."""
+  if o.object_size < min(o.width, o.height):
+    return None
+  return Problem('object_size', f'--object_size must be in 1..{min(o.width, o.height) - 1} '
+                 f'(smaller than the frame, or nothing is seen to move), got {o.object_size}')
+
+
+def _flow_needs_two_frames(o: SyntheticOptions) -> Problem | None:
+  return Problem('min_frames', f'--write_flow needs --min_frames >= 2 (flow is between two '
+                 f'frames), got {o.min_frames}') if o.write_flow and o.min_frames < 2 else None
+
+
 @dataclasses.dataclass(frozen=True)
 class SyntheticOptions(Options):
   """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
   error: ClassVar[type[OptionsError]] = SyntheticError
+  rules = (_frame_counts_ordered, _object_inside_frame, _flow_needs_two_frames)
+
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)
   layout: str = option('ucf101', 'ucf101: UCF101\'s official layout; hmdb51: HMDB51\'s '
@@ -90,20 +110,10 @@ def claim_out_dir(out: str) -> None:
 
 
 def check_options(options: SyntheticOptions) -> None:
-  """Raises `SyntheticError` naming the first option that cannot work with the others
-  (before writing; each option's range is checked when the options are made)."""
+  """Raises `SyntheticError` when --out is not given (before writing; the options' ranges
+  and rules hold once they are made)."""
   if not options.out:
     raise SyntheticError('--out is required', 'out')
-  if not 1 <= options.min_frames <= options.max_frames:
-    raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
-                         f'and {options.max_frames}', 'min_frames')
-  if not 1 <= options.object_size < min(options.width, options.height):
-    raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
-                         f' (smaller than the frame, or nothing is seen to move), got '
-                         f'{options.object_size}', 'object_size')
-  if options.write_flow and options.min_frames < 2:
-    raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
-                         f'got {options.min_frames}', 'min_frames')
 
 
 def class_motion(label: int) -> tuple[str, tuple[float, float]]:
