@@ -77,18 +77,38 @@ def _constant(node: ast.AST) -> bool:
   return bool(name) and name.isupper()
 
 
-def _single_option_checks(function: ast.FunctionDef, fields: set[str]) -> list[str]:
-  """Each `if` test (each alternative of an `or`) of `function` that, with its body and the
-  tests of the `if`s around it, reads one field of its first argument and nothing else of it, and compares
-  something with fixed values: as 'field: test'."""
+def _fixed_comparison(node: ast.AST) -> bool:
+  return any(isinstance(n, ast.Compare) and all(_constant(c) for c in n.comparators)
+             for n in ast.walk(node))
+
+
+def _single_option_checks(function: ast.FunctionDef, fields: set[str],
+                          whole: bool = False) -> list[str]:
+  """The checks of `function` that read one field of its first argument, nothing else of it
+  (passing it on, to `getattr` or a helper, may read any), and compare something with fixed values, as 'field: test'.
+  `whole`: the function is one rule (a class's `rules`), judged by every field it reads; else
+  each `if` test (each alternative of an `or`) is judged with its body and the tests of the
+  `if`s around it."""
   if not function.args.args:
     return []
   holder = function.args.args[0].arg
 
   def read(node: ast.AST) -> set[str]:
-    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and
-            isinstance(n.value, ast.Name) and n.value.id == holder and n.attr in fields}
+    names, attribute_of = set(), set()
+    for n in ast.walk(node):
+      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
+          n.value.id == holder:
+        attribute_of.add(id(n.value))
+        names.update({n.attr} & fields)
+    if any(isinstance(n, ast.Name) and n.id == holder and id(n) not in attribute_of
+           for n in ast.walk(node)):
+      names.add('(the whole object)')  # passed on (getattr, a helper): it may read any
+    return names
 
+  if whole:
+    names = read(function)
+    return [f'{names.pop()}: {function.name}'] if len(names) == 1 and \
+        _fixed_comparison(function) else []
   found = []
 
   def visit(node: ast.AST, around: set[str]) -> None:
@@ -97,9 +117,7 @@ def _single_option_checks(function: ast.FunctionDef, fields: set[str]) -> list[s
           isinstance(node.test.op, ast.Or) else [node.test]
       for test in tests:
         names = read(test) | around | {f for b in node.body for f in read(b)}
-        if len(names) == 1 and any(isinstance(n, ast.Compare) and
-                                   all(_constant(c) for c in n.comparators)
-                                   for n in ast.walk(test)):
+        if len(names) == 1 and _fixed_comparison(test):
           found.append(f'{names.pop()}: {ast.unparse(test)}')
       around = around | read(node.test)
     for child in ast.iter_child_nodes(node):
@@ -109,19 +127,21 @@ def _single_option_checks(function: ast.FunctionDef, fields: set[str]) -> list[s
   return found
 
 
-def _checking_functions(trees: dict[str, ast.Module]) -> list[tuple[str, ast.FunctionDef]]:
-  """(file, function) of each function that checks an options object: those named in a
-  class's `rules` and those given to a program as its `check=` (`entry.Program`)."""
-  named = set()
+def _checking_functions(trees: dict[str, ast.Module]) -> list[tuple[str, ast.FunctionDef, bool]]:
+  """(file, function, whether it is a rule) of each function that checks an options object:
+  those named in a class's `rules` (one rule each) and those given to a program as its
+  `check=` (`entry.Program`; any number of checks)."""
+  rules, checks = set(), set()
   for node in (n for tree in trees.values() for n in ast.walk(tree)):
     if isinstance(node, ast.Assign) and any(getattr(t, 'id', '') == 'rules'
                                             for t in node.targets):
-      named.update(getattr(e, 'id', '') for e in getattr(node.value, 'elts', ()))
+      rules.update(getattr(e, 'id', '') for e in getattr(node.value, 'elts', ()))
     elif isinstance(node, ast.Call):
-      named.update(k.value.id for k in node.keywords
-                   if k.arg == 'check' and isinstance(k.value, ast.Name))
-  return [(path, node) for path, tree in sorted(trees.items()) for node in ast.walk(tree)
-          if isinstance(node, ast.FunctionDef) and node.name in named]
+      checks.update(k.value.id for k in node.keywords
+                    if k.arg == 'check' and isinstance(k.value, ast.Name))
+  return [(path, node, node.name in rules) for path, tree in sorted(trees.items())
+          for node in ast.walk(tree)
+          if isinstance(node, ast.FunctionDef) and node.name in rules | checks]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +191,8 @@ class OptionDomainsTest(absltest.TestCase):
                  self.classes.items()}
     every_field = set().union(*fields_of.values())
     found = [f'{path}:{function.lineno} {function.name}: {check}'
-             for path, function in _checking_functions(self.trees)
-             for check in _single_option_checks(function, every_field)]
+             for path, function, whole in _checking_functions(self.trees)
+             for check in _single_option_checks(function, every_field, whole)]
     self.assertEqual(found, [], 'single-option checks away from their option (declare them '
                      'with valid= or choices= beside it)')
 
@@ -183,8 +203,14 @@ class OptionDomainsTest(absltest.TestCase):
               '  if p.eval_crops != 1 and p.data_source == "synthetic":\n'
               '    return 2\n')
     function = ast.parse(source).body[0]
-    self.assertEqual(_single_option_checks(function, {'split', 'eval_crops', 'data_source'}),
+    fields = {'split', 'eval_crops', 'data_source'}
+    self.assertEqual(_single_option_checks(function, fields),
                      ['split: p.split not in (1, 2, 3)'])
+    rule = ast.parse('def _official(p: DataSection):\n'
+                     '  return None if p.split in SPLITS else Problem("split", "1, 2 or 3")\n')
+    self.assertEqual(_single_option_checks(rule.body[0], fields, whole=True),
+                     ['split: _official'])
+    self.assertEqual(_single_option_checks(function, fields, whole=True), [])  # two rules
 
 
 if __name__ == '__main__':
