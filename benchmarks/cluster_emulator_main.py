@@ -67,7 +67,7 @@ from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, com
 from model_fn import transfer
 from command_line import entry, working_dir
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line.options import option, Options, Problem
+from command_line.options import Options, Problem, Range, above, at_least, option
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
@@ -80,28 +80,53 @@ SYSTEM_MODES = {'ours': ('sync', 'async'), 'ps_strategy': ('async',),
                 'multi_worker_mirrored': ('sync',)}
 
 
+def _rows_from_draws_a_plot(o: EmulatorOptions) -> Problem | None:
+  return Problem('rows_from', '--rows_from draws recorded rows: give --plot=<file.png>'
+                 ) if o.rows_from and not o.plot else None
+
+
+def _lists_name_one(o: EmulatorOptions) -> Problem | None:
+  empty = [name for name in ('modes', 'systems', 'nodes') if not getattr(o, name)]
+  return Problem(empty[0], f'--{empty[0]} is empty: name at least one') if empty else None
+
+
+def _peers_transfer_float32(o: EmulatorOptions) -> Problem | None:
+  peers = [s for s in o.systems if s != 'ours']
+  if peers and (o.accumulate_steps != 1 or o.transfer_dtype != 'float32'):
+    return Problem('systems', f'--systems={",".join(peers)} transfer float32 once per '
+                   'micro-batch: run them with --accumulate_steps=1 --transfer_dtype=float32 '
+                   '(ours separately)')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class EmulatorOptions(Options):
+  rules = (_rows_from_draws_a_plot, _lists_name_one, _peers_transfer_float32)
+
   nodes: tuple[int, ...] = option((1, 2, 4, 10), 'Node counts to emulate (one ps and one '
-                                  'worker per node; multi_worker_mirrored: one worker).')
+                                  'worker per node; multi_worker_mirrored: one worker).',
+                                  valid=Range(low=1, high=200))
   systems: tuple[str, ...] = option(('ours',), 'Systems to run, from ours (this library\'s '
                                     'ps runtime), ps_strategy (async only), '
-                                    'multi_worker_mirrored (sync only).')
-  modes: tuple[str, ...] = option(('sync', 'async'), 'sync and/or async.')
-  link_mbit: float = option(1000.0, 'Each node\'s link, Mbit/s per direction (full duplex).')
-  link_latency_ms: float = option(0.0, 'One-way delay added per link direction (needs netem).')
+                                    'multi_worker_mirrored (sync only).', choices=SYSTEMS)
+  modes: tuple[str, ...] = option(('sync', 'async'), 'sync and/or async.',
+                                  choices=('sync', 'async'))
+  link_mbit: float = option(1000.0, 'Each node\'s link, Mbit/s per direction (full duplex).',
+                            valid=above(0))
+  link_latency_ms: float = option(0.0, 'One-way delay added per link direction (needs netem).',
+                                  valid=at_least(0))
   emulate_compute: float = option(2.099, 'GPU seconds of one step (GTX1060, 6 I3D clips of '
-                                  '64x224x224: docs/scaling.md).')
+                                  '64x224x224: docs/scaling.md).', valid=at_least(0))
   time_scale: float = option(10.0, 'k: the compute wait is multiplied by k and the link '
-                             'rate divided by k.')
-  batch_size: int = option(6, 'Clips per worker micro-batch (for examples/s).')
+                             'rate divided by k.', valid=above(0))
+  batch_size: int = option(6, 'Clips per worker micro-batch (for examples/s).', valid=at_least(1))
   model: str = option('i3d', 'Network whose variables are transferred.',
                       choices=('i3d', 'c3d_small'))
-  num_classes: int = option(101, 'Classes of the network head.')
+  num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
   transfer_dtype: str = option('float32', 'Pulled parameters and pushed gradients travel '
                                'in this type (the ps keeps float32).',
                                choices=tuple(transfer.TRANSFER_DTYPES))
-  accumulate_steps: int = option(1, 'Micro-batches per pull and push.')
+  accumulate_steps: int = option(1, 'Micro-batches per pull and push.', valid=at_least(1))
   ps_placement: str = option('largest_first', 'Variable placement over the ps tasks '
                              '(ours; training in a cluster always places largest_first).',
                              choices=('greedy', 'largest_first'))
@@ -110,10 +135,13 @@ class EmulatorOptions(Options):
                          'without --clip_gradient_norm runs; false: one wait between all '
                          'pulls and all pushes (no overlap, as with clipping). Ours only: '
                          'the peers always wait in one block.')
-  untimed_steps: int = option(1, 'Steps per worker before measuring (not the training warm-up).')
-  steps: int = option(3, 'Measured steps per worker (at least 2).')
-  link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.')
-  timeout_secs: float = option(1800.0, 'Each run gives up after this long.')
+  untimed_steps: int = option(1, 'Steps per worker before measuring (not the training warm-up).',
+                              valid=at_least(0))
+  steps: int = option(3, 'Measured steps per worker (a rate needs two step ends).',
+                      valid=at_least(2))
+  link_efficiency: float = option(0.9, 'Usable fraction of the link in the model prediction.',
+                                  valid=Range(low=0.0, high=1.0, low_open=True))
+  timeout_secs: float = option(1800.0, 'Each run gives up after this long.', valid=above(0))
   task_logs: str = option('', 'If set, each task\'s output is appended to <task_logs>/<task>.log.',
                         path=True)
   plot: str = option('', 'Also draw the scaling curve (nodes against share of compute, one '
@@ -346,32 +374,14 @@ def recorded_rows(path: str) -> list[dict]:
           if e['event'] == 'emulator_row' and 'compute_share' in e]
 
 
-def options_problem(options: EmulatorOptions) -> str | None:
-  """One line naming the first invalid option and its fix, or None."""
+def options_problem(options: EmulatorOptions) -> Problem | None:
+  """--plot that cannot be written or --rows_from without recorded rows, or None."""
   if options.plot and working_dir.unwritable(options.plot):
     return Problem('plot', f'--plot={options.plot}: {working_dir.unwritable(options.plot)}')
-  if options.rows_from:
-    if not options.plot:
-      return Problem('rows_from', '--rows_from draws recorded rows: give --plot=<file.png>')
-    if not os.path.isfile(options.rows_from) or not recorded_rows(options.rows_from):
-      return Problem('rows_from', f'--rows_from={options.rows_from}: no emulator_row event '
-                     'with compute_share in it; give the status file of a cluster_emulator run')
-  if options.steps < 2:
-    return '--steps must be >= 2 (a rate needs two step ends)'
-  if not options.modes or set(options.modes) - {'sync', 'async'}:
-    return f'--modes={",".join(options.modes)}: use sync, async or sync,async'
-  if not options.systems or set(options.systems) - set(SYSTEMS):
-    return f'--systems={",".join(options.systems)}: choose from {",".join(SYSTEMS)}'
-  if not options.nodes or min(options.nodes) < 1 or max(options.nodes) > 200:
-    return f'--nodes={",".join(map(str, options.nodes))}: node counts from 1 to 200'
-  if options.time_scale <= 0 or options.link_mbit <= 0 or options.emulate_compute < 0:
-    return '--time_scale and --link_mbit must be > 0, --emulate_compute >= 0'
-  if options.accumulate_steps < 1:
-    return '--accumulate_steps must be >= 1'
-  peers = [s for s in options.systems if s != 'ours']
-  if peers and (options.accumulate_steps != 1 or options.transfer_dtype != 'float32'):
-    return (f'--systems={",".join(peers)} transfer float32 once per micro-batch: run them '
-            'with --accumulate_steps=1 --transfer_dtype=float32 (ours separately)')
+  if options.rows_from and (not os.path.isfile(options.rows_from) or
+                            not recorded_rows(options.rows_from)):
+    return Problem('rows_from', f'--rows_from={options.rows_from}: no emulator_row event '
+                   'with compute_share in it; give the status file of a cluster_emulator run')
   return None
 
 

@@ -70,7 +70,7 @@ from command_line import cli, entry
 from towers.checkpoints import checkpoint_step
 from towers.cluster.ps_variables import read_ps_variables
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
-from command_line.options import option, Options
+from command_line.options import Options, Problem, above, at_least, option
 
 tf1 = tf.compat.v1
 
@@ -86,19 +86,28 @@ CLOCK_TICKS = os.sysconf('SC_CLK_TCK')
 BYTES_TARGET = 1.05
 
 
+def _some_system(o: PeersOptions) -> Problem | None:
+  return None if o.systems else Problem('systems', '--systems is empty: choose from '
+                                        f'{",".join(SYSTEMS)}')
+
+
 @dataclasses.dataclass(frozen=True)
 class PeersOptions(Options):
-  systems: tuple[str, ...] = option(SYSTEMS, f'Systems to run, from {",".join(SYSTEMS)}.')
-  repeats: int = option(2, 'Runs per system, interleaved.')
+  rules = (_some_system,)
+
+  systems: tuple[str, ...] = option(SYSTEMS, f'Systems to run, from {",".join(SYSTEMS)}.',
+                                    choices=SYSTEMS)
+  repeats: int = option(2, 'Runs per system, interleaved.', valid=at_least(1))
   replica_batch: int = option(8, 'Clips per worker step (one replica per worker); the '
-                              'global batch is twice this.')
+                              'global batch is twice this.', valid=at_least(1))
   max_steps: int = option(500, 'Global steps each run trains to (enough for a throughput '
-                          'window after a worker that waited 30 s).')
+                          'window after a worker that waited 30 s).', valid=at_least(1))
   settle_secs: float = option(5.0, 'Seconds after both chief and worker made their first '
-                              'step before the throughput window starts.')
+                              'step before the throughput window starts.', valid=at_least(0))
   window_secs: float = option(20.0, 'Length of the throughput window (shorter when the '
-                              'chief reaches max_steps first).')
-  timeout_secs: float = option(600.0, 'A run that has not ended after this is an error.')
+                              'chief reaches max_steps first).', valid=above(0))
+  timeout_secs: float = option(600.0, 'A run that has not ended after this is an error.',
+                               valid=above(0))
   task_logs: str = option('', 'If set, every task\'s output goes to TASK_LOGS/<system>_<repeat>/'
                         '<task>.log.', path=True)
 
@@ -429,19 +438,6 @@ def report(runs: dict[str, list[Run]], model: int, options: PeersOptions) -> Non
 cli.define_flags(PeersOptions)
 
 
-def options_problem(options: PeersOptions) -> str | None:
-  """One line naming the first invalid option and its fix, or None."""
-  unknown = sorted(set(options.systems) - set(SYSTEMS))
-  if unknown or not options.systems:
-    named = f'unknown --systems {",".join(unknown)}' if unknown else '--systems is empty'
-    return f'{named}: choose from {",".join(SYSTEMS)}'
-  if options.repeats < 1 or options.replica_batch < 1 or options.max_steps < 1:
-    return '--repeats, --replica_batch and --max_steps must be >= 1'
-  if options.settle_secs < 0 or options.window_secs <= 0 or options.timeout_secs <= 0:
-    return '--settle_secs must be >= 0, --window_secs and --timeout_secs > 0'
-  return None
-
-
 def run(options: PeersOptions) -> int:
   """Runs every system `repeats` times and prints the report; 1 when a run failed."""
   reexec_in_private_network(__file__, sys.argv[1:])
@@ -488,7 +484,7 @@ def run(options: PeersOptions) -> int:
   return 1 if any(failures.values()) else 0
 
 
-PROGRAM = entry.Program('cluster_peers', run, PeersOptions, check=options_problem)
+PROGRAM = entry.Program('cluster_peers', run, PeersOptions)
 
 
 if __name__ == '__main__':

@@ -32,15 +32,36 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line import cli, entry
-from command_line.options import option, Options
+from command_line.options import Options, Problem, above, option
+
+
+MODELS = {
+    'c3d_small': ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_size=32',
+                  '--batch_size=8'),
+    'i3d': ('--model=i3d', '--num_classes=101', '--clip_frames=8', '--crop_size=64',
+            '--batch_size=4', '--warm_start_from='),
+}
+COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps=100000',
+          '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
+          '--max_steps=100000', '--weight_decay=1e-4')
+
+
+def _layouts_are_ps_x_workers(o: TrafficOptions) -> Problem | None:
+  malformed = [l for l in o.layouts if not re.fullmatch(r'[1-9][0-9]*x[1-9][0-9]*', l)]
+  return Problem('layouts', f'--layouts like 2x2 (ps x workers); got {", ".join(malformed)}'
+                 ) if malformed else None
 
 
 @dataclasses.dataclass(frozen=True)
 class TrafficOptions(Options):
   """Which networks and cluster layouts to measure."""
-  models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to measure (c3d_small, i3d).')
+  rules = (_layouts_are_ps_x_workers,)
+
+  models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to measure (c3d_small, i3d).',
+                                   choices=tuple(MODELS))
   layouts: tuple[str, ...] = option(('1x1', '1x2', '2x2'), 'ps x workers pairs to measure.')
-  timeout_secs: float = option(900.0, 'Seconds one layout may take to reach its last step.')
+  timeout_secs: float = option(900.0, 'Seconds one layout may take to reach its last step.',
+                               valid=above(0))
 
 
 cli.define_flags(TrafficOptions)
@@ -55,17 +76,6 @@ class Setup:
   num_workers: int
   first_step: int
   last_step: int
-
-
-MODELS = {
-    'c3d_small': ('--model=c3d_small', '--num_classes=4', '--clip_frames=8', '--crop_size=32',
-                  '--batch_size=8'),
-    'i3d': ('--model=i3d', '--num_classes=101', '--clip_frames=8', '--crop_size=64',
-            '--batch_size=4', '--warm_start_from='),
-}
-COMMON = ('--data_source=synthetic', '--num_towers=2', '--save_checkpoints_steps=100000',
-          '--log_every_steps=10', '--lr_schedule=constant', '--lr_values=0.001',
-          '--max_steps=100000', '--weight_decay=1e-4')
 
 
 def measure(setup: Setup, timeout: float) -> tuple[int, int]:
@@ -101,16 +111,6 @@ def measure(setup: Setup, timeout: float) -> tuple[int, int]:
   return step_b - step_a, bytes_b - bytes_a
 
 
-def options_problem(options: TrafficOptions) -> str | None:
-  """One line naming unknown --models and malformed --layouts, or None."""
-  unknown = [m for m in options.models if m not in MODELS]
-  malformed = [l for l in options.layouts if not re.fullmatch(r'[1-9][0-9]*x[1-9][0-9]*', l)]
-  if unknown or malformed:
-    return (f'--models must be among {", ".join(MODELS)} and --layouts like 2x2 '
-            f'(ps x workers); got {", ".join(unknown + malformed)}')
-  return None
-
-
 def run(options: TrafficOptions) -> int:
   """Measures every model and layout and prints the table."""
   reexec_in_private_network(__file__, sys.argv[1:])
@@ -138,7 +138,7 @@ def run(options: TrafficOptions) -> int:
   return 0
 
 
-PROGRAM = entry.Program('cluster_traffic', run, TrafficOptions, check=options_problem)
+PROGRAM = entry.Program('cluster_traffic', run, TrafficOptions)
 
 
 if __name__ == '__main__':

@@ -13,7 +13,7 @@ import tensorflow as tf
 from benchmarks.emulated_task import STEP_EVENT, variable_shapes
 from model_fn import networks
 from command_line import status_file
-from command_line.options import option, Options
+from command_line.options import Options, above, at_least, option
 
 tf1 = tf.compat.v1
 
@@ -28,12 +28,13 @@ class PeerTaskOptions(Options):
   peer: str = option('ps_strategy', 'Which TensorFlow strategy trains.', choices=PEERS)
   model: str = option('i3d', 'Network whose trainable variables are transferred.',
                       choices=networks.names())
-  num_classes: int = option(101, 'Classes of the network head.')
-  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.')
-  time_scale: float = option(1.0, 'The compute wait is multiplied by this.')
+  num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
+  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.',
+                                  valid=at_least(0))
+  time_scale: float = option(1.0, 'The compute wait is multiplied by this.', valid=above(0))
   model_dir: str = option('', 'The Estimator\'s model_dir (nothing is saved there but '
                           'its graph).', path=True)
-  max_seconds: float = option(900.0, 'A worker stops training after this long.')
+  max_seconds: float = option(900.0, 'A worker stops training after this long.', valid=above(0))
 
 
 def make_strategy(peer: str) -> tf.distribute.Strategy:

@@ -19,7 +19,7 @@ from model_fn.networks import build_network, input_channels
 from model_fn.network_variables import network_variables
 from model_fn.variable_placement import largest_first, make_placement
 from command_line import status_file
-from command_line.options import option, Options
+from command_line.options import Options, above, at_least, option
 from towers.params import make_params
 
 tf1 = tf.compat.v1
@@ -34,10 +34,11 @@ class TaskOptions(Options):
   """What every emulated task is told (the emulator passes the same to all)."""
   model: str = option('i3d', 'Network whose trainable variables are transferred.',
                       choices=networks.names())
-  num_classes: int = option(101, 'Classes of the network head.')
-  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.')
-  time_scale: float = option(1.0, 'The compute wait is multiplied by this.')
-  accumulate_steps: int = option(1, 'Micro-batches computed per pull and push.')
+  num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
+  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.',
+                                  valid=at_least(0))
+  time_scale: float = option(1.0, 'The compute wait is multiplied by this.', valid=above(0))
+  accumulate_steps: int = option(1, 'Micro-batches computed per pull and push.', valid=at_least(1))
   transfer_dtype: str = option('float32', 'Type of pulled parameters and pushed gradients.',
                                choices=tuple(transfer.TRANSFER_DTYPES))
   ps_placement: str = option('greedy', 'greedy: each variable in creation order on the '
@@ -55,13 +56,13 @@ class TaskOptions(Options):
                                     'empty: count the FLOPs here (~8 s CPU for I3D).',
                                     path=True)
   steps: int = option(1000000, 'Steps each worker runs, then exits (the emulator stops '
-                      'the workers itself once it has measured).')
-  max_seconds: float = option(900.0, 'A worker gives up after this long.')
+                      'the workers itself once it has measured).', valid=at_least(1))
+  max_seconds: float = option(900.0, 'A worker gives up after this long.', valid=above(0))
   ps_hosts: tuple[str, ...] = option((), 'host:port of every ps task.')
   worker_hosts: tuple[str, ...] = option((), 'host:port of every worker (the first is the '
                                          'chief).')
   task_type: str = option('worker', 'This task\'s job.', choices=('ps', 'worker'))
-  task_index: int = option(0, 'This task\'s index in its job.')
+  task_index: int = option(0, 'This task\'s index in its job.', valid=at_least(0))
 
 
 def variable_shapes(model: str, num_classes: int) -> list[tuple[str, tuple[int, ...]]]:

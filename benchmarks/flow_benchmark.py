@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from benchmarks import machine
-from command_line.options import Options, at_least, option
+from command_line.options import Options, Problem, at_least, option
 from input_fn import flow, video_io
 
 WIDTH, HEIGHT = 341, 256
@@ -33,8 +33,9 @@ UNFUSED_BYTES, FUSED_BYTES = 95 * 12, 22 * 4
 class FlowBenchmarkOptions(Options):
   clip: str = option('', 'A video whose frames to use (default: the real UCF101 clip in '
                      '../shared/i3d beside the repository).', path=True)
-  pairs: int = option(4, 'Frame pairs measured per backend (OpenCV takes ~2 s per pair).')
-  batch: int = option(4, 'Frame pairs per TensorFlow batch.')
+  pairs: int = option(4, 'Frame pairs measured per backend (OpenCV takes ~2 s per pair).',
+                      valid=at_least(1))
+  batch: int = option(4, 'Frame pairs per TensorFlow batch.', valid=at_least(1))
   width: int = option(WIDTH, 'Frame width the flow is computed at (341x256: a UCF101 video '
                       'resized to the short side 256; the real clip is 224x224).',
                       valid=at_least(16))
@@ -226,11 +227,10 @@ def run(options: FlowBenchmarkOptions) -> str:
   return '\n'.join(lines)
 
 
-def options_problem(options: FlowBenchmarkOptions) -> str | None:
-  if options.pairs < 1 or options.batch < 1:
-    return f'--pairs and --batch must be >= 1, got {options.pairs} and {options.batch}'
+def options_problem(options: FlowBenchmarkOptions) -> Problem | None:
+  """--clip that cannot be found (`find_clip`), or None."""
   try:
     find_clip(options.clip)
   except ValueError as e:
-    return str(e)
+    return Problem('clip', str(e))
   return None

@@ -19,25 +19,42 @@ import numpy as np
 
 from benchmarks import machine
 from command_line import entry
-from command_line.options import option, Options
+from command_line.options import Options, Problem, above, at_least, option
+from input_fn import ucf101
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
 LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
 ROUTES = ('tfrecord', 'pil', 'opencv', 'direct', 'flow')
 
 
+def _tfrecord_measured(o: InputBenchmarkOptions) -> Problem | None:
+  return None if 'tfrecord' in o.routes else Problem(
+      'routes', f'--routes must include tfrecord (got {", ".join(o.routes)})')
+
+
+def _clips_fit_videos(o: InputBenchmarkOptions) -> Problem | None:
+  return None if o.frames >= o.clip_frames else Problem(
+      'frames', f'--frames={o.frames} must be at least --clip_frames={o.clip_frames}')
+
+
 @dataclasses.dataclass(frozen=True)
 class InputBenchmarkOptions(Options):
-  seconds: float = option(30.0, 'Measurement time per route, split over --rounds rounds.')
-  rounds: int = option(3, 'Interleaved rounds per route (the median counts).')
-  clip_frames: int = option(64, 'Frames per clip (the I3D recipe: 64).')
-  crop_size: int = option(224, 'Crop side in pixels (the I3D recipe: 224).')
-  batch_size: int = option(6, 'Clips per batch (the I3D recipe: 6).')
-  classes: int = option(4, 'Synthetic classes.')
-  groups: int = option(10, 'Groups per class (> 7: split 1 tests groups 1-7).')
-  frames: int = option(80, 'Frames per synthetic video (at least --clip_frames).')
+  rules = (_tfrecord_measured, _clips_fit_videos)
+
+  seconds: float = option(30.0, 'Measurement time per route, split over --rounds rounds.',
+                          valid=above(0))
+  rounds: int = option(3, 'Interleaved rounds per route (the median counts).', valid=at_least(1))
+  clip_frames: int = option(64, 'Frames per clip (the I3D recipe: 64).', valid=at_least(1))
+  crop_size: int = option(224, 'Crop side in pixels (the I3D recipe: 224).', valid=at_least(1))
+  batch_size: int = option(6, 'Clips per batch (the I3D recipe: 6).', valid=at_least(1))
+  classes: int = option(4, 'Synthetic classes.', valid=at_least(1))
+  groups: int = option(10, 'Groups per class (split 1 tests groups 1-7, trains on the rest).',
+                       valid=at_least(ucf101.GROUPS_PER_SPLIT + 1))
+  frames: int = option(80, 'Frames per synthetic video (at least --clip_frames).',
+                       valid=at_least(1))
   routes: tuple[str, ...] = option(ROUTES, 'Routes to measure besides the decode limit: '
-                                   'tfrecord, pil (the PIL py_func loader), opencv, direct, flow.')
+                                   'tfrecord, pil (the PIL py_func loader), opencv, direct, flow.',
+                                   choices=ROUTES)
   profile: bool = option(True, 'Also measure the TFRecord pipeline stage by stage.')
   keep_dir: str = option('', 'Write the data here and keep it (default: a temp dir).',
                          path=True)
@@ -70,7 +87,7 @@ def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, st
 def _write_frame_folders(tfrecords: str, data: str) -> None:
   """jpegs_256/<video>/frame%06d.jpg + rgb.txt from the prepared records (same JPEGs)."""
   import tensorflow as tf
-  from input_fn import records, ucf101
+  from input_fn import records
   rows = []
   for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
     for raw in tf.data.TFRecordDataset(path):
@@ -334,20 +351,14 @@ def measure_flow(root: str, paths: dict[str, str], common: dict[str, Any],
   return results['tfrecord pipeline (flow)'], per_core, limit
 
 
-def options_problem(options: InputBenchmarkOptions) -> str | None:
-  """One line naming the first option that cannot work (routes, frames, Pillow), or None."""
-  unknown = sorted(set(options.routes) - set(ROUTES))
-  if unknown or 'tfrecord' not in options.routes:
-    return (f'--routes must include tfrecord and name only {", ".join(ROUTES)} (got '
-            f'{", ".join(options.routes)})')
-  if options.frames < options.clip_frames:
-    return f'--frames={options.frames} must be at least --clip_frames={options.clip_frames}'
+def options_problem(options: InputBenchmarkOptions) -> Problem | None:
+  """--routes with pil where Pillow is not installed, or None."""
   if 'pil' in options.routes:
     try:
       import PIL  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
     except ImportError:
-      return ('the PIL loader needs Pillow, which only this benchmark uses: .venv/bin/pip '
-              'install Pillow (or leave pil out of --routes)')
+      return Problem('routes', 'the PIL loader needs Pillow, which only this benchmark uses: '
+                     '.venv/bin/pip install Pillow (or leave pil out of --routes)')
   return None
 
 

@@ -18,25 +18,29 @@ import sys
 import tempfile
 
 from command_line import cli, entry
-from command_line.options import option, Options
+from command_line.options import Options, Range, above, at_least, option
 
 
 @dataclasses.dataclass(frozen=True)
 class ScalingOptions(Options):
   """The cluster to model: the training clip, the GPUs, the network and the nodes' CPUs."""
-  clip_frames: int = option(64, 'Frames per training clip.')
-  crop_size: int = option(224, 'Crop side of a training clip.')
-  num_classes: int = option(101, 'Classes of the I3D head (UCF101).')
-  clips_per_gpu: int = option(6, 'Clips per worker step (one GPU per worker).')
-  gpu_tflops: float = option(4.4, 'GPU fp32 peak, TFLOPS (GTX1060 6GB: ~4.4).')
-  achieved_fraction: float = option(0.4, 'Assumed fraction of peak a training step reaches.')
-  nodes: int = option(10, 'Machines in the cluster (one GPU each).')
-  link_gbits: tuple[float, ...] = option((1.0, 10.0), 'NIC speeds to model, Gbit/s.')
-  link_efficiency: float = option(0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).')
+  clip_frames: int = option(64, 'Frames per training clip.', valid=at_least(1))
+  crop_size: int = option(224, 'Crop side of a training clip.', valid=at_least(1))
+  num_classes: int = option(101, 'Classes of the I3D head (UCF101).', valid=at_least(1))
+  clips_per_gpu: int = option(6, 'Clips per worker step (one GPU per worker).', valid=at_least(1))
+  gpu_tflops: float = option(4.4, 'GPU fp32 peak, TFLOPS (GTX1060 6GB: ~4.4).', valid=above(0))
+  achieved_fraction: float = option(0.4, 'Assumed fraction of peak a training step reaches.',
+                                    valid=Range(low=0.0, high=1.0, low_open=True))
+  nodes: int = option(10, 'Machines in the cluster (one GPU each).', valid=at_least(1))
+  link_gbits: tuple[float, ...] = option((1.0, 10.0), 'NIC speeds to model, Gbit/s.',
+                                         valid=above(0))
+  link_efficiency: float = option(0.9, 'Usable fraction of the nominal link rate (TCP, gRPC).',
+                                  valid=Range(low=0.0, high=1.0, low_open=True))
   jpeg_decodes_per_core: float = option(
       0.0, 'Full-frame JPEG decodes per second per core; 0: measure on this machine with '
-      'benchmarks/input_benchmark.py\'s decode loop.')
-  node_cores: int = option(4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).')
+      'benchmarks/input_benchmark.py\'s decode loop.', valid=at_least(0))
+  node_cores: int = option(4, 'Physical cores per node (i7-7700: 4 cores, 8 threads).',
+                           valid=at_least(1))
 
 
 cli.define_flags(ScalingOptions)

@@ -26,16 +26,26 @@ import time
 from absl import flags
 
 from command_line import cli, entry, working_dir
-from command_line.options import option, Options, Problem
+from command_line.options import Options, Problem, Range, at_least, option
+
+
+def _results_from_draws_a_plot(o: TimeToAccuracyOptions) -> Problem | None:
+  return Problem('results_from', '--results_from draws recorded runs: give --plot=<file.png>'
+                 ) if o.results_from and not o.plot else None
 
 
 @dataclasses.dataclass(frozen=True)
 class TimeToAccuracyOptions(Options):
   """The runs to compare and when each stops."""
-  towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).')
-  target: float = option(0.9, 'Top-1 test accuracy to reach.')
-  eval_every: int = option(20, 'Training steps between evaluations.')
-  step_limit: int = option(600, 'Give up at this global step (the runs\' max_steps).')
+  rules = (_results_from_draws_a_plot,)
+
+  towers: tuple[int, ...] = option((1, 2), 'Tower counts to compare (same global batch).',
+                                   valid=at_least(1))
+  target: float = option(0.9, 'Top-1 test accuracy to reach.',
+                         valid=Range(low=0.0, high=1.0, low_open=True))
+  eval_every: int = option(20, 'Training steps between evaluations.', valid=at_least(1))
+  step_limit: int = option(600, 'Give up at this global step (the runs\' max_steps).',
+                           valid=at_least(1))
   set: tuple[str, ...] = option(
       ('num_classes=16',), 'Demo flag overrides name=value, comma-separated. Default '
       'num_classes=16: the demo itself (4 directions) is at 100% by the first evaluations, '
@@ -167,13 +177,11 @@ def run(options: TimeToAccuracyOptions) -> None:
 
 
 def options_problem(options: TimeToAccuracyOptions) -> Problem | None:
-  """--plot that cannot be written, --results_from without --plot or without runs, before
-  any training; else None."""
+  """--plot that cannot be written, --results_from that is not a file, before any
+  training; else None."""
   problem = options.plot and working_dir.unwritable(options.plot)
   if problem:
     return Problem('plot', f'--plot={options.plot}: {problem}')
-  if options.results_from and not options.plot:
-    return Problem('results_from', '--results_from draws recorded runs: give --plot=<file.png>')
   if options.results_from and not os.path.isfile(options.results_from):
     return Problem('results_from', f'--results_from={options.results_from} not found: give '
                    'the .json a --plot run wrote')

@@ -31,7 +31,7 @@ import time
 from typing import Callable
 
 from command_line import cli, entry
-from command_line.options import option, Options
+from command_line.options import Options, Problem, above, at_least, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,19 +39,23 @@ class BenchmarkOptions(Options):
   """What to measure and how; `batch_size`, `clip_frames`, `crop_size` and `num_classes`
   mean what they mean for //towers:train."""
   models: tuple[str, ...] = option(('c3d_small', 'i3d'), 'Networks to benchmark, all in one run.')
-  devices: tuple[int, ...] = option((1, 2, 4), 'Device counts for the towers and mirrored rows.')
-  batch_size: int = option(16, 'Fixed global batch, split across the devices.')
-  clip_frames: int = option(8, 'Frames per synthetic clip.')
-  crop_size: int = option(64, 'Height and width of the synthetic clips.')
-  num_classes: int = option(101, 'Classes of the network head.')
-  untimed_steps: int = option(3, 'Steps run per row before the timed repeats (not timed).')
-  repeats: int = option(7, 'Timed repeats per row (median and min-max over these).')
-  steps_per_repeat: int = option(4, 'Training steps timed per repeat.')
+  devices: tuple[int, ...] = option((1, 2, 4), 'Device counts for the towers and mirrored rows.',
+                                    valid=at_least(1))
+  batch_size: int = option(16, 'Fixed global batch, split across the devices.', valid=at_least(1))
+  clip_frames: int = option(8, 'Frames per synthetic clip.', valid=at_least(1))
+  crop_size: int = option(64, 'Height and width of the synthetic clips.', valid=at_least(1))
+  num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
+  untimed_steps: int = option(3, 'Steps run per row before the timed repeats (not timed).',
+                              valid=at_least(0))
+  repeats: int = option(7, 'Timed repeats per row (median and min-max over these).',
+                        valid=at_least(1))
+  steps_per_repeat: int = option(4, 'Training steps timed per repeat.', valid=at_least(1))
   trace: str = option('', 'Write a Chrome trace of one towers step here (JSON).', path=True)
-  trace_devices: int = option(2, 'Tower count of the traced step.')
+  trace_devices: int = option(2, 'Tower count of the traced step.', valid=at_least(1))
   include_input: bool = option(
       False, 'Also run the input-pipeline benchmark (benchmarks/input_benchmark.py).')
-  input_seconds: float = option(8.0, 'With --include_input: seconds per input route.')
+  input_seconds: float = option(8.0, 'With --include_input: seconds per input route.',
+                                valid=above(0))
 
 
 cli.define_flags(BenchmarkOptions)
@@ -134,12 +138,14 @@ def trace(options: BenchmarkOptions, model: str, devices: int, path: str) -> str
   return '\n'.join(lines)
 
 
-def options_problem(options: BenchmarkOptions) -> str | None:
-  """One line naming --models that are not registered networks, or None."""
+def options_problem(options: BenchmarkOptions) -> Problem | None:
+  """--models that are not registered networks (the registry loads with TensorFlow, so
+  after the options are made), or None."""
   from model_fn import networks
   unknown = [m for m in options.models if m not in networks.names()]
   if unknown:
-    return f'--models: {", ".join(unknown)} not registered ({", ".join(networks.names())})'
+    return Problem('models', f'--models: {", ".join(unknown)} not registered '
+                   f'({", ".join(networks.names())})')
   return None
 
 

@@ -51,7 +51,7 @@ def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS
     where = {'flag_values': flag_values}
     if section:
       where['module_name'] = f'{section} ({options_type.__name__})'
-    if f.metadata.get(CHOICES):
+    if f.metadata.get(CHOICES) and field_type == 'str':
       flags.DEFINE_enum(f.name, default, f.metadata[CHOICES], help_text, **where)
     elif field_type.startswith('tuple'):
       flags.DEFINE_list(f.name, [str(v) for v in default], help_text, **where)

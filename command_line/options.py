@@ -63,21 +63,26 @@ def options_named(error: BaseException) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class Range:
   """The values a numeric option (or each element of a list option) may take: at least
-  `low` (above it when `low_open`), at most `high` (below it when `high_open`)."""
+  `low` (above it when `low_open`), at most `high` (below it when `high_open`), none of
+  `excluded` (e.g. num_towers: -1 or positive)."""
   low: float | None = None
   high: float | None = None
   low_open: bool = False
   high_open: bool = False
+  excluded: tuple[float, ...] = ()
 
   def holds(self, value: float) -> bool:
-    if value != value:  # NaN: in no range
+    if value != value or value in self.excluded:  # NaN: in no range
       return False
     if self.low is not None and (value <= self.low if self.low_open else value < self.low):
       return False
     return self.high is None or (value < self.high if self.high_open else value <= self.high)
 
   def describe(self) -> str:
-    """'positive', '>= 0', '> 0', 'in [0, 1)'."""
+    """'positive', '>= 0', '> 0', 'in [0, 1)', '>= -1 and not 0'."""
+    if self.excluded:
+      bounds = dataclasses.replace(self, excluded=()).describe()
+      return f'{bounds} and not {" or ".join(map(_number, self.excluded))}'
     if self.high is None:
       if self.low == 1 and not self.low_open:
         return 'positive'
@@ -100,9 +105,10 @@ def above(low: float) -> Range:
   return Range(low=low, low_open=True)
 
 
-def option(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
+def option(default: Any, help_text: str, choices: tuple[Any, ...] | None = None,
            path: bool = False, valid: Range | None = None, key: bool = False) -> Any:
-  """A dataclass field with its default, its help text, its allowed values (or None),
+  """A dataclass field with its default, its help text, its allowed values (or None; of a
+  list option, each element's, every one at most once),
   whether it holds a filesystem path, the range its number (or each of its numbers)
   must lie in (`valid`; `convert` refuses others, and NaN or infinity in any float), and
   whether it is one of the few options a user starts with (`key`: shown by --help)."""
@@ -166,15 +172,29 @@ def validated(options: Any) -> Any:
   error = getattr(options, 'error', OptionsError)
   for f in dataclasses.fields(options):
     value = convert(f, getattr(options, f.name), error)
-    choices = f.metadata.get(CHOICES)
-    if choices and value not in choices:
-      raise _named(error, f'{f.name}={value!r} is not one of {", ".join(choices)}', f.name)
+    problem = choice_problem(f, value)
+    if problem:
+      raise _named(error, problem, f.name)
     object.__setattr__(options, f.name, value)
   for rule in rules_of(type(options)):
     problem = rule(options)
     if problem:
       raise _named(error, problem, problem.option)
   return options
+
+
+def choice_problem(f: dataclasses.Field, value: Any) -> str | None:
+  """Why `value` (converted) is not among the field's `choices` (a list option: an element
+  not among them, or one given twice), or None."""
+  choices = f.metadata.get(CHOICES)
+  if not choices:
+    return None
+  listed = ', '.join(map(str, choices))
+  if not isinstance(value, tuple):
+    return None if value in choices else f'{f.name}={value!r} is not one of {listed}'
+  if all(v in choices for v in value) and len(set(value)) == len(value):
+    return None
+  return f'{f.name}={",".join(map(str, value))}: each of {listed} at most once'
 
 
 def build(options_type: type[T], values: Mapping[str, Any] | None = None,

@@ -1,6 +1,7 @@
 """Where the user ran the command, which `bazel run` hides by starting binaries elsewhere."""
 
 import os
+import tempfile
 
 
 def user_working_dir() -> str:
@@ -28,4 +29,24 @@ def unwritable(path: str) -> str | None:
     return f'cannot be written ({e.strerror})'
   if not existed:
     os.remove(path)
+  return None
+
+
+def unwritable_dir(path: str) -> str | None:
+  """Why files could not be written in the directory `path` (checked before the work that
+  writes them: `cannot be created: <parent> is a file`, `is not writable (<reason>)`,
+  `cannot be created: <parent> is not writable (<reason>)`); None if they can. Probes
+  `path`, or its nearest existing parent, with a temporary file; creates nothing."""
+  wanted = os.path.abspath(path)
+  existing = wanted
+  while existing and not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if existing and not os.path.isdir(existing):
+    return f'cannot be created: {existing} is a file'
+  try:
+    with tempfile.TemporaryFile(dir=existing, prefix='.write_probe_'):
+      pass
+  except OSError as e:
+    return (f'is not writable ({e.strerror})' if existing == wanted else
+            f'cannot be created: {existing} is not writable ({e.strerror})')
   return None

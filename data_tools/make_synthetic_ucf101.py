@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from input_fn import dir_identity, ucf101, video_io
-from command_line.options import Options, OptionsError, at_least, option
+from command_line.options import Options, OptionsError, Problem, at_least, option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
               ('DownRight', (1, 1)), ('UpLeft', (-1, -1)), ('DownLeft', (-1, 1)),
@@ -43,10 +43,30 @@ class SyntheticError(OptionsError):
     super().__init__(message, option)
 
 
+def _frame_counts_ordered(o: SyntheticOptions) -> Problem | None:
+  return Problem('min_frames', f'need --min_frames <= --max_frames, got {o.min_frames} and '
+                 f'{o.max_frames}') if o.min_frames > o.max_frames else None
+
+
+def _object_inside_frame(o: SyntheticOptions) -> Problem | None:
+  """A square as large as the frame shows no motion."""
+  if o.object_size < min(o.width, o.height):
+    return None
+  return Problem('object_size', f'--object_size must be in 1..{min(o.width, o.height) - 1} '
+                 f'(smaller than the frame, or nothing is seen to move), got {o.object_size}')
+
+
+def _flow_needs_two_frames(o: SyntheticOptions) -> Problem | None:
+  return Problem('min_frames', f'--write_flow needs --min_frames >= 2 (flow is between two '
+                 f'frames), got {o.min_frames}') if o.write_flow and o.min_frames < 2 else None
+
+
 @dataclasses.dataclass(frozen=True)
 class SyntheticOptions(Options):
   """The options of //data_tools:make_synthetic_ucf101 (one flag per field)."""
   error: ClassVar[type[OptionsError]] = SyntheticError
+  rules = (_frame_counts_ordered, _object_inside_frame, _flow_needs_two_frames)
+
   out: str = option('', 'Output directory (required): new, empty, or written by this tool.',
                     path=True)
   layout: str = option('ucf101', 'ucf101: UCF101\'s official layout; hmdb51: HMDB51\'s '
@@ -55,14 +75,14 @@ class SyntheticOptions(Options):
   classes: int = option(6, 'Number of classes (8 directions per speed level).',
                         valid=at_least(1))
   groups: int = option(GROUPS, 'Groups per class (UCF101 has 25; more than 7); hmdb51: videos '
-                       'per class.')
+                       'per class.', valid=at_least(ucf101.GROUPS_PER_SPLIT + 1))
   clips_per_group: int = option(1, 'Clips per group.', valid=at_least(1))
   width: int = option(64, 'Frame width in pixels.', valid=at_least(8))
   height: int = option(48, 'Frame height in pixels.', valid=at_least(8))
-  min_frames: int = option(24, 'Fewest frames per video.')
-  max_frames: int = option(40, 'Most frames per video.')
-  object_size: int = option(16, 'Side of the moving square in pixels.')
-  seed: int = option(0, 'Random seed (same seed, same files).')
+  min_frames: int = option(24, 'Fewest frames per video.', valid=at_least(1))
+  max_frames: int = option(40, 'Most frames per video.', valid=at_least(1))
+  object_size: int = option(16, 'Side of the moving square in pixels.', valid=at_least(1))
+  seed: int = option(0, 'Random seed (same seed, same files).', valid=at_least(0))
   write_frames: bool = option(False, 'Also write jpegs_256/ frame folders and rgb.txt.')
   write_flow: bool = option(False, 'Also write tvl1_flow/ (TV-L1 of the videos, '
                             '//data_tools:extract_flow, with its flow.txt).')
@@ -90,23 +110,10 @@ def claim_out_dir(out: str) -> None:
 
 
 def check_options(options: SyntheticOptions) -> None:
-  """Raises `SyntheticError` naming the first option that cannot work with the others
-  (before writing; each option's range is checked when the options are made)."""
+  """Raises `SyntheticError` when --out is not given (before writing; the options' ranges
+  and rules hold once they are made)."""
   if not options.out:
     raise SyntheticError('--out is required', 'out')
-  if options.groups < ucf101.GROUPS_PER_SPLIT + 1:
-    raise SyntheticError(f'--groups must be > {ucf101.GROUPS_PER_SPLIT} so split 1 has '
-                         f'training data, got {options.groups}', 'groups')
-  if not 1 <= options.min_frames <= options.max_frames:
-    raise SyntheticError(f'need 1 <= --min_frames <= --max_frames, got {options.min_frames} '
-                         f'and {options.max_frames}', 'min_frames')
-  if not 1 <= options.object_size < min(options.width, options.height):
-    raise SyntheticError(f'--object_size must be in 1..{min(options.width, options.height) - 1}'
-                         f' (smaller than the frame, or nothing is seen to move), got '
-                         f'{options.object_size}', 'object_size')
-  if options.write_flow and options.min_frames < 2:
-    raise SyntheticError(f'--write_flow needs --min_frames >= 2 (flow is between two frames), '
-                         f'got {options.min_frames}', 'min_frames')
 
 
 def class_motion(label: int) -> tuple[str, tuple[float, float]]:

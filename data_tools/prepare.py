@@ -22,6 +22,7 @@ from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
 from command_line import entry, status_file
 from command_line.options import Options, OptionsError, Range, at_least, option
+from command_line.options import Problem as OptionProblem  # input_fn's Problem is a bad input
 from command_line.progress import Progress
 
 FORMAT_VERSION = 2
@@ -53,11 +54,53 @@ class UnfinishedFlow(PrepareError):
     self.shards = tuple(shards)
 
 
+LIST_FLAGS = ('train_list', 'test_list', 'class_names')
+
+
+def _list_files_given(c: PrepareConfig) -> OptionProblem | None:
+  """--dataset=list takes its split from the three annotation files, others never do."""
+  if c.dataset != 'list':
+    given = [f'--{name}' for name in LIST_FLAGS if getattr(c, name)]
+    return OptionProblem(given[0][2:], f'{", ".join(given)} apply to --dataset=list, not '
+                         f'--dataset={c.dataset}') if given else None
+  missing = [f'--{name}' for name in LIST_FLAGS if not getattr(c, name)]
+  if missing:
+    return OptionProblem(missing[0][2:], f'--dataset=list needs {", ".join(missing)}: the '
+                         'annotation files (see docs/datasets.md)')
+  if c.split != 1:
+    return OptionProblem('split', f'--split={c.split} picks an official split of ucf101 or '
+                         'hmdb51; a list dataset is its --train_list and --test_list: leave '
+                         '--split out')
+  return OptionProblem('split_dir', '--split_dir applies to ucf101 and hmdb51; a list dataset '
+                       'is its --train_list and --test_list') if c.split_dir else None
+
+
+def _some_subset(c: PrepareConfig) -> OptionProblem | None:
+  return None if c.subsets else OptionProblem('subsets', '--subsets must name train and/or '
+                                              'test')
+
+
+def _layout_reads_frames(c: PrepareConfig) -> OptionProblem | None:
+  """--layout applies to frame files, and must be a layout `layouts.parse` reads."""
+  if c.layout == layouts.AUTO:
+    return None
+  if c.source == 'videos':
+    return OptionProblem('layout', f'--layout={c.layout} applies to --source=frames or flow, '
+                         'not videos')
+  try:
+    layouts.parse(c.layout, c.source == 'flow')
+  except layouts.LayoutError as e:
+    return OptionProblem(e.option, str(e))
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class PrepareConfig(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   error: ClassVar[type[OptionsError]] = PrepareError
+  rules = (_list_files_given, _some_subset, _layout_reads_frames)
+
   data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '
                          '--dataset=list the folder the lists\' relative paths start from.',
                          path=True)
@@ -77,8 +120,9 @@ class PrepareConfig(Options):
                        '<video>/flow_{x,y}_%05d.jpg (see --layout).',
                        choices=('videos', 'frames', 'flow'))
   split: int = option(1, 'Official split of ucf101 and hmdb51: 1, 2 or 3.',
-                      valid=Range(1, 3))
-  subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.')
+                      choices=datasets.SPLITS)
+  subsets: tuple[str, ...] = option(('train', 'test'), 'Subsets to convert.',
+                                    choices=manifest_lib.SUBSETS)
   split_dir: str = option('', 'Directory of the split files (default: ucf101: '
                           'data_dir/ucfTrainTestlist or data_dir; hmdb51: '
                           'data_dir/testTrainMulti_7030_splits, data_dir/annotations or '
@@ -125,37 +169,13 @@ class EmptySubset(PrepareError):
 
 
 def check_config(config: PrepareConfig) -> None:
-  """Raises `PrepareError` naming the first option that cannot work with the others or the
-  files (each option's range is checked when the config is made)."""
+  """Raises `PrepareError` naming the first option that cannot work with the files: the
+  required ones given, each named file or folder there (the config's ranges, choices and
+  rules hold once it is made)."""
   if not config.data_dir:
     raise PrepareError('--data_dir is required: the UCF101 root', 'data_dir')
   if not config.out:
     raise PrepareError('--out is required: the directory for the shards and manifests', 'out')
-  if config.dataset not in datasets.NAMES:
-    raise PrepareError(f'--dataset={config.dataset} is not one of {", ".join(datasets.NAMES)}',
-                       'dataset')
-  list_flags = ('train_list', 'test_list', 'class_names')
-  if config.dataset == 'list':
-    missing = [f'--{name}' for name in list_flags if not getattr(config, name)]
-    if missing:
-      raise PrepareError(f'--dataset=list needs {", ".join(missing)}: the annotation files '
-                         '(see docs/datasets.md)', missing[0][2:])
-    if config.split != 1:
-      raise PrepareError(f'--split={config.split} picks an official split of ucf101 or hmdb51; '
-                         'a list dataset is its --train_list and --test_list: leave --split out',
-                         'split')
-    if config.split_dir:
-      raise PrepareError('--split_dir applies to ucf101 and hmdb51; a list dataset is its '
-                         '--train_list and --test_list', 'split_dir')
-  else:
-    given = [f'--{name}' for name in list_flags if getattr(config, name)]
-    if given:
-      raise PrepareError(f'{", ".join(given)} apply to --dataset=list, not '
-                         f'--dataset={config.dataset}', given[0][2:])
-  unknown = [s for s in config.subsets if s not in manifest_lib.SUBSETS]
-  if unknown or not config.subsets:
-    raise PrepareError(f'--subsets must name train and/or test, got {",".join(config.subsets)}',
-                       'subsets')
   if os.path.exists(config.out) and not os.path.isdir(config.out):
     raise PrepareError(f'--out={config.out} is a file, not a directory', 'out')
   named = {'data_dir': os.path.isdir, 'split_dir': os.path.isdir, 'videos_dir': os.path.isdir,
@@ -169,14 +189,6 @@ def check_config(config: PrepareConfig) -> None:
       kind = 'folder' if exists is os.path.isdir else 'file'
       raise PrepareError(f'--{name}={value} is not a {kind}'
                          f'{"" if os.path.exists(value) else " (it does not exist)"}', name)
-  if config.layout != layouts.AUTO:
-    if config.source == 'videos':
-      raise PrepareError(f'--layout={config.layout} applies to --source=frames or flow, not '
-                         'videos', 'layout')
-    try:
-      layouts.parse(config.layout, config.source == 'flow')
-    except layouts.LayoutError as e:
-      raise PrepareError(str(e), e.option) from None
 
 
 # --- One video -----------------------------------------------------------------------------

@@ -102,7 +102,9 @@ def table(fields: Sequence[dataclasses.Field]) -> list[str]:
   for f in fields:
     meaning = ('**In `--help`.** ' if f.metadata.get(KEY) else '') + help_of(f)
     if f.metadata.get(CHOICES):
-      meaning += f' One of: {", ".join(c or "(empty)" for c in f.metadata[CHOICES])}.'
+      listed = ", ".join(str(c) or "(empty)" for c in f.metadata[CHOICES])
+      meaning += (f' Each of: {listed}, at most once.' if str(f.type).startswith('tuple') else
+                  f' One of: {listed}.')
     rows.append(f'| `--{f.name}` | `{render_value(f.default)}` | {_cell(meaning)} |')
   return rows
 

@@ -35,6 +35,9 @@ from input_fn import ucf101
 from input_fn.ucf101 import ClassIndex, FrameInfo, Problem, Split, VideoEntry
 
 NAMES = ('ucf101', 'hmdb51', 'list')
+SPLITS = (1, 2, 3)  # the official train/test splits of ucf101 and hmdb51
+# Evaluation crops per clip: the centre, or 3 along the long side (`pipeline.eval_crop_windows`).
+EVAL_CROPS = (1, 3)
 DEFAULT = 'ucf101'
 HELP = ('Which dataset the files are: ucf101 (UCF-101/ + ucfTrainTestlist/), hmdb51 (the '
         'official release: hmdb51_org/<class>/*.avi or class folders in the root, and '

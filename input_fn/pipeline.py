@@ -48,7 +48,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from input_fn import manifest, records
+from input_fn import datasets, manifest, records
 
 ModeKeys = tf.estimator.ModeKeys
 AUTOTUNE = tf.data.AUTOTUNE
@@ -127,16 +127,13 @@ def crop_window(height: tf.Tensor, width: tf.Tensor, crop_size: int,
   return tf.stack([y, x, h, w])
 
 
-EVAL_CROPS = (1, 3)
-
-
 def eval_crop_windows(height: tf.Tensor, width: tf.Tensor, crop_size: int,
                       num_crops: int) -> tf.Tensor:
   """int32 [num_crops, 4] windows (y, x, h, w), h = min(crop, height), w = min(crop, width).
   1 crop: centred (`crop_window` with training=False). 3 crops: along the long side (width
   when width >= height), at its start, centre and end, centred on the short side."""
-  if num_crops not in EVAL_CROPS:
-    raise ValueError(f'eval_crops must be one of {EVAL_CROPS}, got {num_crops}')
+  if num_crops not in datasets.EVAL_CROPS:
+    raise ValueError(f'eval_crops must be one of {datasets.EVAL_CROPS}, got {num_crops}')
   centre = crop_window(height, width, crop_size, training=False)
   if num_crops == 1:
     return centre[None]

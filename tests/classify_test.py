@@ -289,7 +289,7 @@ class ClassifyTest(tf.test.TestCase):
                                  ([f'--model={self.root}', self.test_videos[0]],
                                   'ClassifyError', ['model']),  # no export there
                                  ([f'--model={self.model("rgb")}', '--crops=2',
-                                   self.test_videos[0]], 'ClassifyError', ['crops']),
+                                   self.test_videos[0]], 'OptionsError', ['crops']),
                                  ([f'--model={self.model("rgb")}', '--output=x.txt',
                                    self.test_videos[0]], 'Refused', ['output'])):
       run = self.run_tool(*args)

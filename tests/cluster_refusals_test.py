@@ -33,13 +33,14 @@ def launch(*args: str, cwd: str | None = None, prefix: tuple[str, ...] = ()
 class ClusterRefusalsTest(tf.test.TestCase):
 
   def assert_refused(self, done: program_runs.ProgramRun, options: list[str],
-                     cwd: str | None = None) -> None:
-    """local_cluster ended through its entry (exit 2, one `error` event naming `options`)
-    before any task started: no task wrote a status event or a log in `cwd`."""
+                     cwd: str | None = None, error: str = 'Refused') -> None:
+    """local_cluster ended through its entry (exit 2, one `error` event of type `error`
+    naming `options`) before any task started: no task wrote a status event or a log in
+    `cwd`."""
     self.assertEqual(done.code, 2, done.output())
     self.assertEqual([e['event'] for e in done.events], ['error'], done.output())
     self.assertEqual((done.error['program'], done.error['error'], done.error_options),
-                     ('local_cluster', 'Refused', options), done.output())
+                     ('local_cluster', error, options), done.output())
     if cwd:
       self.assertEqual(os.listdir(os.path.join(cwd, LOGS)) if os.path.isdir(
           os.path.join(cwd, LOGS)) else [], [])
@@ -48,7 +49,7 @@ class ClusterRefusalsTest(tf.test.TestCase):
     for workers in (2, 1):
       here = tempfile.mkdtemp()
       self.assert_refused(launch('--ps=0', f'--workers={workers}', '--max_steps=2', cwd=here),
-                          ['ps'], here)
+                          ['ps'], here, error='OptionsError')  # its range, beside it
     with self.assertRaises(spec.ClusterError) as caught:
       spec.resolve_cluster(make_params(worker_hosts=['127.0.0.1:1', '127.0.0.1:2'],
                                        task_type='worker', task_index=0), environ={})

@@ -161,12 +161,15 @@ class MeasuringProgramsRefuseBadFlagsTest(absltest.TestCase):
     self.assertIn(named, lines[0])
 
   def test_cluster_peers(self):
-    self.check_refused('benchmarks.cluster_peers_main', '--repeats=0', '--repeats')
-    self.check_refused('benchmarks.cluster_peers_main', '--window_secs=-1', '--window_secs')
+    self.check_refused('benchmarks.cluster_peers_main', '--repeats=0',
+                       'repeats must be positive, got 0')
+    self.check_refused('benchmarks.cluster_peers_main', '--window_secs=-1',
+                       'window_secs must be > 0, got -1.0')
     self.check_refused('benchmarks.cluster_peers_main', '--systems=horovod', 'horovod')
 
   def test_cluster_emulator(self):
-    self.check_refused('benchmarks.cluster_emulator_main', '--steps=1', '--steps')
+    self.check_refused('benchmarks.cluster_emulator_main', '--steps=1',
+                       'steps must be >= 2, got 1')
 
 
 class TrainRefusalLineTest(absltest.TestCase):

@@ -36,6 +36,21 @@ class ParamsTest(tf.test.TestCase):
     self.assertEqual(self.refused_option(num_towers=-2), 'num_towers')
     self.assertEqual(make_params(num_towers=-1).num_towers, -1)
 
+  def test_number_choices_are_declared_beside_their_option(self):
+    # One declaration each (input_fn.datasets), refused up front naming the option.
+    for values, option, choices in ((dict(eval_crops=2), 'eval_crops', (1, 3)),
+                                    (dict(split=4), 'split', (1, 2, 3)),
+                                    (dict(split=0), 'split', (1, 2, 3))):
+      with self.subTest(values):
+        self.assertEqual(self.refused_option(values), option)
+        field = next(f for f in dataclasses.fields(TrainParams) if f.name == option)
+        self.assertEqual(field.metadata[options.CHOICES], choices)
+    self.assertEqual(make_params(eval_crops=3, data_source='tfrecord', split=3).split, 3)
+
+  def test_exponential_decay_needs_positive_steps_and_rate(self):
+    self.assertEqual(self.refused_option(lr_decay_steps=0), 'lr_decay_steps')
+    self.assertEqual(self.refused_option(lr_decay_rate=0.0), 'lr_decay_rate')
+
   def test_batch_smaller_than_tower_count(self):
     self.assertEqual(self.refused_option(num_towers=4, batch_size=3), 'batch_size')
     self.assertEqual(self.refused_option(tower_devices='/cpu:0,/cpu:1', batch_size=1),

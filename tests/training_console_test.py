@@ -75,11 +75,8 @@ class TrainingConsoleTest(absltest.TestCase):
     self.assertOneErrorLine('classify_refused',
                             'classify: error: give --model (an export directory or a model_dir)')
     self.assertOneErrorLine('evaluate_refused',
-                            'evaluate_two_stream: error: --eval_crops=2: must be 1 or 3')
-    self.assertOneErrorLine(
-        'cluster_refused', 'local_cluster: error: --ps=0 --workers=2: the variables of a '
-        'training cluster live on its ps tasks; use --ps=1 or more (or //towers:train without '
-        'a cluster)')
+                            'evaluate_two_stream: error: eval_crops=2 is not one of 1, 3')
+    self.assertOneErrorLine('cluster_refused', 'local_cluster: error: ps must be positive, got 0')
 
   def test_a_signal_at_the_first_instant_is_one_line(self):
     # Started with the signals blocked (as local_cluster starts its tasks): they come before

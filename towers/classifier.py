@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import direct, flow, pipeline, records, ucf101, video_io
+from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io
 from towers import export_info, two_stream
 from command_line.progress import progress_line
 
@@ -369,8 +369,9 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   Raises `ClassifyError` for a model or option that cannot work; a bad video is a result
   with `error`, never an exception."""
   classifier = model if isinstance(model, Classifier) else load(model, flow_model, flow_weight)
-  if crops not in pipeline.EVAL_CROPS:
-    raise ClassifyError(f'crops={crops}: must be 1 (centre) or 3 (along the long side)',
+  if crops not in datasets.EVAL_CROPS:
+    raise ClassifyError(f'crops={crops}: must be one of '
+                        f'{", ".join(map(str, datasets.EVAL_CROPS))}',
                         'crops', option='crops')
   for stream in classifier.streams:
     if crops > 1 and 0 < stream.frame_short_side < stream.model.size:

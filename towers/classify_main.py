@@ -31,7 +31,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import cli, disk_space, entry, working_dir
 from input_fn import datasets, json_files
 from towers import classifier
-from command_line.options import Options, Problem, option
+from command_line.options import Options, Problem, Range, at_least, option
 from towers.training import protocol
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
@@ -49,13 +49,14 @@ class ClassifyOptions(Options):
                            'flow is computed from the videos with the settings its training '
                            'flow was extracted with.', path=True)
   flow_weight: float = option(0.5, 'Two-stream: weight of the Flow stream in the fusion; RGB '
-                              'gets 1 - flow_weight.')
+                              'gets 1 - flow_weight.', valid=Range(low=0.0, high=1.0))
   clips: int = option(0, 'Clips per video, starts spread evenly over the video; 0: the '
-                      'eval_clips the model was evaluated with in training.')
+                      'eval_clips the model was evaluated with in training.', valid=at_least(0))
   crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
-                      'long side). A video\'s prediction averages its clips x crops views.')
-  top_k: int = option(5, 'Classes shown per video.')
-  batch_size: int = option(16, 'Views per model call.')
+                      'long side). A video\'s prediction averages its clips x crops views.',
+                      choices=datasets.EVAL_CROPS)
+  top_k: int = option(5, 'Classes shown per video.', valid=at_least(1))
+  batch_size: int = option(16, 'Views per model call.', valid=at_least(1))
   output: str = option('', 'Also write the results here: .json or .csv.', path=True)
   dataset: str = option('', 'The dataset the models trained on (ucf101, hmdb51 or list); '
                         'empty: not checked. Another than their exports say stops the run.',

@@ -19,7 +19,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import entry, working_dir
 from input_fn import datasets, frame_sample, pipeline
 from towers import two_stream, two_stream_outputs
-from command_line.options import Options, Problem, Range, option
+from command_line.options import Options, Problem, Range, at_least, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,17 +36,19 @@ class EvaluateTwoStreamOptions(Options):
                               '1 - flow_weight. 0.5: equal weights.',
                               valid=Range(low=0.0, high=1.0))
   eval_clips: int = option(5, 'Clips per video, starts spread evenly over the video; a '
-                           'video\'s prediction is the mean softmax of its clips.')
+                           'video\'s prediction is the mean softmax of its clips.',
+                           valid=at_least(1))
   eval_crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
-                           'long side); a video averages eval_clips x eval_crops views.')
-  eval_batch_size: int = option(16, 'Clips per model call.')
+                           'long side); a video averages eval_clips x eval_crops views.',
+                           choices=datasets.EVAL_CROPS)
+  eval_batch_size: int = option(16, 'Clips per model call.', valid=at_least(1))
   json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON.',
                          path=True)
   splits: tuple[int, ...] = option((), 'Evaluate each of these splits (e.g. 1,2,3), `{split}` '
                                    'in --rgb_model, --flow_model, --rgb_data and --flow_data '
                                    'standing for the split, and print the mean video top-1 '
                                    'over them (the standard protocol). Empty: the paths as '
-                                   'given.')
+                                   'given.', choices=datasets.SPLITS)
   dataset: str = option('', 'The dataset of both eval data (ucf101, hmdb51 or list); empty: '
                         'the one their records hold. Another than theirs stops the run.',
                         choices=('',) + datasets.NAMES)
@@ -57,22 +59,12 @@ PATHS = ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
 def check_options(options: EvaluateTwoStreamOptions) -> None:
   """Raises `entry.Refused` naming the first option that cannot work (before any model
   is loaded)."""
-  missing = [f'--{name}' for name in ('rgb_model', 'flow_model', 'rgb_data', 'flow_data')
-             if not getattr(options, name)]
+  missing = [f'--{name}' for name in PATHS if not getattr(options, name)]
   if missing:
     raise entry.Refused(Problem(missing[0][2:], f'give {", ".join(missing)}'))
-  if options.eval_clips < 1 or options.eval_batch_size < 1:
-    raise entry.Refused(Problem('eval_clips' if options.eval_clips < 1 else 'eval_batch_size',
-                                'eval_clips and eval_batch_size must be positive'))
-  if options.eval_crops not in (1, 3):
-    raise entry.Refused(Problem('eval_crops', f'--eval_crops={options.eval_crops}: must be 1 or 3'))
   problem = working_dir.unwritable(options.json_out)
   if problem:
     raise entry.Refused(Problem('json_out', f'--json_out={options.json_out}: {problem}'))
-  if len(set(options.splits)) != len(options.splits) or \
-      any(k not in (1, 2, 3) for k in options.splits):
-    raise entry.Refused(Problem('splits', f'--splits={",".join(map(str, options.splits))}: '
-                                'each of 1, 2, 3 at most once'))
   placeholders = [f'--{name}' for name in PATHS if '{split}' in getattr(options, name)]
   if options.splits and len(placeholders) != len(PATHS):
     lacking = [f'--{name}' for name in PATHS if f'--{name}' not in placeholders]

@@ -165,7 +165,8 @@ _INFO_FIELDS: dict[str, tuple[Any, str]] = {
     'clip_frames': (_positive, 'a positive integer'),
     'crop_size': (_positive, 'a positive integer'),
     'eval_clips': (_positive, 'a positive integer'),
-    'eval_crops': (lambda v: _is_int(v) and v in (1, 3), '1 or 3'),
+    'eval_crops': (lambda v: _is_int(v) and v in datasets.EVAL_CROPS,
+                   ' or '.join(map(str, datasets.EVAL_CROPS))),
     'frame_short_side': (lambda v: _is_int(v) and v >= 0, 'an integer >= 0'),
     'flow_extraction': (lambda v: v is None or isinstance(v, dict), 'an object or null'),
 }

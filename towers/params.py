@@ -42,7 +42,7 @@ MAY_CHANGE = 'may_change'
 
 def _resume_option(resume: str):
   """`option(...)` whose field also declares how a resume treats it."""
-  def make(default: Any, help_text: str, choices: tuple[str, ...] | None = None,
+  def make(default: Any, help_text: str, choices: tuple[Any, ...] | None = None,
            path: bool = False, valid: Range | None = None, key: bool = False) -> Any:
     made = option(default, help_text, choices, path, valid, key)
     return dataclasses.field(default=default, metadata={**made.metadata, RESUME: resume})
@@ -144,7 +144,7 @@ class ModelSection(Section):
       '(num_classes must equal the checkpoint\'s).', choices=i3d_names.HEADS)
   pretrained_classes: int = structure(
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
-      '600 Kinetics-600).')
+      '600 Kinetics-600).', valid=at_least(1))
   trainable_from: str = must_match(
       '', 'Freeze every endpoint of the network before this one (they keep their '
       'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
@@ -153,13 +153,6 @@ class ModelSection(Section):
 
 
 # --- Towers and devices -----------------------------------------------------------------------
-
-def _at_least_one_tower(p: DevicesSection) -> Problem | None:
-  if p.num_towers == 0 or p.num_towers < -1:
-    return Problem('num_towers', f'num_towers={p.num_towers}: need at least one tower '
-                   '(or -1 for one per visible GPU)')
-  return None
-
 
 def _one_device_per_tower(p: DevicesSection) -> Problem | None:
   if p.tower_devices and p.num_towers > 0 and len(p.tower_devices) != p.num_towers:
@@ -172,10 +165,11 @@ def _one_device_per_tower(p: DevicesSection) -> Problem | None:
 class DevicesSection(Section):
   """The towers of one worker, where they and the variables run, and the strategy."""
   TITLE: ClassVar[str] = 'Towers and devices'
-  rules = (_at_least_one_tower, _one_device_per_tower)
+  rules = (_one_device_per_tower,)
 
   num_towers: int = may_change(
-      -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).', key=True)
+      -1, 'Towers per worker. -1: one per visible GPU (1 when there is no GPU).', key=True,
+      valid=Range(low=-1, excluded=(0,)))
   tower_devices: tuple[str, ...] = may_change(
       (), 'Comma-separated devices, one per tower. Empty: every visible GPU, or with none, '
       'num_towers virtual CPU devices.')
@@ -226,14 +220,6 @@ def _some_rate(p: OptimizationSection) -> Problem | None:
   return None if p.lr_values else Problem('lr_values', 'lr_values must hold at least one rate')
 
 
-def _exponential_decays(p: OptimizationSection) -> Problem | None:
-  if p.lr_schedule == 'exponential' and (p.lr_decay_steps <= 0 or p.lr_decay_rate <= 0):
-    return Problem('lr_decay_steps' if p.lr_decay_steps <= 0 else 'lr_decay_rate',
-                   f'the exponential schedule needs lr_decay_steps > 0 and lr_decay_rate > 0, '
-                   f'got {p.lr_decay_steps} and {p.lr_decay_rate}')
-  return None
-
-
 def _boundaries_increase(p: OptimizationSection) -> Problem | None:
   if list(p.lr_boundaries) != sorted(set(p.lr_boundaries)):
     return Problem('lr_boundaries',
@@ -245,8 +231,7 @@ def _boundaries_increase(p: OptimizationSection) -> Problem | None:
 class OptimizationSection(Section):
   """The optimizer, the learning-rate schedule and what acts on the gradients."""
   TITLE: ClassVar[str] = 'Optimisation'
-  rules = (_one_rate_more_than_boundaries, _some_rate, _exponential_decays,
-           _boundaries_increase)
+  rules = (_one_rate_more_than_boundaries, _some_rate, _boundaries_increase)
 
   optimizer: str = must_match('momentum', 'Optimizer.',
                               choices=('momentum', 'sgd', 'adam', 'rmsprop'))
@@ -257,13 +242,15 @@ class OptimizationSection(Section):
       choices=('piecewise', 'cosine', 'exponential', 'constant'))
   lr_boundaries: tuple[int, ...] = must_match(
       (10000, 20000, 30000, 40000, 50000),
-      'Piecewise schedule: global steps at which the rate changes.')
+      'Piecewise schedule: global steps at which the rate changes.', valid=at_least(0))
   lr_values: tuple[float, ...] = must_match(
       (1e-3, 8e-4, 5e-4, 3e-4, 1e-4, 5e-5),
       'Piecewise schedule: one more value than boundaries. lr_values[0] is also the base '
       'rate of the cosine, exponential and constant schedules.', valid=above(0.0))
-  lr_decay_steps: int = must_match(10000, 'Exponential schedule: steps per decay by lr_decay_rate.')
-  lr_decay_rate: float = must_match(0.5, 'Exponential schedule: factor per lr_decay_steps.')
+  lr_decay_steps: int = must_match(10000, 'Exponential schedule: steps per decay by lr_decay_rate.',
+                                   valid=at_least(1))
+  lr_decay_rate: float = must_match(0.5, 'Exponential schedule: factor per lr_decay_steps.',
+                                    valid=above(0))
   warmup_steps: int = must_match(0, 'Linear warm-up from 0 to the scheduled rate over these steps.',
       valid=at_least(0))
   lr_reference_batch: int = must_match(
@@ -332,7 +319,7 @@ class RunSection(Section):
       valid=at_least(1))
   throttle_secs: int = may_change(0, 'Minimum seconds between evaluations during training.',
       valid=at_least(0))
-  random_seed: int = may_change(0, 'Graph-level random seed.')
+  random_seed: int = may_change(0, 'Graph-level random seed.', valid=at_least(0))
   model_dir: str = may_change('/tmp/video_towers', 'Checkpoints, summaries and exports.',
                               path=True, key=True)
   resume_changes: tuple[str, ...] = may_change(
@@ -411,24 +398,11 @@ class ClusterSection(Section):
 
 # --- Data -------------------------------------------------------------------------------------
 
-def _one_or_three_crops(p: DataSection) -> Problem | None:
-  if p.eval_crops not in (1, 3):
-    return Problem('eval_crops', f'eval_crops={p.eval_crops}: must be 1 (centre crop) or 3 '
-                   '(three crops along the long side)')
-  return None
-
-
 def _crops_need_video_data(p: DataSection) -> Problem | None:
   if p.eval_crops != 1 and p.data_source == 'synthetic':
     return Problem('eval_crops', 'eval_crops=3 needs video data: the synthetic source makes '
                    'single clips without frames to crop; use data_source=tfrecord, videos or '
                    'frames')
-  return None
-
-
-def _official_split(p: DataSection) -> Problem | None:
-  if p.split not in (1, 2, 3):
-    return Problem('split', f'split must be 1, 2 or 3 (the official splits), got {p.split}')
   return None
 
 
@@ -445,7 +419,7 @@ def _list_needs_records(p: DataSection) -> Problem | None:
 class DataSection(Section):
   """Where the clips come from and how training and evaluation read them."""
   TITLE: ClassVar[str] = 'Data'
-  rules = (_one_or_three_crops, _crops_need_video_data, _official_split, _list_needs_records)
+  rules = (_crops_need_video_data, _list_needs_records)
 
   data_source: str = must_match(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '
@@ -460,13 +434,14 @@ class DataSection(Section):
       'or frame folders and the split files (see --dataset).', path=True, key=True)
   split: int = must_match(
       1, 'Official split (1, 2 or 3) of ucf101 and hmdb51 for the videos and frames '
-      'sources; tfrecord data holds the split it was prepared from.')
+      'sources; tfrecord data holds the split it was prepared from.', choices=datasets.SPLITS)
   eval_clips: int = may_change(
       5, 'Clips per video in evaluation, starts spread evenly over the video; clip '
       'predictions of one video are averaged for the video-level accuracy.', valid=at_least(1))
   eval_crops: int = may_change(
       1, 'Crops per evaluation clip: 1 (centre) or 3 (start, centre and end of the frame\'s '
-      'long side). A video\'s prediction averages its eval_clips x eval_crops views.')
+      'long side). A video\'s prediction averages its eval_clips x eval_crops views.',
+      choices=datasets.EVAL_CROPS)
   shuffle_buffer: int = may_change(
       64, 'Training shuffle buffer, in decoded uint8 clips (each clip_frames x crop_size^2 '
       'x 3 bytes). Files are also shuffled and read interleaved.', valid=at_least(1))

@@ -18,16 +18,14 @@ a warm-start checkpoint's names and shapes fit the graph is checked when the gra
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import tensorflow as tf
 
-from command_line import disk_space
+from command_line import disk_space, working_dir
 from command_line.options import Problem
 from input_fn import data_checks
 from model_fn import warm_start
 from towers import resume_check
+from towers.cluster import spec
 
 
 class PreflightError(ValueError):
@@ -54,7 +52,9 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
   found += data_checks.problems(params)
   found += _model_dir_problems(params.model_dir)
   found += _device_problems(params)
-  found += _cluster_problems(params, num_workers)
+  backup = spec.backup_workers_problem(params.sync_replicas, params.backup_workers,
+                                       num_workers)
+  found += [backup] if backup else []
   if not found and _has_checkpoint(params.model_dir):
     found += resume_check.problems(params)
     space = disk_space.free_space_problem(params.model_dir,
@@ -64,23 +64,11 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
 
 
 def _model_dir_problems(model_dir: str) -> list[Problem]:
-  """model_dir must be (or be creatable as) a writable directory: no file on its path, and
-  a file can be created in it (or in its nearest existing parent)."""
-  path = os.path.abspath(model_dir)
-  while path and not os.path.exists(path):
-    path = os.path.dirname(path)
-  if path and not os.path.isdir(path):
-    return [Problem('model_dir', f'model_dir={model_dir} cannot be created: {path} is a '
-                                 'file; choose another --model_dir')]
-  try:
-    with tempfile.TemporaryFile(dir=path, prefix='.write_probe_'):
-      pass
-  except OSError as e:
-    what = 'is not writable' if path == os.path.abspath(model_dir) else (
-        f'cannot be created: {path} is not writable')
-    return [Problem('model_dir', f'model_dir={model_dir} {what} ({e.strerror}): checkpoints '
-                                 'are written there; choose another --model_dir')]
-  return []
+  """model_dir must be (or be creatable as) a writable directory
+  (`working_dir.unwritable_dir`)."""
+  problem = working_dir.unwritable_dir(model_dir)
+  return [Problem('model_dir', f'model_dir={model_dir} {problem}: checkpoints are written '
+                  'there; choose another --model_dir')] if problem else []
 
 
 def _device_problems(params) -> list[Problem]:
@@ -97,16 +85,6 @@ def _device_problems(params) -> list[Problem]:
                     f'{", ".join(absent)}, but this machine has {visible} GPU(s) visible to '
                     'TensorFlow: list devices it has (e.g. /cpu:0,/cpu:1 for virtual CPU '
                     'towers) or leave --tower_devices empty')]
-  return []
-
-
-def _cluster_problems(params, num_workers: int) -> list[Problem]:
-  """sync_replicas must aggregate at least one worker's gradients per step."""
-  if params.sync_replicas and num_workers - params.backup_workers < 1:
-    return [Problem('backup_workers',
-                    f'backup_workers={params.backup_workers} with {num_workers} training '
-                    'worker(s) would aggregate no gradient per step (sync_replicas waits for '
-                    f'workers - backup_workers): set --backup_workers below {num_workers}')]
   return []
 
 

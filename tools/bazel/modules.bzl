@@ -349,6 +349,7 @@ MODULES = {
             "//command_line:options",
         ]),
         ("pipeline.py", "pipeline", [
+            ":datasets",
             ":manifest",
             ":records",
         ]),
@@ -563,6 +564,7 @@ MODULES = {
             ":export_info",
             ":two_stream",
             "//command_line:progress",
+            "//input_fn:datasets",
             "//input_fn:direct",
             "//input_fn:flow",
             "//input_fn:pipeline",
@@ -630,8 +632,10 @@ MODULES = {
             ":resume_check",
             "//command_line:disk_space",
             "//command_line:options",
+            "//command_line:working_dir",
             "//input_fn:data_checks",
             "//model_fn:warm_start",
+            "//towers/cluster:spec",
         ]),
         ("resume_check.py", "resume_check", [
             "//command_line:options",
@@ -749,10 +753,12 @@ MODULES = {
         ]),
         ("local_cluster_main.py", "local_cluster_main", [
             ":local_cluster_lib",
+            ":spec",
             ":time_limit",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
+            "//command_line:working_dir",
             "//towers:train_main",
         ]),
         ("model_ready.py", "model_ready", []),
@@ -772,7 +778,9 @@ MODULES = {
             ":spec",
             "//command_line:status_file",
         ]),
-        ("spec.py", "spec", []),
+        ("spec.py", "spec", [
+            "//command_line:options",
+        ]),
         ("time_limit.py", "time_limit", [
             "//command_line:signals",
         ]),
@@ -1228,6 +1236,10 @@ TEST_DEPS = {
         "//model_fn:gradients",
         "//model_fn:optimization",
         "//towers:params",
+    ],
+    "option_domains_test": [
+        "//command_line:cli",
+        "//command_line:options",
     ],
     "overlap_test": [
         ":tower_testing",

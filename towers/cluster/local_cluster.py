@@ -354,7 +354,8 @@ def reexec_in_private_network(script: str, argv: Sequence[str]) -> None:
 @dataclasses.dataclass(frozen=True)
 class LocalClusterOptions(Options):
   """The launcher's own flags; every other flag goes to each task's `towers.train_main`."""
-  ps: int = option(1, 'Number of ps tasks.', valid=at_least(0))
+  ps: int = option(1, 'Number of ps tasks: the variables of a training cluster live on them '
+                   '(without a cluster: //towers:train).', valid=at_least(1))
   workers: int = option(2, 'Training workers, the chief included.', valid=at_least(1))
   evaluator: bool = option(True, 'Start an evaluator task (--noevaluator: none).')
   network: str = option('isolated', 'isolated: a private loopback-only network namespace; '

@@ -56,8 +56,9 @@ from typing import Sequence
 
 from absl import flags
 
-from command_line import status_file
+from command_line import status_file, working_dir
 from command_line.options import Problem
+from towers.cluster import spec
 from towers.cluster.local_cluster import (ISOLATED_ENV, LocalCluster, LocalClusterOptions,
                                           reexec_in_private_network)
 from towers.cluster.time_limit import STOP_SIGNAL
@@ -78,11 +79,7 @@ def _sync_problem(train_args: Sequence[str], workers: int) -> Problem | None:
     values(['local_cluster', *train_args], known_only=True)
   except flags.Error:
     return None  # the tasks' own flag parsing reports it
-  if values.sync_replicas and values.backup_workers >= workers:
-    return Problem('backup_workers', f'--sync_replicas --backup_workers={values.backup_workers} '
-                   f'with --workers={workers} would aggregate no gradient per step (each step '
-                   f'waits for workers - backup_workers): set --backup_workers below {workers}')
-  return None
+  return spec.backup_workers_problem(values.sync_replicas, values.backup_workers, workers)
 
 
 def _task_flags_problem(train_args: Sequence[str]) -> Problem | None:
@@ -110,15 +107,6 @@ def parse_flags(argv: list[str]) -> list[str]:
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
 
 
-def check_options(options: LocalClusterOptions) -> None:
-  """Raises `entry.Refused` when --ps/--workers cannot make a training cluster (their
-  ranges are declared beside them)."""
-  if options.ps == 0:
-    raise entry.Refused(Problem('ps', f'--ps=0 --workers={options.workers}: the variables of a '
-                                'training cluster live on its ps tasks; use --ps=1 or more (or '
-                                '//towers:train without a cluster)'))
-
-
 def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   """Starts the cluster with `train_args` for every task; its exit code (see
   `LocalCluster.run`)."""
@@ -128,14 +116,11 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   if problem:
     raise entry.Refused(problem)
   log_dir = os.path.abspath(os.path.join('runs', 'local_cluster_logs'))
-  try:
-    os.makedirs(log_dir, exist_ok=True)
-    with open(os.path.join(log_dir, '.write_probe'), 'w'):
-      pass
-    os.remove(os.path.join(log_dir, '.write_probe'))
-  except OSError as e:
-    raise entry.Refused(f'cannot write the task logs to {log_dir} ({e.strerror}): start it '
-                        'from a writable working directory') from None
+  unwritable = working_dir.unwritable_dir(log_dir)
+  if unwritable:
+    raise entry.Refused(f'the task logs\' directory {log_dir} {unwritable}: start it from a '
+                        'writable working directory')
+  os.makedirs(log_dir, exist_ok=True)
   if options.network == 'isolated' and not os.environ.get(ISOLATED_ENV):
     reexec_in_private_network(__file__, sys.argv[1:])
     print('local_cluster: cannot create a network namespace here (unshare/ip missing or '
@@ -154,8 +139,7 @@ def run(options: LocalClusterOptions, train_args: list[str]) -> int:
   return code
 
 
-PROGRAM = entry.Program('local_cluster', run, LocalClusterOptions, check=check_options,
-                        arguments=True)
+PROGRAM = entry.Program('local_cluster', run, LocalClusterOptions, arguments=True)
 
 
 if __name__ == '__main__':

@@ -18,6 +18,8 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any, Mapping
 
+from command_line.options import Problem
+
 if TYPE_CHECKING:
   import tensorflow as tf
 
@@ -294,3 +296,16 @@ def pick_free_ports(count: int) -> list[int]:
     for s in sockets:
       s.close()
   return ports
+
+
+def backup_workers_problem(sync_replicas: bool, backup_workers: int,
+                           workers: int) -> Problem | None:
+  """Why --sync_replicas with `backup_workers` cannot train on `workers` training workers
+  (the chief included): each step aggregates workers - backup_workers gradients, so at
+  least one must remain; None when it can."""
+  if sync_replicas and workers - backup_workers < 1:
+    return Problem('backup_workers', f'--sync_replicas --backup_workers={backup_workers} with '
+                   f'{workers} training worker(s) would aggregate no gradient per step (each '
+                   'step waits for workers - backup_workers): set --backup_workers below '
+                   f'{workers}')
+  return None
