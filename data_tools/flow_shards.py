@@ -40,7 +40,8 @@ def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[i
   """(shard, num_shards): the flags when given (shard >= 0, num_shards >= 1), else a Slurm
   array task's SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_COUNT, else
   (0, 1): the flags' defaults -1 and 0 stand for "not given". Raises ValueError naming the
-  flag for a shard outside [0, num_shards)."""
+  flag for a shard outside [0, num_shards), and for a split (num_shards > 1) that does not
+  say which shard this process computes."""
   source = ''
   if num_shards <= 0 and 'SLURM_ARRAY_TASK_COUNT' in environ:
     num_shards = int(environ['SLURM_ARRAY_TASK_COUNT'])
@@ -49,6 +50,9 @@ def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[i
     shard = int(environ['SLURM_ARRAY_TASK_ID']) - int(environ.get('SLURM_ARRAY_TASK_MIN', 0))
     source += ' (from SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN)'
   num_shards = max(num_shards, 1)
+  if shard < 0 and num_shards > 1:
+    raise ValueError(f'--num_shards={num_shards}{source} needs --shard: say which share '
+                     f'this process computes (0..{num_shards - 1})')
   shard = max(shard, 0)
   if shard >= num_shards:
     raise ValueError(f'--shard={shard} must be below --num_shards={num_shards}{source} '
