@@ -6,7 +6,7 @@ writing one `--out` at once record their work without a race.
   videos: videos sorted by (frames descending, name), each given to the shard with the
   fewest frames so far (lowest index on ties). Frames are the container's announced count
   (0 for an unreadable file; it still belongs to exactly one shard, which reports it).
-* Records: a shard records its settings (those of the flow's values and the backend) in
+* Records: a shard (and a run without a split, as shard 0 of 1) records its settings (those of the flow's values and the backend) in
   `<out>/.flow_parts/<i>-of-<N>.started.json` before any work, appends its videos' source
   records to its own file `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its
   part `<out>/.flow_parts/<i>-of-<N>.json` (its settings, the videos it skipped and why).
@@ -131,9 +131,9 @@ def other_settings(out: str, settings: dict[str, Any]) -> dict[str, list[Problem
 
 
 def unfinished(out: str) -> list[str] | None:
-  """None when `out` holds no split extraction awaiting its merge; else the shards of it
-  ('<i> of <N>') that have not written their part ([] when every one has and only the
-  merge is left to do)."""
+  """None when `out` holds no extraction awaiting its merge; else the shards of it
+  ('<i> of <N>'; '0 of 1': a run without a split that stopped) that have not written
+  their part ([] when every one has and only the merge is left to do)."""
   recorded = _recorded(out)
   if not recorded:
     return None

@@ -41,14 +41,20 @@ class PrepareError(OptionsError):
 
 
 class UnfinishedFlow(PrepareError):
-  """--flow_dir holds an extract_flow split over shards that is not merged yet; `shards`:
-  the shards that have not finished ('1 of 3'; () when only the merge is left)."""
+  """--flow_dir holds an extract_flow that is not finished (a run stopped midway) or a
+  split over shards not merged yet; `shards`: those that have not finished ('1 of 3';
+  '0 of 1' for a run without a split; () when only the merge is left)."""
 
   def __init__(self, flow_dir: str, shards: list[str]) -> None:
-    waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not finished'
-               if shards else 'every shard finished but none merged them')
-    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {waiting}; run '
-                     'them, or extract_flow without --shard into it, then prepare again',
+    if shards == ['0 of 1']:
+      how = (f'//data_tools:extract_flow stopped before it finished; run it again with '
+             f'--out={flow_dir} (it resumes), then prepare again')
+    else:
+      waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not '
+                 'finished' if shards else 'every shard finished but none merged them')
+      how = (f'{waiting}; run them, or extract_flow without --shard into it, then prepare '
+             'again')
+    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {how}',
                      'flow_dir')
     self.shards = tuple(shards)
 

@@ -148,6 +148,29 @@ class SignalsTest(absltest.TestCase):
     started.process.send_signal(signal.SIGINT)
     self.assertInterrupted(started.finish(LIMIT), 'extract_flow')
 
+  def test_prepare_refuses_the_flow_of_a_stopped_extract_flow_until_it_is_resumed(self):
+    # The stopped run's folder held a manifest of settings only: prepare took it for
+    # finished flow, exit 0, with the videos not yet computed counted as missing flow.
+    out = os.path.join(self.create_tempdir().full_path, 'flow')
+    extract = (f'--data_dir={self.data}', f'--out={out}', '--workers=1', '--short_side=0',
+               '--tvl1_scales=3', '--tvl1_warps=3', '--tvl1_epsilon=0.05')
+    started = self.start('data_tools.extract_flow_main', *extract)
+    wait_until(lambda: os.path.exists(os.path.join(out, '.flow_sources.jsonl')) or
+               started.process.poll() is not None, LIMIT, 'a first video', period=0.005)
+    started.process.send_signal(signal.SIGUSR1)
+    self.assertStopped(started.finish(LIMIT), 'extract_flow')
+    records = os.path.join(self.create_tempdir().full_path, 'records')
+    prepare = (f'--data_dir={self.data}', '--source=flow', f'--flow_dir={out}',
+               f'--out={records}', '--short_side=0', '--workers=1')
+    refused = program_runs.run('data_tools.prepare_main', *prepare, timeout=LIMIT)
+    self.assertEqual((refused.code, refused.error_options), (2, ['flow_dir']),
+                     refused.output())
+    self.assertFalse(os.path.exists(records))
+    resumed = program_runs.run('data_tools.extract_flow_main', *extract, timeout=LIMIT)
+    self.assertEqual(resumed.code, 0, resumed.output())
+    done = program_runs.run('data_tools.prepare_main', *prepare, timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
+
   # --- //towers/cluster:local_cluster ----------------------------------------------------
 
   def test_local_cluster_stops_and_is_interrupted_at_its_first_instant(self):
