@@ -7,6 +7,7 @@ The program and its whole description: data_tools/prepare_main.py.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -20,7 +21,7 @@ from input_fn import manifest as manifest_lib
 from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
-from command_line import entry, status_file
+from command_line import entry, signals, status_file
 from command_line.options import Options, OptionsError, Range, at_least, option
 from command_line.progress import Progress
 
@@ -294,6 +295,7 @@ _progress_queue = None
 
 def _init_worker(queue: Any) -> None:
   global _progress_queue
+  signals.ignored_in_worker()  # the parent alone answers SIGINT and SIGUSR1
   _progress_queue = queue
 
 
@@ -565,8 +567,11 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
       finished(convert_shard(shard, progress.add))
   elif todo:
     context = multiprocessing.get_context('spawn')
-    queue = context.Queue()
-    with context.Pool(workers, initializer=_init_worker, initargs=(queue,)) as pool:
+    with contextlib.ExitStack() as stack:
+      with signals.blocked():  # the workers and the resource tracker start with them blocked
+        queue = context.Queue()
+        pool = stack.enter_context(
+            context.Pool(workers, initializer=_init_worker, initargs=(queue,)))
       results = pool.imap_unordered(convert_shard, todo)
       remaining = len(todo)
       while remaining:

@@ -138,6 +138,24 @@ class SignalsTest(absltest.TestCase):
     interrupted.process.send_signal(signal.SIGINT)
     self.assertInterrupted(interrupted.finish(LIMIT), 'prepare')
 
+  def test_prepare_with_workers_answers_a_signal_to_its_process_group_alone(self):
+    # A terminal's Ctrl-C goes to the whole process group: the workers and multiprocessing's
+    # resource tracker printed tracebacks of their own (or died of SIGUSR1).
+    for signum, code in ((signal.SIGINT, 130), (signal.SIGUSR1, 75)):
+      with self.subTest(signal=signum.name):
+        out = os.path.join(self.create_tempdir().full_path, 'records')
+        started = program_runs.start(
+            self, 'data_tools.prepare_main', f'--data_dir={self.data}', f'--out={out}',
+            '--short_side=0', '--workers=2', '--videos_per_shard=1', preexec_fn=os.setpgrp)
+        wait_until(lambda: 'prepare_plan' in [e['event'] for e in started.events()] or
+                   started.process.poll() is not None, LIMIT, 'the plan', period=0.01)
+        time.sleep(1.0)  # the workers are converting
+        os.killpg(started.process.pid, signum)
+        done = started.finish(LIMIT)
+        self.assertEqual(done.code, code, done.output())
+        self.assertNotIn('Traceback', done.stderr)
+        self.assertEqual(glob.glob(os.path.join(out, '*.manifest.json')), [])
+
   def test_extract_flow_stops_and_is_interrupted_at_its_first_instant(self):
     args = (f'--data_dir={self.data}', f'--out={self.create_tempdir().full_path}/flow',
             '--workers=1', '--short_side=0')
