@@ -79,7 +79,9 @@ Events written today:
                                              loopback-only namespace (true) or on the
                                              host network
   already_trained {step, max_steps}          the model_dir holds a checkpoint at `step` >=
-                                             max_steps: nothing to do, nothing written
+                                             max_steps and its final evaluation (one
+                                             machine: towers/final_evaluation.py):
+                                             nothing to do, nothing written
   stopped        {program, step, max_steps}  a program stopped for the job's time limit
                                              (SIGUSR1, exit 75; `command_line/signals.py`):
                                              train at a checkpoint of `step` (None: the

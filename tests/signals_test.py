@@ -93,6 +93,27 @@ class SignalsTest(absltest.TestCase):
     self.assertNotIn('stopped', [e['event'] for e in done.events])
     self.assertEqual(checkpoint_step(model_dir), 3)
 
+  def test_train_interrupted_in_its_final_evaluation_finishes_it_when_run_again(self):
+    # The rerun found the checkpoint at max_steps and said "nothing to do", exit 0: a
+    # model without its final evaluation and without export/best.
+    model_dir = self.model_dir()
+    args = (*TRAIN, f'--model_dir={model_dir}', '--max_steps=3', '--save_checkpoints_steps=3')
+    started = self.start('towers.train_main', *args)
+    wait_until(lambda: checkpoint_step(model_dir) == 3 or started.process.poll() is not None,
+               LIMIT, 'the last checkpoint', period=0.01)
+    started.process.send_signal(signal.SIGINT)  # the final evaluation has just begun
+    self.assertInterrupted(started.finish(LIMIT), 'train')
+    self.assertEqual(checkpoint_step(model_dir), 3)
+    again = program_runs.run('towers.train_main', *args, timeout=LIMIT)
+    self.assertEqual(again.code, 0, again.output())
+    self.assertEqual([(e['event'], e.get('checkpoint_step')) for e in again.events
+                      if e['event'] in ('evaluation', 'already_trained')], [('evaluation', 3)])
+    self.assertLen(glob.glob(os.path.join(model_dir, 'export', 'best', '*', 'saved_model.pb')),
+                   1)
+    third = program_runs.run('towers.train_main', *args, timeout=LIMIT)
+    self.assertEqual([e['step'] for e in third.events if e['event'] == 'already_trained'], [3],
+                     third.output())
+
   def test_train_sigint_at_any_instant_is_exit_130(self):
     def handler_installed(started):
       return lambda: signals.STOP_SIGNAL in _caught(started.process.pid)
