@@ -119,6 +119,15 @@ def trained_step(params: TrainParams) -> int | None:
   return step if step is not None and step >= params.max_steps else None
 
 
+def reached_max_steps(params: TrainParams) -> bool:
+  """Whether model_dir's latest checkpoint is at max_steps (False while it cannot be read,
+  e.g. being replaced): a time-limit signal from then on stops nothing."""
+  try:
+    return trained_step(params) is not None
+  except (tf.errors.OpError, ValueError):
+    return False
+
+
 def finish(params: TrainParams, network: Network | None, step: int) -> dict[str, Any]:
   """The final evaluation of checkpoint `step` (>= max_steps) and its export, for a run
   interrupted after its last checkpoint; returns the metrics. The best export is made
