@@ -568,8 +568,9 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
   elif todo:
     context = multiprocessing.get_context('spawn')
     with contextlib.ExitStack() as stack:
-      with signals.blocked():  # the workers and the resource tracker start with them blocked
+      with signals.blocked():  # multiprocessing's resource tracker starts with them blocked
         queue = context.Queue()
+      with signals.blocked():  # and the workers (starting the tracker unblocked SIGINT here)
         pool = stack.enter_context(
             context.Pool(workers, initializer=_init_worker, initargs=(queue,)))
       results = pool.imap_unordered(convert_shard, todo)

@@ -162,15 +162,16 @@ class SignalsTest(absltest.TestCase):
   def test_prepare_with_workers_answers_a_signal_to_its_process_group_alone(self):
     # A terminal's Ctrl-C goes to the whole process group: the workers and multiprocessing's
     # resource tracker printed tracebacks of their own (or died of SIGUSR1).
-    for signum, code in ((signal.SIGINT, 130), (signal.SIGUSR1, 75)):
-      with self.subTest(signal=signum.name):
+    for signum, code, delay in ((signal.SIGINT, 130, 0.0), (signal.SIGINT, 130, 1.0),
+                                (signal.SIGUSR1, 75, 0.0), (signal.SIGUSR1, 75, 1.0)):
+      with self.subTest(signal=signum.name, delay=delay):
         out = os.path.join(self.create_tempdir().full_path, 'records')
         started = program_runs.start(
             self, 'data_tools.prepare_main', f'--data_dir={self.data}', f'--out={out}',
             '--short_side=0', '--workers=2', '--videos_per_shard=1', preexec_fn=os.setpgrp)
         wait_until(lambda: 'prepare_plan' in [e['event'] for e in started.events()] or
                    started.process.poll() is not None, LIMIT, 'the plan', period=0.01)
-        time.sleep(1.0)  # the workers are converting
+        time.sleep(delay)  # the workers are starting (importing), or converting
         os.killpg(started.process.pid, signum)
         done = started.finish(LIMIT)
         self.assertEqual(done.code, code, done.output())
