@@ -104,12 +104,21 @@ def blocked() -> Iterator[None]:
   """Both signals are held (not lost) inside the block; one that came is acted on as it
   ends. Processes and threads started inside (a pool's workers, multiprocessing's
   resource tracker) start with both blocked: a signal sent to the whole process group
-  (a terminal's Ctrl-C) reaches none of them before `ignored_in_worker` runs."""
+  (a terminal's Ctrl-C) reaches none of them before `ignored_in_worker` runs. In the main
+  thread the handlers only note a signal meanwhile (another thread may take it)."""
   before = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+  came: list[int] = []
+  handlers = {s: signal.getsignal(s) for s in HANDLED} if _in_main_thread() else {}
+  for signum in handlers:
+    signal.signal(signum, lambda signum, frame: came.append(signum))
   try:
     yield
   finally:
+    for signum, handler in handlers.items():
+      signal.signal(signum, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    for signum in dict.fromkeys(came):
+      signal.raise_signal(signum)  # acted on now, by the handler in place again
 
 
 def ignored_in_worker() -> None:

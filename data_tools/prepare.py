@@ -14,6 +14,8 @@ import json
 import math
 import multiprocessing
 import os
+import queue as queue_module
+import time
 from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, flow_shards, layouts
@@ -293,10 +295,26 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
 _progress_queue = None
 
 
+STARTED = 0  # a worker's first message: it has started (ignores the signals from now on)
+START_SECS = 120.0  # the longest the parent waits for its workers to start
+
+
 def _init_worker(queue: Any) -> None:
   global _progress_queue
   signals.ignored_in_worker()  # the parent alone answers SIGINT and SIGUSR1
   _progress_queue = queue
+  queue.put(STARTED)
+
+
+def _wait_started(queue: Any, workers: int) -> None:
+  """Takes each worker's STARTED off `queue` (for at most START_SECS): ended while still
+  starting, a spawned worker would print a traceback of its own."""
+  deadline = time.monotonic() + START_SECS
+  for _ in range(workers):
+    try:
+      queue.get(timeout=max(deadline - time.monotonic(), 0.01))
+    except queue_module.Empty:
+      return
 
 
 def convert_shard(shard: dict[str, Any],
@@ -570,9 +588,10 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
     with contextlib.ExitStack() as stack:
       with signals.blocked():  # multiprocessing's resource tracker starts with them blocked
         queue = context.Queue()
-      with signals.blocked():  # and the workers (starting the tracker unblocked SIGINT here)
-        pool = stack.enter_context(
+      with signals.blocked():  # and the workers (starting the tracker unblocked SIGINT here);
+        pool = stack.enter_context(  # a signal meanwhile is acted on once all have started
             context.Pool(workers, initializer=_init_worker, initargs=(queue,)))
+        _wait_started(queue, workers)
       results = pool.imap_unordered(convert_shard, todo)
       remaining = len(todo)
       while remaining:
