@@ -12,16 +12,19 @@ absl or TensorFlow load: until the program's main starts a signal is only rememb
 (`STOP`, `INTERRUPT`). `Program.main` then acts on it (`raise_pending`) and from there on
 SIGINT raises KeyboardInterrupt and SIGUSR1 raises `TimeLimit`, unless the program handles
 `STOP` itself (//towers:train: `towers/cluster/time_limit.py`). Forked workers only remember
-(their parent decides). A launcher that starts a program with both signals blocked covers
+(their parent decides); a pool made inside `blocked` with `ignored_in_worker` as its
+initializer has workers that ignore both, whatever their start method. A launcher that starts a program with both signals blocked covers
 even the interpreter's own start: `install` unblocks them once its handlers are in place,
 and a signal that came meanwhile is delivered then. Needs neither TensorFlow nor absl.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+from typing import Iterator
 
 STOP_SIGNAL = signal.SIGUSR1
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
@@ -94,6 +97,36 @@ def work_done() -> None:
   if _INSTALLED.is_set() and _in_main_thread():
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     signal.signal(signal.SIGINT, _remember)
+
+
+@contextlib.contextmanager
+def blocked() -> Iterator[None]:
+  """Both signals are held (not lost) inside the block; one that came is acted on as it
+  ends. Processes and threads started inside (a pool's workers, multiprocessing's
+  resource tracker) start with both blocked: a signal sent to the whole process group
+  (a terminal's Ctrl-C) reaches none of them before `ignored_in_worker` runs. In the main
+  thread the handlers only note a signal meanwhile (another thread may take it)."""
+  before = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+  came: list[int] = []
+  handlers = {s: signal.getsignal(s) for s in HANDLED} if _in_main_thread() else {}
+  for signum in handlers:
+    signal.signal(signum, lambda signum, frame: came.append(signum))
+  try:
+    yield
+  finally:
+    for signum, handler in handlers.items():
+      signal.signal(signum, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    for signum in dict.fromkeys(came):
+      signal.raise_signal(signum)  # acted on now, by the handler in place again
+
+
+def ignored_in_worker() -> None:
+  """A pool's initializer (with the pool made inside `blocked`): the worker ignores both
+  signals, which its parent alone answers (it ends the workers), then unblocks them."""
+  for signum in HANDLED:
+    signal.signal(signum, signal.SIG_IGN)
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
 
 
 def blocked_in_child() -> None:

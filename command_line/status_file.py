@@ -11,8 +11,8 @@ raises `EventError` for an event not declared there, or one missing a declared m
 an undeclared one or giving a member the wrong type, whether or not a status file is set.
 Events, generated from `EVENTS` by `bazel run //tools:status_events_doc` ([optional]):
   already_trained {step: int, max_steps: int}
-      the model_dir holds a checkpoint at `step` >= max_steps: nothing to do, nothing
-      written
+      the model_dir holds a checkpoint at `step` >= max_steps and its final evaluation (one
+      machine: towers/final_evaluation.py): nothing to do, nothing written
   checkpoints_skipped {skipped: int, step: int, last_step: int | None}
       a lagging evaluator skips `skipped` checkpoints: it evaluates `step` next, after
       `last_step`
@@ -125,7 +125,8 @@ class Event:
 # Every status event, alphabetical; the module docs' table is generated from it.
 EVENTS: dict[str, Event] = {
     'already_trained': Event({'step': int, 'max_steps': int},
-        'the model_dir holds a checkpoint at `step` >= max_steps: nothing to do, nothing '
+        'the model_dir holds a checkpoint at `step` >= max_steps and its final evaluation '
+        '(one machine: towers/final_evaluation.py): nothing to do, nothing '
         'written'),
     'checkpoints_skipped': Event({'skipped': int, 'step': int, 'last_step': int | None},
         'a lagging evaluator skips `skipped` checkpoints: it evaluates `step` next, after '

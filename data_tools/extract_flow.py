@@ -337,8 +337,8 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
   dir_identity.claim(manifest_path, {'settings': settings})  # before any frame
   split = shard[1] > 1
   mine = tasks
+  flow_shards.write_started(out, *shard, shard_settings)  # unfinished until the merge
   if split:
-    flow_shards.write_started(out, *shard, shard_settings)
     mine = flow_shards.share(tasks, [video_io.video_frame_count(t.path) for t in tasks],
                              [t.name for t in tasks], *shard)
     if shard[0] != 0:

@@ -28,7 +28,8 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
   record whole. Each shard records its settings and backend: one whose settings differ
   from another's in that `<out>` stops (one line naming them, exit 2), at its start or at
-  the merge. --shard and --num_shards are never negative (-1 and 0: not given).
+  the merge. --shard and --num_shards are never negative (-1 and 0: not given); a split
+  (above 1 shard) without --shard or SLURM_ARRAY_TASK_ID is refused naming --shard.
 * Progress: videos done, videos/s, flow frames/s and ETA (`command_line/progress.py`); the
   summary gives flow frames/s per core (opencv) or in all (tensorflow). The plan (videos
   found, already done, to compute, changed) and what was computed are also `flow_plan` and

@@ -6,7 +6,7 @@ writing one `--out` at once record their work without a race.
   videos: videos sorted by (frames descending, name), each given to the shard with the
   fewest frames so far (lowest index on ties). Frames are the container's announced count
   (0 for an unreadable file; it still belongs to exactly one shard, which reports it).
-* Records: a shard records its settings (those of the flow's values and the backend) in
+* Records: a shard (and a run without a split, as shard 0 of 1) records its settings (those of the flow's values and the backend) in
   `<out>/.flow_parts/<i>-of-<N>.started.json` before any work, appends its videos' source
   records to its own file `<out>/.flow_sources.<i>-of-<N>.jsonl` and, when done, writes its
   part `<out>/.flow_parts/<i>-of-<N>.json` (its settings, the videos it skipped and why).
@@ -40,7 +40,8 @@ def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[i
   """(shard, num_shards): the flags when given (shard >= 0, num_shards >= 1), else a Slurm
   array task's SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_COUNT, else
   (0, 1): the flags' defaults -1 and 0 stand for "not given". Raises ValueError naming the
-  flag for a shard outside [0, num_shards)."""
+  flag for a shard outside [0, num_shards), and for a split (num_shards > 1) that does not
+  say which shard this process computes."""
   source = ''
   if num_shards <= 0 and 'SLURM_ARRAY_TASK_COUNT' in environ:
     num_shards = int(environ['SLURM_ARRAY_TASK_COUNT'])
@@ -49,6 +50,9 @@ def from_environment(shard: int, num_shards: int, environ=os.environ) -> tuple[i
     shard = int(environ['SLURM_ARRAY_TASK_ID']) - int(environ.get('SLURM_ARRAY_TASK_MIN', 0))
     source += ' (from SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN)'
   num_shards = max(num_shards, 1)
+  if shard < 0 and num_shards > 1:
+    raise ValueError(f'--num_shards={num_shards}{source} needs --shard: say which share '
+                     f'this process computes (0..{num_shards - 1})')
   shard = max(shard, 0)
   if shard >= num_shards:
     raise ValueError(f'--shard={shard} must be below --num_shards={num_shards}{source} '
@@ -127,9 +131,9 @@ def other_settings(out: str, settings: dict[str, Any]) -> dict[str, list[Problem
 
 
 def unfinished(out: str) -> list[str] | None:
-  """None when `out` holds no split extraction awaiting its merge; else the shards of it
-  ('<i> of <N>') that have not written their part ([] when every one has and only the
-  merge is left to do)."""
+  """None when `out` holds no extraction awaiting its merge; else the shards of it
+  ('<i> of <N>'; '0 of 1': a run without a split that stopped) that have not written
+  their part ([] when every one has and only the merge is left to do)."""
   recorded = _recorded(out)
   if not recorded:
     return None

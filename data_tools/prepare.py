@@ -7,12 +7,15 @@ The program and its whole description: data_tools/prepare_main.py.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import multiprocessing
 import os
+import queue as queue_module
+import time
 from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, flow_shards, layouts
@@ -20,7 +23,7 @@ from input_fn import manifest as manifest_lib
 from input_fn import datasets, ucf101, video_io
 from input_fn.ucf101 import InputError, Problem
 from input_fn import dir_identity, json_files
-from command_line import entry, status_file
+from command_line import entry, signals, status_file
 from command_line.options import Options, OptionsError, Range, at_least, option
 from command_line.options import Problem as OptionProblem  # input_fn's Problem is a bad input
 from command_line.progress import Progress
@@ -42,14 +45,20 @@ class PrepareError(OptionsError):
 
 
 class UnfinishedFlow(PrepareError):
-  """--flow_dir holds an extract_flow split over shards that is not merged yet; `shards`:
-  the shards that have not finished ('1 of 3'; () when only the merge is left)."""
+  """--flow_dir holds an extract_flow that is not finished (a run stopped midway) or a
+  split over shards not merged yet; `shards`: those that have not finished ('1 of 3';
+  '0 of 1' for a run without a split; () when only the merge is left)."""
 
   def __init__(self, flow_dir: str, shards: list[str]) -> None:
-    waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not finished'
-               if shards else 'every shard finished but none merged them')
-    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {waiting}; run '
-                     'them, or extract_flow without --shard into it, then prepare again',
+    if shards == ['0 of 1']:
+      how = (f'//data_tools:extract_flow stopped before it finished; run it again with '
+             f'--out={flow_dir} (it resumes), then prepare again')
+    else:
+      waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not '
+                 'finished' if shards else 'every shard finished but none merged them')
+      how = (f'{waiting}; run them, or extract_flow without --shard into it, then prepare '
+             'again')
+    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {how}',
                      'flow_dir')
     self.shards = tuple(shards)
 
@@ -298,9 +307,26 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
 _progress_queue = None
 
 
+STARTED = 0  # a worker's first message: it has started (ignores the signals from now on)
+START_SECS = 120.0  # the longest the parent waits for its workers to start
+
+
 def _init_worker(queue: Any) -> None:
   global _progress_queue
+  signals.ignored_in_worker()  # the parent alone answers SIGINT and SIGUSR1
   _progress_queue = queue
+  queue.put(STARTED)
+
+
+def _wait_started(queue: Any, workers: int) -> None:
+  """Takes each worker's STARTED off `queue` (for at most START_SECS): ended while still
+  starting, a spawned worker would print a traceback of its own."""
+  deadline = time.monotonic() + START_SECS
+  for _ in range(workers):
+    try:
+      queue.get(timeout=max(deadline - time.monotonic(), 0.01))
+    except queue_module.Empty:
+      return
 
 
 def convert_shard(shard: dict[str, Any],
@@ -584,8 +610,13 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
       finished(convert_shard(shard, progress.add))
   elif todo:
     context = multiprocessing.get_context('spawn')
-    queue = context.Queue()
-    with context.Pool(workers, initializer=_init_worker, initargs=(queue,)) as pool:
+    with contextlib.ExitStack() as stack:
+      with signals.blocked():  # multiprocessing's resource tracker starts with them blocked
+        queue = context.Queue()
+      with signals.blocked():  # and the workers (starting the tracker unblocked SIGINT here);
+        pool = stack.enter_context(  # a signal meanwhile is acted on once all have started
+            context.Pool(workers, initializer=_init_worker, initargs=(queue,)))
+        _wait_started(queue, workers)
       results = pool.imap_unordered(convert_shard, todo)
       remaining = len(todo)
       while remaining:

@@ -71,6 +71,12 @@ class TfConfigTest(ClusterErrorTestCase):
         cluster.from_tf_config(tf_config(GOOD, 'worker', index))
       self.assertFault(caught, 'TF_CONFIG.task.index', index)
 
+  def test_a_task_without_index_is_named(self):
+    # Defaulted to 0 here, while TensorFlow's RunConfig refused it with a traceback.
+    with self.assertRaises(ClusterError) as caught:
+      cluster.from_tf_config(json.dumps({'cluster': GOOD, 'task': {'type': 'worker'}}))
+    self.assertFault(caught, 'TF_CONFIG.task.index', None)
+
   def test_a_role_name_other_than_the_four_is_named(self):
     # Kubeflow's operator writes the replica type in lower case; other spellings are refused.
     for task_type in ('Worker', 'master', 'trainer', '', None, ['worker']):

@@ -6,9 +6,11 @@ for them forever; alone it fails after training),
 flags that no task could run with (checked once by the launcher: a zero or negative
 --chief_lost_secs or --worker_lost_secs, --backup_workers without --sync_replicas, a NaN
 learning rate) and a working directory it cannot write its task logs into; each is one
-`local_cluster:` line and exit code 2 within seconds. `//towers:train` refuses the same cluster from its flags.
+`local_cluster:` line and exit code 2 within seconds. `//towers:train` refuses the same cluster from its flags, and a TF_CONFIG task without
+its index.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +86,20 @@ class ClusterRefusalsTest(tf.test.TestCase):
     done = launch('--workers=2', '--max_steps=2', '--backup_workers=1')
     self.assertEqual((done.code, done.error['error'], done.error_options),
                      (2, 'Refused', ['backup_workers']), done.output())
+
+  def test_a_tf_config_task_without_index_is_refused_by_train_in_one_line(self):
+    # TensorFlow's RunConfig stopped on it with a ValueError traceback (exit 1).
+    hosts = {'chief': ['localhost:2222'], 'ps': ['localhost:2223'],
+             'worker': ['localhost:2224']}
+    for task in ({'type': 'worker'}, {'type': 'chief'}):
+      with self.subTest(task=task):
+        done = program_runs.run(
+            'towers.train_main', '--model=c3d_small', '--num_classes=3', '--max_steps=2',
+            f'--model_dir={tempfile.mkdtemp()}/run', timeout=LIMIT,
+            env={'TF_CONFIG': json.dumps({'cluster': hosts, 'task': task})})
+        self.assertEqual((done.code, done.error['error']), (2, 'ClusterError'), done.output())
+        self.assertTrue(done.error['message'].startswith('TF_CONFIG.task.index'))
+        self.assertNotIn('Traceback', done.stderr)
 
   def test_a_read_only_working_directory_is_refused(self):
     here = tempfile.mkdtemp()

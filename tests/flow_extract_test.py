@@ -185,7 +185,9 @@ class ExtractFlowToolTest(tf.test.TestCase):
 
   def test_a_negative_shard_or_shard_count_is_refused(self):
     for values, option in (({'shard': -2, 'num_shards': 3}, 'shard'),
-                           ({'shard': 0, 'num_shards': -3}, 'num_shards')):
+                           ({'shard': 0, 'num_shards': -3}, 'num_shards'),
+                           ({'shard': -1, 'num_shards': 2}, 'shard'),  # which share?
+                           ({'num_shards': 2}, 'shard')):
       with self.assertRaises(extract_flow.OptionsError) as caught:
         self.extract(self.data, out=os.path.join(self.root, 'negative'), **values)
       self.assertEqual(caught.exception.option, option)
@@ -227,6 +229,8 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertEqual(flow_shards.from_environment(-1, 0, environ), (1, 3))
     self.assertEqual(flow_shards.from_environment(2, 0, environ), (2, 3))  # flags win
     self.assertEqual(flow_shards.from_environment(-1, 0, {}), (0, 1))
+    with self.assertRaisesRegex(ValueError, '--shard'):  # a count, but no task id
+      flow_shards.from_environment(-1, 0, {'SLURM_ARRAY_TASK_COUNT': '3'})
 
   def test_shares_are_disjoint_cover_every_video_and_balance_frames(self):
     rng = np.random.default_rng(3)

@@ -91,6 +91,27 @@ class SignalsTest(absltest.TestCase):
     self.assertNotIn('stopped', [e['event'] for e in done.events])
     self.assertEqual(checkpoint_step(model_dir), 3)
 
+  def test_train_interrupted_in_its_final_evaluation_finishes_it_when_run_again(self):
+    # The rerun found the checkpoint at max_steps and said "nothing to do", exit 0: a
+    # model without its final evaluation and without export/best.
+    model_dir = self.model_dir()
+    args = (*TRAIN, f'--model_dir={model_dir}', '--max_steps=3', '--save_checkpoints_steps=3')
+    started = self.start('towers.train_main', *args)
+    wait_until(lambda: checkpoint_step(model_dir) == 3 or started.process.poll() is not None,
+               LIMIT, 'the last checkpoint', period=0.01)
+    started.process.send_signal(signal.SIGINT)  # the final evaluation has just begun
+    self.assertInterrupted(started.finish(LIMIT), 'train')
+    self.assertEqual(checkpoint_step(model_dir), 3)
+    again = program_runs.run('towers.train_main', *args, timeout=LIMIT)
+    self.assertEqual(again.code, 0, again.output())
+    self.assertEqual([(e['event'], e.get('checkpoint_step')) for e in again.events
+                      if e['event'] in ('evaluation', 'already_trained')], [('evaluation', 3)])
+    self.assertLen(glob.glob(os.path.join(model_dir, 'export', 'best', '*', 'saved_model.pb')),
+                   1)
+    third = program_runs.run('towers.train_main', *args, timeout=LIMIT)
+    self.assertEqual([e['step'] for e in third.events if e['event'] == 'already_trained'], [3],
+                     third.output())
+
   def test_train_sigint_at_any_instant_is_exit_130(self):
     def handler_installed(started):
       return lambda: signals.STOP_SIGNAL in _caught(started.process.pid)
@@ -136,6 +157,25 @@ class SignalsTest(absltest.TestCase):
     interrupted.process.send_signal(signal.SIGINT)
     self.assertInterrupted(interrupted.finish(LIMIT), 'prepare')
 
+  def test_prepare_with_workers_answers_a_signal_to_its_process_group_alone(self):
+    # A terminal's Ctrl-C goes to the whole process group: the workers and multiprocessing's
+    # resource tracker printed tracebacks of their own (or died of SIGUSR1).
+    for signum, code, delay in ((signal.SIGINT, 130, 0.0), (signal.SIGINT, 130, 1.0),
+                                (signal.SIGUSR1, 75, 0.0), (signal.SIGUSR1, 75, 1.0)):
+      with self.subTest(signal=signum.name, delay=delay):
+        out = os.path.join(self.create_tempdir().full_path, 'records')
+        started = program_runs.start(
+            self, 'data_tools.prepare_main', f'--data_dir={self.data}', f'--out={out}',
+            '--short_side=0', '--workers=2', '--videos_per_shard=1', preexec_fn=os.setpgrp)
+        wait_until(lambda: 'prepare_plan' in [e['event'] for e in started.events()] or
+                   started.process.poll() is not None, LIMIT, 'the plan', period=0.01)
+        time.sleep(delay)  # the workers are starting (importing), or converting
+        os.killpg(started.process.pid, signum)
+        done = started.finish(LIMIT)
+        self.assertEqual(done.code, code, done.output())
+        self.assertNotIn('Traceback', done.stderr)
+        self.assertEqual(glob.glob(os.path.join(out, '*.manifest.json')), [])
+
   def test_extract_flow_stops_and_is_interrupted_at_its_first_instant(self):
     args = (f'--data_dir={self.data}', f'--out={self.create_tempdir().full_path}/flow',
             '--workers=1', '--short_side=0')
@@ -145,6 +185,29 @@ class SignalsTest(absltest.TestCase):
     started = self.start('data_tools.extract_flow_main', *args, blocked=True)
     started.process.send_signal(signal.SIGINT)
     self.assertInterrupted(started.finish(LIMIT), 'extract_flow')
+
+  def test_prepare_refuses_the_flow_of_a_stopped_extract_flow_until_it_is_resumed(self):
+    # The stopped run's folder held a manifest of settings only: prepare took it for
+    # finished flow, exit 0, with the videos not yet computed counted as missing flow.
+    out = os.path.join(self.create_tempdir().full_path, 'flow')
+    extract = (f'--data_dir={self.data}', f'--out={out}', '--workers=1', '--short_side=0',
+               '--tvl1_scales=3', '--tvl1_warps=3', '--tvl1_epsilon=0.05')
+    started = self.start('data_tools.extract_flow_main', *extract)
+    wait_until(lambda: os.path.exists(os.path.join(out, '.flow_sources.jsonl')) or
+               started.process.poll() is not None, LIMIT, 'a first video', period=0.005)
+    started.process.send_signal(signal.SIGUSR1)
+    self.assertStopped(started.finish(LIMIT), 'extract_flow')
+    records = os.path.join(self.create_tempdir().full_path, 'records')
+    prepare = (f'--data_dir={self.data}', '--source=flow', f'--flow_dir={out}',
+               f'--out={records}', '--short_side=0', '--workers=1')
+    refused = program_runs.run('data_tools.prepare_main', *prepare, timeout=LIMIT)
+    self.assertEqual((refused.code, refused.error_options), (2, ['flow_dir']),
+                     refused.output())
+    self.assertFalse(os.path.exists(records))
+    resumed = program_runs.run('data_tools.extract_flow_main', *extract, timeout=LIMIT)
+    self.assertEqual(resumed.code, 0, resumed.output())
+    done = program_runs.run('data_tools.prepare_main', *prepare, timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
 
   # --- //towers/cluster:local_cluster ----------------------------------------------------
 

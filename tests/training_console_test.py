@@ -94,6 +94,20 @@ class TrainingConsoleTest(absltest.TestCase):
       self.assertEqual(done.stderr.splitlines()[-1:], [line], done.output())
       self.assertNotIn('Traceback', done.stderr)
 
+  def test_a_time_limit_signal_after_max_steps_says_it_stops_nothing(self):
+    # It said "stopping after this step", and then stopped nothing (exit 0).
+    started = program_runs.start(self, 'towers.train_main', *TINY_RUN,
+                                 f'--model_dir={os.path.join(self.root, "model")}',
+                                 preexec_fn=signals.blocked_in_child)
+    started.process.send_signal(signal.SIGUSR1)
+    done = started.finish(TIMEOUT)
+    self.assertEqual(done.code, 0, done.output())
+    said = [line for line in lines(done) if 'SIGUSR1' in line]
+    self.assertLen(said, 1, done.output())
+    self.assertRegex(said[0], CLOCK + re.escape(
+        'warning: train: got SIGUSR1 (the job\'s time limit is near) after max_steps: '
+        'training is over, nothing to stop'))
+
   def test_the_launcher_help_lists_its_flags_and_points_to_train_help(self):
     done = self.runs['cluster_help']
     self.assertIn('--workers', done.stdout)

@@ -19,7 +19,7 @@ from command_line import status_file
 from model_fn.networks import Network
 from input_fn import factory
 from model_fn.eval_spec import PER_CLASS, TOP_1
-from towers import export_info
+from towers import export_info, final_evaluation
 from towers.checkpoints import checkpoint_step
 from towers.cluster import time_limit
 from towers.cluster.evaluator import step_of
@@ -82,7 +82,7 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
 class CleanBestExporter(tf.estimator.BestExporter):
   """BestExporter that leaves nothing behind when an export fails (a full disk): the
   SavedModel is written to `<export_path>/temp-<timestamp>` and renamed when complete;
-  a failure removes that partial directory, then raises."""
+  a failure or an interrupt (Ctrl-C) removes that partial directory, then raises."""
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
@@ -90,7 +90,7 @@ class CleanBestExporter(tf.estimator.BestExporter):
     try:
       return super().export(estimator, export_path, checkpoint_path, eval_result,
                             is_the_final_export)
-    except Exception:
+    except BaseException:  # pylint: disable=broad-except  (re-raised)
       if tf.io.gfile.isdir(export_path):
         for name in set(tf.io.gfile.listdir(export_path)) - before:
           if name.rstrip('/').startswith('temp-'):
@@ -113,10 +113,41 @@ def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   return exporters
 
 
-def finished_step(params: TrainParams) -> int | None:
+def trained_step(params: TrainParams) -> int | None:
   """The step of the latest checkpoint in model_dir if it is >= max_steps, else None."""
   step = checkpoint_step(params.model_dir)
   return step if step is not None and step >= params.max_steps else None
+
+
+def reached_max_steps(params: TrainParams) -> bool:
+  """Whether model_dir's latest checkpoint is at max_steps (False while it cannot be read,
+  e.g. being replaced): a time-limit signal from then on stops nothing."""
+  try:
+    return trained_step(params) is not None
+  except (tf.errors.OpError, ValueError):
+    return False
+
+
+def finish(params: TrainParams, network: Network | None, step: int) -> dict[str, Any]:
+  """The final evaluation of checkpoint `step` (>= max_steps) and its export, for a run
+  interrupted after its last checkpoint; returns the metrics. The best export is made
+  again when model_dir/export/best holds none or `step`'s top-1 beats every earlier one."""
+  logging.info('%s holds a checkpoint at step %d >= max_steps=%d without its final '
+               'evaluation: evaluating and exporting it', params.model_dir, step,
+               params.max_steps)
+  estimator = build_estimator(params, network)
+  checkpoint = tf.train.latest_checkpoint(params.model_dir)
+  best_before = final_evaluation.best_top_1_before(params.model_dir, step)
+  metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+                               steps=params.eval_steps or None, checkpoint_path=checkpoint)
+  export_base = os.path.join(params.model_dir, 'export')
+  kept = (best_before is not None and metrics[TOP_1] <= best_before and
+          bool(tf.io.gfile.glob(os.path.join(export_base, 'best', '*', 'saved_model.pb'))))
+  for exporter in make_exporters(params):
+    if not (kept and isinstance(exporter, CleanBestExporter)):
+      exporter.export(estimator, os.path.join(export_base, exporter.name), checkpoint,
+                      metrics, is_the_final_export=True)
+  return metrics
 
 
 def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
@@ -125,14 +156,20 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   model to `model_dir/export/best` (with class names and input settings,
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A model_dir already trained to max_steps returns {} at once. After the time-limit signal
-  (`towers/cluster/time_limit.py`) it writes a checkpoint and raises `StoppedBeforeTheEnd`."""
-  finished = finished_step(params)
-  if finished is not None:
+  A model_dir already trained to max_steps returns {} at once when its final evaluation is
+  recorded (`towers/final_evaluation.py`), else it does that evaluation and export (`finish`).
+  After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
+  raises `StoppedBeforeTheEnd`."""
+  trained = trained_step(params)
+  if trained is not None and final_evaluation.evaluated_step(params.model_dir) == trained:
     logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
-                 params.model_dir, finished, params.max_steps)
-    status_file.record('already_trained', step=finished, max_steps=params.max_steps)
+                 params.model_dir, trained, params.max_steps)
+    status_file.record('already_trained', step=trained, max_steps=params.max_steps)
     return {}
+  if trained is not None:
+    metrics = finish(params, network, trained)
+    final_evaluation.write(params.model_dir, trained, scalars(metrics))
+    return metrics
   estimator = build_estimator(params, network)
   exporters = make_exporters(params)
   # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
@@ -145,6 +182,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   metrics = result[0] if result and result[0] else {}
+  if metrics:  # the last checkpoint's evaluation and export are done: the run is finished
+    final_evaluation.write(params.model_dir, int(metrics['global_step']), scalars(metrics))
   if metrics and params.export_savedmodel:
     logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
   return metrics

@@ -279,6 +279,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:signals",
             "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
@@ -617,6 +618,10 @@ MODULES = {
             "//input_fn:manifest",
             "//input_fn:ucf101",
         ]),
+        ("final_evaluation.py", "final_evaluation", [
+            "//input_fn:json_files",
+            "//model_fn:eval_spec",
+        ]),
         ("flags.py", "flags", [
             ":params",
             "//command_line:cli",
@@ -657,6 +662,7 @@ MODULES = {
             ":checkpoints",
             ":estimator",
             ":export_info",
+            ":final_evaluation",
             ":params",
             "//command_line:status_file",
             "//input_fn:factory",
@@ -890,6 +896,7 @@ TEST_DEPS = {
         "//towers/cluster:local_cluster_main",
         "//towers/cluster:spec",
         "//towers:params",
+        "//towers:train_main",
     ],
     "cluster_runners_test": [
         "//towers/cluster:runners",

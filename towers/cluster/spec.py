@@ -140,7 +140,10 @@ def from_tf_config(text: str) -> ClusterTask:
   if task['type'] not in TASK_TYPES:
     raise ClusterError(f'TF_CONFIG.task.type={task["type"]!r} is not one of '
                        f'{", ".join(TASK_TYPES)}', 'TF_CONFIG.task.type', task['type'])
-  index = task.get('index', 0)  # JSON's integers only: not 0.7, "1" or true
+  if 'index' not in task:  # TensorFlow's RunConfig would stop on it with a traceback
+    raise ClusterError(f'TF_CONFIG.task.index: missing; say which {task["type"]} this '
+                       'process is (0 for the first)', 'TF_CONFIG.task.index')
+  index = task['index']  # JSON's integers only: not 0.7, "1" or true
   if type(index) is not int or index < 0:  # pylint: disable=unidiomatic-typecheck
     raise ClusterError(f'TF_CONFIG.task.index={index!r} is not a non-negative integer',
                        'TF_CONFIG.task.index', index)

@@ -42,12 +42,18 @@ class StoppedBeforeTheEnd(RuntimeError):
     self.step = step
 
 
-def stop_on_signal(task_name: str) -> threading.Event:
+def stop_on_signal(task_name: str,
+                   trained: Callable[[], bool] = lambda: False) -> threading.Event:
   """Installs the STOP_SIGNAL handler of a trainer (chief, worker, or one machine): it
   sets (and this returns) `STOP`, which `stop_hook` turns into a stop after the current
-  step. A signal that came before (`command_line/signals.py`) counts."""
+  step; once `trained()` (max_steps reached) its line says it stops nothing. A signal that
+  came before (`command_line/signals.py`) counts."""
 
   def note() -> None:
+    if trained():
+      logging.warning('%s: got SIGUSR1 (the job\'s time limit is near) after max_steps: '
+                      'training is over, nothing to stop', task_name)
+      return
     logging.warning('%s: got SIGUSR1 (the job\'s time limit is near): stopping after this '
                     'step', task_name)
 
