@@ -14,7 +14,7 @@ import socket
 import subprocess
 import time
 
-from towers.cluster.local_cluster import _die_with_parent
+from towers.cluster.supervision import die_with_parent
 from towers.cluster.spec import pick_free_ports
 
 PROGRAMS = ('munged', 'slurmctld', 'slurmd', 'sbatch', 'scontrol', 'sinfo', 'srun')
@@ -139,7 +139,7 @@ class PrivateSlurm:
     self._logs.append(log)
     self._processes[name] = subprocess.Popen(command, env=self.env, stdout=log,
                                              stderr=subprocess.STDOUT,
-                                             preexec_fn=_die_with_parent)
+                                             preexec_fn=die_with_parent)
 
   def _all_idle(self) -> bool:
     for name, process in self._processes.items():
@@ -292,7 +292,7 @@ class MultiNodeSlurm(PrivateSlurm):
     the hostname is `name` and /etc/hosts is `hosts`."""
     script = f'hostname {name} && mount --bind {hosts} /etc/hosts && exec sleep infinity'
     holder = subprocess.Popen(['unshare', '--net', '--uts', '--mount', 'sh', '-c', script],
-                              preexec_fn=_die_with_parent)
+                              preexec_fn=die_with_parent)
     _wait_for_own_namespace(holder)
     return holder
 

@@ -523,8 +523,8 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("slurm_testing.py", "slurm_testing", [
-            "//towers/cluster:local_cluster_lib",
             "//towers/cluster:spec",
+            "//towers/cluster:supervision",
         ]),
         ("tower_testing.py", "tower_testing", [
             "//model_fn:layers",
@@ -727,6 +727,7 @@ MODULES = {
         ]),
         ("local_cluster.py", "local_cluster_lib", [
             ":spec",
+            ":supervision",
             ":time_limit",
             "//command_line:entry",
             "//command_line:options",
@@ -743,6 +744,18 @@ MODULES = {
             "//towers:train_main",
         ]),
         ("model_ready.py", "model_ready", []),
+        ("node.py", "node_lib", [
+            ":supervision",
+            "//command_line:entry",
+            "//command_line:options",
+            "//command_line:status_file",
+            "//towers:train_main",
+        ]),
+        ("node_main.py", "node_main", [
+            ":node_lib",
+            "//command_line:entry",
+            "//command_line:options",
+        ]),
         ("ps_variables.py", "ps_variables", []),
         ("runners.py", "runners", [
             ":base_runner",
@@ -760,6 +773,10 @@ MODULES = {
             "//command_line:status_file",
         ]),
         ("spec.py", "spec", []),
+        ("supervision.py", "supervision", [
+            ":time_limit",
+            "//command_line:signals",
+        ]),
         ("time_limit.py", "time_limit", [
             "//command_line:signals",
         ]),
@@ -1501,6 +1518,7 @@ PROGRAMS = [
     "//data_tools:make_synthetic_ucf101",
     "//data_tools:prepare",
     "//towers/cluster:local_cluster",
+    "//towers/cluster:node",
     "//towers:classify",
     "//towers:evaluate_two_stream",
     "//towers:train",

@@ -8,7 +8,6 @@ towers/cluster/local_cluster_main.py.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import dataclasses
 import json
 import os
@@ -22,6 +21,7 @@ import time
 from typing import IO, Any, Callable, Sequence
 
 from command_line import entry, signals, status_file
+from towers.cluster import supervision
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOPPED_EXIT_CODE
 from command_line.options import Options, at_least, option
@@ -164,7 +164,7 @@ class LocalCluster:
         [*self._launcher(task), sys.executable, *self._program, *self._train_args, *role],
         env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-        preexec_fn=_die_with_parent)
+        preexec_fn=supervision.die_with_parent)
     task.stopped_by_us = False
     task.starts += 1
     task.output_closed = None
@@ -219,18 +219,22 @@ class LocalCluster:
           task.process.kill()
           task.process.wait()
 
+  def _ended(self, *verdicts: str) -> list[str]:
+    """Tasks that ended on their own (not stopped by us) with one of `verdicts`
+    (`towers/cluster/supervision.py`)."""
+    return [t.name for t in self.tasks.values()
+            if t.process and t.process.poll() is not None and not t.stopped_by_us
+            and supervision.verdict(t.task_type, t.process.poll()) in verdicts]
+
   def failed_tasks(self) -> list[str]:
     """Tasks that exited non-zero on their own (not stopped by us), other than those that
     stopped for the time limit (`stopped_tasks`)."""
-    return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() not in (None, 0, STOPPED_EXIT_CODE)
-            and not t.stopped_by_us]
+    return self._ended(supervision.FAILED, supervision.EVALUATOR_FAILED)
 
   def stopped_tasks(self) -> list[str]:
     """Tasks that stopped on the time-limit signal (exit STOPPED_EXIT_CODE): a chief after
     writing a checkpoint, the evaluator before a final evaluation; not failures."""
-    return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() == STOPPED_EXIT_CODE and not t.stopped_by_us]
+    return self._ended(supervision.STOPPED)
 
   def signal_all(self, sig: int) -> None:
     """Sends `sig` to every running task (the launcher passes on the time-limit signal)."""
@@ -310,17 +314,6 @@ class LocalCluster:
 
 
 ISOLATED_ENV = 'LOCAL_CLUSTER_IN_NAMESPACE'
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-  """In the child before exec: the kernel kills it (SIGKILL) when the launcher dies, even
-  by SIGKILL, so no task outlives the launcher or a test that was killed on a timeout.
-  The task starts with SIGINT and SIGUSR1 blocked until its handlers exist
-  (`command_line/signals.py`): no instant of its start is left to the default action."""
-  signals.blocked_in_child()
-  if sys.platform.startswith('linux'):
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def isolation_command() -> list[str] | None:
