@@ -53,15 +53,16 @@ Events written today:
                                              the model's, the busiest link's MB per worker
                                              step, measured and modelled, and its use of
                                              the shaped rate
-  task_ended     {task, host, exit_code}       docs/cluster/train_ucf101.sbatch: one of a
-                                             node's processes ended ('ps 0', 'trainer 1',
-                                             'evaluator')
-  requeue        {job, stopped}              that script requeues its job: the chief or the
-                                             evaluator stopped for the time limit
+  task_ended     {task, host, exit_code}       towers/cluster/node_main.py: one of a node's
+                                             processes ended ('ps 0', 'trainer 1',
+                                             'evaluator'; killed by signal N: 128 + N)
+  requeue        {job, stopped}              docs/cluster/train_ucf101.sbatch requeues its
+                                             job: the chief or the evaluator stopped for
+                                             the time limit
   cluster_task   {source, task_type, index, address}
                                              a cluster task starts its role: where its
-                                             cluster came from ('flags', 'TF_CONFIG',
-                                             'SLURM'), its job and index, its host:port
+                                             cluster came from ('flags' or
+                                             'TF_CONFIG'), its job and index, its host:port
                                              (None for the evaluator)
   prepare_plan   {subsets: {name: {shards, already_done}}, videos, shards, workers}
                                              //data_tools:prepare's plan: per subset its

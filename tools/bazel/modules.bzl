@@ -501,6 +501,7 @@ MODULES = {
         ("cluster_testing.py", "cluster_testing", [
             "//command_line:status_file",
             "//towers/cluster:local_cluster_lib",
+            "//towers:flags",
         ]),
         ("flow_testing.py", "flow_testing", [
             "//data_tools:make_synthetic_ucf101_lib",
@@ -745,6 +746,7 @@ MODULES = {
         ]),
         ("model_ready.py", "model_ready", []),
         ("node.py", "node_lib", [
+            ":spec",
             ":supervision",
             "//command_line:entry",
             "//command_line:options",
@@ -753,8 +755,8 @@ MODULES = {
         ]),
         ("node_main.py", "node_main", [
             ":node_lib",
+            ":spec",
             "//command_line:entry",
-            "//command_line:options",
         ]),
         ("ps_variables.py", "ps_variables", []),
         ("runners.py", "runners", [
@@ -848,6 +850,8 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "cluster_config_test": [
+        ":cluster_testing",
+        "//towers/cluster:node_lib",
         "//towers/cluster:spec",
         "//towers:params",
     ],
@@ -1073,13 +1077,14 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "gpu_roles_test": [
+        ":cluster_testing",
         ":program_runs",
         "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
+        "//towers/cluster:node_lib",
         "//towers/cluster:spec",
         "//towers:estimator",
-        "//towers:flags",
         "//towers:params",
         "//towers:train_main",
         "//towers:training",

@@ -2,8 +2,9 @@
 The program: towers/cluster/node_main.py (docs/cluster/train_ucf101.sbatch runs it once per
 node through srun).
 
-`node_roles` lays a job's nodes out: node i runs trainer i (node 0's is the chief), nodes
-0..num_ps-1 also a ps, the last node also the evaluator; ps and evaluator on the CPU.
+`job_node` finds the job's nodes and this one in Slurm's environment; `node_roles` lays them
+out: node i runs trainer i (node 0's is the chief), nodes 0..num_ps-1 also a ps, the last node
+also the evaluator; ps and evaluator on the CPU.
 `run_node` starts this node's processes and applies the policy of
 `towers/cluster/supervision.py` to each end.
 """
@@ -16,11 +17,12 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 from command_line import entry, status_file
 from command_line.options import Options, Range, at_least, option
 from towers.cluster import supervision
+from towers.cluster.spec import ClusterError
 
 PROGRAM = 'node'
 STOP_GRACE_SECS = 10.0  # how long the others get to end after a failure, before SIGKILL
@@ -37,11 +39,34 @@ class Role:
   gpu: bool
 
 
+def job_node(environ: Mapping[str, str],
+             hostnames: Callable[[str], list[str]]) -> tuple[list[str], int]:
+  """The job's host names in order (`hostnames(SLURM_JOB_NODELIST)`, e.g. `scontrol show
+  hostnames`) and this node's index among them (`SLURM_NODEID`). Raises `ClusterError`
+  naming the variable that is missing or out of range."""
+  for name in ('SLURM_JOB_NODELIST', 'SLURM_NODEID'):
+    if name not in environ:
+      raise ClusterError(f'{name}: not set; run it under srun, once per node of a Slurm job '
+                         '(docs/cluster/train_ucf101.sbatch)', name)
+  nodes = hostnames(environ['SLURM_JOB_NODELIST'])
+  node_id = environ['SLURM_NODEID']
+  if not node_id.isdigit() or int(node_id) >= len(nodes):
+    raise ClusterError(f'SLURM_NODEID={node_id} is not a node of the job: '
+                       f'SLURM_JOB_NODELIST={environ["SLURM_JOB_NODELIST"]} lists {len(nodes)}',
+                       'SLURM_NODEID', node_id)
+  return nodes, int(node_id)
+
+
 def node_roles(nodes: Sequence[str], node_id: int, num_ps: int, ps_port: int,
                trainer_port: int) -> list[Role]:
   """The processes of node `node_id` (0-based index into `nodes`, the job's host names in
   order): a ps on each of the first `num_ps` nodes (port `ps_port`), a trainer on every node
-  (port `trainer_port`; node 0's is the chief), the evaluator on the last node."""
+  (port `trainer_port`; node 0's is the chief), the evaluator on the last node. Raises
+  `ClusterError` naming --num_ps when there are fewer nodes than ps tasks."""
+  if num_ps > len(nodes):
+    raise ClusterError(f'--num_ps={num_ps} but the job has {len(nodes)} node(s) and runs one '
+                       f'ps per node: set --num_ps to at most {len(nodes)} or ask for more '
+                       'nodes (--nodes)', '--num_ps', num_ps)
   ps_hosts = ','.join(f'{node}:{ps_port}' for node in nodes[:num_ps])
   trainer_hosts = ','.join(f'{node}:{trainer_port}' for node in nodes)
   cluster = (f'--ps_hosts={ps_hosts}', f'--worker_hosts={trainer_hosts}')
@@ -77,9 +102,9 @@ def run_node(roles: Sequence[Role], train_args: Sequence[str], python: str,
     while running:
       time.sleep(poll_secs)
       for name, (role, process) in list(running.items()):
-        code = process.poll()
-        if code is None:
+        if process.poll() is None:
           continue
+        code = _exit_code(process.returncode)
         del running[name]
         status_file.record('task_ended', task=name, host=host, exit_code=code)
         judged = supervision.verdict(role.task_type, code)
@@ -97,6 +122,11 @@ def run_node(roles: Sequence[Role], train_args: Sequence[str], python: str,
   finally:
     _stop([process for _, process in running.values()])
   return 0
+
+
+def _exit_code(returncode: int) -> int:
+  """A process's exit code as a shell reports it: killed by signal N is 128 + N."""
+  return returncode if returncode >= 0 else 128 - returncode
 
 
 def _stop(processes: Sequence[subprocess.Popen]) -> None:

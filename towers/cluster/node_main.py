@@ -28,8 +28,8 @@ import sys
 
 from absl import flags
 
-from command_line.options import Problem
-from towers.cluster.node import NodeOptions, node_roles, run_node
+from towers.cluster.node import NodeOptions, job_node, node_roles, run_node
+from towers.cluster.spec import ClusterError
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -37,35 +37,28 @@ def parse_flags(argv: list[str]) -> list[str]:
   return [argv[0], *flags.FLAGS(argv, known_only=True)[1:]]
 
 
-def job_nodes() -> tuple[list[str], int]:
-  """The job's host names in order and this node's index, from Slurm's environment."""
-  missing = [name for name in ('SLURM_JOB_NODELIST', 'SLURM_NODEID') if name not in os.environ]
-  if missing:
-    raise entry.Refused(f'{", ".join(missing)} not set: run it under srun, once per node of '
-                        'a Slurm job (docs/cluster/train_ucf101.sbatch)')
-  listed = subprocess.run(['scontrol', 'show', 'hostnames', os.environ['SLURM_JOB_NODELIST']],
-                          capture_output=True, text=True, check=False)
+def scontrol_hostnames(node_list: str) -> list[str]:
+  """`scontrol show hostnames node_list`: the host names of a Slurm node list, in order."""
+  listed = subprocess.run(['scontrol', 'show', 'hostnames', node_list], capture_output=True,
+                          text=True, check=False)
   if listed.returncode != 0:
-    raise entry.Refused(f'scontrol show hostnames {os.environ["SLURM_JOB_NODELIST"]} failed '
-                        f'(exit code {listed.returncode}): {listed.stderr.strip()}')
-  return listed.stdout.split(), int(os.environ['SLURM_NODEID'])
+    raise entry.Refused(f'scontrol show hostnames {node_list} failed (exit code '
+                        f'{listed.returncode}): {listed.stderr.strip()}')
+  return listed.stdout.split()
 
 
 def run(options: NodeOptions, train_args: list[str]) -> int:
   """Runs this node's processes with `train_args`; 0, or the exit code of the first
   trainer or ps that failed."""
-  nodes, node_id = job_nodes()
-  if options.num_ps > len(nodes):
-    raise entry.Refused(Problem('num_ps', f'--num_ps={options.num_ps} but the job has '
-                                f'{len(nodes)} node(s) and runs one ps per node: set --num_ps '
-                                f'to at most {len(nodes)} or ask for more nodes (--nodes)'))
+  nodes, node_id = job_node(os.environ, scontrol_hostnames)
   roles = node_roles(nodes, node_id, options.num_ps, options.ps_port, options.trainer_port)
   return run_node(roles, train_args, options.python or sys.executable, options.stopped_marker)
 
 
 # SIGUSR1 (the job's time limit) is for the training processes, which Slurm signals
 # themselves: this program goes on supervising them (stops_at_once=False).
-PROGRAM = entry.Program('node', run, NodeOptions, arguments=True, stops_at_once=False)
+PROGRAM = entry.Program('node', run, NodeOptions, refused=(ClusterError,), arguments=True,
+                        stops_at_once=False)
 
 
 if __name__ == '__main__':
