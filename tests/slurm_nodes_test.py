@@ -20,20 +20,17 @@ installed (`bash tools/setup.sh`) or this is not root.
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import unittest
 
 import tensorflow as tf
 
 from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS, wait_until
-from tests.slurm_testing import (KILL_WAIT, MultiNodeSlurm, consecutive_free_ports,
-                                 leftover_processes, missing_reason)
+from tests.slurm_testing import (KILL_WAIT, SlurmTestCase, consecutive_free_ports,
+                                 leftover_processes)
 from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,24 +39,9 @@ MAX_STEPS = 60
 LIMIT = 240  # seconds one job may take on a loaded 2-core machine
 
 
-class SlurmNodesTest(tf.test.TestCase):
+class SlurmNodesTest(SlurmTestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    reason = missing_reason()
-    if reason:
-      raise unittest.SkipTest(reason)
-    # Short: munged's socket path must fit a unix socket name (108 bytes).
-    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm3n', dir='/tmp')
-    cls.slurm = MultiNodeSlurm(cls.slurm_dir, nodes=3)
-    cls.slurm.start()
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.slurm.stop()
-    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
-    super().tearDownClass()
+  NODES = 3
 
   def setUp(self):
     super().setUp()

@@ -11,18 +11,14 @@ installs it) or this is not root.
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
-import unittest
 
 import tensorflow as tf
 
 from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS
-from tests.slurm_testing import (PrivateSlurm, consecutive_free_ports, leftover_processes,
-                                 missing_reason)
+from tests.slurm_testing import SlurmTestCase, consecutive_free_ports, leftover_processes
 from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,30 +27,9 @@ MAX_STEPS = 30
 LIMIT = 480  # seconds one job may take on a loaded 2-core machine
 
 
-class RealSlurmTest(tf.test.TestCase):
+class RealSlurmTest(SlurmTestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    reason = missing_reason()
-    if reason:
-      raise unittest.SkipTest(reason)
-    # Short: munged's socket path must fit a unix socket name (108 bytes); TEST_TMPDIR
-    # under Bazel does not.
-    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
-    cls.slurm = PrivateSlurm(cls.slurm_dir)
-    cls.slurm.cred_expire = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
-    try:
-      cls.slurm.start()
-    except Exception:
-      cls.slurm.stop()
-      raise
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.slurm.stop()
-    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
-    super().tearDownClass()
+  CRED_EXPIRE = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
 
   def setUp(self):
     super().setUp()

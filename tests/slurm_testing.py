@@ -12,7 +12,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+import unittest
+
+from absl.testing import absltest
 
 from towers.cluster.supervision import die_with_parent
 from towers.cluster.spec import pick_free_ports
@@ -31,6 +35,42 @@ def missing_reason() -> str | None:
   if os.geteuid() != 0:
     return 'slurmd must run as root to start jobs (CI and these machines run as root)'
   return None
+
+
+class SlurmTestCase(absltest.TestCase):
+  """A spec run against its own private Slurm, shared by its cases: `setUpClass` starts it as
+  `cls.slurm` (skipping, with the reason, where `missing_reason` says it cannot run),
+  `tearDownClass` stops it and removes its directory. `NODES` = 0: one node called
+  `localhost` (`PrivateSlurm`); n: n nodes in namespaces of their own (`MultiNodeSlurm`).
+  `CRED_EXPIRE`: seconds before a requeued job restarts (None: the class's default)."""
+  NODES = 0
+  CRED_EXPIRE: int | None = None
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    reason = missing_reason()
+    if reason:
+      raise unittest.SkipTest(reason)
+    # Short: munged's socket path must fit a unix socket name (108 bytes); TEST_TMPDIR
+    # under Bazel does not.
+    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
+    cls.slurm = (MultiNodeSlurm(cls.slurm_dir, nodes=cls.NODES) if cls.NODES else
+                 PrivateSlurm(cls.slurm_dir))
+    if cls.CRED_EXPIRE is not None:
+      cls.slurm.cred_expire = cls.CRED_EXPIRE
+    try:
+      cls.slurm.start()
+    except BaseException:
+      cls.slurm.stop()
+      shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+      raise
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.slurm.stop()
+    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+    super().tearDownClass()
 
 
 def _program(name: str) -> str:
