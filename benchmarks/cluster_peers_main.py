@@ -69,6 +69,7 @@ from benchmarks.cluster_bytes import loopback_received_bytes, model_bytes
 from command_line import cli, entry
 from towers.checkpoints import checkpoint_step
 from towers.cluster.ps_variables import read_ps_variables
+from benchmarks.program_cluster import ProgramCluster
 from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
 from command_line.options import option, Options
 
@@ -195,9 +196,9 @@ def run_once(system: System, options: PeersOptions, repeat: int) -> Run:
           f'--model_dir={model_dir}']
   log_dir = (os.path.join(options.task_logs, f'{system.name}_{repeat}') if options.task_logs
              else None)
-  cluster = LocalCluster(system.num_ps, 2, args, evaluator=False, log_dir=log_dir, echo=None,
-                         program=('-m', system.module),
-                         tf_config_role=system.module != 'towers.train_main')
+  cluster = ProgramCluster(system.num_ps, 2, args, program=('-m', system.module),
+                           tf_config_role=system.module != 'towers.train_main',
+                           evaluator=False, log_dir=log_dir, echo=None)
   started = time.time()
   watcher = Watcher(cluster, started)
   note = ''

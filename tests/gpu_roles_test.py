@@ -12,6 +12,7 @@ import sys
 
 import tensorflow as tf
 
+from benchmarks.program_cluster import ProgramCluster
 from tests import program_runs
 from tests.cluster_testing import params_from_argv
 from towers.cluster import gpus, node, spec
@@ -93,8 +94,8 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
 
   def test_local_cluster_gpus_per_worker(self):
     env = {'CUDA_VISIBLE_DEVICES': '0,1,2,3'}
-    for tf_config_role in (False, True):
-      cluster = LocalCluster(1, 2, [], echo=None, tf_config_role=tf_config_role)
+    for cluster in (LocalCluster(1, 2, [], echo=None),
+                    ProgramCluster(1, 2, [], program=(), echo=None, tf_config_role=True)):
       seen = {}
       for task in cluster.tasks.values():
         params = params_from_argv(['--gpus_per_worker=2'] + cluster.role_args(task))

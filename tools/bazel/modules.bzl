@@ -27,19 +27,20 @@ MODULES = {
         ]),
         ("cluster_emulator_main.py", "cluster_emulator_main", [
             ":cluster_model",
-            ":emulated_network",
             ":emulated_peer_task_lib",
             ":emulated_peer_task_main",
             ":emulated_task_lib",
             ":emulated_task_main",
             ":machine",
             ":plots",
+            ":program_cluster",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
             "//command_line:working_dir",
             "//model_fn:transfer",
+            "//tools:namespaces",
             "//towers/cluster:local_cluster_lib",
         ]),
         ("cluster_model.py", "cluster_model", []),
@@ -58,6 +59,7 @@ MODULES = {
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
+            ":program_cluster",
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
@@ -75,7 +77,6 @@ MODULES = {
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
         ]),
-        ("emulated_network.py", "emulated_network", []),
         ("emulated_peer_task.py", "emulated_peer_task_lib", [
             ":emulated_task_lib",
             "//command_line:options",
@@ -148,6 +149,9 @@ MODULES = {
         ]),
         ("machine.py", "machine", []),
         ("plots.py", "plots", []),
+        ("program_cluster.py", "program_cluster", [
+            "//towers/cluster:local_cluster_lib",
+        ]),
         ("scaling_model_main.py", "scaling_model_main", [
             ":cluster_model",
             ":flop_count",
@@ -517,13 +521,11 @@ MODULES = {
         ("kubeflow_operator.py", "kubeflow_operator", []),
         ("manifest_yaml.py", "manifest_yaml", []),
         ("openapi_schema.py", "openapi_schema", []),
-        ("pod_network.py", "pod_network", [
-            ":slurm_testing",
-        ]),
         ("program_runs.py", "program_runs", [
             "//command_line:status_file",
         ]),
         ("slurm_testing.py", "slurm_testing", [
+            "//tools:namespaces",
             "//towers/cluster:spec",
             "//towers/cluster:supervision",
         ]),
@@ -542,6 +544,7 @@ MODULES = {
             ":cuda_kernels_lib",
         ]),
         ("gpu_report_main.py", "gpu_report_main", []),
+        ("namespaces.py", "namespaces", []),
     ],
     "towers": [
         ("__init__.py", "towers", [
@@ -861,9 +864,10 @@ TEST_DEPS = {
     ],
     "cluster_evaluator_test": [
         ":cluster_testing",
+        "//benchmarks:program_cluster",
         "//towers/cluster:evaluator",
-        "//towers/cluster:local_cluster_lib",
         "//towers:checkpoints",
+        "//towers:train_main",
     ],
     "cluster_faults_test": [
         ":cluster_testing",
@@ -1079,6 +1083,7 @@ TEST_DEPS = {
     "gpu_roles_test": [
         ":cluster_testing",
         ":program_runs",
+        "//benchmarks:program_cluster",
         "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
@@ -1188,7 +1193,7 @@ TEST_DEPS = {
         ":cluster_testing",
         ":kubeflow_operator",
         ":manifest_yaml",
-        ":pod_network",
+        "//tools:namespaces",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
@@ -1382,6 +1387,7 @@ TEST_DEPS = {
     ],
     "time_limit_test": [
         ":cluster_testing",
+        "//benchmarks:program_cluster",
         "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
