@@ -23,6 +23,7 @@ from __future__ import annotations
 from command_line import entry
 # pylint: disable=wrong-import-position,wrong-import-order
 import os
+import signal
 import subprocess
 import sys
 
@@ -47,11 +48,17 @@ def scontrol_hostnames(node_list: str) -> list[str]:
   return listed.stdout.split()
 
 
+def _interrupted(signum, frame) -> None:
+  del signum, frame
+  raise KeyboardInterrupt
+
+
 def run(options: NodeOptions, train_args: list[str]) -> int:
   """Runs this node's processes with `train_args`; 0, or the exit code of the first
   trainer or ps that failed."""
   nodes, node_id = job_node(os.environ, scontrol_hostnames)
   roles = node_roles(nodes, node_id, options.num_ps, options.ps_port, options.trainer_port)
+  signal.signal(signal.SIGTERM, _interrupted)  # scancel: stop the processes, then end
   return run_node(roles, train_args, options.python or sys.executable, options.stopped_marker)
 
 
