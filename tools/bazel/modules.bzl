@@ -55,19 +55,23 @@ MODULES = {
             "//model_fn:training_hooks",
             "//towers:flags",
         ]),
-        ("cluster_peers_main.py", "cluster_peers_main", [
+        ("cluster_peers.py", "cluster_peers_lib", [
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
             ":program_cluster",
-            "//command_line:cli",
             "//command_line:console",
-            "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:ps_variables",
             "//towers:checkpoints",
             "//towers:train_main",
+        ]),
+        ("cluster_peers_main.py", "cluster_peers_main", [
+            ":cluster_peers_lib",
+            "//command_line:cli",
+            "//command_line:entry",
+            "//towers/cluster:local_cluster_lib",
         ]),
         ("cluster_traffic_main.py", "cluster_traffic_main", [
             ":cluster_bytes",
@@ -874,6 +878,11 @@ TEST_DEPS = {
         ":program_runs",
         "//towers:checkpoints",
         "//towers:train_main",
+    ],
+    "cluster_node_test": [
+        ":program_runs",
+        "//towers/cluster:node_lib",
+        "//towers/cluster:node_main",
     ],
     "cluster_peer_model_test": [
         "//benchmarks:cluster_model",
