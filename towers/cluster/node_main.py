@@ -1,4 +1,4 @@
-"""Starts this node's processes of a Slurm job's training cluster and supervises them.
+r"""Starts this node's processes of a Slurm job's training cluster and supervises them.
 
     srun --ntasks-per-node=1 --kill-on-bad-exit=1 .venv/bin/python3 -m towers.cluster.node_main \
       --num_ps=2 --flagfile=gtx1060.flags --model_dir=/shared/runs/i3d
