@@ -3,10 +3,10 @@
     bazel run //benchmarks:cluster_emulator -- --nodes=1,2,4,10 --link_mbit=1000 --time_scale=10
 
 For each system, mode (sync, async) and node count it builds `nodes` network namespaces
-on shaped full-duplex links (`benchmarks/emulated_network.py`: `--link_mbit` /
+on shaped full-duplex links (`tools/namespaces.py`: `--link_mbit` /
 `--time_scale` per direction per node, `--link_latency_ms`), puts one ps task and one
 worker on every node (they share the node's link, as on the real cluster), runs them as
-separate processes with `LocalCluster` (`benchmarks/emulated_task.py`: the real
+separate processes with `ProgramCluster` (`benchmarks/emulated_task.py`: the real
 network's variables on the ps tasks, real pulls and pushes through TensorFlow's gRPC
 parameter-server runtime, the forward and backward passes replaced by a wait of
 `--emulate_compute x --time_scale` seconds, split per layer by FLOPs with `--overlap` so
@@ -60,18 +60,20 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from benchmarks import cluster_model, machine
-from benchmarks.emulated_network import EmulatedNetwork, NetworkSetupError, node_address
+from benchmarks.program_cluster import ProgramCluster
 from benchmarks.emulated_peer_task import PeerTaskOptions
 from benchmarks.emulated_task import (STEP_EVENT, ComputeShare, TaskOptions, compute_shares,
                                       ps_shares, variable_shapes, write_compute_shares)
 from model_fn import transfer
 from command_line import entry, working_dir
-from towers.cluster.local_cluster import ISOLATED_ENV, LocalCluster, reexec_in_private_network
+from tools.namespaces import Hosts, NamespaceError
+from towers.cluster.local_cluster import ISOLATED_ENV, reexec_in_private_network
 from command_line.options import Options, Problem, Range, above, at_least, option
 
 SCRIPT = os.path.abspath(__file__)
 ROLE_FLAGS = ('ps_hosts', 'worker_hosts', 'task_type', 'task_index')  # LocalCluster's
 MB = 1e6
+EMULATED_SUBNET = '198.18.0'  # RFC 2544's benchmarking range, inside the namespaces only
 SYSTEMS = ('ours', 'ps_strategy', 'multi_worker_mirrored')
 # Modes each system has: TensorFlow's v1 ParameterServerStrategy is asynchronous by
 # definition ("An asynchronous multi-worker parameter server tf.distribute strategy"),
@@ -198,19 +200,19 @@ def node_of(task) -> int:
 
 
 def make_cluster(options: EmulatorOptions, system: str, nodes: int, sync: bool,
-                 network: EmulatedNetwork, model_dir: str, compute_shares_file: str
-                 ) -> LocalCluster:
+                 network: Hosts, model_dir: str, compute_shares_file: str
+                 ) -> ProgramCluster:
   """The tasks of `system` on `nodes` emulated nodes: ps n (if any) and worker n on node n
   (worker 0 is the chief)."""
   common = dict(evaluator=False, echo=None, log_dir=options.task_logs or None,
-                launcher=lambda task: network.enter(node_of(task)))
-  addresses = [node_address(n) for n in range(nodes)]
+                launcher=lambda task: network.enter(network.names[node_of(task)]))
+  addresses = [network.address(name) for name in network.names]
   if system == 'ours':
-    return LocalCluster(nodes, nodes, task_options(options, sync, compute_shares_file),
+    return ProgramCluster(nodes, nodes, task_options(options, sync, compute_shares_file),
                         program=('-m', 'benchmarks.emulated_task_main'), hosts=addresses * 2,
                         **common)
   num_ps = nodes if system == 'ps_strategy' else 0
-  return LocalCluster(num_ps, nodes, peer_task_options(options, system, model_dir),
+  return ProgramCluster(num_ps, nodes, peer_task_options(options, system, model_dir),
                       program=('-m', 'benchmarks.emulated_peer_task_main'),
                       hosts=addresses * (2 if num_ps else 1), tf_config_role=True, **common)
 
@@ -221,7 +223,8 @@ def measure(options: EmulatorOptions, system: str, nodes: int, sync: bool,
   `compute_shares_file` as `task_options` takes it."""
   k = options.time_scale
   model_dir = tempfile.mkdtemp(prefix=f'cluster_emulator_{system}_')
-  with EmulatedNetwork(nodes, options.link_mbit / k, options.link_latency_ms) as network:
+  with Hosts([f'node{n}' for n in range(nodes)], EMULATED_SUBNET, link_mbit=options.link_mbit / k,
+             link_latency_ms=options.link_latency_ms) as network:
     cluster = make_cluster(options, system, nodes, sync, network, model_dir,
                            compute_shares_file)
     workers = sorted((name for name, t in cluster.tasks.items()
@@ -445,7 +448,7 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
                compute_shares_file: str) -> list[dict]:
   """Measures every (system, mode) pair at every node count and prints its row (also an
   `emulator_row` status event: the row's figures, MB per worker step of the busiest link);
-  returns the events' values. Raises `NetworkSetupError` (exit 2) if the emulated network
+  returns the events' values. Raises `NamespaceError` (exit 2) if the emulated network
   cannot be set up."""
   ideal = options.batch_size / options.emulate_compute
   rows = []
@@ -479,7 +482,7 @@ def print_rows(options: EmulatorOptions, pairs: list[tuple[str, str]],
 
 
 PROGRAM = entry.Program('cluster_emulator', run, EmulatorOptions, check=options_problem,
-                        refused=(NetworkSetupError,))
+                        refused=(NamespaceError,))
 
 
 if __name__ == '__main__':

@@ -17,8 +17,8 @@ Events, generated from `EVENTS` by `bazel run //tools:status_events_doc` ([optio
       a lagging evaluator skips `skipped` checkpoints: it evaluates `step` next, after
       `last_step`
   cluster_task {source: str, task_type: str, index: int, address: str | None}
-      a cluster task starts its role: where its cluster came from ('flags', 'TF_CONFIG',
-      'SLURM'), its job and index, its host:port (None for the evaluator)
+      a cluster task starts its role: where its cluster came from ('flags' or 'TF_CONFIG'),
+      its job and index, its host:port (None for the evaluator)
   emulated_step {index: int, end: float, seconds: float}
       a step of the cluster emulator's tasks: its index, when it ended (unix seconds) and
       how long it took
@@ -82,8 +82,8 @@ Events, generated from `EVENTS` by `bazel run //tools:status_events_doc` ([optio
   sync_replicas {workers: int, aggregated: int}
       synchronous training built: gradients of the first `aggregated` of `workers` per step
   task_ended {task: str, host: str, exit_code: int}
-      docs/cluster/train_ucf101.sbatch: one of a node's processes ended ('ps 0', 'trainer
-      1', 'evaluator')
+      towers/cluster/node_main.py: one of a node's processes ended ('ps 0', 'trainer 1',
+      'evaluator'; killed by signal N: 128 + N)
   training_over {message: str}
       a ps was told by the chief (its message)
   unrecorded_settings {model_dir: str}
@@ -133,8 +133,8 @@ EVENTS: dict[str, Event] = {
         '`last_step`'),
     'cluster_task': Event({'source': str, 'task_type': str, 'index': int,
                            'address': str | None},
-        "a cluster task starts its role: where its cluster came from ('flags', 'TF_CONFIG', "
-        "'SLURM'), its job and index, its host:port (None for the evaluator)"),
+        "a cluster task starts its role: where its cluster came from ('flags' or "
+        "'TF_CONFIG'), its job and index, its host:port (None for the evaluator)"),
     'emulated_step': Event({'index': int, 'end': float, 'seconds': float},
         "a step of the cluster emulator's tasks: its index, when it ended (unix seconds) and "
         'how long it took'),
@@ -204,8 +204,8 @@ EVENTS: dict[str, Event] = {
         'synchronous training built: gradients of the first `aggregated` of `workers` per '
         'step'),
     'task_ended': Event({'task': str, 'host': str, 'exit_code': int},
-        "docs/cluster/train_ucf101.sbatch: one of a node's processes ended ('ps 0', "
-        "'trainer 1', 'evaluator')"),
+        "towers/cluster/node_main.py: one of a node's processes ended ('ps 0', "
+        "'trainer 1', 'evaluator'; killed by signal N: 128 + N)"),
     'training_over': Event({'message': str}, 'a ps was told by the chief (its message)'),
     'unrecorded_settings': Event({'model_dir': str},
         'a resumed checkpoint had no learning-settings record: this run\'s are recorded as '

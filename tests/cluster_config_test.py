@@ -1,12 +1,14 @@
-"""Specification: a cluster comes from flags, TF_CONFIG or SLURM, and any malformed or
-inconsistent description is an error that names the field."""
+"""Specification: a cluster comes from flags, TF_CONFIG or, under Slurm, the node program's
+layout of the job's nodes (towers/cluster/node.py), and any malformed or inconsistent
+description is an error that names the field."""
 
 import json
 import socket
 
 import tensorflow as tf
 
-from towers.cluster import spec as cluster
+from tests.cluster_testing import params_from_argv
+from towers.cluster import node, spec as cluster
 from towers.cluster.spec import ClusterError
 from towers.params import make_params
 
@@ -149,52 +151,50 @@ class FlagsAndSlurmTest(ClusterErrorTestCase):
     self.assertEqual(cluster.resolve_cluster(make_params(), env).source, 'TF_CONFIG')
     self.assertIsNone(cluster.resolve_cluster(make_params(), {}))
 
-  STEP = {'SLURM_JOB_ID': '7', 'SLURM_STEP_NUM_TASKS': '4', 'SLURM_STEP_NODELIST': 'node[01-03]',
-          'SLURM_STEP_TASKS_PER_NODE': '2,1(x2)'}
-  # (node, local id) of the step's 4 tasks, and the rank Slurm gives each under two layouts.
-  TASKS = [('node01', 0), ('node01', 1), ('node02', 0), ('node03', 0)]
-  RANKS = {'block': [0, 1, 2, 3], 'cyclic': [0, 3, 1, 2]}
+  # A Slurm job of 3 nodes, as `scontrol show hostnames node[01-03]` lists them.
+  NODE_LIST = {'node[01-03]': ['node01', 'node02', 'node03']}
 
-  def slurm_task(self, node, local_id, rank, num_ps=1):
-    env = dict(self.STEP, SLURMD_NODENAME=node, SLURM_LOCALID=str(local_id),
-               SLURM_PROCID=str(rank))
-    return cluster.resolve_cluster(make_params(slurm_num_ps=num_ps, slurm_port=9000), env)
+  def slurm_roles(self, node_id, num_ps=1):
+    """Node `node_id`'s processes under the node program, each resolved from its flags."""
+    nodes, index = node.job_node({'SLURM_JOB_NODELIST': 'node[01-03]',
+                                  'SLURM_NODEID': str(node_id)}, self.NODE_LIST.get)
+    return [cluster.resolve_cluster(params_from_argv(role.args), {})
+            for role in node.node_roles(nodes, index, num_ps, 9000, 9001)]
 
-  def test_slurm_roles_are_one_cluster_whatever_the_distribution(self):
-    want_cluster = {'ps': ('node01:9000',), 'chief': ('node02:9000',),
-                    'worker': ('node03:9000', 'node01:9001')}
-    for layout, ranks in self.RANKS.items():
-      tasks = [self.slurm_task(node, local, rank) for (node, local), rank in zip(self.TASKS, ranks)]
-      for task in tasks:
-        self.assertEqual(task.source, 'SLURM')
-        self.assertEqual(task.cluster, want_cluster, layout)
-      self.assertEqual([(t.task_type, t.task_index, t.address) for t in tasks],
-                       [('ps', 0, 'node01:9000'), ('worker', 1, 'node01:9001'),
-                        ('chief', 0, 'node02:9000'), ('worker', 0, 'node03:9000')], layout)
+  def test_slurm_roles_are_one_cluster_on_every_node(self):
+    want_cluster = {'ps': ('node01:9000',), 'chief': ('node01:9001',),
+                    'worker': ('node02:9001', 'node03:9001')}
+    tasks = [task for node_id in range(3) for task in self.slurm_roles(node_id)]
+    for task in tasks:
+      self.assertEqual(task.source, 'flags')
+      self.assertEqual(task.cluster, want_cluster)
+    self.assertEqual([(t.task_type, t.task_index, t.address) for t in tasks],
+                     [('ps', 0, 'node01:9000'), ('chief', 0, 'node01:9001'),
+                      ('worker', 0, 'node02:9001'), ('evaluator', 0, None),
+                      ('worker', 1, 'node03:9001')])
 
   def test_slurm_ps_tasks_spread_over_the_first_nodes(self):
-    roles = [self.slurm_task(node, local, 0, num_ps=2) for node, local in self.TASKS]
+    roles = self.slurm_roles(1, num_ps=2)
     self.assertEqual(roles[0].cluster['ps'], ('node01:9000', 'node02:9000'))
-    self.assertEqual(roles[3].task_type, 'chief')
+    self.assertEqual((roles[0].task_type, roles[0].task_index), ('ps', 1))
+    self.assertEqual(self.slurm_roles(2, num_ps=2)[0].task_type, 'evaluator')
 
   def test_slurm_a_ps_count_that_cannot_be_honoured_is_named(self):
     with self.assertRaises(ClusterError) as caught:
-      self.slurm_task('node01', 0, 0, num_ps=4)
-    self.assertFault(caught, '--slurm_num_ps', 4)
-    self.assertEqual(caught.exception.option, 'slurm_num_ps')
+      self.slurm_roles(0, num_ps=4)
+    self.assertFault(caught, '--num_ps', 4)
+    self.assertEqual(caught.exception.option, 'num_ps')
 
-  def test_slurm_a_task_outside_the_step_nodes_is_named(self):
+  def test_slurm_a_node_outside_the_job_is_named(self):
     with self.assertRaises(ClusterError) as caught:
-      self.slurm_task('node09', 0, 0)
-    self.assertFault(caught, 'SLURMD_NODENAME', 'node09')
-    with self.assertRaises(ClusterError) as caught:
-      self.slurm_task('node02', 1, 0)
-    self.assertFault(caught, 'SLURM_LOCALID', 1)
+      self.slurm_roles(3)
+    self.assertFault(caught, 'SLURM_NODEID', '3')
 
   def test_slurm_outside_a_job_step(self):
     with self.assertRaises(ClusterError) as caught:
-      cluster.resolve_cluster(make_params(), {'SLURM_JOB_ID': '7'})
-    self.assertFault(caught, 'SLURM_LOCALID', None)
+      node.job_node({'SLURM_JOB_ID': '7', 'SLURM_JOB_NODELIST': 'node[01-03]'},
+                    self.NODE_LIST.get)
+    self.assertFault(caught, 'SLURM_NODEID', None)
 
 
 if __name__ == '__main__':

@@ -9,10 +9,10 @@ import os
 
 import tensorflow as tf
 
+from benchmarks.program_cluster import ProgramCluster
 from tests.cluster_testing import TRAIN_ARGS, make_cluster
 from towers.checkpoints import checkpoint_step
 from towers.cluster import evaluator
-from towers.cluster.local_cluster import LocalCluster
 
 LIMIT = 300  # seconds a whole cluster run may take on a loaded 2-core machine
 
@@ -100,9 +100,10 @@ class LaggingEvaluatorTest(tf.test.TestCase):
   def test_an_evaluator_that_fails_does_not_stop_training(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
     # The evaluator's process exits 5 at once, as a crash would; the rest is real.
-    cluster = LocalCluster(
-        1, 2, TRAIN_ARGS + [f'--model_dir={model_dir}', '--max_steps=60'], evaluator=True,
-        echo=None, launcher=lambda t: ['sh', '-c', 'exit 5'] if t.name == 'evaluator' else [])
+    cluster = ProgramCluster(
+        1, 2, TRAIN_ARGS + [f'--model_dir={model_dir}', '--max_steps=60'],
+        program=('-m', 'towers.train_main'), evaluator=True, echo=None,
+        launcher=lambda t: ['sh', '-c', 'exit 5'] if t.name == 'evaluator' else [])
     self.addCleanup(cluster.stop_all)
     stderr, stdout = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):

@@ -1,11 +1,13 @@
 """Specification: the Slurm batch script in docs/cluster/ starts, on 10 nodes, exactly one
 chief, nine workers, a ps on every node and one evaluator, and every command it runs resolves to
 a valid cluster role. Slurm itself is faked: `scontrol` lists nodes, `srun` runs the step
-once per node, and `python` records its arguments."""
+(towers/cluster/node_main.py) once per node, and the `python` of the processes it starts records
+their arguments."""
 
 import os
 import stat
 import subprocess
+import sys
 
 import tensorflow as tf
 from absl import flags
@@ -34,12 +36,12 @@ class SlurmScriptTest(tf.test.TestCase):
     _write_executable(os.path.join(bin_dir, 'srun'),
                       '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n'
                       'for i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
-    # The trainer (foreground) lingers a moment, so that the script's ps and evaluator
-    # (background, killed or awaited once the trainer returns) have recorded themselves.
+    # The node program runs; the training processes it starts only record their arguments.
     _write_executable(os.path.join(bin_dir, 'fake_python'),
-                      f'#!/bin/sh\ntrap "" TERM\necho "$*" >> {record}\n'
-                      'case "$*" in *task_type=worker*) sleep 0.3;; esac\n')
+                      f'#!/bin/sh\ncase "$2" in towers.cluster.node_main) exec {sys.executable} '
+                      f'"$@";; esac\necho "$*" >> {record}\n')
     env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', SLURM_JOB_NODELIST='x',
+               SLURM_JOB_NUM_NODES='10',
                PYTHON=os.path.join(bin_dir, 'fake_python'))
     result = subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True,
                             timeout=120, cwd=ROOT, check=False)

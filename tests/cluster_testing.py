@@ -6,7 +6,10 @@ import os
 import time
 from typing import Any
 
+from absl import flags
+
 from command_line import status_file
+from towers import flags as towers_flags
 from towers.cluster.local_cluster import LocalCluster
 
 # A tiny, fast training job: 2 towers per worker on virtual CPUs, synthetic clips. The
@@ -23,6 +26,14 @@ def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,
   args = TRAIN_ARGS + [f'--model_dir={model_dir}', f'--max_steps={max_steps}', *extra_args]
   return LocalCluster(num_ps, num_workers, args, evaluator=evaluator,
                       log_dir=os.path.join(model_dir, 'logs'), echo=None)
+
+
+def params_from_argv(argv: list[str]) -> Any:
+  """The TrainParams the train binary makes of the flags `argv` (a cluster role's, say)."""
+  flag_values = flags.FlagValues()
+  towers_flags.define_flags(flag_values)
+  flag_values(['train'] + list(argv))
+  return towers_flags.params_from_flags(flag_values, '/')
 
 
 def progress_steps(events: list[dict[str, Any]]) -> list[int]:

@@ -11,20 +11,17 @@ is not root.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 from absl.testing import absltest
 
 from command_line import status_file
 from data_tools import extract_flow
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
-from tests.slurm_testing import MultiNodeSlurm, missing_reason
-
+from tests.slurm_testing import SlurmTestCase
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'extract_flow.sbatch')
 SETTINGS = ['--backend=opencv', '--workers=1', '--short_side=0', '--tvl1_scales=3',
@@ -32,23 +29,9 @@ SETTINGS = ['--backend=opencv', '--workers=1', '--short_side=0', '--tvl1_scales=
 LIMIT = 240  # seconds the array may take on a loaded 2-core machine
 
 
-class FlowSlurmTest(absltest.TestCase):
+class FlowSlurmTest(SlurmTestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    reason = missing_reason()
-    if reason:
-      raise unittest.SkipTest(reason)
-    cls.slurm_dir = tempfile.mkdtemp(prefix='slurmfl', dir='/tmp')
-    cls.slurm = MultiNodeSlurm(cls.slurm_dir, nodes=3)
-    cls.slurm.start()
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.slurm.stop()
-    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
-    super().tearDownClass()
+  NODES = 3
 
   def array_states(self, job: str) -> dict[str, tuple[str, str, str]]:
     """{array task id: (JobState, ExitCode, NodeList)} of every task of array job `job`."""

@@ -1,4 +1,4 @@
-"""Specification: on every launch path (flags, TF_CONFIG, SLURM environment, local_cluster,
+"""Specification: on every launch path (flags, TF_CONFIG, the Slurm node program, local_cluster,
 the Slurm batch script) a ps sees no GPU, the evaluator none unless --evaluator_gpu, each
 trainer only its own GPUs; every role's session config lets processes share a GPU
 (allow_growth, --gpu_memory_fraction) and the ps and the CPU evaluator create no GPU
@@ -11,11 +11,11 @@ import subprocess
 import sys
 
 import tensorflow as tf
-from absl import flags
 
+from benchmarks.program_cluster import ProgramCluster
 from tests import program_runs
-from towers import flags as towers_flags
-from towers.cluster import gpus, spec
+from tests.cluster_testing import params_from_argv
+from towers.cluster import gpus, node, spec
 from towers.cluster.base_runner import server_config
 from towers.cluster.local_cluster import LocalCluster
 from towers.estimator import run_config
@@ -24,13 +24,6 @@ from towers.training import cluster_recipe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'docs', 'cluster', 'train_ucf101.sbatch')
-
-
-def params_from_argv(argv):
-  flag_values = flags.FlagValues()
-  towers_flags.define_flags(flag_values)
-  flag_values(['train'] + argv)
-  return towers_flags.params_from_flags(flag_values, '/')
 
 
 def visible(params, task, environ):
@@ -77,34 +70,32 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
     self.assertEqual(seen, {('ps', 0): (), ('chief', 0): ('0',), ('worker', 0): ('1',),
                             ('worker', 1): ('0',), ('evaluator', 0): ()})
 
-  def test_slurm_environment_two_tasks_per_node(self):
-    # Slots: n0/0 = ps 0, n1/0 = chief, n0/1 = worker 0, n1/1 = worker 1.
-    params = make_params(num_towers=1, slurm_num_ps=1)
+  def test_slurm_node_program_roles(self):
+    # The node program on two nodes of one GPU each: ps 0 and the chief on n0, worker 0 and
+    # the evaluator on n1; the ps and the evaluator start with no GPU visible.
+    params = make_params(num_towers=1)
     seen = {}
-    for node in ('n0', 'n1'):
-      for local_id in ('0', '1'):
-        env = {'SLURM_JOB_ID': '7', 'SLURM_LOCALID': local_id, 'SLURMD_NODENAME': node,
-               'SLURM_STEP_NUM_TASKS': '4', 'SLURM_STEP_NODELIST': 'n[0-1]',
-               'SLURM_STEP_TASKS_PER_NODE': '2(x2)', 'CUDA_VISIBLE_DEVICES': '0,1'}
-        task = spec.resolve_cluster(params, env)
+    for node_id in (0, 1):
+      for role in node.node_roles(['n0', 'n1'], node_id, 1, 8888, 8889):
+        env = {'SLURM_JOB_ID': '7', 'CUDA_VISIBLE_DEVICES': '0' if role.gpu else ''}
+        task = spec.resolve_cluster(params_from_argv(['--num_towers=1', *role.args]), {})
         seen[task.name] = visible(params, task, env).visible
-    self.assertEqual(seen, {'ps 0 (n0:8888)': (), 'chief 0 (n1:8888)': ('0',),
-                            'worker 0 (n0:8889)': ('0',), 'worker 1 (n1:8889)': ('1',)})
+    self.assertEqual(seen, {'ps 0 (n0:8888)': (), 'chief 0 (n0:8889)': ('0',),
+                            'worker 0 (n1:8889)': ('0',), 'evaluator 0': ()})
 
   def test_slurm_per_task_gpus_are_kept(self):
     # srun --gpus-per-task=1: Slurm already gave each of a node's two trainers its own GPU
-    # (tasks: ps 0, chief, worker 0; this is the worker).
-    params = make_params(num_towers=1, slurm_num_ps=1)
-    env = {'SLURM_JOB_ID': '7', 'SLURM_LOCALID': '2', 'SLURMD_NODENAME': 'n0',
-           'SLURM_STEP_NUM_TASKS': '3', 'SLURM_STEP_NODELIST': 'n0',
-           'SLURM_STEP_TASKS_PER_NODE': '3', 'CUDA_VISIBLE_DEVICES': '1'}
+    # (this is the second trainer on n0).
+    params = params_from_argv(['--num_towers=1', '--ps_hosts=n1:1', '--worker_hosts=n0:2,n0:3',
+                               '--task_type=worker', '--task_index=1'])
+    env = {'SLURM_JOB_ID': '7', 'CUDA_VISIBLE_DEVICES': '1'}
     task = spec.resolve_cluster(params, env)
     self.assertEqual(visible(params, task, env).visible, ('1',))
 
   def test_local_cluster_gpus_per_worker(self):
     env = {'CUDA_VISIBLE_DEVICES': '0,1,2,3'}
-    for tf_config_role in (False, True):
-      cluster = LocalCluster(1, 2, [], echo=None, tf_config_role=tf_config_role)
+    for cluster in (LocalCluster(1, 2, [], echo=None),
+                    ProgramCluster(1, 2, [], program=(), echo=None, tf_config_role=True)):
       seen = {}
       for task in cluster.tasks.values():
         params = params_from_argv(['--gpus_per_worker=2'] + cluster.role_args(task))
@@ -142,10 +133,12 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
     _write_executable(os.path.join(bin_dir, 'srun'),
                       '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n'
                       'for i in $(seq 0 9); do SLURM_NODEID=$i "$@"; done\n')
+    # The node program runs; the training processes it starts only record what they see.
     _write_executable(os.path.join(bin_dir, 'fake_python'),
-                      f'#!/bin/sh\ntrap "" TERM\necho "${{CUDA_VISIBLE_DEVICES-unset}} $*" >> {record}\n'
-                      'case "$*" in *task_type=worker*) sleep 0.3;; esac\n')
+                      f'#!/bin/sh\ncase "$2" in towers.cluster.node_main) exec {sys.executable} '
+                      f'"$@";; esac\necho "${{CUDA_VISIBLE_DEVICES-unset}} $*" >> {record}\n')
     env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', SLURM_JOB_NODELIST='x',
+               SLURM_JOB_NUM_NODES='10',
                PYTHON=os.path.join(bin_dir, 'fake_python'), CUDA_VISIBLE_DEVICES='0')
     result = subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True,
                             timeout=120, cwd=ROOT, check=False)

@@ -17,7 +17,7 @@ import tensorflow as tf
 import yaml
 
 from tests import kubeflow_operator as operator
-from tests import pod_network
+from tools import namespaces
 from tests.cluster_testing import TRAIN_ARGS
 from towers.checkpoints import checkpoint_step
 
@@ -44,7 +44,7 @@ class KubeflowPodsTest(tf.test.TestCase):
 
   def setUp(self):
     super().setUp()
-    reason = pod_network.missing_reason()
+    reason = namespaces.missing_reason()
     if reason:
       self.skipTest(reason)
     with open(MANIFEST) as f:
@@ -53,8 +53,10 @@ class KubeflowPodsTest(tf.test.TestCase):
       spec['replicas'] = 1
     self.pods = operator.pods(job, namespace='default')
     self.root = self.create_tempdir().full_path
-    self.network = pod_network.PodNetwork(
-        self.root, {p.name: [f'{p.name}.default.svc'] for p in self.pods})
+    # Each pod on its own host, reached by its service DNS name as a headless service gives.
+    self.network = namespaces.Hosts(
+        [p.name for p in self.pods], '198.18.1', hub='hub', hosts_dir=self.root,
+        aliases={p.name: [f'{p.name}.default.svc'] for p in self.pods})
     self.network.start()
     self.addCleanup(self.network.stop)
 
@@ -75,7 +77,7 @@ class KubeflowPodsTest(tf.test.TestCase):
       log = open(os.path.join(self.root, f'{pod.name}.log'), 'w')  # pylint: disable=consider-using-with
       self.addCleanup(log.close)
       running[pod.name] = subprocess.Popen(
-          [*self.network.prefix(pod.name, ROOT), *pod_argv(pod, shared)], cwd=ROOT, env=env,
+          [*self.network.enter(pod.name, working_dir=ROOT), *pod_argv(pod, shared)], cwd=ROOT, env=env,
           stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 600
     codes = {}

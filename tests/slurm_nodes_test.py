@@ -1,7 +1,7 @@
 """Specification: training on 3 real Slurm nodes (network, UTS and mount namespaces on one
 machine: tests/slurm_testing.py's MultiNodeSlurm), and the faults a long job meets.
 
-- The batch script with NUM_PS=2, and SLURM-environment mode: COMPLETED 0:0, the final
+- The batch script with NUM_PS=2, and the node program under a plain srun: COMPLETED 0:0, the final
   checkpoint at max_steps, no process left on any node. The batch script's evaluator
   lags (a checkpoint every few steps, 2 kept) and still evaluates the final checkpoint.
 - `scancel` mid-run: every process ends within KillWait, the latest checkpoint stays
@@ -19,20 +19,17 @@ installed (`bash tools/setup.sh`) or this is not root.
 """
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import unittest
 
 import tensorflow as tf
 
 from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS, wait_until
-from tests.slurm_testing import (KILL_WAIT, MultiNodeSlurm, consecutive_free_ports,
-                                 leftover_processes, missing_reason)
+from tests.slurm_testing import (KILL_WAIT, SlurmTestCase, consecutive_free_ports,
+                                 leftover_processes)
 from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,24 +38,9 @@ MAX_STEPS = 60
 LIMIT = 240  # seconds one job may take on a loaded 2-core machine
 
 
-class SlurmNodesTest(tf.test.TestCase):
+class SlurmNodesTest(SlurmTestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    reason = missing_reason()
-    if reason:
-      raise unittest.SkipTest(reason)
-    # Short: munged's socket path must fit a unix socket name (108 bytes).
-    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm3n', dir='/tmp')
-    cls.slurm = MultiNodeSlurm(cls.slurm_dir, nodes=3)
-    cls.slurm.start()
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.slurm.stop()
-    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
-    super().tearDownClass()
+  NODES = 3
 
   def setUp(self):
     super().setUp()
@@ -97,12 +79,14 @@ class SlurmNodesTest(tf.test.TestCase):
                     PS_PORT=str(ps_port), TRAINER_PORT=str(ps_port + 1))
     return ['--nodes=3', '--gres=none', f'--output={self.output}', SCRIPT]
 
-  def slurm_environment_mode(self, *srun_args):
+  def node_program(self, *srun_args, num_ps=1):
+    """The job that runs the node program under a plain srun, one task per node."""
     port = consecutive_free_ports(2)
-    command = (f'srun {" ".join(srun_args)} {sys.executable} -m towers.train_main '
-               f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
-               f'--slurm_port={port}')
-    return ['--nodes=3', '--ntasks=4', f'--output={self.output}', f'--wrap={command}']
+    command = (f'srun --ntasks-per-node=1 {" ".join(srun_args)} {sys.executable} -m '
+               f'towers.cluster.node_main --num_ps={num_ps} --ps_port={port} '
+               f'--trainer_port={port + 1} --flagfile={self.flagfile} '
+               f'--model_dir={self.model_dir}')
+    return ['--nodes=3', f'--output={self.output}', f'--wrap={command}']
 
   def run_job(self, args):
     job = self.slurm.submit(args, cwd=ROOT, env=self.env)
@@ -148,14 +132,14 @@ class SlurmNodesTest(tf.test.TestCase):
     ended = {e['task']: e['exit_code'] for e in self.events('task_ended')}
     self.assertEqual(ended.get('evaluator'), 0, log[-4000:])  # the evaluator did not fail
 
-  def test_slurm_environment_mode_on_three_nodes_completes(self):
-    _, state = self.run_job(self.slurm_environment_mode('--kill-on-bad-exit=1', '-m cyclic'))
+  def test_the_node_program_on_three_nodes_completes(self):
+    _, state = self.run_job(self.node_program('--kill-on-bad-exit=1'))
     self.assert_completed(state)
     log = self.log()
     nodes = {(e['source'], e['task_type'], e['index']): e['address'].split(':')[0]
-             for e in self.events('cluster_task')}
-    self.assertEqual((nodes.get(('SLURM', 'ps', 0)), nodes.get(('SLURM', 'chief', 0))),
-                     ('n1', 'n2'), log[-4000:])
+             for e in self.events('cluster_task') if e['address']}
+    self.assertEqual((nodes.get(('flags', 'ps', 0)), nodes.get(('flags', 'chief', 0)),
+                      nodes.get(('flags', 'worker', 1))), ('n1', 'n1', 'n3'), log[-4000:])
     self.assertLen(self.events('workers_finished'), 1,
                    'the chief heard from every worker before the final checkpoint')
 
@@ -232,10 +216,12 @@ class SlurmNodesTest(tf.test.TestCase):
   def test_a_chief_killed_for_good_ends_the_ps_and_workers_naming_it(self):
     self.write_flags('--max_steps=100000', '--chief_lost_secs=6')
     # Without --kill-on-bad-exit Slurm would let the others run on: they must see it.
-    job = self.slurm.submit(self.slurm_environment_mode('--kill-on-bad-exit=0', '-m cyclic'),
-                            cwd=ROOT, env=self.env)
+    # ps 0 and the chief share n1 (its node program stops that ps); ps 1 is on n2.
+    job = self.slurm.submit(self.node_program('--kill-on-bad-exit=0', num_ps=2), cwd=ROOT,
+                            env=self.env)
     wait_until(lambda: (checkpoint_step(self.model_dir) or 0) >= 1, LIMIT, 'a checkpoint')
-    chief = [pid for pid in self.slurm.node_pids('n2') if self.model_dir in _cmdline(pid)]
+    chief = [pid for pid in self.slurm.node_pids('n1') if self.model_dir in _cmdline(pid)
+             and '--task_index=0' in _cmdline(pid) and '--task_type=worker' in _cmdline(pid)]
     self.assertLen(chief, 1)
     os.kill(chief[0], signal.SIGKILL)
     killed = time.time()
@@ -244,7 +230,9 @@ class SlurmNodesTest(tf.test.TestCase):
                     'within --chief_lost_secs=6 and a minute of checks and process exits')
     self.assertEqual(state[0], 'FAILED')
     lost = [e['address'].split(':')[0] for e in self.events('peer_lost')]
-    self.assertEqual(lost, ['n2'] * 3, self.log()[-3000:])  # ps 0 and workers 0 and 1
+    # Workers 0 and 1, and ps 1 unless its node program stopped it first (worker 0 failed).
+    self.assertIn(len(lost), (2, 3), self.log()[-3000:])
+    self.assertEqual(set(lost), {'n1'}, self.log()[-3000:])
     self.assert_no_process_left()
 
 

@@ -1,8 +1,8 @@
 """Specification: on a real Slurm (a private munged, slurmctld and slurmd started by this
 test), a training job ends by itself when training ends: COMPLETED with exit code 0, the
 checkpoint at max_steps, and no process of it left behind. Both launch paths: the batch
-script of docs/cluster/ and SLURM-environment mode (`srun` of 4 tasks, roles from Slurm's
-variables). A failing task makes the job FAILED with one line naming it; a failing
+script of docs/cluster/ and the node program it runs (towers/cluster/node_main.py) under a
+plain `srun`. A failing task makes the job FAILED with one line naming it; a failing
 evaluator is named, but the job still completes; an evaluator stopped for the time limit
 after training is over makes the job requeue itself to evaluate the final checkpoint.
 
@@ -11,18 +11,14 @@ installs it) or this is not root.
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
-import unittest
 
 import tensorflow as tf
 
 from command_line import status_file
 from tests.cluster_testing import TRAIN_ARGS
-from tests.slurm_testing import (PrivateSlurm, consecutive_free_ports, leftover_processes,
-                                 missing_reason)
+from tests.slurm_testing import SlurmTestCase, consecutive_free_ports, leftover_processes
 from towers.checkpoints import checkpoint_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,30 +27,9 @@ MAX_STEPS = 30
 LIMIT = 480  # seconds one job may take on a loaded 2-core machine
 
 
-class RealSlurmTest(tf.test.TestCase):
+class RealSlurmTest(SlurmTestCase):
 
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    reason = missing_reason()
-    if reason:
-      raise unittest.SkipTest(reason)
-    # Short: munged's socket path must fit a unix socket name (108 bytes); TEST_TMPDIR
-    # under Bazel does not.
-    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
-    cls.slurm = PrivateSlurm(cls.slurm_dir)
-    cls.slurm.cred_expire = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
-    try:
-      cls.slurm.start()
-    except Exception:
-      cls.slurm.stop()
-      raise
-
-  @classmethod
-  def tearDownClass(cls):
-    cls.slurm.stop()
-    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
-    super().tearDownClass()
+  CRED_EXPIRE = 5  # a requeued job restarts after it (as MultiNodeSlurm's)
 
   def setUp(self):
     super().setUp()
@@ -120,19 +95,20 @@ class RealSlurmTest(tf.test.TestCase):
     self.assertEqual([e['message'] for e in self.events('training_over')], ['every worker done'])
     self.assert_final_checkpoint_evaluated(log)
 
-  def test_slurm_environment_mode_with_four_tasks_completes(self):
-    port = consecutive_free_ports(4)
-    command = (f'srun --kill-on-bad-exit=1 -m cyclic {sys.executable} -m towers.train_main '
-               f'--flagfile={self.flagfile} --model_dir={self.model_dir} --slurm_num_ps=1 '
-               f'--slurm_port={port}')
-    job, code, log = self.submit(['--ntasks=4', f'--wrap={command}'])
+  def test_the_node_program_under_srun_completes(self):
+    # The node program as docs/cluster.md runs it inside an allocation, without the script.
+    port = consecutive_free_ports(2)
+    command = (f'srun --ntasks-per-node=1 --kill-on-bad-exit=1 {sys.executable} -m '
+               f'towers.cluster.node_main --num_ps=1 --ps_port={port} --trainer_port={port + 1} '
+               f'--flagfile={self.flagfile} --model_dir={self.model_dir}')
+    job, code, log = self.submit(['--nodes=1', '--gres=none', f'--wrap={command}'])
     self.assert_ended_cleanly(job, code, log)
     roles = sorted((e['source'], e['task_type'], e['index'])
                    for e in self.events('cluster_task'))
-    self.assertEqual(roles, [('SLURM', 'chief', 0), ('SLURM', 'ps', 0), ('SLURM', 'worker', 0),
-                             ('SLURM', 'worker', 1)], log[-4000:])
-    self.assertLen(self.events('workers_finished'), 1,
-                   'the chief heard from every worker before the final checkpoint')
+    self.assertEqual(roles, [('flags', 'chief', 0), ('flags', 'evaluator', 0),
+                             ('flags', 'ps', 0)], log[-4000:])
+    self.assertEqual(sorted((e['task'], e['exit_code']) for e in self.events('task_ended')),
+                     [('evaluator', 0), ('ps 0', 0), ('trainer 0', 0)], log[-4000:])
 
   def test_a_failing_task_fails_the_job_and_is_named(self):
     # A trainer that fails at once (as a bad flag would); ps and evaluator are real.

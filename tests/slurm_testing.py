@@ -12,9 +12,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+import unittest
 
-from towers.cluster.local_cluster import _die_with_parent
+from absl.testing import absltest
+
+from tools.namespaces import Hosts
+from towers.cluster.supervision import die_with_parent
 from towers.cluster.spec import pick_free_ports
 
 PROGRAMS = ('munged', 'slurmctld', 'slurmd', 'sbatch', 'scontrol', 'sinfo', 'srun')
@@ -31,6 +36,42 @@ def missing_reason() -> str | None:
   if os.geteuid() != 0:
     return 'slurmd must run as root to start jobs (CI and these machines run as root)'
   return None
+
+
+class SlurmTestCase(absltest.TestCase):
+  """A spec run against its own private Slurm, shared by its cases: `setUpClass` starts it as
+  `cls.slurm` (skipping, with the reason, where `missing_reason` says it cannot run),
+  `tearDownClass` stops it and removes its directory. `NODES` = 0: one node called
+  `localhost` (`PrivateSlurm`); n: n nodes in namespaces of their own (`MultiNodeSlurm`).
+  `CRED_EXPIRE`: seconds before a requeued job restarts (None: the class's default)."""
+  NODES = 0
+  CRED_EXPIRE: int | None = None
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    reason = missing_reason()
+    if reason:
+      raise unittest.SkipTest(reason)
+    # Short: munged's socket path must fit a unix socket name (108 bytes); TEST_TMPDIR
+    # under Bazel does not.
+    cls.slurm_dir = tempfile.mkdtemp(prefix='slurm', dir='/tmp')
+    cls.slurm = (MultiNodeSlurm(cls.slurm_dir, nodes=cls.NODES) if cls.NODES else
+                 PrivateSlurm(cls.slurm_dir))
+    if cls.CRED_EXPIRE is not None:
+      cls.slurm.cred_expire = cls.CRED_EXPIRE
+    try:
+      cls.slurm.start()
+    except BaseException:
+      cls.slurm.stop()
+      shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+      raise
+
+  @classmethod
+  def tearDownClass(cls):
+    cls.slurm.stop()
+    shutil.rmtree(cls.slurm_dir, ignore_errors=True)
+    super().tearDownClass()
 
 
 def _program(name: str) -> str:
@@ -139,7 +180,7 @@ class PrivateSlurm:
     self._logs.append(log)
     self._processes[name] = subprocess.Popen(command, env=self.env, stdout=log,
                                              stderr=subprocess.STDOUT,
-                                             preexec_fn=_die_with_parent)
+                                             preexec_fn=die_with_parent)
 
   def _all_idle(self) -> bool:
     for name, process in self._processes.items():
@@ -227,8 +268,8 @@ class MultiNodeSlurm(PrivateSlurm):
   hostname (UTS namespace) and /etc/hosts naming every node (mount namespace), its own
   slurmd with its own spool, pid and log files and `NodeAddr`. slurmctld sits on the
   bridge at 198.18.0.1, in a network namespace of its own too, where the client commands
-  (sbatch, scontrol, ...) also run. So nothing global is created: the namespaces, the
-  bridge `sb<pid>` and the veths `sv<pid>n<i>` exist only inside these namespaces, and
+  (sbatch, scontrol, ...) also run (`tools/namespaces.py`'s `Hosts`). So nothing global is
+  created: the namespaces, the bridge and the veths exist only inside these namespaces, and
   their addresses and ports cannot meet another run's. E.g.
 
       slurm = MultiNodeSlurm(tmpdir, nodes=3); slurm.start()
@@ -243,65 +284,22 @@ class MultiNodeSlurm(PrivateSlurm):
     self.slurmd_timeout = 5
     self.cred_expire = 5
     self._suffix = str(os.getpid())
-    self._holders: dict[str, subprocess.Popen] = {}
+    self.hosts = Hosts(self.node_names, '198.18.0', hub='controller', hosts_dir=root)
 
   def address(self, name: str) -> str:
-    return f'198.18.0.{self.node_names.index(name) + 2}'
+    return self.hosts.address(name)
 
   def start(self, timeout_secs: float = 60.0) -> None:
     try:
-      self._make_network()
+      self.hosts.start()
+      self.client = self.hosts.enter('controller')
       super().start(timeout_secs)
     except BaseException:
       self.stop()
       raise
 
-  def _make_network(self) -> None:
-    hosts = os.path.join(self.root, 'hosts')
-    with open(hosts, 'w') as f:
-      f.write('127.0.0.1 localhost\n198.18.0.1 controller\n' + ''.join(
-          f'{self.address(n)} {n}\n' for n in self.node_names))
-    self._holders['controller'] = self._hold('controller', hosts)
-    self.client = self._enter('controller')
-    bridge = f'sb{self._suffix}'
-    for command in (['ip', 'link', 'set', 'lo', 'up'],
-                    ['ip', 'link', 'add', bridge, 'type', 'bridge'],
-                    ['ip', 'addr', 'add', '198.18.0.1/24', 'dev', bridge],
-                    ['ip', 'link', 'set', bridge, 'up']):
-      _run([*self.client, *command])
-    for i, name in enumerate(self.node_names):
-      holder = self._holders[name] = self._hold(name, hosts)
-      outside, inside = f'sv{self._suffix}n{i + 1}', f'sv{self._suffix}e{i + 1}'
-      _run([*self.client, 'ip', 'link', 'add', outside, 'type', 'veth', 'peer', 'name', inside])
-      _run([*self.client, 'ip', 'link', 'set', inside, 'netns', str(holder.pid)])
-      _run([*self.client, 'ip', 'link', 'set', outside, 'master', bridge, 'up'])
-      enter = self._enter(name, mount=False)
-      _run([*enter, 'ip', 'link', 'set', 'lo', 'up'])
-      _run([*enter, 'ip', 'link', 'set', inside, 'name', 'eth0'])
-      _run([*enter, 'ip', 'addr', 'add', f'{self.address(name)}/24', 'dev', 'eth0'])
-      _run([*enter, 'ip', 'link', 'set', 'eth0', 'up'])
-    deadline = time.time() + 10
-    while not all(_read(f'/proc/{h.pid}/comm') == 'sleep' for h in self._holders.values()):
-      if time.time() > deadline:
-        raise RuntimeError('a node namespace did not come up (hostname or mount failed)')
-      time.sleep(0.05)
-
-  @staticmethod
-  def _hold(name: str, hosts: str) -> subprocess.Popen:
-    """A process that holds host `name`'s namespaces (network, UTS, mount), in which
-    the hostname is `name` and /etc/hosts is `hosts`."""
-    script = f'hostname {name} && mount --bind {hosts} /etc/hosts && exec sleep infinity'
-    holder = subprocess.Popen(['unshare', '--net', '--uts', '--mount', 'sh', '-c', script],
-                              preexec_fn=_die_with_parent)
-    _wait_for_own_namespace(holder)
-    return holder
-
-  def _enter(self, name: str, mount: bool = True) -> list[str]:
-    """The command prefix that runs a program on host `name` (a node or 'controller')."""
-    return enter_prefix(self._holders[name].pid, mount)
-
   def node_prefix(self, name: str) -> list[str]:
-    return self._enter(name)
+    return self.hosts.enter(name)
 
   def _write_conf(self) -> None:
     ctld_port, *node_ports = pick_free_ports(1 + len(self.node_names))
@@ -325,7 +323,7 @@ class MultiNodeSlurm(PrivateSlurm):
 
   def node_pids(self, name: str) -> list[int]:
     """Every process on node `name` (in its network namespace), its holder excepted."""
-    return namespace_pids(self._holders[name].pid)
+    return self.hosts.pids(name)
 
   def lose_node(self, name: str) -> list[int]:
     """As if node `name` lost power: SIGKILL to its slurmd and every process on it; the
@@ -340,72 +338,10 @@ class MultiNodeSlurm(PrivateSlurm):
     return pids
 
   def stop(self) -> None:
-    """Stops the daemons, then every process left on a node, then the namespace holders
-    (the bridge and veths vanish with them): all by PID."""
+    """Stops the daemons, then every process left on a node, then the namespaces: all by
+    PID."""
     super().stop()
-    for name, holder in self._holders.items():
-      if holder.poll() is None:
-        for pid in self.node_pids(name):
-          try:
-            os.kill(pid, signal.SIGKILL)
-          except ProcessLookupError:
-            pass
-    for holder in self._holders.values():
-      if holder.poll() is None:
-        holder.kill()
-        holder.wait()
-
-
-def enter_prefix(holder_pid: int, mount: bool = True) -> list[str]:
-  """The command prefix that runs a program in the network and UTS (and mount) namespaces
-  held by process `holder_pid`."""
-  namespaces = [f'--net=/proc/{holder_pid}/ns/net', f'--uts=/proc/{holder_pid}/ns/uts']
-  if mount:
-    namespaces.append(f'--mount=/proc/{holder_pid}/ns/mnt')
-  return ['nsenter', *namespaces, '--']
-
-
-def namespace_pids(holder_pid: int) -> list[int]:
-  """Every process in the network namespace of process `holder_pid`, itself excepted."""
-  mine = os.readlink(f'/proc/{holder_pid}/ns/net')
-  pids = []
-  for entry in os.listdir('/proc'):
-    if entry.isdigit() and int(entry) != holder_pid:
-      try:
-        if os.readlink(f'/proc/{entry}/ns/net') == mine:
-          pids.append(int(entry))
-      except OSError:
-        continue
-  return pids
-
-
-def _read(path: str) -> str:
-  try:
-    with open(path) as f:
-      return f.read().strip()
-  except OSError:
-    return ''
-
-
-def _run(command: list[str]) -> None:
-  result = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-  if result.returncode != 0:
-    raise RuntimeError(f'{" ".join(command)} failed: {result.stderr.strip()}')
-
-
-def _wait_for_own_namespace(holder: subprocess.Popen, timeout_secs: float = 10.0) -> None:
-  """Waits until `holder` runs in a network namespace other than this process's."""
-  own = os.readlink('/proc/self/ns/net')
-  deadline = time.time() + timeout_secs
-  while time.time() < deadline:
-    try:
-      if os.readlink(f'/proc/{holder.pid}/ns/net') != own:
-        return
-    except FileNotFoundError:
-      break
-    time.sleep(0.05)
-  raise RuntimeError(f'could not create a network namespace (unshare exited '
-                     f'{holder.poll()})')
+    self.hosts.stop()
 
 
 def consecutive_free_ports(count: int, attempts: int = 50) -> int:

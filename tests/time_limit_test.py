@@ -22,6 +22,7 @@ import time
 import tensorflow as tf
 
 from command_line import status_file
+from benchmarks.program_cluster import ProgramCluster
 from tests.cluster_testing import TRAIN_ARGS, wait_until
 from towers.checkpoints import checkpoint_step
 from towers.cluster import local_cluster
@@ -109,7 +110,7 @@ class TimeLimitTest(tf.test.TestCase):
       role = local_cluster.LocalCluster(1, 1, [], echo=None)
       args = role.role_args(role.tasks[stopping])[-2:]  # --task_type, --task_index
       code = f'import sys; sys.exit(75 if all(a in sys.argv for a in {args!r}) else 0)'
-      cluster = local_cluster.LocalCluster(1, 1, [], program=('-c', code), echo=None)
+      cluster = ProgramCluster(1, 1, [], program=('-c', code), echo=None)
       stderr = io.StringIO()
       with contextlib.redirect_stderr(stderr):
         self.assertEqual(cluster.run(timeout_secs=60), 75, stderr.getvalue())

@@ -358,8 +358,7 @@ class ClusterSection(Section):
   rules = (_backup_workers_need_sync,)
 
   ps_hosts: tuple[str, ...] = may_change(
-      (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG, '
-      'else SLURM).')
+      (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG).')
   worker_hosts: tuple[str, ...] = may_change(
       (), 'Cluster from flags: host:port of every training worker; the first is the chief.')
   task_type: str = may_change(
@@ -367,12 +366,6 @@ class ClusterSection(Section):
       choices=('', 'chief', 'worker', 'ps', 'evaluator'))
   task_index: int = may_change(0, 'Cluster from flags: index of this task in its host list.',
       valid=at_least(0))
-  slurm_num_ps: int = may_change(
-      1, 'Cluster from SLURM: how many of the step\'s tasks are ps tasks (spread over the '
-      'nodes first; see docs/cluster.md).', valid=at_least(0))
-  slurm_port: int = may_change(
-      8888, 'Cluster from SLURM: port of the first task on each node; its k-th task listens '
-      'on slurm_port + k.', valid=Range(1, 65535))
   sync_replicas: bool = must_match(
       False, 'Synchronous training across workers (SyncReplicasOptimizer); default async.')
   backup_workers: int = may_change(

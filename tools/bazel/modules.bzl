@@ -27,19 +27,20 @@ MODULES = {
         ]),
         ("cluster_emulator_main.py", "cluster_emulator_main", [
             ":cluster_model",
-            ":emulated_network",
             ":emulated_peer_task_lib",
             ":emulated_peer_task_main",
             ":emulated_task_lib",
             ":emulated_task_main",
             ":machine",
             ":plots",
+            ":program_cluster",
             "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
             "//command_line:working_dir",
             "//model_fn:transfer",
+            "//tools:namespaces",
             "//towers/cluster:local_cluster_lib",
         ]),
         ("cluster_model.py", "cluster_model", []),
@@ -54,18 +55,23 @@ MODULES = {
             "//model_fn:training_hooks",
             "//towers:flags",
         ]),
-        ("cluster_peers_main.py", "cluster_peers_main", [
+        ("cluster_peers.py", "cluster_peers_lib", [
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
-            "//command_line:cli",
+            ":program_cluster",
             "//command_line:console",
-            "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:ps_variables",
             "//towers:checkpoints",
             "//towers:train_main",
+        ]),
+        ("cluster_peers_main.py", "cluster_peers_main", [
+            ":cluster_peers_lib",
+            "//command_line:cli",
+            "//command_line:entry",
+            "//towers/cluster:local_cluster_lib",
         ]),
         ("cluster_traffic_main.py", "cluster_traffic_main", [
             ":cluster_bytes",
@@ -75,7 +81,6 @@ MODULES = {
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
         ]),
-        ("emulated_network.py", "emulated_network", []),
         ("emulated_peer_task.py", "emulated_peer_task_lib", [
             ":emulated_task_lib",
             "//command_line:options",
@@ -148,6 +153,9 @@ MODULES = {
         ]),
         ("machine.py", "machine", []),
         ("plots.py", "plots", []),
+        ("program_cluster.py", "program_cluster", [
+            "//towers/cluster:local_cluster_lib",
+        ]),
         ("scaling_model_main.py", "scaling_model_main", [
             ":cluster_model",
             ":flop_count",
@@ -504,6 +512,7 @@ MODULES = {
         ("cluster_testing.py", "cluster_testing", [
             "//command_line:status_file",
             "//towers/cluster:local_cluster_lib",
+            "//towers:flags",
         ]),
         ("flow_testing.py", "flow_testing", [
             "//data_tools:make_synthetic_ucf101_lib",
@@ -517,15 +526,13 @@ MODULES = {
         ]),
         ("i3d_test_lib.py", "i3d_test_lib", []),
         ("kubeflow_operator.py", "kubeflow_operator", []),
-        ("pod_network.py", "pod_network", [
-            ":slurm_testing",
-        ]),
         ("program_runs.py", "program_runs", [
             "//command_line:status_file",
         ]),
         ("slurm_testing.py", "slurm_testing", [
-            "//towers/cluster:local_cluster_lib",
+            "//tools:namespaces",
             "//towers/cluster:spec",
+            "//towers/cluster:supervision",
         ]),
         ("tiny_records.py", "tiny_records", [
             "//data_tools:make_synthetic_ucf101_lib",
@@ -546,6 +553,7 @@ MODULES = {
             ":cuda_kernels_lib",
         ]),
         ("gpu_report_main.py", "gpu_report_main", []),
+        ("namespaces.py", "namespaces", []),
         ("status_events_doc.py", "status_events_doc_lib", [
             "//command_line:status_file",
         ]),
@@ -750,6 +758,7 @@ MODULES = {
         ]),
         ("local_cluster.py", "local_cluster_lib", [
             ":spec",
+            ":supervision",
             ":time_limit",
             "//command_line:entry",
             "//command_line:options",
@@ -768,6 +777,19 @@ MODULES = {
             "//towers:train_main",
         ]),
         ("model_ready.py", "model_ready", []),
+        ("node.py", "node_lib", [
+            ":spec",
+            ":supervision",
+            "//command_line:entry",
+            "//command_line:options",
+            "//command_line:status_file",
+            "//towers:train_main",
+        ]),
+        ("node_main.py", "node_main", [
+            ":node_lib",
+            ":spec",
+            "//command_line:entry",
+        ]),
         ("ps_variables.py", "ps_variables", []),
         ("runners.py", "runners", [
             ":base_runner",
@@ -786,6 +808,10 @@ MODULES = {
         ]),
         ("spec.py", "spec", [
             "//command_line:options",
+        ]),
+        ("supervision.py", "supervision", [
+            ":time_limit",
+            "//command_line:signals",
         ]),
         ("time_limit.py", "time_limit", [
             "//command_line:signals",
@@ -859,6 +885,8 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "cluster_config_test": [
+        ":cluster_testing",
+        "//towers/cluster:node_lib",
         "//towers/cluster:spec",
         "//towers:params",
     ],
@@ -868,15 +896,21 @@ TEST_DEPS = {
     ],
     "cluster_evaluator_test": [
         ":cluster_testing",
+        "//benchmarks:program_cluster",
         "//towers/cluster:evaluator",
-        "//towers/cluster:local_cluster_lib",
         "//towers:checkpoints",
+        "//towers:train_main",
     ],
     "cluster_faults_test": [
         ":cluster_testing",
         ":program_runs",
         "//towers:checkpoints",
         "//towers:train_main",
+    ],
+    "cluster_node_test": [
+        ":program_runs",
+        "//towers/cluster:node_lib",
+        "//towers/cluster:node_main",
     ],
     "cluster_peer_model_test": [
         "//benchmarks:cluster_model",
@@ -1082,13 +1116,15 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "gpu_roles_test": [
+        ":cluster_testing",
         ":program_runs",
+        "//benchmarks:program_cluster",
         "//towers/cluster:base_runner",
         "//towers/cluster:gpus",
         "//towers/cluster:local_cluster_lib",
+        "//towers/cluster:node_lib",
         "//towers/cluster:spec",
         "//towers:estimator",
-        "//towers:flags",
         "//towers:params",
         "//towers:train_main",
         "//towers:training",
@@ -1190,7 +1226,7 @@ TEST_DEPS = {
     "kubeflow_pods_test": [
         ":cluster_testing",
         ":kubeflow_operator",
-        ":pod_network",
+        "//tools:namespaces",
         "//towers:checkpoints",
         "//towers:train_main",
     ],
@@ -1390,6 +1426,7 @@ TEST_DEPS = {
     ],
     "time_limit_test": [
         ":cluster_testing",
+        "//benchmarks:program_cluster",
         "//command_line:status_file",
         "//towers/cluster:local_cluster_lib",
         "//towers/cluster:spec",
@@ -1528,6 +1565,7 @@ PROGRAMS = [
     "//data_tools:make_synthetic_ucf101",
     "//data_tools:prepare",
     "//towers/cluster:local_cluster",
+    "//towers/cluster:node",
     "//towers:classify",
     "//towers:evaluate_two_stream",
     "//towers:train",

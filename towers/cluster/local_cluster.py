@@ -8,9 +8,7 @@ towers/cluster/local_cluster_main.py.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import dataclasses
-import json
 import os
 import shutil
 import signal
@@ -19,9 +17,10 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any, Sequence
 
 from command_line import entry, signals, status_file
+from towers.cluster import supervision
 from towers.cluster.spec import pick_free_ports
 from towers.cluster.time_limit import STOPPED_EXIT_CODE
 from command_line.options import Options, at_least, option
@@ -48,28 +47,21 @@ class LocalCluster:
   """ps tasks, a chief, workers and (optionally) an evaluator on loopback.
 
   `train_args` are passed to every task's `towers.train_main` (e.g. --flagfile, --model_dir).
-  Other programs (the cluster emulator's tasks, a benchmark's peers) can be run instead:
-  `program` is what follows the interpreter, `hosts` gives each ps then each worker its
-  own host (default all on loopback), `launcher(task)` a command prefix (e.g. entering a
-  node's network namespace), and `tf_config_role` gives each task its role in TF_CONFIG
-  instead of flags (programs built on tf.distribute strategies read it there).
+  A subclass runs other programs or places tasks elsewhere by overriding `hosts`, `command`
+  and `environment` (benchmarks/program_cluster.py).
   Each task's status events (`events(name)`) go to `<log_dir>/<task>.events.jsonl`,
   emptied when the cluster is made (in a temporary directory without `log_dir`).
   """
 
   def __init__(self, num_ps: int, num_workers: int, train_args: Sequence[str],
                evaluator: bool = True, log_dir: str | None = None,
-               echo: IO[str] | None = sys.stdout,
-               program: Sequence[str] = ('-m', 'towers.train_main'),
-               hosts: Sequence[str] | None = None,
-               launcher: Callable[[Task], list[str]] | None = None,
-               tf_config_role: bool = False) -> None:
+               echo: IO[str] | None = sys.stdout) -> None:
     if num_workers < 1:
       raise ValueError('--workers must be >= 1 (the first worker is the chief)')
     if num_ps < 0:
       raise ValueError('--ps must be >= 0')
     ports = pick_free_ports(num_ps + num_workers)
-    hosts = hosts or [HOST] * (num_ps + num_workers)
+    hosts = self.hosts(num_ps + num_workers)
     addresses = [f'{host}:{p}' for host, p in zip(hosts, ports)]
     self.cluster = {'chief': addresses[num_ps:num_ps + 1]}
     if num_workers > 1:
@@ -85,9 +77,6 @@ class LocalCluster:
     if evaluator:
       self.tasks['evaluator'] = Task('evaluator', 'evaluator', 0)
     self._train_args = list(train_args)
-    self._program = list(program)
-    self._launcher = launcher or (lambda task: [])
-    self._tf_config_role = tf_config_role
     self._log_dir = log_dir
     self._echo = echo
     self._lock = threading.Lock()
@@ -110,6 +99,22 @@ class LocalCluster:
     kind `event`, if given)."""
     events = status_file.read(self.status_path(name))
     return [e for e in events if event is None or e['event'] == event]
+
+  def hosts(self, count: int) -> list[str]:
+    """The host of each ps, then of each worker (`count` in all): loopback."""
+    return [HOST] * count
+
+  def command(self, task: Task) -> list[str]:
+    """What starts `task`: `towers.train_main` with the train args and its role's flags."""
+    return [sys.executable, '-m', 'towers.train_main', *self._train_args, *self.role_args(task)]
+
+  def environment(self, task: Task) -> dict[str, str]:
+    """`task`'s environment: this one, unbuffered, its status file, and no TF_CONFIG (the
+    flags say the role; a stray TF_CONFIG must not)."""
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    env.pop('TF_CONFIG', None)
+    env[status_file.STATUS_FILE_ENV] = self.status_path(task.name)
+    return env
 
   def role_args(self, task: Task) -> list[str]:
     """The train flags that give `task` its place in the cluster (worker 0 is the chief)."""
@@ -152,19 +157,10 @@ class LocalCluster:
   def start(self, name: str) -> None:
     """Starts one task (again, if it ended)."""
     task = self.tasks[name]
-    env = dict(os.environ, PYTHONUNBUFFERED='1')
-    env.pop('TF_CONFIG', None)  # the flags say the role; a stray TF_CONFIG must not
-    env[status_file.STATUS_FILE_ENV] = self.status_path(name)
-    role = self.role_args(task)
-    if self._tf_config_role:
-      env['TF_CONFIG'] = json.dumps({'cluster': self.cluster,
-                                     'task': {'type': task.task_type, 'index': task.task_index}})
-      role = []
     task.process = subprocess.Popen(
-        [*self._launcher(task), sys.executable, *self._program, *self._train_args, *role],
-        env=env,
+        self.command(task), env=self.environment(task),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-        preexec_fn=_die_with_parent)
+        preexec_fn=supervision.die_with_parent)
     task.stopped_by_us = False
     task.starts += 1
     task.output_closed = None
@@ -219,18 +215,22 @@ class LocalCluster:
           task.process.kill()
           task.process.wait()
 
+  def _ended(self, *verdicts: str) -> list[str]:
+    """Tasks that ended on their own (not stopped by us) with one of `verdicts`
+    (`towers/cluster/supervision.py`)."""
+    return [t.name for t in self.tasks.values()
+            if t.process and t.process.poll() is not None and not t.stopped_by_us
+            and supervision.verdict(t.task_type, t.process.poll()) in verdicts]
+
   def failed_tasks(self) -> list[str]:
     """Tasks that exited non-zero on their own (not stopped by us), other than those that
     stopped for the time limit (`stopped_tasks`)."""
-    return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() not in (None, 0, STOPPED_EXIT_CODE)
-            and not t.stopped_by_us]
+    return self._ended(supervision.FAILED, supervision.EVALUATOR_FAILED)
 
   def stopped_tasks(self) -> list[str]:
     """Tasks that stopped on the time-limit signal (exit STOPPED_EXIT_CODE): a chief after
     writing a checkpoint, the evaluator before a final evaluation; not failures."""
-    return [t.name for t in self.tasks.values()
-            if t.process and t.process.poll() == STOPPED_EXIT_CODE and not t.stopped_by_us]
+    return self._ended(supervision.STOPPED)
 
   def signal_all(self, sig: int) -> None:
     """Sends `sig` to every running task (the launcher passes on the time-limit signal)."""
@@ -310,17 +310,6 @@ class LocalCluster:
 
 
 ISOLATED_ENV = 'LOCAL_CLUSTER_IN_NAMESPACE'
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-  """In the child before exec: the kernel kills it (SIGKILL) when the launcher dies, even
-  by SIGKILL, so no task outlives the launcher or a test that was killed on a timeout.
-  The task starts with SIGINT and SIGUSR1 blocked until its handlers exist
-  (`command_line/signals.py`): no instant of its start is left to the default action."""
-  signals.blocked_in_child()
-  if sys.platform.startswith('linux'):
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def isolation_command() -> list[str] | None:

@@ -1,10 +1,10 @@
-"""Which cluster this process belongs to, and its role: from flags, TF_CONFIG or SLURM.
+"""Which cluster this process belongs to, and its role: from flags or TF_CONFIG.
 
 The result is always expressed as a TF_CONFIG (what Kubeflow's TFJob sets), which
 `tf.estimator.RunConfig` reads. Sources, first found wins:
-  1. flags `--ps_hosts`, `--worker_hosts`, `--task_type`, `--task_index` (worker 0 is the chief);
-  2. the `TF_CONFIG` environment variable;
-  3. SLURM's environment (`SLURM_JOB_ID` set, under `srun`): see `from_slurm`.
+  1. flags `--ps_hosts`, `--worker_hosts`, `--task_type`, `--task_index` (worker 0 is the chief;
+     under Slurm, towers/cluster/node_main.py gives each process these);
+  2. the `TF_CONFIG` environment variable.
 A malformed or inconsistent cluster raises `ClusterError` naming the field. A TF_CONFIG
 may list the evaluator in its cluster (Kubeflow's operator lists every replica type): it
 is checked and left out of the training cluster, since no training task dials it.
@@ -32,7 +32,7 @@ class ClusterError(ValueError):
   """The cluster description is malformed or inconsistent; the message names the field.
 
   `field`: the field at fault as the message names it ('TF_CONFIG.cluster.chief',
-  '--worker_hosts', 'SLURM_LOCALID', 'task.index'); `value`: its offending value or count
+  '--worker_hosts', 'SLURM_NODEID', 'task.index'); `value`: its offending value or count
   (None when it has none); `option`: the flag's name when the field is a flag, else None.
   """
 
@@ -49,7 +49,7 @@ class ClusterTask:
 
   `cluster` maps 'chief', 'worker' and 'ps' to host:port lists (the evaluator is never
   part of it: a TF_CONFIG that lists it, as Kubeflow's operator does, has it dropped).
-  `source` says where it came from: 'flags', 'TF_CONFIG' or 'SLURM'.
+  `source` says where it came from: 'flags' or 'TF_CONFIG'.
   """
   cluster: Mapping[str, tuple[str, ...]]
   task_type: str
@@ -92,14 +92,12 @@ class ClusterTask:
 
 
 def resolve_cluster(params, environ: Mapping[str, str] = os.environ) -> ClusterTask | None:
-  """The cluster from flags, TF_CONFIG or SLURM (in that order), validated; None when
-  none is configured (single-machine training)."""
+  """The cluster from flags or TF_CONFIG (in that order), validated; None when none is
+  configured (single-machine training)."""
   if params.ps_hosts or params.worker_hosts or params.task_type:
     return from_flags(params)
   if environ.get('TF_CONFIG'):
     return from_tf_config(environ['TF_CONFIG'])
-  if environ.get('SLURM_JOB_ID'):
-    return from_slurm(environ, params.slurm_num_ps, params.slurm_port)
   return None
 
 
@@ -162,61 +160,6 @@ def from_tf_config(text: str) -> ClusterTask:
   # evaluator trains nothing and no server dials it: it is not part of the training cluster.
   training = {job: tuple(hosts) for job, hosts in cluster.items() if job != 'evaluator'}
   return validate(training, task['type'], index, 'TF_CONFIG')
-
-
-def from_slurm(environ: Mapping[str, str], num_ps: int, port: int) -> ClusterTask:
-  """The cluster of a SLURM job step, the same in every task whatever the distribution
-  (block, cyclic, plane, arbitrary).
-
-  Every task is a slot (node, local id): the node is this task's entry of
-  `SLURM_STEP_NODELIST` (found by `SLURMD_NODENAME`), the local id `SLURM_LOCALID`, and
-  `SLURM_STEP_TASKS_PER_NODE` says how many slots each node has. Slots are ordered local id
-  first, node second (n0/0, n1/0, ..., n0/1, n1/1, ...): the first `num_ps` are ps tasks
-  (so they spread over the first nodes), the next one is the chief, the rest workers. A
-  task listens on `port + local id`. `SLURM_PROCID` plays no part: Slurm numbers ranks by
-  its distribution, which the other tasks cannot see.
-  """
-  from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver as slurm  # pylint: disable=g-import-not-at-top
-  for name in ('SLURM_LOCALID', 'SLURMD_NODENAME', 'SLURM_STEP_NUM_TASKS',
-               'SLURM_STEP_NODELIST', 'SLURM_STEP_TASKS_PER_NODE'):
-    if name not in environ:
-      raise ClusterError(f'{name}: not set; run under `srun` (SLURM_JOB_ID is set but this '
-                         'is not a job step)', name)
-  num_tasks = int(environ['SLURM_STEP_NUM_TASKS'])
-  if num_ps < 0 or num_tasks < num_ps + 1:
-    raise ClusterError(f'--slurm_num_ps={num_ps} cannot be honoured: the step has {num_tasks} '
-                       f'task(s) and needs {num_ps} ps task(s) plus a chief; run srun with '
-                       f'--ntasks >= {num_ps + 1} or lower --slurm_num_ps', '--slurm_num_ps',
-                       num_ps)
-  hosts = slurm.expand_hostlist(environ['SLURM_STEP_NODELIST'])
-  per_node = slurm.expand_tasks_per_node(environ['SLURM_STEP_TASKS_PER_NODE'])
-  if len(per_node) != len(hosts) or sum(per_node) != num_tasks:
-    raise ClusterError(f'SLURM_STEP_TASKS_PER_NODE={environ["SLURM_STEP_TASKS_PER_NODE"]} does '
-                       f'not match SLURM_STEP_NODELIST ({len(hosts)} nodes) and '
-                       f'SLURM_STEP_NUM_TASKS={num_tasks}', 'SLURM_STEP_TASKS_PER_NODE',
-                       environ['SLURM_STEP_TASKS_PER_NODE'])
-  node = environ['SLURMD_NODENAME']
-  if node not in hosts:
-    raise ClusterError(f'SLURMD_NODENAME={node} is not in SLURM_STEP_NODELIST={hosts}',
-                       'SLURMD_NODENAME', node)
-  local_id = int(environ['SLURM_LOCALID'])
-  if not 0 <= local_id < per_node[hosts.index(node)]:
-    raise ClusterError(f'SLURM_LOCALID={local_id} is out of range: node {node} runs '
-                       f'{per_node[hosts.index(node)]} task(s) of this step', 'SLURM_LOCALID',
-                       local_id)
-  slots = sorted(((k, n) for n, count in enumerate(per_node) for k in range(count)))
-  addresses = [f'{hosts[n]}:{port + k}' for k, n in slots]
-  mine = slots.index((local_id, hosts.index(node)))
-  cluster = {'ps': tuple(addresses[:num_ps]), 'chief': (addresses[num_ps],),
-             'worker': tuple(addresses[num_ps + 1:])}
-  cluster = {job: h for job, h in cluster.items() if h}
-  if mine < num_ps:
-    role = ('ps', mine)
-  elif mine == num_ps:
-    role = ('chief', 0)
-  else:
-    role = ('worker', mine - num_ps - 1)
-  return validate(cluster, role[0], role[1], 'SLURM')
 
 
 def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index: int,
