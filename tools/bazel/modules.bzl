@@ -559,6 +559,11 @@ MODULES = {
             ":params",
             ":training",
         ]),
+        ("checkpoint_shapes.py", "checkpoint_shapes", [
+            "//command_line:options",
+            "//model_fn/networks",
+            "//model_fn:tower_model_fn",
+        ]),
         ("checkpoints.py", "checkpoints", []),
         ("classifier.py", "classifier", [
             ":export_info",
@@ -629,18 +634,13 @@ MODULES = {
             "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", "preflight", [
-            ":resume_check",
+            ":checkpoint_shapes",
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:data_checks",
             "//model_fn:warm_start",
             "//towers/cluster:spec",
-        ]),
-        ("resume_check.py", "resume_check", [
-            "//command_line:options",
-            "//model_fn/networks",
-            "//model_fn:tower_model_fn",
         ]),
         ("run_flags.py", "run_flags", [
             ":params",
@@ -1227,8 +1227,8 @@ TEST_DEPS = {
     "one_config_test": [
         ":program_runs",
         "//towers",
+        "//towers:checkpoint_shapes",
         "//towers:params",
-        "//towers:resume_check",
         "//towers:train_main",
         "//towers:train_settings",
     ],
@@ -1308,9 +1308,9 @@ TEST_DEPS = {
         "//input_fn:manifest",
         "//towers",
         "//towers/cluster:local_cluster_main",
+        "//towers:checkpoint_shapes",
         "//towers:params",
         "//towers:preflight",
-        "//towers:resume_check",
         "//towers:train_main",
         "//towers:training",
     ],
