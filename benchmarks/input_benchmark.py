@@ -77,7 +77,7 @@ def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, st
   make_synthetic_ucf101.make_dataset(data, classes=classes, groups=groups, width=320,
                                      height=240, min_frames=frames, max_frames=frames,
                                      object_size=48, write_frames=False)
-  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=data, out=out,
+  prepare.prepare(prepare.PrepareOptions(source='videos', data_dir=data, out=out,
                                         subsets=('train',), short_side=256,
                                         videos_per_shard=8, workers=0), log=lambda s: None)
   _write_frame_folders(out, data)
@@ -321,7 +321,7 @@ def make_flow_records(root: str, tfrecords: str, data: str) -> str:
       flow.write_flow(np.stack([gray, gray], axis=-1),
                       os.path.join(data, ucf101.FLOW_DIR_NAME), parsed['video'].numpy().decode())
   out = os.path.join(root, 'flow_tfrecords')
-  prepare.prepare(prepare.PrepareConfig(source='flow', data_dir=data, out=out,
+  prepare.prepare(prepare.PrepareOptions(source='flow', data_dir=data, out=out,
                                         subsets=('train',), short_side=0, videos_per_shard=8,
                                         workers=0), log=lambda s: None)
   return out

@@ -1,5 +1,5 @@
 """A split (raw videos, frame folders or flow) into sharded TFRecords, as a library: its options
-(`PrepareConfig`, `check_config`), one video's record (`convert_video`), one shard
+(`PrepareOptions`, `check_options`), one video's record (`convert_video`), one shard
 (`convert_shard`) and `prepare(config)`: resumable, bad videos counted in the manifest.
 The program and its whole description: data_tools/prepare_main.py.
 """
@@ -57,7 +57,7 @@ class UnfinishedFlow(PrepareError):
 LIST_FLAGS = ('train_list', 'test_list', 'class_names')
 
 
-def _list_files_given(c: PrepareConfig) -> OptionProblem | None:
+def _list_files_given(c: PrepareOptions) -> OptionProblem | None:
   """--dataset=list takes its split from the three annotation files, others never do."""
   if c.dataset != 'list':
     given = [f'--{name}' for name in LIST_FLAGS if getattr(c, name)]
@@ -75,12 +75,12 @@ def _list_files_given(c: PrepareConfig) -> OptionProblem | None:
                        'is its --train_list and --test_list') if c.split_dir else None
 
 
-def _some_subset(c: PrepareConfig) -> OptionProblem | None:
+def _some_subset(c: PrepareOptions) -> OptionProblem | None:
   return None if c.subsets else OptionProblem('subsets', '--subsets must name train and/or '
                                               'test')
 
 
-def _layout_reads_frames(c: PrepareConfig) -> OptionProblem | None:
+def _layout_reads_frames(c: PrepareOptions) -> OptionProblem | None:
   """--layout applies to frame files, and must be a layout `layouts.parse` reads."""
   if c.layout == layouts.AUTO:
     return None
@@ -95,7 +95,7 @@ def _layout_reads_frames(c: PrepareConfig) -> OptionProblem | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class PrepareConfig(Options):
+class PrepareOptions(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   error: ClassVar[type[OptionsError]] = PrepareError
@@ -168,7 +168,7 @@ class EmptySubset(PrepareError):
   """A subset ended with no record (its manifest is written, saying why)."""
 
 
-def check_config(config: PrepareConfig) -> None:
+def check_options(config: PrepareOptions) -> None:
   """Raises `PrepareError` naming the first option that cannot work with the files: the
   required ones given, each named file or folder there (the config's ranges, choices and
   rules hold once it is made)."""
@@ -359,7 +359,7 @@ def _file_identity(path: str) -> list[int]:
 # --- Whole preparation ---------------------------------------------------------------------
 
 
-def _source_paths(config: PrepareConfig) -> dict[str, str]:
+def _source_paths(config: PrepareOptions) -> dict[str, str]:
   """The source's resolved directories and files (empty ones found under data_dir). A
   folder given explicitly wins over a list found under data_dir: that list's rows point
   elsewhere, so it is read only when its folder was not named (or named explicitly too)."""
@@ -390,7 +390,7 @@ def record_kind(source: str) -> str:
   return 'flow' if source == 'flow' else 'rgb'
 
 
-def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
+def dataset_identity(config: PrepareOptions) -> dict[str, Any]:
   """What makes --out the same dataset (see `input_fn/manifest.py`)."""
   return manifest_lib.identity(record_kind(config.source), config.source,
                                _source_paths(config), config.split, config.short_side,
@@ -398,7 +398,7 @@ def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
                                _class_names_digest(config))
 
 
-def _class_names_digest(config: PrepareConfig) -> str:
+def _class_names_digest(config: PrepareOptions) -> str:
   """'sha256 <16 hex>' of the bytes of a list dataset's --class_names file ('' for other
   datasets, and when it cannot be read: reading the split names that)."""
   if config.dataset != 'list':
@@ -410,7 +410,7 @@ def _class_names_digest(config: PrepareConfig) -> str:
     return ''
 
 
-def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
+def plan(config: PrepareOptions) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
   """Reads the split and returns it with the shard plan per subset (no video is opened;
   each source file or frame folder is stat'ed for its identity)."""
   source = _source_paths(config)
@@ -475,7 +475,7 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   return split, plans
 
 
-def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
+def read_split(config: PrepareOptions, source: dict[str, str]) -> ucf101.Split:
   """The split of `config.dataset` from the resolved `source` paths."""
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
@@ -506,7 +506,7 @@ def _other_problems(split: ucf101.Split) -> list[Problem]:
   return [p for p in split.problems if not _problem_subset(p)]
 
 
-def check_out_dir(config: PrepareConfig) -> None:
+def check_out_dir(config: PrepareOptions) -> None:
   """Raises `PrepareError` naming the differences when --out holds another dataset (or
   data without identity) and --overwrite is not given. Writes nothing."""
   here = manifest_lib.read_identity(config.out) if os.path.isdir(config.out) else None
@@ -523,7 +523,7 @@ def check_out_dir(config: PrepareConfig) -> None:
                        'out', tuple(f.option for f in found if getattr(f, 'option', None)))
 
 
-def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
+def claim_out_dir(config: PrepareOptions, log: Callable[[str], None]) -> None:
   """Makes --out hold this dataset: stops naming the differences when it holds another
   one (or data without identity). --overwrite removes whatever dataset it holds first."""
   check_out_dir(config)
@@ -535,7 +535,7 @@ def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
   manifest_lib.write_identity(config.out, asked)
 
 
-def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
+def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
             stop_after_shards: int = 0) -> dict[str, Any]:
   """Runs the preparation; returns {subset: manifest}. See the module docstring.
   Raises `PrepareError` (bad options, --out holding another dataset, frames or flow in no
@@ -543,7 +543,7 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
   written), `InputError` (--strict) or FileNotFoundError (split files).
   `stop_after_shards` > 0 (tests of resumption): raises `PrepareInterrupted` once that many
   shards are written in this run, as if the run had been interrupted there."""
-  check_config(config)
+  check_options(config)
   check_out_dir(config)
   split, plans = plan(config)
   if config.strict and split.problems:
@@ -633,7 +633,7 @@ def empty_subset_line(manifest: dict[str, Any]) -> str:
           f'first: {first}): no usable {subset} video, see {subset}.manifest.json')
 
 
-def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
+def make_manifest(config: PrepareOptions, split: ucf101.Split, subset: str,
                   shards: list[dict[str, Any]], states: dict[str, dict[str, Any]],
                   layout: str = '') -> dict[str, Any]:
   """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:

@@ -152,7 +152,7 @@ class ClassifyTest(tf.test.TestCase):
     record's frames, are exactly those evaluation cut from its record (same JPEG bytes,
     decoded and cropped by the same ops), with 1 and with 3 crops."""
     stream = classifier.load_stream(self.model('rgb'))
-    self.assertEqual(stream.records_jpeg_quality, prepare.PrepareConfig().jpeg_quality)
+    self.assertEqual(stream.records_jpeg_quality, prepare.PrepareOptions().jpeg_quality)
     videos = {os.path.splitext(os.path.basename(v))[0]: v for v in self.test_videos}
     files = pipeline.record_files(self.records['rgb'], 'test')
     for serialized in tf.data.TFRecordDataset(files).take(6):

@@ -208,7 +208,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
   def test_preparing_records_of_an_unfinished_split_names_the_missing_shards(self):
     out = os.path.join(self.root, 'unfinished')
     self.extract(self.data, out=out, shard=1, num_shards=3)
-    config = prepare.PrepareConfig(source='flow', data_dir=self.data, flow_dir=out,
+    config = prepare.PrepareOptions(source='flow', data_dir=self.data, flow_dir=out,
                                    out=os.path.join(self.root, 'unfinished_records'),
                                    short_side=0, workers=1)
     with self.assertRaises(prepare.PrepareError) as caught:  # an UnfinishedFlow

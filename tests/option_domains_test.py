@@ -175,7 +175,7 @@ class OptionDomainsTest(absltest.TestCase):
 
   def test_the_options_classes_are_found(self):
     for name in ('TrainParams', 'DataSection', 'ClusterSection', 'EvaluateTwoStreamOptions',
-                 'ClassifyOptions', 'LocalClusterOptions', 'PrepareConfig',
+                 'ClassifyOptions', 'LocalClusterOptions', 'PrepareOptions',
                  'BenchmarkOptions', 'EmulatorOptions'):
       self.assertIn(name, self.classes)
 

@@ -35,7 +35,7 @@ def read_records(out: str, subset: str) -> list[dict]:
   return rows
 
 
-def prepare_plan(config: prepare.PrepareConfig) -> dict[str, Any]:
+def prepare_plan(config: prepare.PrepareOptions) -> dict[str, Any]:
   """Runs `prepare` and returns its `prepare_plan` status event."""
   with program_runs.recorded_events() as events:
     prepare.prepare(config, log=lambda s: None)
@@ -51,11 +51,11 @@ class PrepareTest(tf.test.TestCase):
     make_synthetic_ucf101.make_dataset(cls.clean, classes=2, groups=9, min_frames=8,
                                        max_frames=12, write_frames=True)
 
-  def config(self, data: str, out: str, **kwargs) -> prepare.PrepareConfig:
+  def config(self, data: str, out: str, **kwargs) -> prepare.PrepareOptions:
     values = dict(source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=2,
                   workers=1)
     values.update(kwargs)
-    return prepare.PrepareConfig(**values)
+    return prepare.PrepareOptions(**values)
 
   def copy(self) -> str:
     data = os.path.join(self.create_tempdir().full_path, 'ucf')

@@ -174,7 +174,7 @@ class VideoIdentityTest(absltest.TestCase):
   def test_a_respelled_list_resumes_the_shards_already_written(self):
     fingerprints = []
     for train in ('vids/v1.avi 0\n', f'./vids/../vids/v1.avi 0\n'):
-      config = prepare.PrepareConfig(
+      config = prepare.PrepareOptions(
           dataset='list', data_dir=self.root, out=os.path.join(self.root, 'out'),
           train_list=write(os.path.join(self.root, 'train.txt'), train),
           test_list=write(os.path.join(self.root, 'test.txt'), 'vids/v4.avi 1\n'),
@@ -228,7 +228,7 @@ class Hmdb51TreeTest(absltest.TestCase):
       datasets.params_split(params)
     out = os.path.join(self.root, 'out')
     with self.assertRaises(datasets.DatasetError) as prepared:
-      prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', data_dir=self.root, out=out,
+      prepare.prepare(prepare.PrepareOptions(dataset='hmdb51', data_dir=self.root, out=out,
                                             source=source, workers=1), log=lambda s: None)
     self.assertFalse(os.path.exists(out))
     self.assertEqual(str(direct.exception), str(prepared.exception))
@@ -303,7 +303,7 @@ class ListLinesTest(absltest.TestCase):
   def prepare_frames(self, train: str, test: str) -> dict:
     """The manifests of a list dataset of frame folders, `train` and `test` its lists'
     lines, prepared into root/out."""
-    return prepare.prepare(prepare.PrepareConfig(
+    return prepare.prepare(prepare.PrepareOptions(
         dataset='list', source='frames', data_dir=self.root,
         train_list=write(os.path.join(self.root, 'train.txt'), train),
         test_list=write(os.path.join(self.root, 'test.txt'), test),
