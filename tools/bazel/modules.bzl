@@ -25,7 +25,7 @@ MODULES = {
             "//model_fn:layers",
             "//towers:params",
         ]),
-        ("cluster_emulator_main.py", "cluster_emulator_main", [
+        ("cluster_emulator.py", "cluster_emulator_lib", [
             ":cluster_model",
             ":emulated_network",
             ":emulated_peer_task_lib",
@@ -34,7 +34,6 @@ MODULES = {
             ":emulated_task_main",
             ":machine",
             ":plots",
-            "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
@@ -42,10 +41,14 @@ MODULES = {
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
         ]),
-        ("cluster_model.py", "cluster_model", []),
-        ("cluster_peer_task_main.py", "cluster_peer_task_main", [
-            "//command_line:cli",
+        ("cluster_emulator_main.py", "cluster_emulator_main", [
+            ":cluster_emulator_lib",
+            ":emulated_network",
+            "//command_line:console",
             "//command_line:entry",
+        ]),
+        ("cluster_model.py", "cluster_model", []),
+        ("cluster_peer_task.py", "cluster_peer_task_lib", [
             "//command_line:options",
             "//command_line:status_file",
             "//input_fn:factory",
@@ -54,12 +57,15 @@ MODULES = {
             "//model_fn:training_hooks",
             "//towers:flags",
         ]),
-        ("cluster_peers_main.py", "cluster_peers_main", [
+        ("cluster_peer_task_main.py", "cluster_peer_task_main", [
+            ":cluster_peer_task_lib",
+            "//command_line:entry",
+            "//towers:flags",
+        ]),
+        ("cluster_peers.py", "cluster_peers_lib", [
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
-            "//command_line:cli",
-            "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
@@ -67,13 +73,21 @@ MODULES = {
             "//towers:checkpoints",
             "//towers:train_main",
         ]),
-        ("cluster_traffic_main.py", "cluster_traffic_main", [
-            ":cluster_bytes",
-            "//command_line:cli",
+        ("cluster_peers_main.py", "cluster_peers_main", [
+            ":cluster_peers_lib",
             "//command_line:console",
+            "//command_line:entry",
+        ]),
+        ("cluster_traffic.py", "cluster_traffic_lib", [
+            ":cluster_bytes",
             "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
+        ]),
+        ("cluster_traffic_main.py", "cluster_traffic_main", [
+            ":cluster_traffic_lib",
+            "//command_line:console",
+            "//command_line:entry",
         ]),
         ("emulated_network.py", "emulated_network", []),
         ("emulated_peer_task.py", "emulated_peer_task_lib", [
@@ -148,22 +162,22 @@ MODULES = {
         ]),
         ("machine.py", "machine", []),
         ("plots.py", "plots", []),
-        ("scaling_model_main.py", "scaling_model_main", [
+        ("scaling_model.py", "scaling_model_lib", [
             ":cluster_model",
             ":flop_count",
             ":input_benchmark_lib",
-            "//command_line:cli",
-            "//command_line:entry",
             "//command_line:options",
             "//model_fn/networks",
             "//model_fn:network_variables",
             "//model_fn:variable_placement",
             "//towers:params",
         ]),
-        ("time_to_accuracy_main.py", "time_to_accuracy_main", [
-            ":plots",
-            "//command_line:cli",
+        ("scaling_model_main.py", "scaling_model_main", [
+            ":scaling_model_lib",
             "//command_line:entry",
+        ]),
+        ("time_to_accuracy.py", "time_to_accuracy_lib", [
+            ":plots",
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:factory",
@@ -172,17 +186,23 @@ MODULES = {
             "//towers:estimator",
             "//towers:flags",
         ]),
-        ("towers_benchmark_main.py", "towers_benchmark_main", [
+        ("time_to_accuracy_main.py", "time_to_accuracy_main", [
+            ":time_to_accuracy_lib",
+            "//command_line:entry",
+        ]),
+        ("towers_benchmark.py", "towers_benchmark_lib", [
             ":benchmark_graphs",
             ":benchmark_report",
             ":benchmark_trace",
             ":input_benchmark_lib",
-            "//command_line:cli",
-            "//command_line:entry",
             "//command_line:options",
             "//model_fn/networks",
             "//model_fn:devices",
             "//towers:params",
+        ]),
+        ("towers_benchmark_main.py", "towers_benchmark_main", [
+            ":towers_benchmark_lib",
+            "//command_line:entry",
         ]),
     ],
     "command_line": [
@@ -625,6 +645,7 @@ MODULES = {
         ("flags.py", "flags", [
             ":params",
             "//command_line:cli",
+            "//command_line:options",
         ]),
         ("model_dir_lock.py", "model_dir_lock", []),
         ("params.py", "params", [
@@ -666,12 +687,12 @@ MODULES = {
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
+            ":flags",
             ":params",
             ":training",
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
-            "//command_line:options",
             "//command_line:status_file",
             "//input_fn:pipeline",
             "//towers/cluster:evaluator",
