@@ -17,12 +17,12 @@ from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, flow_shards, layouts
 from input_fn import manifest as manifest_lib
-from input_fn import datasets, ucf101, video_io
-from input_fn.ucf101 import InputError, Problem
+from input_fn import datasets, ucf101, video_io, video_lists
+from input_fn.video_lists import InputError, InputProblem
 from input_fn import dir_identity, json_files
 from command_line import entry, status_file
 from command_line.options import Options, OptionsError, Range, at_least, option
-from command_line.options import Problem as OptionProblem  # input_fn's Problem is a bad input
+from command_line.options import Problem as OptionProblem  # input_fn: InputProblem
 from command_line.progress import Progress
 
 FORMAT_VERSION = 2
@@ -225,9 +225,9 @@ def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
   """{'size', 'mtime_ns'} of the task's video file, or of its frame folder (flow: its u and
   v folders): bytes of all their files, the latest mtime of the folders and files; None when
   one is missing. Any edit, repair or replacement of the source changes it."""
-  entry = ucf101.VideoEntry(**task['entry'])
+  entry = video_lists.VideoEntry(**task['entry'])
   if task['source'] == 'videos':
-    path = ucf101.resolve_video(task['videos_dir'], entry)
+    path = video_lists.resolve_video(task['videos_dir'], entry)
     if path is None:
       return None
     stat = os.stat(path)
@@ -245,22 +245,23 @@ def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
   return {'size': size, 'mtime_ns': mtime}
 
 
-def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
-  """One video task -> (serialized record, None) or (None, Problem saying why it is skipped)."""
+def convert_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | None]:
+  """One video task -> (serialized record, None) or (None, InputProblem saying why it is
+  skipped)."""
   from input_fn import records
   if task['source'] == 'flow':
     return flow_records.convert_flow_video(task)
-  entry = ucf101.VideoEntry(**task['entry'])
+  entry = video_lists.VideoEntry(**task['entry'])
   where = f'listed at {os.path.basename(entry.source)}:{entry.line}'
   if task['source'] == 'videos':
-    path = ucf101.resolve_video(task['videos_dir'], entry)
+    path = video_lists.resolve_video(task['videos_dir'], entry)
     if path is None:
-      return None, Problem(entry.source, entry.line, f'{entry.rel_path} not found under '
+      return None, InputProblem(entry.source, entry.line, f'{entry.rel_path} not found under '
                            f'{task["videos_dir"]}', 'missing file')
     try:
       frames = video_io.decode_video(path, task['short_side'])
     except video_io.VideoError as e:
-      return None, Problem(path, 0, f'{e} ({where})', e.kind)
+      return None, InputProblem(path, 0, f'{e} ({where})', e.kind)
     jpegs = [video_io.encode_jpeg(f, task['jpeg_quality']) for f in frames]
     height, width = frames.shape[1:3]
   else:
@@ -268,12 +269,12 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
     files = frame_files(task)[0]
     folder = files.folder
     if info and info['label'] != entry.label:
-      return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} '
+      return None, InputProblem(task['frame_list'], info['line'], f'label {info["label"]} '
                            f'differs from the split\'s {entry.label} for {entry.name}',
                            'label mismatch')
     count, reason = files.count(info)
     if reason:
-      return None, Problem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
+      return None, InputProblem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
     jpegs = []
     height = width = 0
     for i in range(count):
@@ -283,7 +284,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
       try:
         image = video_io.decode_jpeg(data)
       except ValueError:
-        return None, Problem(path, 0, f'undecodable frame ({where})', 'undecodable frame')
+        return None, InputProblem(path, 0, f'undecodable frame ({where})', 'undecodable frame')
       resized = video_io.resize_short_side(image, task['short_side'])
       if resized is not image:
         data = video_io.encode_jpeg(resized, task['jpeg_quality'])
@@ -375,13 +376,13 @@ def _source_paths(config: PrepareOptions) -> dict[str, str]:
   elif config.source == 'frames':
     found['frames_dir'] = config.frames_dir or datasets.frames_dir(config.dataset, data_dir)
     found['frame_list'] = config.frame_list or ('' if config.frames_dir else (
-        ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
+        video_lists.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
   else:
     found['flow_dir'] = config.flow_dir or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
     # extract_flow writes flow.txt inside its --out; I3D_Finetune keeps it in the root.
     found['flow_list'] = config.flow_list or (
-        ucf101.find_child(found['flow_dir'], ucf101.FLOW_LIST_NAME) or
-        ('' if config.flow_dir else ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME)) or '')
+        video_lists.find_child(found['flow_dir'], ucf101.FLOW_LIST_NAME) or
+        ('' if config.flow_dir else video_lists.find_child(data_dir, ucf101.FLOW_LIST_NAME)) or '')
   return {k: os.path.realpath(v) if v else v for k, v in found.items()}
 
 
@@ -410,7 +411,7 @@ def _class_names_digest(config: PrepareOptions) -> str:
     return ''
 
 
-def plan(config: PrepareOptions) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
+def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict[str, Any]]]]:
   """Reads the split and returns it with the shard plan per subset (no video is opened;
   each source file or frame folder is stat'ed for its identity)."""
   source = _source_paths(config)
@@ -422,9 +423,9 @@ def plan(config: PrepareOptions) -> tuple[ucf101.Split, dict[str, list[dict[str,
   videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
   flow_dir = source.get('flow_dir', '')
   frame_list = source.get('frame_list') or source.get('flow_list', '')
-  infos: dict[str, ucf101.FrameInfo] = {}
+  infos: dict[str, video_lists.FrameInfo] = {}
   if config.source in ('frames', 'flow') and frame_list:
-    infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
+    infos, list_problems = video_lists.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
   if config.source in ('frames', 'flow'):
     # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).
@@ -475,7 +476,7 @@ def plan(config: PrepareOptions) -> tuple[ucf101.Split, dict[str, list[dict[str,
   return split, plans
 
 
-def read_split(config: PrepareOptions, source: dict[str, str]) -> ucf101.Split:
+def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Split:
   """The split of `config.dataset` from the resolved `source` paths."""
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
@@ -486,7 +487,7 @@ def read_split(config: PrepareOptions, source: dict[str, str]) -> ucf101.Split:
                              source.get('videos_dir') or source.get('frames_dir', ''))
 
 
-def _problem_subset(problem: Problem) -> str:
+def _problem_subset(problem: InputProblem) -> str:
   """The subset whose list the problem's line is in ('' for none: class files, frame
   lists, lines that name no subset)."""
   if problem.subset:
@@ -495,12 +496,12 @@ def _problem_subset(problem: Problem) -> str:
   return next((s for s in manifest_lib.SUBSETS if name.startswith(s + 'list')), '')
 
 
-def _subset_problems(split: ucf101.Split, subset: str) -> list[Problem]:
+def _subset_problems(split: video_lists.Split, subset: str) -> list[InputProblem]:
   """Problems of lines of `subset`'s list (each a listed video not converted)."""
   return [p for p in split.problems if _problem_subset(p) == subset]
 
 
-def _other_problems(split: ucf101.Split) -> list[Problem]:
+def _other_problems(split: video_lists.Split) -> list[InputProblem]:
   """Problems of lines that list no video of a subset (classInd.txt, the frame list,
   HMDB51 lines that cannot be read as train or test)."""
   return [p for p in split.problems if not _problem_subset(p)]
@@ -633,7 +634,7 @@ def empty_subset_line(manifest: dict[str, Any]) -> str:
           f'first: {first}): no usable {subset} video, see {subset}.manifest.json')
 
 
-def make_manifest(config: PrepareOptions, split: ucf101.Split, subset: str,
+def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
                   shards: list[dict[str, Any]], states: dict[str, dict[str, Any]],
                   layout: str = '') -> dict[str, Any]:
   """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:

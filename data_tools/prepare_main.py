@@ -56,7 +56,7 @@ from __future__ import annotations
 from command_line import entry
 from data_tools.prepare import PrepareOptions, PrepareError, check_options, prepare
 from input_fn import datasets
-from input_fn.ucf101 import InputError
+from input_fn.video_lists import InputError
 
 
 def _run(config: PrepareOptions) -> None:

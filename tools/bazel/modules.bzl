@@ -151,9 +151,11 @@ MODULES = {
             "//data_tools:prepare_lib",
             "//input_fn:direct",
             "//input_fn:flow",
+            "//input_fn:frame_folders",
             "//input_fn:pipeline",
             "//input_fn:records",
             "//input_fn:ucf101",
+            "//input_fn:video_lists",
             "//towers:params",
         ]),
         ("input_benchmark_main.py", "input_benchmark_main", [
@@ -246,20 +248,22 @@ MODULES = {
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
+            "//input_fn:frame_folders",
             "//input_fn:json_files",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("extract_flow_main.py", "extract_flow_main", [
             ":extract_flow_lib",
             "//command_line:entry",
-            "//input_fn:ucf101",
+            "//input_fn:video_lists",
         ]),
         ("flow_preview.py", "flow_preview_lib", [
             "//command_line:options",
             "//input_fn:flow",
             "//input_fn:flow_colors",
-            "//input_fn:ucf101",
+            "//input_fn:frame_folders",
         ]),
         ("flow_preview_main.py", "flow_preview_main", [
             ":flow_preview_lib",
@@ -270,8 +274,8 @@ MODULES = {
             ":layouts",
             "//input_fn:flow",
             "//input_fn:records",
-            "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("flow_shards.py", "flow_shards", [
             "//command_line:options",
@@ -279,12 +283,14 @@ MODULES = {
             "//input_fn:json_files",
         ]),
         ("layouts.py", "layouts", [
-            "//input_fn:ucf101",
+            "//input_fn:frame_folders",
+            "//input_fn:video_lists",
         ]),
         ("make_synthetic_ucf101.py", "make_synthetic_ucf101_lib", [
             ":extract_flow_lib",
             "//command_line:options",
             "//input_fn:dir_identity",
+            "//input_fn:frame_folders",
             "//input_fn:ucf101",
             "//input_fn:video_io",
         ]),
@@ -307,12 +313,13 @@ MODULES = {
             "//input_fn:records",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("prepare_main.py", "prepare_main", [
             ":prepare_lib",
             "//command_line:entry",
             "//input_fn:datasets",
-            "//input_fn:ucf101",
+            "//input_fn:video_lists",
         ]),
         ("tensorflow_flow.py", "tensorflow_flow", [
             ":tvl1",
@@ -333,6 +340,7 @@ MODULES = {
         ]),
         ("datasets.py", "datasets", [
             ":ucf101",
+            ":video_lists",
         ]),
         ("dir_identity.py", "dir_identity", [
             ":json_files",
@@ -341,9 +349,11 @@ MODULES = {
         ("direct.py", "direct", [
             ":datasets",
             ":flow",
+            ":frame_folders",
             ":pipeline",
             ":ucf101",
             ":video_io",
+            ":video_lists",
         ]),
         ("factory.py", "factory", [
             ":data_checks",
@@ -352,10 +362,12 @@ MODULES = {
             ":synthetic",
         ]),
         ("flow.py", "flow", [
-            ":ucf101",
+            ":frame_folders",
             ":video_io",
+            ":video_lists",
         ]),
         ("flow_colors.py", "flow_colors", []),
+        ("frame_folders.py", "frame_folders", []),
         ("frame_sample.py", "frame_sample", [
             ":direct",
             ":manifest",
@@ -365,7 +377,7 @@ MODULES = {
         ("manifest.py", "manifest", [
             ":dir_identity",
             ":json_files",
-            ":ucf101",
+            ":video_lists",
             "//command_line:options",
         ]),
         ("pipeline.py", "pipeline", [
@@ -377,8 +389,12 @@ MODULES = {
         ("synthetic.py", "synthetic", [
             ":pipeline",
         ]),
-        ("ucf101.py", "ucf101", []),
+        ("ucf101.py", "ucf101", [
+            ":frame_folders",
+            ":video_lists",
+        ]),
         ("video_io.py", "video_io", []),
+        ("video_lists.py", "video_lists", []),
     ],
     "model_fn": [
         ("__init__.py", "model_fn", []),
@@ -853,6 +869,7 @@ TEST_DEPS = {
         "//data_tools:prepare_lib",
         "//input_fn:direct",
         "//input_fn:factory",
+        "//input_fn:frame_folders",
         "//input_fn:pipeline",
         "//input_fn:records",
         "//input_fn:ucf101",
@@ -992,6 +1009,7 @@ TEST_DEPS = {
         "//data_tools:prepare_main",
         "//input_fn:direct",
         "//input_fn:flow",
+        "//input_fn:frame_folders",
         "//input_fn:manifest",
         "//input_fn:records",
         "//input_fn:ucf101",
@@ -999,7 +1017,7 @@ TEST_DEPS = {
     ],
     "datasets_test": [
         "//input_fn:datasets",
-        "//input_fn:ucf101",
+        "//input_fn:video_lists",
     ],
     "entry_test": [
         "//command_line:entry",
@@ -1040,7 +1058,7 @@ TEST_DEPS = {
         "//benchmarks:flow_benchmark_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//input_fn:flow",
-        "//input_fn:ucf101",
+        "//input_fn:frame_folders",
         "//input_fn:video_io",
     ],
     "flow_colors_test": [
@@ -1054,7 +1072,8 @@ TEST_DEPS = {
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:flow",
-        "//input_fn:ucf101",
+        "//input_fn:frame_folders",
+        "//input_fn:video_lists",
     ],
     "flow_input_test": [
         ":tiny_records",
@@ -1064,6 +1083,7 @@ TEST_DEPS = {
         "//input_fn:flow",
         "//input_fn:pipeline",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
         "//towers:params",
         "//towers:preflight",
     ],
@@ -1285,8 +1305,10 @@ TEST_DEPS = {
         ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:frame_folders",
         "//input_fn:records",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
     ],
     "prepared_dataset_test": [
         ":program_runs",
@@ -1496,13 +1518,16 @@ TEST_DEPS = {
     ],
     "ucf101_formats_test": [
         "//data_tools:make_synthetic_ucf101_lib",
+        "//input_fn:frame_folders",
         "//input_fn:ucf101",
         "//input_fn:video_io",
+        "//input_fn:video_lists",
     ],
     "user_files_test": [
         "//data_tools:prepare_lib",
         "//input_fn:datasets",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
         "//towers:classifier",
     ],
     "video_metrics_test": [
