@@ -25,7 +25,7 @@ MODULES = {
             "//model_fn:layers",
             "//towers:params",
         ]),
-        ("cluster_emulator.py", "cluster_emulator_lib", [
+        ("cluster_emulator_main.py", "cluster_emulator_main", [
             ":cluster_model",
             ":emulated_network",
             ":emulated_peer_task_lib",
@@ -34,18 +34,13 @@ MODULES = {
             ":emulated_task_main",
             ":machine",
             ":plots",
+            "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
             "//command_line:working_dir",
             "//model_fn:transfer",
             "//towers/cluster:local_cluster_lib",
-        ]),
-        ("cluster_emulator_main.py", "cluster_emulator_main", [
-            ":cluster_emulator_lib",
-            ":emulated_network",
-            "//command_line:console",
-            "//command_line:entry",
         ]),
         ("cluster_model.py", "cluster_model", []),
         ("cluster_peer_task.py", "cluster_peer_task_lib", [
@@ -62,21 +57,18 @@ MODULES = {
             "//command_line:entry",
             "//towers:flags",
         ]),
-        ("cluster_peers.py", "cluster_peers_lib", [
+        ("cluster_peers_main.py", "cluster_peers_main", [
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
+            "//command_line:cli",
+            "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:ps_variables",
             "//towers:checkpoints",
             "//towers:train_main",
-        ]),
-        ("cluster_peers_main.py", "cluster_peers_main", [
-            ":cluster_peers_lib",
-            "//command_line:console",
-            "//command_line:entry",
         ]),
         ("cluster_traffic.py", "cluster_traffic_lib", [
             ":cluster_bytes",
