@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks import machine
 from command_line import entry
 from command_line.options import Options, Problem, above, at_least, option
-from input_fn import ucf101
+from input_fn import frame_folders, ucf101, video_lists
 
 SPEED_TARGET = 3.0   # TFRecord clips/s over the PIL loader's, same cores
 LIMIT_TARGET = 0.9   # TFRecord clips/s over the decode limit
@@ -77,7 +77,7 @@ def make_data(root: str, classes: int, groups: int, frames: int) -> dict[str, st
   make_synthetic_ucf101.make_dataset(data, classes=classes, groups=groups, width=320,
                                      height=240, min_frames=frames, max_frames=frames,
                                      object_size=48, write_frames=False)
-  prepare.prepare(prepare.PrepareConfig(source='videos', data_dir=data, out=out,
+  prepare.prepare(prepare.PrepareOptions(source='videos', data_dir=data, out=out,
                                         subsets=('train',), short_side=256,
                                         videos_per_shard=8, workers=0), log=lambda s: None)
   _write_frame_folders(out, data)
@@ -96,7 +96,7 @@ def _write_frame_folders(tfrecords: str, data: str) -> None:
       folder = os.path.join(data, 'jpegs_256', name)
       os.makedirs(folder, exist_ok=True)
       for i, jpeg in enumerate(parsed['frames'].numpy()):
-        with open(ucf101.frame_path(folder, i), 'wb') as f:
+        with open(frame_folders.frame_path(folder, i), 'wb') as f:
           f.write(jpeg)
       rows.append(f'{name} jpegs_256/{name} {len(parsed["frames"])} '
                   f'{int(parsed["label"])}')
@@ -106,9 +106,9 @@ def _write_frame_folders(tfrecords: str, data: str) -> None:
 
 def _clip_entries(data: str, params: Any) -> list[tuple[str, int, int]]:
   """(frame folder, frame count, label) of every training video of the split."""
-  from input_fn import ucf101
+  from input_fn import frame_folders, ucf101, video_lists
   split = ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), params.split)
-  infos, _ = ucf101.read_frame_list(os.path.join(data, 'rgb.txt'))
+  infos, _ = video_lists.read_frame_list(os.path.join(data, 'rgb.txt'))
   return [(infos[e.key].path, infos[e.key].num_frames, e.label) for e in split.train
           if e.key in infos]
 
@@ -146,10 +146,10 @@ def pil_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int,
   `short_side`, every frame is resized so that it is; one random S x S crop and one random
   left-right flip (probability 1/2) for the whole clip."""
   from PIL import Image, ImageOps  # pylint: disable=g-import-not-at-top
-  from input_fn import ucf101
+  from input_fn import frame_folders, ucf101, video_lists
   rng = np.random
   start = rng.randint(0, max(num_frames - clip_frames, 0) + 1)
-  images = [Image.open(ucf101.frame_path(folder, i % num_frames)).convert('RGB')
+  images = [Image.open(frame_folders.frame_path(folder, i % num_frames)).convert('RGB')
             for i in range(start, start + clip_frames)]
   width, height = images[0].size
   if min(width, height) != short_side:
@@ -167,10 +167,10 @@ def pil_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int,
 
 def opencv_clip(folder: str, num_frames: int, clip_frames: int, crop_size: int) -> np.ndarray:
   """The same clip with OpenCV: cv2.imread of every frame, BGR->RGB, crop, flip."""
-  from input_fn import ucf101
+  from input_fn import frame_folders, ucf101, video_lists
   rng = np.random
   start = rng.randint(0, max(num_frames - clip_frames, 0) + 1)
-  clip = np.stack([cv2.cvtColor(cv2.imread(ucf101.frame_path(folder, i % num_frames)),
+  clip = np.stack([cv2.cvtColor(cv2.imread(frame_folders.frame_path(folder, i % num_frames)),
                                 cv2.COLOR_BGR2RGB)
                    for i in range(start, start + clip_frames)])
   y = rng.randint(0, clip.shape[1] - crop_size + 1)
@@ -312,7 +312,7 @@ def make_flow_records(root: str, tfrecords: str, data: str) -> str:
   --source=flow. Returns the records' directory."""
   import tensorflow as tf
   from data_tools import prepare
-  from input_fn import flow, records, ucf101
+  from input_fn import flow, frame_folders, records, ucf101, video_lists
   for path in sorted(tf.io.gfile.glob(os.path.join(tfrecords, 'train-*.tfrecord'))):
     for raw in tf.data.TFRecordDataset(path):
       parsed = records.parse(raw)
@@ -321,7 +321,7 @@ def make_flow_records(root: str, tfrecords: str, data: str) -> str:
       flow.write_flow(np.stack([gray, gray], axis=-1),
                       os.path.join(data, ucf101.FLOW_DIR_NAME), parsed['video'].numpy().decode())
   out = os.path.join(root, 'flow_tfrecords')
-  prepare.prepare(prepare.PrepareConfig(source='flow', data_dir=data, out=out,
+  prepare.prepare(prepare.PrepareOptions(source='flow', data_dir=data, out=out,
                                         subsets=('train',), short_side=0, videos_per_shard=8,
                                         workers=0), log=lambda s: None)
   return out

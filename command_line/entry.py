@@ -1,6 +1,6 @@
 """The one entry of every program: options -> validation -> run -> one line and an exit code.
 
-    PROGRAM = entry.Program('prepare', run, PrepareConfig, check=check_config,
+    PROGRAM = entry.Program('prepare', run, PrepareOptions, check=check_options,
                             refused=(PrepareError, FileNotFoundError))
     if __name__ == '__main__': PROGRAM.start()
 

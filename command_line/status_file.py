@@ -256,11 +256,6 @@ def check(event: str, values: Mapping[str, Any]) -> None:
       raise EventError(event, f'{name}={value!r} is not {type_name(kinds[name])}')
 
 
-def check_record(line: Mapping[str, Any]) -> None:
-  """`check` for one event as `read` returns it ({"event", "time", **values})."""
-  check(line['event'], {k: v for k, v in line.items() if k not in ('event', 'time')})
-
-
 def type_name(kind: Any) -> str:
   """A member's type as the docs write it: 'int', 'int | None'."""
   kinds = typing.get_args(kind) or (kind,)

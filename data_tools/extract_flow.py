@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from data_tools import flow_shards
-from input_fn import datasets, flow, ucf101, video_io
+from input_fn import datasets, flow, frame_folders, ucf101, video_io, video_lists
 from input_fn import dir_identity, json_files
-from input_fn.ucf101 import InputError, Problem
+from input_fn.video_lists import InputError, InputProblem
 from command_line import disk_space, status_file
 from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
@@ -118,8 +118,8 @@ def check_options(options: ExtractFlowOptions) -> None:
     raise OptionsError(f'--out={options.out} is a file, not a directory', 'out')
 
 
-def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
-                ) -> tuple[list[VideoTask], list[Problem]]:
+def list_videos(videos_dir: str, classes: video_lists.ClassIndex | None
+                ) -> tuple[list[VideoTask], list[InputProblem]]:
   """Every `<Class>/v_<Class>_gGG_cCC.avi` under `videos_dir`, sorted by canonical name."""
   tasks, problems = [], []
   for class_folder in sorted(os.listdir(videos_dir)):
@@ -128,7 +128,7 @@ def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
       continue
     label = classes.label(class_folder) if classes else -1
     if classes and label is None:
-      problems.append(Problem(folder, 0, f'class folder {class_folder!r} is not in '
+      problems.append(InputProblem(folder, 0, f'class folder {class_folder!r} is not in '
                               'classInd.txt', 'unknown class'))
       continue
     class_name = classes.names[label] if classes else class_folder
@@ -138,7 +138,7 @@ def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
         continue
       parsed = ucf101.parse_video_name(stem)
       if parsed is None or parsed[0].lower() != class_folder.lower():
-        problems.append(Problem(os.path.join(folder, file), 0, 'not named '
+        problems.append(InputProblem(os.path.join(folder, file), 0, 'not named '
                                 f'v_{class_folder}_gGG_cCC.avi', 'malformed file name'))
         continue
       tasks.append(VideoTask(os.path.join(folder, file),
@@ -146,8 +146,8 @@ def list_videos(videos_dir: str, classes: ucf101.ClassIndex | None
   return sorted(tasks, key=lambda t: t.name), problems
 
 
-def dataset_videos(dataset: str, videos_dir: str, classes: ucf101.ClassIndex | None
-                   ) -> tuple[list[VideoTask], list[Problem]]:
+def dataset_videos(dataset: str, videos_dir: str, classes: video_lists.ClassIndex | None
+                   ) -> tuple[list[VideoTask], list[InputProblem]]:
   """The videos of `dataset` under `videos_dir` (ucf101: `list_videos`; hmdb51: every
   `<class>/<video>.avi`, `datasets.class_folder_videos`), sorted by name."""
   if dataset == 'ucf101':
@@ -172,24 +172,24 @@ def resolve_backend(backend: str) -> str:
   return 'tensorflow' if tensorflow_flow.gpu_visible() else 'opencv'
 
 
-def decode_gray(task: VideoTask, settings: dict[str, Any]) -> np.ndarray | Problem:
-  """The video's grayscale frames uint8 [T, H, W] (T >= 2), or the Problem skipping it."""
+def decode_gray(task: VideoTask, settings: dict[str, Any]) -> np.ndarray | InputProblem:
+  """The video's grayscale frames uint8 [T, H, W] (T >= 2), or the InputProblem skipping it."""
   try:
     frames = video_io.decode_video(task.path, settings['short_side'])
   except video_io.VideoError as e:
-    return Problem(task.path, 0, str(e), e.kind)
+    return InputProblem(task.path, 0, str(e), e.kind)
   if len(frames) < 2:
-    return Problem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
+    return InputProblem(task.path, 0, 'one frame only: flow needs 2', 'too few frames')
   return flow.grayscale(frames)
 
 
 def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
-                  ) -> tuple[VideoTask, int, Problem | None]:
+                  ) -> tuple[VideoTask, int, InputProblem | None]:
   """Computes (OpenCV) and writes one video's flow: (task, flow frames written, None) or
-  (task, 0, Problem saying why it was skipped)."""
+  (task, 0, InputProblem saying why it was skipped)."""
   task, out, settings = job
   gray = decode_gray(task, settings)
-  if isinstance(gray, Problem):
+  if isinstance(gray, InputProblem):
     return task, 0, gray
   codes = flow.video_flow(gray, flow.tvl1(flow.Tvl1Settings(**settings['tvl1'])))
   flow.write_flow(codes, out, task.name)
@@ -197,7 +197,7 @@ def extract_video(job: tuple[VideoTask, str, dict[str, Any]]
 
 
 def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch: int,
-                        xla: bool | None) -> Iterator[tuple[VideoTask, int, Problem | None]]:
+                        xla: bool | None) -> Iterator[tuple[VideoTask, int, InputProblem | None]]:
   """`extract_video`'s results with the TensorFlow backend, in this process: the next
   video is decoded in a thread while the current one's flow is computed."""
   if not jobs:
@@ -210,7 +210,7 @@ def _tensorflow_results(jobs: list[tuple[VideoTask, str, dict[str, Any]]], batch
       gray = upcoming.result()
       if i + 1 < len(jobs):
         upcoming = decoder.submit(decode_gray, jobs[i + 1][0], jobs[i + 1][2])
-      if isinstance(gray, Problem):
+      if isinstance(gray, InputProblem):
         yield task, 0, gray
         continue
       codes = engine.video_flow(gray)
@@ -279,7 +279,8 @@ def read_sources(out: str) -> dict[str, dict[str, Any]]:
 def _flow_is_newer(out: str, task: VideoTask) -> bool:
   """True when both flow folders of `task` were last written after its .avi was."""
   video_mtime = os.stat(task.path).st_mtime_ns
-  return all(os.stat(f).st_mtime_ns > video_mtime for f in ucf101.flow_folders(out, task.name))
+  return all(os.stat(f).st_mtime_ns > video_mtime
+             for f in frame_folders.flow_folders(out, task.name))
 
 
 def _record_source(out: str, video: str, identity: dict[str, Any] | None,
@@ -292,7 +293,7 @@ def _record_source(out: str, video: str, identity: dict[str, Any] | None,
 
 
 def _remove_flow(out: str, video: str) -> None:
-  for folder in ucf101.flow_folders(out, video):
+  for folder in frame_folders.flow_folders(out, video):
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -305,7 +306,7 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
   check_options(options)
   videos_dir = options.videos_dir or datasets.videos_dir(options.dataset, options.data_dir)
   if not videos_dir or not os.path.isdir(videos_dir):
-    raise ucf101.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
+    raise video_lists.not_found(f'no videos folder: --videos_dir={videos_dir or "(empty)"} '
                            '(or --data_dir holding UCF-101/)', videos_dir,
                            'videos_dir' if options.videos_dir else 'data_dir')
   out = options.out or os.path.join(options.data_dir or videos_dir, ucf101.FLOW_DIR_NAME)
@@ -321,7 +322,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
   if not tasks and not skipped:
-    raise ucf101.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
+    raise video_lists.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir',
                            videos_dir, 'videos_dir' if options.videos_dir else 'data_dir')
   if options.strict and skipped:
@@ -419,7 +420,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
           f'without --shard) writes {MANIFEST} and {ucf101.FLOW_LIST_NAME}')
       return {'merged': False, 'shard': shard[0], 'num_shards': shard[1],
               'skipped': [p.to_json() for p in skipped]}
-    skipped = [Problem(p['input'], p['line'], p['reason'], p['kind'])
+    skipped = [InputProblem(p['input'], p['line'], p['reason'], p['kind'])
                for part in parts for p in part['skipped']]
   manifest = _merge(out, tasks, skipped, settings, videos_dir, classes, options, log)
   if not split:
@@ -438,8 +439,8 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
   return manifest
 
 
-def _merge(out: str, tasks: list[VideoTask], skipped: list[Problem], settings: dict[str, Any],
-           videos_dir: str, classes: ucf101.ClassIndex | None, options: ExtractFlowOptions,
+def _merge(out: str, tasks: list[VideoTask], skipped: list[InputProblem], settings: dict[str, Any],
+           videos_dir: str, classes: video_lists.ClassIndex | None, options: ExtractFlowOptions,
            log: Callable[[str], None]) -> dict[str, Any]:
   """Writes the manifest, flow.txt and SOURCES whole from what `out` holds (every shard's
   records folded in), removes the shard records; returns the manifest."""
@@ -469,7 +470,7 @@ def _write_sources(out: str, recorded: dict[str, dict[str, Any]]) -> None:
 
 
 def _manifest(out: str, tasks: list[VideoTask], current: list[VideoTask],
-              skipped: list[Problem], settings: dict[str, Any], videos_dir: str
+              skipped: list[InputProblem], settings: dict[str, Any], videos_dir: str
               ) -> dict[str, Any]:
   with_flow = [t.name for t in current]
   return {
@@ -487,7 +488,7 @@ def _write_flow_list(out: str, tasks: list[VideoTask]) -> None:
   """`<out>/flow.txt`: `<video> {:s}/<video> <frames> <label0>` per video of `tasks`."""
   rows = []
   for task in tasks:
-    count, reason = ucf101.count_flow_frames(out, task.name)
+    count, reason = frame_folders.count_flow_frames(out, task.name)
     if not reason:
       rows.append(f'{task.name} {{:s}}/{task.name} {count} {task.label}')
   json_files.write_text(os.path.join(out, ucf101.FLOW_LIST_NAME),

@@ -54,7 +54,7 @@ from __future__ import annotations
 from command_line import entry
 from data_tools.extract_flow import (ExtractFlowOptions, OptionsError, SettingsMismatch,
                                      check_options, extract)
-from input_fn.ucf101 import InputError
+from input_fn.video_lists import InputError
 
 
 def _run(options: ExtractFlowOptions) -> None:

@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from command_line.options import at_least, option, Options, OptionsError
-from input_fn import flow, flow_colors, ucf101
+from input_fn import flow, flow_colors, frame_folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +58,8 @@ def preview(options: FlowPreviewOptions) -> list[str]:
     u_dir, v_dir = flow.find_flow_folders(options.flow_dir, video)
     count = len([f for f in os.listdir(u_dir) if f.endswith('.jpg')])
     picked = sorted(set(np.round(np.linspace(0, count - 1, options.frames)).astype(int)))
-    u = np.stack([_pixels(ucf101.frame_path(u_dir, t)) for t in picked])
-    v = np.stack([_pixels(ucf101.frame_path(v_dir, t)) for t in picked])
+    u = np.stack([_pixels(frame_folders.frame_path(u_dir, t)) for t in picked])
+    v = np.stack([_pixels(frame_folders.frame_path(v_dir, t)) for t in picked])
     colors = flow_colors.flow_to_rgb(u, v, options.max_pixels or None)
     folder = os.path.join(options.out, video)
     os.makedirs(folder, exist_ok=True)

@@ -22,18 +22,18 @@ import numpy as np
 
 from data_tools import layouts
 
-from input_fn import flow, ucf101, video_io
-from input_fn.ucf101 import Problem
+from input_fn import flow, video_io, video_lists
+from input_fn.video_lists import InputProblem
 
 
-def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
-  """One flow task -> (serialized flow record, None) or (None, Problem saying why not)."""
+def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | None]:
+  """One flow task -> (serialized flow record, None) or (None, InputProblem saying why not)."""
   from input_fn import records
-  entry = ucf101.VideoEntry(**task['entry'])
+  entry = video_lists.VideoEntry(**task['entry'])
   where = f'listed at {os.path.basename(entry.source)}:{entry.line}'
   info = task['frame_info']
   if info and info['label'] != entry.label:
-    return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} differs '
+    return None, InputProblem(task['frame_list'], info['line'], f'label {info["label"]} differs '
                          f'from the split\'s {entry.label} for {entry.name}', 'label mismatch')
   channels: list[list[bytes]] = []
   counts = []
@@ -44,12 +44,12 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
     if reason:
       kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
           'missing flow frames')
-      return None, Problem(channel.folder, 0, f'{reason} ({where}): run '
+      return None, InputProblem(channel.folder, 0, f'{reason} ({where}): run '
                            '//data_tools:extract_flow', kind)
     counts.append(count)
   if counts[0] != counts[1]:
     where_u, where_v = (os.path.join(f.folder, f.name) for f in files)
-    return None, Problem(files[0].folder, 0, f'u and v of different lengths: {counts[0]} '
+    return None, InputProblem(files[0].folder, 0, f'u and v of different lengths: {counts[0]} '
                          f'frames of {where_u}, {counts[1]} of {where_v} ({where}): '
                          'extract its flow again',
                          'u/v length mismatch')
@@ -63,12 +63,12 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | No
         data = f.read()
       codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
       if codes is None:
-        return None, Problem(path, 0, f'undecodable flow frame ({where})', 'undecodable frame')
+        return None, InputProblem(path, 0, f'undecodable flow frame ({where})', 'undecodable frame')
       resized = flow.resize_codes(codes, task['short_side'])
       if resized is not codes:
         data = video_io.encode_jpeg(resized, task['jpeg_quality'])
       if height and resized.shape != (height, width):
-        return None, Problem(path, 0, f'flow frame of {resized.shape[1]}x{resized.shape[0]} '
+        return None, InputProblem(path, 0, f'flow frame of {resized.shape[1]}x{resized.shape[0]} '
                              f'pixels, others are {width}x{height} ({where})', 'size mismatch')
       height, width = resized.shape
       jpegs.append(data)

@@ -27,7 +27,7 @@ import os
 import re
 from typing import Iterable, Sequence
 
-from input_fn import ucf101
+from input_fn import frame_folders, video_lists
 
 FRAME_LAYOUTS = ('{video}/frame%06d.jpg', '{video}/img_%05d.jpg')
 FLOW_LAYOUTS = ('{u,v}/{video}/frame%06d.jpg', '{u,v}/{video}/img_%05d.jpg',
@@ -63,12 +63,12 @@ class FrameFiles:
   name: str
 
   def path(self, index0: int) -> str:
-    return ucf101.frame_path(self.folder, index0, self.name)
+    return frame_folders.frame_path(self.folder, index0, self.name)
 
   def count(self, info: dict | None = None) -> tuple[int, str | None]:
-    """(frames 1..count on disk, None) or (0, reason): `ucf101.count_frames` of the count an
-    info-list row (`ucf101.FrameInfo` as a dict) claims, exactly when the row says so."""
-    return ucf101.count_frames(self.folder, info and info['num_frames'], pattern=self.name,
+    """(frames 1..count on disk, None) or (0, reason): `frame_folders.count_frames` of the count an
+    info-list row (`video_lists.FrameInfo` as a dict) claims, exactly when the row says so."""
+    return frame_folders.count_frames(self.folder, info and info['num_frames'], pattern=self.name,
                                exact=bool(info and info.get('exact')))
 
 
@@ -104,7 +104,7 @@ class Layout:
         part = pick(part)
         if '{video}' in part:
           name = part.replace('{video}', video)
-          folder = ucf101.find_child(folder, name) or os.path.join(folder, name)
+          folder = video_lists.find_child(folder, name) or os.path.join(folder, name)
         else:
           folder = os.path.join(folder, part)
       found.append(FrameFiles(folder, pick(rest[-1]).replace('{video}', video)))
@@ -140,8 +140,8 @@ def describe(root: str, videos: Sequence[str], listed: dict[str, str]) -> str:
     return 'nothing (it does not exist)'
   for video in videos:
     starts = [listed[video].replace('{:s}', 'u')] if video in listed else []
-    starts += [p for p in (ucf101.find_child(root, video),
-                           ucf101.find_child(os.path.join(root, 'u'), video)) if p]
+    starts += [p for p in (video_lists.find_child(root, video),
+                           video_lists.find_child(os.path.join(root, 'u'), video)) if p]
     for start in starts:
       sample = _first_file(start)
       if sample is not None:

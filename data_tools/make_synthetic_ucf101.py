@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from input_fn import dir_identity, ucf101, video_io
+from input_fn import dir_identity, frame_folders, ucf101, video_io
 from command_line.options import Options, OptionsError, Problem, at_least, option
 
 DIRECTIONS = (('Right', (1, 0)), ('Left', (-1, 0)), ('Down', (0, 1)), ('Up', (0, -1)),
@@ -189,7 +189,7 @@ def make_dataset(out: str, **settings: Any) -> dict[str, Any]:
           folder = os.path.join(out, 'jpegs_256', stem)
           os.makedirs(folder, exist_ok=True)
           for t, frame in enumerate(video):
-            with open(ucf101.frame_path(folder, t), 'wb') as f:
+            with open(frame_folders.frame_path(folder, t), 'wb') as f:
               f.write(video_io.encode_jpeg(frame))
           frame_rows.append(f'{stem} jpegs_256/{stem} {count} {label}')
   for split in (1, 2, 3):

@@ -1,5 +1,5 @@
 """A split (raw videos, frame folders or flow) into sharded TFRecords, as a library: its options
-(`PrepareConfig`, `check_config`), one video's record (`convert_video`), one shard
+(`PrepareOptions`, `check_options`), one video's record (`convert_video`), one shard
 (`convert_shard`) and `prepare(config)`: resumable, bad videos counted in the manifest.
 The program and its whole description: data_tools/prepare_main.py.
 """
@@ -20,12 +20,12 @@ from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, flow_shards, layouts
 from input_fn import manifest as manifest_lib
-from input_fn import datasets, ucf101, video_io
-from input_fn.ucf101 import InputError, Problem
+from input_fn import datasets, ucf101, video_io, video_lists
+from input_fn.video_lists import InputError, InputProblem
 from input_fn import dir_identity, json_files
 from command_line import entry, signals, status_file
 from command_line.options import Options, OptionsError, Range, at_least, option
-from command_line.options import Problem as OptionProblem  # input_fn's Problem is a bad input
+from command_line.options import Problem as OptionProblem  # input_fn: InputProblem
 from command_line.progress import Progress
 
 FORMAT_VERSION = 2
@@ -66,7 +66,7 @@ class UnfinishedFlow(PrepareError):
 LIST_FLAGS = ('train_list', 'test_list', 'class_names')
 
 
-def _list_files_given(c: PrepareConfig) -> OptionProblem | None:
+def _list_files_given(c: PrepareOptions) -> OptionProblem | None:
   """--dataset=list takes its split from the three annotation files, others never do."""
   if c.dataset != 'list':
     given = [f'--{name}' for name in LIST_FLAGS if getattr(c, name)]
@@ -84,12 +84,12 @@ def _list_files_given(c: PrepareConfig) -> OptionProblem | None:
                        'is its --train_list and --test_list') if c.split_dir else None
 
 
-def _some_subset(c: PrepareConfig) -> OptionProblem | None:
+def _some_subset(c: PrepareOptions) -> OptionProblem | None:
   return None if c.subsets else OptionProblem('subsets', '--subsets must name train and/or '
                                               'test')
 
 
-def _layout_reads_frames(c: PrepareConfig) -> OptionProblem | None:
+def _layout_reads_frames(c: PrepareOptions) -> OptionProblem | None:
   """--layout applies to frame files, and must be a layout `layouts.parse` reads."""
   if c.layout == layouts.AUTO:
     return None
@@ -104,7 +104,7 @@ def _layout_reads_frames(c: PrepareConfig) -> OptionProblem | None:
 
 
 @dataclasses.dataclass(frozen=True)
-class PrepareConfig(Options):
+class PrepareOptions(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   error: ClassVar[type[OptionsError]] = PrepareError
@@ -177,7 +177,7 @@ class EmptySubset(PrepareError):
   """A subset ended with no record (its manifest is written, saying why)."""
 
 
-def check_config(config: PrepareConfig) -> None:
+def check_options(config: PrepareOptions) -> None:
   """Raises `PrepareError` naming the first option that cannot work with the files: the
   required ones given, each named file or folder there (the config's ranges, choices and
   rules hold once it is made)."""
@@ -234,9 +234,9 @@ def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
   """{'size', 'mtime_ns'} of the task's video file, or of its frame folder (flow: its u and
   v folders): bytes of all their files, the latest mtime of the folders and files; None when
   one is missing. Any edit, repair or replacement of the source changes it."""
-  entry = ucf101.VideoEntry(**task['entry'])
+  entry = video_lists.VideoEntry(**task['entry'])
   if task['source'] == 'videos':
-    path = ucf101.resolve_video(task['videos_dir'], entry)
+    path = video_lists.resolve_video(task['videos_dir'], entry)
     if path is None:
       return None
     stat = os.stat(path)
@@ -254,22 +254,23 @@ def source_identity(task: dict[str, Any]) -> dict[str, int] | None:
   return {'size': size, 'mtime_ns': mtime}
 
 
-def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
-  """One video task -> (serialized record, None) or (None, Problem saying why it is skipped)."""
+def convert_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | None]:
+  """One video task -> (serialized record, None) or (None, InputProblem saying why it is
+  skipped)."""
   from input_fn import records
   if task['source'] == 'flow':
     return flow_records.convert_flow_video(task)
-  entry = ucf101.VideoEntry(**task['entry'])
+  entry = video_lists.VideoEntry(**task['entry'])
   where = f'listed at {os.path.basename(entry.source)}:{entry.line}'
   if task['source'] == 'videos':
-    path = ucf101.resolve_video(task['videos_dir'], entry)
+    path = video_lists.resolve_video(task['videos_dir'], entry)
     if path is None:
-      return None, Problem(entry.source, entry.line, f'{entry.rel_path} not found under '
+      return None, InputProblem(entry.source, entry.line, f'{entry.rel_path} not found under '
                            f'{task["videos_dir"]}', 'missing file')
     try:
       frames = video_io.decode_video(path, task['short_side'])
     except video_io.VideoError as e:
-      return None, Problem(path, 0, f'{e} ({where})', e.kind)
+      return None, InputProblem(path, 0, f'{e} ({where})', e.kind)
     jpegs = [video_io.encode_jpeg(f, task['jpeg_quality']) for f in frames]
     height, width = frames.shape[1:3]
   else:
@@ -277,12 +278,12 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
     files = frame_files(task)[0]
     folder = files.folder
     if info and info['label'] != entry.label:
-      return None, Problem(task['frame_list'], info['line'], f'label {info["label"]} '
+      return None, InputProblem(task['frame_list'], info['line'], f'label {info["label"]} '
                            f'differs from the split\'s {entry.label} for {entry.name}',
                            'label mismatch')
     count, reason = files.count(info)
     if reason:
-      return None, Problem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
+      return None, InputProblem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
     jpegs = []
     height = width = 0
     for i in range(count):
@@ -292,7 +293,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, Problem | None]:
       try:
         image = video_io.decode_jpeg(data)
       except ValueError:
-        return None, Problem(path, 0, f'undecodable frame ({where})', 'undecodable frame')
+        return None, InputProblem(path, 0, f'undecodable frame ({where})', 'undecodable frame')
       resized = video_io.resize_short_side(image, task['short_side'])
       if resized is not image:
         data = video_io.encode_jpeg(resized, task['jpeg_quality'])
@@ -385,7 +386,7 @@ def _file_identity(path: str) -> list[int]:
 # --- Whole preparation ---------------------------------------------------------------------
 
 
-def _source_paths(config: PrepareConfig) -> dict[str, str]:
+def _source_paths(config: PrepareOptions) -> dict[str, str]:
   """The source's resolved directories and files (empty ones found under data_dir). A
   folder given explicitly wins over a list found under data_dir: that list's rows point
   elsewhere, so it is read only when its folder was not named (or named explicitly too)."""
@@ -401,13 +402,13 @@ def _source_paths(config: PrepareConfig) -> dict[str, str]:
   elif config.source == 'frames':
     found['frames_dir'] = config.frames_dir or datasets.frames_dir(config.dataset, data_dir)
     found['frame_list'] = config.frame_list or ('' if config.frames_dir else (
-        ucf101.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
+        video_lists.find_child(data_dir, ucf101.FRAME_LIST_NAME) or ''))
   else:
     found['flow_dir'] = config.flow_dir or os.path.join(data_dir, ucf101.FLOW_DIR_NAME)
     # extract_flow writes flow.txt inside its --out; I3D_Finetune keeps it in the root.
     found['flow_list'] = config.flow_list or (
-        ucf101.find_child(found['flow_dir'], ucf101.FLOW_LIST_NAME) or
-        ('' if config.flow_dir else ucf101.find_child(data_dir, ucf101.FLOW_LIST_NAME)) or '')
+        video_lists.find_child(found['flow_dir'], ucf101.FLOW_LIST_NAME) or
+        ('' if config.flow_dir else video_lists.find_child(data_dir, ucf101.FLOW_LIST_NAME)) or '')
   return {k: os.path.realpath(v) if v else v for k, v in found.items()}
 
 
@@ -416,7 +417,7 @@ def record_kind(source: str) -> str:
   return 'flow' if source == 'flow' else 'rgb'
 
 
-def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
+def dataset_identity(config: PrepareOptions) -> dict[str, Any]:
   """What makes --out the same dataset (see `input_fn/manifest.py`)."""
   return manifest_lib.identity(record_kind(config.source), config.source,
                                _source_paths(config), config.split, config.short_side,
@@ -424,7 +425,7 @@ def dataset_identity(config: PrepareConfig) -> dict[str, Any]:
                                _class_names_digest(config))
 
 
-def _class_names_digest(config: PrepareConfig) -> str:
+def _class_names_digest(config: PrepareOptions) -> str:
   """'sha256 <16 hex>' of the bytes of a list dataset's --class_names file ('' for other
   datasets, and when it cannot be read: reading the split names that)."""
   if config.dataset != 'list':
@@ -436,7 +437,7 @@ def _class_names_digest(config: PrepareConfig) -> str:
     return ''
 
 
-def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, Any]]]]:
+def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict[str, Any]]]]:
   """Reads the split and returns it with the shard plan per subset (no video is opened;
   each source file or frame folder is stat'ed for its identity)."""
   source = _source_paths(config)
@@ -448,9 +449,9 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
   flow_dir = source.get('flow_dir', '')
   frame_list = source.get('frame_list') or source.get('flow_list', '')
-  infos: dict[str, ucf101.FrameInfo] = {}
+  infos: dict[str, video_lists.FrameInfo] = {}
   if config.source in ('frames', 'flow') and frame_list:
-    infos, list_problems = ucf101.read_frame_list(frame_list, len(split.classes))
+    infos, list_problems = video_lists.read_frame_list(frame_list, len(split.classes))
     split.problems.extend(list_problems)
   if config.source in ('frames', 'flow'):
     # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).
@@ -501,7 +502,7 @@ def plan(config: PrepareConfig) -> tuple[ucf101.Split, dict[str, list[dict[str, 
   return split, plans
 
 
-def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
+def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Split:
   """The split of `config.dataset` from the resolved `source` paths."""
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
@@ -512,7 +513,7 @@ def read_split(config: PrepareConfig, source: dict[str, str]) -> ucf101.Split:
                              source.get('videos_dir') or source.get('frames_dir', ''))
 
 
-def _problem_subset(problem: Problem) -> str:
+def _problem_subset(problem: InputProblem) -> str:
   """The subset whose list the problem's line is in ('' for none: class files, frame
   lists, lines that name no subset)."""
   if problem.subset:
@@ -521,18 +522,18 @@ def _problem_subset(problem: Problem) -> str:
   return next((s for s in manifest_lib.SUBSETS if name.startswith(s + 'list')), '')
 
 
-def _subset_problems(split: ucf101.Split, subset: str) -> list[Problem]:
+def _subset_problems(split: video_lists.Split, subset: str) -> list[InputProblem]:
   """Problems of lines of `subset`'s list (each a listed video not converted)."""
   return [p for p in split.problems if _problem_subset(p) == subset]
 
 
-def _other_problems(split: ucf101.Split) -> list[Problem]:
+def _other_problems(split: video_lists.Split) -> list[InputProblem]:
   """Problems of lines that list no video of a subset (classInd.txt, the frame list,
   HMDB51 lines that cannot be read as train or test)."""
   return [p for p in split.problems if not _problem_subset(p)]
 
 
-def check_out_dir(config: PrepareConfig) -> None:
+def check_out_dir(config: PrepareOptions) -> None:
   """Raises `PrepareError` naming the differences when --out holds another dataset (or
   data without identity) and --overwrite is not given. Writes nothing."""
   here = manifest_lib.read_identity(config.out) if os.path.isdir(config.out) else None
@@ -549,7 +550,7 @@ def check_out_dir(config: PrepareConfig) -> None:
                        'out', tuple(f.option for f in found if getattr(f, 'option', None)))
 
 
-def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
+def claim_out_dir(config: PrepareOptions, log: Callable[[str], None]) -> None:
   """Makes --out hold this dataset: stops naming the differences when it holds another
   one (or data without identity). --overwrite removes whatever dataset it holds first."""
   check_out_dir(config)
@@ -561,7 +562,7 @@ def claim_out_dir(config: PrepareConfig, log: Callable[[str], None]) -> None:
   manifest_lib.write_identity(config.out, asked)
 
 
-def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
+def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
             stop_after_shards: int = 0) -> dict[str, Any]:
   """Runs the preparation; returns {subset: manifest}. See the module docstring.
   Raises `PrepareError` (bad options, --out holding another dataset, frames or flow in no
@@ -569,7 +570,7 @@ def prepare(config: PrepareConfig, log: Callable[[str], None] = print,
   written), `InputError` (--strict) or FileNotFoundError (split files).
   `stop_after_shards` > 0 (tests of resumption): raises `PrepareInterrupted` once that many
   shards are written in this run, as if the run had been interrupted there."""
-  check_config(config)
+  check_options(config)
   check_out_dir(config)
   split, plans = plan(config)
   if config.strict and split.problems:
@@ -664,7 +665,7 @@ def empty_subset_line(manifest: dict[str, Any]) -> str:
           f'first: {first}): no usable {subset} video, see {subset}.manifest.json')
 
 
-def make_manifest(config: PrepareConfig, split: ucf101.Split, subset: str,
+def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
                   shards: list[dict[str, Any]], states: dict[str, dict[str, Any]],
                   layout: str = '') -> dict[str, Any]:
   """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:

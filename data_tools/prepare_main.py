@@ -54,19 +54,19 @@ The library: data_tools/prepare.py.
 from __future__ import annotations
 
 from command_line import entry
-from data_tools.prepare import PrepareConfig, PrepareError, check_config, prepare
+from data_tools.prepare import PrepareOptions, PrepareError, check_options, prepare
 from input_fn import datasets
-from input_fn.ucf101 import InputError
+from input_fn.video_lists import InputError
 
 
-def _run(config: PrepareConfig) -> None:
+def _run(config: PrepareOptions) -> None:
   try:
     prepare(config)
   except InputError as e:
     raise entry.Failed(f'--strict: {e}') from None
 
 
-PROGRAM = entry.Program('prepare', _run, PrepareConfig, check=check_config,
+PROGRAM = entry.Program('prepare', _run, PrepareOptions, check=check_options,
                         refused=(PrepareError, FileNotFoundError, datasets.DatasetError))
 
 

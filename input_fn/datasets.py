@@ -1,9 +1,9 @@
 """The datasets a split is read from: UCF101, HMDB51, or any labelled list of videos.
 
-Every reader returns a `ucf101.Split` (class names in label order, train and test entries,
+Every reader returns a `video_lists.Split` (class names in label order, train and test entries,
 problems naming file and line), so preparation, the direct route and training handle all
 three alike. The split rule is the same everywhere: a video listed for testing is never
-trained on (`ucf101.apply_split_rule`).
+trained on (`video_lists.apply_split_rule`).
 
 * `ucf101`: `input_fn/ucf101.py` (classInd.txt, trainlist0N.txt, testlist0N.txt).
 * `hmdb51`, the official release (serre-lab.clps.brown.edu, test_train_splits.rar):
@@ -31,8 +31,8 @@ import os
 import re
 from typing import Any, Callable
 
-from input_fn import ucf101
-from input_fn.ucf101 import ClassIndex, FrameInfo, Problem, Split, VideoEntry
+from input_fn import ucf101, video_lists
+from input_fn.video_lists import ClassIndex, FrameInfo, InputProblem, Split, VideoEntry
 
 NAMES = ('ucf101', 'hmdb51', 'list')
 SPLITS = (1, 2, 3)  # the official train/test splits of ucf101 and hmdb51
@@ -73,25 +73,25 @@ def split_dir(dataset: str, data_dir: str) -> str:
     return data_dir
   if dataset == 'list':
     return ''
-  return ucf101.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
+  return video_lists.find_dir(data_dir, ucf101.SPLIT_DIR_NAMES, ucf101.CLASS_INDEX_FILE)
 
 
 def videos_dir(dataset: str, data_dir: str) -> str:
   """The folder holding the class folders of videos (list datasets: the data root)."""
   if dataset == 'hmdb51':
-    return ucf101.find_dir(data_dir, HMDB51_VIDEO_DIR_NAMES)
+    return video_lists.find_dir(data_dir, HMDB51_VIDEO_DIR_NAMES)
   if dataset == 'list':
     return data_dir
-  return ucf101.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
+  return video_lists.find_dir(data_dir, ucf101.VIDEO_DIR_NAMES)
 
 
 def frames_dir(dataset: str, data_dir: str) -> str:
   """The folder holding the frame folders."""
   if dataset == 'hmdb51':
-    return ucf101.find_dir(data_dir, HMDB51_FRAMES_DIR_NAMES)
+    return video_lists.find_dir(data_dir, HMDB51_FRAMES_DIR_NAMES)
   if dataset == 'list':
     return data_dir
-  return ucf101.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
+  return video_lists.find_dir(data_dir, ucf101.FRAMES_DIR_NAMES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +131,7 @@ def read_classes(dataset: str, data_dir: str, lists: ListFiles | None = None
     if lists is None or not os.path.isfile(lists.class_names):
       return None, lists.class_names if lists else '--class_names'
     return read_class_names(lists.class_names), lists.class_names
-  path = ucf101.find_child(folder, ucf101.CLASS_INDEX_FILE)
+  path = video_lists.find_child(folder, ucf101.CLASS_INDEX_FILE)
   if path is None:
     return None, os.path.join(folder, ucf101.CLASS_INDEX_FILE)
   return ucf101.read_class_index(path)[0], path
@@ -157,9 +157,10 @@ def _hmdb51_split_files(folder: str) -> dict[int, dict[str, str]]:
 def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
-  0, 1 or 2, or that names a video again (other than once train and once test), is a
-  Problem (a video in the files of two classes: 'conflicting label', one per video, kept out
-  of both subsets); a video in train and test is kept out of training (`ucf101.apply_split_rule`).
+  0, 1 or 2, or that names a video again (other than once train and once test), is an
+  InputProblem (a video in the files of two classes: 'conflicting label', one per video,
+  kept out of both subsets); a video in train and test is kept out of training
+  (`video_lists.apply_split_rule`).
   Raises `DatasetError` for an empty split file and, when `class_root` holds class folders
   (of videos or of frame folders), for a split file without its class folder or a class
   folder without its split file (`check_hmdb51_classes`): either would renumber the
@@ -174,13 +175,13 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   names = sorted(files)
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
-  problems: list[Problem] = []
+  problems: list[InputProblem] = []
   seen: dict[str, tuple[str | None, str, str]] = {}  # video -> (subset, file, class)
   conflicting: set[str] = set()
   unused = 0
   for label, name in enumerate(names):
     path = files[name]
-    lines = ucf101.read_lines(path)
+    lines = video_lists.read_lines(path)
     if not lines:
       raise DatasetError(f'{path} lists no video: class {name!r} would be a label without '
                          'videos; copy the file again from test_train_splits.rar', path,
@@ -189,7 +190,7 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       parts = text.split()
       if len(parts) != 2 or parts[1] not in HMDB51_IDS or \
           not parts[0].lower().endswith('.avi') or '/' in parts[0]:
-        problems.append(Problem(path, number, f'malformed line {text!r} (expected '
+        problems.append(InputProblem(path, number, f'malformed line {text!r} (expected '
                                 '"<video>.avi <id>" with id 0, 1 or 2)', 'malformed line'))
         continue
       subset = HMDB51_IDS[parts[1]]
@@ -202,7 +203,7 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
         conflicting.add(stem.lower())
         continue
       if prior is not None and {prior[0], subset} != {'train', 'test'}:  # train + test: below
-        problems.append(Problem(path, number, f'video {stem!r} is listed again (first in '
+        problems.append(InputProblem(path, number, f'video {stem!r} is listed again (first in '
                                 f'{prior[1]})', 'duplicate', subset or ''))
         continue
       seen[stem.lower()] = (subset, os.path.basename(path), name)
@@ -214,16 +215,16 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
                                 path, number))
   train, test = (without(subsets[subset], lambda e: e.name.lower() in conflicting)
                  for subset in ('train', 'test'))
-  train, problems = ucf101.apply_split_rule(train, test, problems)
+  train, problems = video_lists.apply_split_rule(train, test, problems)
   return Split(classes, train, test, problems, unused)
 
 
 def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
-                      again: tuple[str, Any], subset: str | None) -> Problem:
-  """The Problem of a video listed with two labels (`first` and `again`: (where, label)):
+                      again: tuple[str, Any], subset: str | None) -> InputProblem:
+  """The InputProblem of a video listed with two labels (`first` and `again`: (where, label)):
   kind 'conflicting label', one per video, which is kept out of both subsets (neither label
   can be trusted)."""
-  return Problem(path, line, f'video {video!r} is listed with two labels ({first[1]} in '
+  return InputProblem(path, line, f'video {video!r} is listed with two labels ({first[1]} in '
                  f'{first[0]}, {again[1]} in {again[0]}): kept out; give it one label',
                  'conflicting label', subset or '')
 
@@ -283,7 +284,7 @@ def read_class_names(path: str) -> ClassIndex:
   only end the file. A blank line before the last name, a name with leading whitespace or a
   name given twice raises `DatasetError` naming the file and line (the labels after it would
   shift, or a name would not be what the lines say)."""
-  lines = ucf101.read_lines(path, blank=True)
+  lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
     lines.pop()
   names: list[str] = []
@@ -302,14 +303,14 @@ def read_class_names(path: str) -> ClassIndex:
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
-                         ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[Problem]]:
+                         ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[InputProblem]]:
   """One MMAction2 annotation file: `<path> <label>` (VideoDataset) or `<frame_dir>
   <total_frames> <label>` (RawframeDataset) lines, not mixed. Returns the entries, the frame
   folders of a rawframe list (their `total_frames` must be what the folder holds), and one
-  Problem per line that is malformed, multi-label (a video file with several labels,
+  InputProblem per line that is malformed, multi-label (a video file with several labels,
   VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
   folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
-  Problem per video, kept out with every line of it). A video is its resolved path
+  InputProblem per video, kept out with every line of it). A video is its resolved path
   (`identity`: `./`, `..` and symlinks resolved, relative or absolute alike); its name is the
   path below `root` without the extension (`list_name`)."""
   entries: list[VideoEntry] = []
@@ -318,9 +319,9 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   fields = None
   seen: dict[str, tuple[int, int]] = {}  # identity -> (line, label)
   conflicting: set[str] = set()
-  for number, text in ucf101.read_lines(path):
+  for number, text in video_lists.read_lines(path):
     def bad(kind: str, reason: str) -> None:
-      problems.append(Problem(path, number, reason, kind, subset))
+      problems.append(InputProblem(path, number, reason, kind, subset))
     parts = text.split()
     rel = parts[0].replace('\\', '/')
     full = rel if os.path.isabs(rel) else os.path.join(root, rel)
@@ -390,7 +391,7 @@ def read_list_split(lists: ListFiles) -> Split:
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
     if not os.path.isfile(path):
-      raise ucf101.not_found(f'{flag}={path} not found', path, flag[2:])
+      raise video_lists.not_found(f'{flag}={path} not found', path, flag[2:])
   classes = read_class_names(lists.class_names)
   if not len(classes):
     raise DatasetError(f'--class_names={lists.class_names} names no class', lists.class_names,
@@ -403,7 +404,7 @@ def read_list_split(lists: ListFiles) -> Split:
   train, test = ([e if len(videos[e.key]) == 1 else dataclasses.replace(
       e, name=list_name(os.path.join(lists.root, e.rel_path), lists.root, True))
                   for e in entries] for entries in (train, test))
-  train, problems = ucf101.apply_split_rule(train, test, found + test_found)
+  train, problems = video_lists.apply_split_rule(train, test, found + test_found)
   return Split(classes, train, test, problems, 0, {**folders, **test_folders})
 
 
@@ -416,8 +417,8 @@ def class_folder_frames(root: str, entries: list[VideoEntry]) -> dict[str, Frame
   disk (None claimed)."""
   found = {}
   for entry in entries:
-    folder = ucf101.find_child(root, entry.class_name) if root else None
-    video = ucf101.find_child(folder, entry.name) if folder else None
+    folder = video_lists.find_child(root, entry.class_name) if root else None
+    video = video_lists.find_child(folder, entry.name) if folder else None
     if video and os.path.isdir(video):
       found[entry.key] = FrameInfo(entry.name, video, None, entry.label, 0)
   return found
@@ -427,10 +428,10 @@ def class_folder_frames(root: str, entries: list[VideoEntry]) -> dict[str, Frame
 
 
 def class_folder_videos(videos_root: str, classes: ClassIndex | None
-                        ) -> tuple[list[tuple[str, str, int]], list[Problem]]:
+                        ) -> tuple[list[tuple[str, str, int]], list[InputProblem]]:
   """HMDB51's videos: every `<class>/<video>.avi` under `videos_root` as (path, name,
   label), sorted by name; label -1 without a class index; a class folder not in it is a
-  Problem."""
+  InputProblem."""
   videos, problems = [], []
   for class_folder in sorted(os.listdir(videos_root)):
     folder = os.path.join(videos_root, class_folder)
@@ -439,7 +440,7 @@ def class_folder_videos(videos_root: str, classes: ClassIndex | None
     files = [f for f in sorted(os.listdir(folder)) if os.path.splitext(f)[1].lower() == '.avi']
     label = classes.label(class_folder) if classes else -1
     if label is None and files:  # folders without videos (tvl1_flow/, rawframes/) are not
-      problems.append(Problem(folder, 0, f'class folder {class_folder!r} is not a class of '
+      problems.append(InputProblem(folder, 0, f'class folder {class_folder!r} is not a class of '
                               'the split files', 'unknown class'))
     if label is None:
       continue

@@ -8,7 +8,7 @@ OpenCV work); this is the slow route: prepare TFRecords for real training.
 params.dataset picks the layout (`input_fn/datasets.py`): ucf101 or hmdb51.
 data_source 'videos': `<data_dir>/UCF-101/<Class>/*.avi` (HMDB51: `hmdb51_org/<class>/`), frames resized so the short side is
 params.frame_short_side. 'frames': `<data_dir>/jpegs_256/<video>/frame%06d.jpg` or
-`img_%05d.jpg`, decided per video folder (`ucf101.frame_pattern`; a tree may mix them), with
+`img_%05d.jpg`, decided per video folder (`frame_folders.frame_pattern`; a tree may mix them), with
 `<data_dir>/rgb.txt` when present for the claimed counts, same resizing rule. With
 params.stream='flow', 'frames' reads the TV-L1 flow of //data_tools:extract_flow instead:
 `<data_dir>/tvl1_flow/{u,v}/<video>/frame%06d.jpg` (or the rows of `<data_dir>/flow.txt`),
@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from input_fn import datasets, flow, pipeline, ucf101, video_io
+from input_fn import datasets, flow, frame_folders, pipeline, ucf101, video_io, video_lists
 
 ModeKeys = tf.estimator.ModeKeys
 GENERATORS = 2  # interleaved generators per pipeline
@@ -68,28 +68,28 @@ class VideoSource:
     self.videos_dir = datasets.videos_dir(params.dataset, root)
     self.frames_dir = datasets.frames_dir(params.dataset, root)
     self.flow_dir = os.path.join(root, ucf101.FLOW_DIR_NAME)
-    self.infos: dict[str, ucf101.FrameInfo] = {}
-    frame_list = ucf101.find_child(
+    self.infos: dict[str, video_lists.FrameInfo] = {}
+    frame_list = video_lists.find_child(
         root, ucf101.FLOW_LIST_NAME if self.stream == 'flow' else ucf101.FRAME_LIST_NAME)
     if self.kind == 'frames' and frame_list:
-      self.infos, problems = ucf101.read_frame_list(frame_list, len(self.split.classes))
+      self.infos, problems = video_lists.read_frame_list(frame_list, len(self.split.classes))
       for problem in problems:
         logging.warning('input_fn: frame list: %s', problem)
     if self.kind == 'frames' and self.stream == 'rgb':  # <class>/<video>/ folders too
       self.infos = {**datasets.class_folder_frames(
           self.frames_dir, self.split.train + self.split.test), **self.infos}
 
-  def entries(self, subset: str) -> list[ucf101.VideoEntry]:
+  def entries(self, subset: str) -> list[video_lists.VideoEntry]:
     return self.split.subset(subset)
 
-  def load(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
+  def load(self, entry: video_lists.VideoEntry, choose) -> np.ndarray:
     """uint8 frames chosen by `choose(num_frames) -> int array` (any shape); returns shape
     choose(...).shape + [H, W, C] (C = 3 RGB, 2 flow). Raises IOError/ValueError on bad
     input."""
     if self.stream == 'flow':
       return self._load_flow(entry, choose)
     if self.kind == 'videos':
-      path = ucf101.resolve_video(self.videos_dir, entry)
+      path = video_lists.resolve_video(self.videos_dir, entry)
       if path is None:
         raise IOError(f'{entry.rel_path} not found under {self.videos_dir}')
       announced = video_io.video_frame_count(path)
@@ -108,42 +108,43 @@ class VideoSource:
       return frames[indices]
     info = self.infos.get(entry.key)
     folder = info.path if info and os.path.isdir(info.path) else (
-        ucf101.find_child(self.frames_dir, entry.name) or
+        video_lists.find_child(self.frames_dir, entry.name) or
         os.path.join(self.frames_dir, entry.name))
-    pattern = ucf101.frame_pattern(folder)
-    count, reason = ucf101.count_frames(folder, info.num_frames if info else None,
+    pattern = frame_folders.frame_pattern(folder)
+    count, reason = frame_folders.count_frames(folder, info.num_frames if info else None,
                                         pattern=pattern)
     if reason:
       raise IOError(reason)
     indices = choose(count)
-    frames = ucf101.read_frames(folder, indices.reshape(-1), pattern=pattern)
+    frames = frame_folders.read_frames(folder, indices.reshape(-1), pattern=pattern)
     frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
     return frames.reshape(indices.shape + frames.shape[1:])
 
-  def problem(self, entry: ucf101.VideoEntry) -> str | None:
+  def problem(self, entry: video_lists.VideoEntry) -> str | None:
     """Why `entry` cannot be read, as far as the files on disk say without decoding
     (missing video file, missing or empty frame folder); None when it looks readable."""
     info = self.infos.get(entry.key)
     if self.stream == 'flow':
       folders = flow.find_flow_folders(self.flow_dir, entry.name, info.path if info else None)
     elif self.kind == 'videos':
-      found = ucf101.resolve_video(self.videos_dir, entry) if self.videos_dir else None
+      found = video_lists.resolve_video(self.videos_dir, entry) if self.videos_dir else None
       return None if found else f'{entry.rel_path} not found under {self.videos_dir}'
     else:
       folders = [info.path if info and os.path.isdir(info.path) else (
-          ucf101.find_child(self.frames_dir, entry.name) or
+          video_lists.find_child(self.frames_dir, entry.name) or
           os.path.join(self.frames_dir or '', entry.name))]
     counts = []
     for folder in folders:
-      pattern = ucf101.FRAME_PATTERN if self.stream == 'flow' else ucf101.frame_pattern(folder)
-      count, reason = ucf101.count_frames(folder, info.num_frames if info else None,
+      pattern = (frame_folders.FRAME_PATTERN if self.stream == 'flow'
+                 else frame_folders.frame_pattern(folder))
+      count, reason = frame_folders.count_frames(folder, info.num_frames if info else None,
                                           pattern=pattern)
       if reason:
         return reason
       counts.append(count)
     return _uv_mismatch(counts) if self.stream == 'flow' else None
 
-  def frame_shape(self, entry: ucf101.VideoEntry) -> tuple[int, int, int]:
+  def frame_shape(self, entry: video_lists.VideoEntry) -> tuple[int, int, int]:
     """(frames, height, width) of `entry` as this source gives them (resized to the short
     side), reading one frame. Raises IOError/ValueError as `load`."""
     counted = []
@@ -153,13 +154,13 @@ class VideoSource:
     frame = self.load(entry, first)
     return counted[-1], int(frame.shape[1]), int(frame.shape[2])
 
-  def _load_flow(self, entry: ucf101.VideoEntry, choose) -> np.ndarray:
+  def _load_flow(self, entry: video_lists.VideoEntry, choose) -> np.ndarray:
     """`load` for the flow stream: u and v planes stacked on the last axis."""
     info = self.infos.get(entry.key)
     folders = flow.find_flow_folders(self.flow_dir, entry.name, info.path if info else None)
     counts = []
     for folder in folders:
-      count, reason = ucf101.count_frames(folder, info.num_frames if info else None)
+      count, reason = frame_folders.count_frames(folder, info.num_frames if info else None)
       if reason:
         raise IOError(f'{reason}: run //data_tools:extract_flow')
       counts.append(count)
@@ -168,7 +169,7 @@ class VideoSource:
       raise IOError(mismatch)
     indices = choose(counts[0])
     planes = [np.stack([flow.resize_codes(f, self.short_side) for f in
-                        ucf101.read_frames(folder, indices.reshape(-1), grayscale=True)])
+                        frame_folders.read_frames(folder, indices.reshape(-1), grayscale=True)])
               for folder in folders]
     frames = np.stack(planes, axis=-1)
     return frames.reshape(indices.shape + frames.shape[1:])
@@ -192,7 +193,7 @@ def readable_videos(params: Any, subset: str) -> tuple[int, int, list[str]]:
   return len(entries) - len(problems), len(entries), problems
 
 
-def _generator(source: VideoSource, entries: list[ucf101.VideoEntry], params: Any,
+def _generator(source: VideoSource, entries: list[video_lists.VideoEntry], params: Any,
                training: bool, seed: int) -> Iterator[tuple]:
   rng = np.random.default_rng(seed)
   T, K = params.clip_frames, params.eval_clips

@@ -20,7 +20,7 @@ import shutil
 import cv2
 import numpy as np
 
-from input_fn import ucf101, video_io
+from input_fn import frame_folders, video_io, video_lists
 
 BOUND = 20.0  # pixels per frame mapped to 0 and 255
 JPEG_QUALITY = 95
@@ -78,13 +78,13 @@ def write_flow(codes: np.ndarray, flow_root: str, video: str) -> None:
   """Writes uint8 [N, H, W, 2] as `flow_root/{u,v}/<video>/frame%06d.jpg`, atomically per
   video: both folders are written under temporary names and renamed when complete, so a
   folder that exists is whole (an interrupted run leaves only `.tmp-*` folders)."""
-  finals = ucf101.flow_folders(flow_root, video)
+  finals = frame_folders.flow_folders(flow_root, video)
   temporaries = [os.path.join(os.path.dirname(f), f'.tmp-{video}') for f in finals]
   for channel, temporary in enumerate(temporaries):
     shutil.rmtree(temporary, ignore_errors=True)
     os.makedirs(temporary)
     for t in range(len(codes)):
-      with open(ucf101.frame_path(temporary, t), 'wb') as f:
+      with open(frame_folders.frame_path(temporary, t), 'wb') as f:
         f.write(video_io.encode_jpeg(codes[t, :, :, channel], JPEG_QUALITY))
   for temporary, final in zip(temporaries, finals):
     shutil.rmtree(final, ignore_errors=True)
@@ -93,7 +93,7 @@ def write_flow(codes: np.ndarray, flow_root: str, video: str) -> None:
 
 def has_flow(flow_root: str, video: str) -> bool:
   """True when both u and v folders of `video` exist (written whole by `write_flow`)."""
-  return all(os.path.isdir(f) for f in ucf101.flow_folders(flow_root, video))
+  return all(os.path.isdir(f) for f in frame_folders.flow_folders(flow_root, video))
 
 
 def find_flow_folders(flow_root: str, video: str, listed_path: str | None = None
@@ -105,7 +105,7 @@ def find_flow_folders(flow_root: str, video: str, listed_path: str | None = None
   folders = []
   for channel in CHANNELS:
     root = os.path.join(flow_root, channel)
-    folders.append(ucf101.find_child(root, video) or os.path.join(root, video))
+    folders.append(video_lists.find_child(root, video) or os.path.join(root, video))
   return folders[0], folders[1]
 
 

@@ -38,7 +38,7 @@ import shutil
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import dir_identity, json_files, ucf101
+from input_fn import dir_identity, json_files, video_lists
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
 SHARD_GLOB = '{subset}-*-of-*.tfrecord'
@@ -259,9 +259,9 @@ def training_data_problems(directory: str, num_classes: int,
 
 def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
   """Names of the videos of the `test` manifest that the `train` manifest holds too, by
-  `ucf101.same_video` (prepare's split rule: case-sensitive), sorted."""
-  held = {ucf101.same_video(n) for n in video_names(train)}
-  return sorted(n for n in video_names(test) if ucf101.same_video(n) in held)
+  `video_lists.same_video` (prepare's split rule: case-sensitive), sorted."""
+  held = {video_lists.same_video(n) for n in video_names(train)}
+  return sorted(n for n in video_names(test) if video_lists.same_video(n) in held)
 
 
 def list_file(manifest: dict[str, Any], subset: str) -> str:

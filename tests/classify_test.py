@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import direct, pipeline, records, ucf101
+from input_fn import direct, frame_folders, pipeline, records, ucf101
 from input_fn import video_io
 from command_line import entry
 from command_line.options import options_named
@@ -152,7 +152,7 @@ class ClassifyTest(tf.test.TestCase):
     record's frames, are exactly those evaluation cut from its record (same JPEG bytes,
     decoded and cropped by the same ops), with 1 and with 3 crops."""
     stream = classifier.load_stream(self.model('rgb'))
-    self.assertEqual(stream.records_jpeg_quality, prepare.PrepareConfig().jpeg_quality)
+    self.assertEqual(stream.records_jpeg_quality, prepare.PrepareOptions().jpeg_quality)
     videos = {os.path.splitext(os.path.basename(v))[0]: v for v in self.test_videos}
     files = pipeline.record_files(self.records['rgb'], 'test')
     for serialized in tf.data.TFRecordDataset(files).take(6):
@@ -161,7 +161,7 @@ class ClassifyTest(tf.test.TestCase):
       folder = os.path.join(self.root, 'record_frames', name)
       os.makedirs(folder, exist_ok=True)
       for i, jpeg in enumerate(parsed['frames'].numpy()):
-        with open(ucf101.frame_path(folder, i), 'wb') as f:
+        with open(frame_folders.frame_path(folder, i), 'wb') as f:
           f.write(jpeg)
       for crops in (1, 3):
         evaluated = pipeline.eval_video(serialized, T, S, CLIPS, 4, 'rgb', crops)[0].numpy()
@@ -182,8 +182,8 @@ class ClassifyTest(tf.test.TestCase):
       clips = classifier.flow_clips(frames, stream, CLIPS)
       indices = direct.eval_clip_indices(len(frames) - 1, T, CLIPS).reshape(-1)
       name = os.path.splitext(os.path.basename(video))[0]
-      extracted = np.stack([ucf101.read_frames(folder, indices, grayscale=True) for folder in
-                            ucf101.flow_folders(os.path.join(self.data, 'tvl1_flow'), name)],
+      extracted = np.stack([frame_folders.read_frames(folder, indices, grayscale=True) for folder in
+                            frame_folders.flow_folders(os.path.join(self.data, 'tvl1_flow'), name)],
                            axis=-1).reshape(clips.shape)
       difference = np.abs(clips.astype(int) - extracted.astype(int))
       self.assertLess(difference.mean(), 1.0, video)  # code levels; 1 level = 0.16 px
@@ -211,7 +211,7 @@ class ClassifyTest(tf.test.TestCase):
     folder = os.path.join(self.root, 'frames', 'one_video')
     os.makedirs(folder, exist_ok=True)
     for i, frame in enumerate(video_io.decode_video(video)):
-      with open(ucf101.frame_path(folder, i), 'wb') as f:
+      with open(frame_folders.frame_path(folder, i), 'wb') as f:
         f.write(video_io.encode_jpeg(frame, 100))
     listing = os.path.join(self.root, 'videos.txt')
     with open(listing, 'w') as f:
@@ -351,7 +351,7 @@ class ClassifyTest(tf.test.TestCase):
     tiny = os.path.join(self.root, 'tiny_frames', 'v_MoveUpSpeed1_g01_c01')
     os.makedirs(tiny, exist_ok=True)
     for i, frame in enumerate(video_io.decode_video(self.test_videos[0])):
-      with open(ucf101.frame_path(tiny, i), 'wb') as f:
+      with open(frame_folders.frame_path(tiny, i), 'wb') as f:
         f.write(video_io.encode_jpeg(frame[:12, :14], 100))
     results = classifier.classify([tiny, self.test_videos[0]], self.model('rgb'), crops=3)
     self.assertEqual([r.ok for r in results], [False, True])

@@ -37,7 +37,7 @@ import tensorflow as tf
 from command_line import status_file
 from data_tools import extract_flow, layouts, make_synthetic_ucf101
 
-from input_fn import direct, flow, manifest, records, ucf101
+from input_fn import direct, flow, frame_folders, manifest, records, ucf101
 from tests import program_runs
 from towers import params as params_lib
 
@@ -75,9 +75,9 @@ def read_json(path: str) -> dict:
 def copy_frames(source: str, target: str, name: str, transform=lambda image: image) -> None:
   """Copies `source`'s frame%06d.jpg files to `target` as `name % n` (re-encoded)."""
   os.makedirs(target, exist_ok=True)
-  count, _ = ucf101.count_frames(source)
+  count, _ = frame_folders.count_frames(source)
   for i in range(count):
-    image = cv2.imread(ucf101.frame_path(source, i), cv2.IMREAD_UNCHANGED)
+    image = cv2.imread(frame_folders.frame_path(source, i), cv2.IMREAD_UNCHANGED)
     cv2.imwrite(os.path.join(target, name % (i + 1)), transform(image))
 
 
@@ -105,13 +105,13 @@ class DataToolsTest(tf.test.TestCase):
     # A root flow.txt as I3D_Finetune keeps it, pointing at tvl1_flow.
     with open(os.path.join(cls.data, ucf101.FLOW_LIST_NAME), 'w') as f:
       for entry in split.train + split.test:
-        count, _ = ucf101.count_flow_frames(flow_root, entry.name)
+        count, _ = frame_folders.count_flow_frames(flow_root, entry.name)
         f.write(f'{entry.name} {ucf101.FLOW_DIR_NAME}/{{:s}}/{entry.name} {count} '
                 f'{entry.label}\n')
     # Other folders the user names: frames at twice the size, constant flow (u=200, v=60).
     for video in cls.videos:
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('big_frames', video),
-                  ucf101.FRAME_PATTERN, lambda image: cv2.resize(image, (48, 32)))
+                  frame_folders.FRAME_PATTERN, lambda image: cv2.resize(image, (48, 32)))
       plane = lambda value: np.full((16, 24), value, np.uint8)
       flow.write_flow(np.stack([np.stack([plane(200), plane(60)], -1)] * 2),
                       at('other_flow'), video)
@@ -121,7 +121,7 @@ class DataToolsTest(tf.test.TestCase):
       shutil.copytree(os.path.join(cls.data, SPLIT), at(name, SPLIT))
     for i, video in enumerate(cls.videos):  # every other video in TSN's layout
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('mixed', video),
-                  ('img_%05d.jpg', ucf101.FRAME_PATTERN)[i % 2])
+                  ('img_%05d.jpg', frame_folders.FRAME_PATTERN)[i % 2])
     for video in cls.videos:
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('tsn', video), 'img_%05d.jpg')
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('png', video),
@@ -130,7 +130,7 @@ class DataToolsTest(tf.test.TestCase):
         copy_frames(os.path.join(flow_root, channel, video), at('denseflow', video),
                     f'flow_{x}_%05d.jpg')
         copy_frames(os.path.join(flow_root, channel, video), at('inside', video, channel),
-                    ucf101.FRAME_PATTERN)
+                    frame_folders.FRAME_PATTERN)
     for channel in flow.CHANNELS:
       shutil.copytree(os.path.join(flow_root, channel), at('uneven', channel))
     for extra in sorted(glob.glob(os.path.join(at('uneven'), 'v', UNEVEN, '*')))[1:]:
@@ -291,7 +291,7 @@ class DataToolsTest(tf.test.TestCase):
     video, record = sorted(read_records(runs['out'], 'train').items())[0]
     for root, same in ((runs['flow_b'], True),
                        (os.path.join(self.root, 'videos', ucf101.FLOW_DIR_NAME), False)):
-      with open(ucf101.frame_path(os.path.join(root, 'u', video), 0), 'rb') as f:
+      with open(frame_folders.frame_path(os.path.join(root, 'u', video), 0), 'rb') as f:
         self.assertEqual(record['flow_u'][0].numpy() == f.read(), same, root)
 
   # --- Options checked before any work -----------------------------------------------------
@@ -388,7 +388,7 @@ class DataToolsTest(tf.test.TestCase):
   def check_frames(self, out: str, subsets=('train', 'test')):
     for subset in subsets:
       for video, record in read_records(out, subset).items():
-        count, _ = ucf101.count_frames(os.path.join(self.data, 'jpegs_256', video))
+        count, _ = frame_folders.count_frames(os.path.join(self.data, 'jpegs_256', video))
         self.assertEqual((int(record['num_frames']), len(record['frames'])), (count, count))
 
   def test_tsn_frame_folders_in_the_root_are_detected_and_prepared(self):
@@ -422,8 +422,8 @@ class DataToolsTest(tf.test.TestCase):
       self.assertEqual((test['layout'], test['num_records']), (layout, 14))
       for video, record in read_records(out, 'test').items():
         u = os.path.join(self.data, ucf101.FLOW_DIR_NAME, 'u', video)
-        self.assertEqual(int(record['num_frames']), ucf101.count_frames(u)[0])
-        original = cv2.imread(ucf101.frame_path(u, 0), cv2.IMREAD_GRAYSCALE)
+        self.assertEqual(int(record['num_frames']), frame_folders.count_frames(u)[0])
+        original = cv2.imread(frame_folders.frame_path(u, 0), cv2.IMREAD_GRAYSCALE)
         stored = tf.io.decode_jpeg(record['flow_u'][0]).numpy()[..., 0]
         self.assertAllClose(stored, original, atol=3)
 
@@ -458,10 +458,10 @@ class DataToolsTest(tf.test.TestCase):
     source = direct.VideoSource(params)
     for entry in source.entries('train') + source.entries('test'):
       original = os.path.join(self.data, 'jpegs_256', entry.name)
-      count, _ = ucf101.count_frames(original)
+      count, _ = frame_folders.count_frames(original)
       frames = source.load(entry, lambda n: np.arange(n))
       self.assertEqual(frames.shape, (count, 16, 24, 3))
-      last = ucf101.read_frames(original, [count - 1])[0]
+      last = frame_folders.read_frames(original, [count - 1])[0]
       self.assertLess(np.abs(frames[-1].astype(int) - last.astype(int)).mean(), 8)  # JPEG
 
   # --- No subset of zero records with exit 0 ---------------------------------------------------

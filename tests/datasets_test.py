@@ -9,7 +9,7 @@ import tempfile
 
 from absl.testing import absltest
 
-from input_fn import datasets, ucf101
+from input_fn import datasets, video_lists
 
 SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata', 'hmdb51_splits')
 
@@ -148,7 +148,7 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual(split.classes.names, ('abseiling', 'juggling'))
     self.assertEqual([(e.name, e.label, e.rel_path) for e in split.train],
                      [('abseiling/a1', 0, 'abseiling/a1.mp4'), ('juggling/j1', 1, 'juggling/j1.mp4')])
-    self.assertEqual(ucf101.resolve_video(self.root, split.test[1]),
+    self.assertEqual(video_lists.resolve_video(self.root, split.test[1]),
                      os.path.join(self.root, 'juggling/j2.mp4'))
     frames = datasets.read_list_split(self.lists('frames/a1 30 0\n', 'frames/j1 25 1\n'))
     self.assertEqual([(e.name, e.label) for e in frames.test], [('frames/j1', 1)])

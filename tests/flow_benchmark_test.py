@@ -15,15 +15,15 @@ import tensorflow as tf
 
 from benchmarks import flow_benchmark
 from data_tools import make_synthetic_ucf101
-from input_fn import flow, ucf101, video_io
+from input_fn import flow, frame_folders, video_io
 
 
 def stored_by_extract_flow(displacement: np.ndarray, root: str) -> np.ndarray:
   """uint8 [N, H, W, 2]: `displacement` written by extract_flow's writer and read back."""
   flow.write_flow(flow.to_uint8(displacement), root, 'v_X_g01_c01')
-  folders = ucf101.flow_folders(root, 'v_X_g01_c01')
+  folders = frame_folders.flow_folders(root, 'v_X_g01_c01')
   indices = list(range(len(displacement)))
-  return np.stack([ucf101.read_frames(f, indices, grayscale=True) for f in folders], -1)
+  return np.stack([frame_folders.read_frames(f, indices, grayscale=True) for f in folders], -1)
 
 
 class FlowBenchmarkTest(tf.test.TestCase):

@@ -17,7 +17,7 @@ import tensorflow as tf
 from tests import program_runs
 from data_tools import extract_flow, flow_shards, make_synthetic_ucf101, prepare
 
-from input_fn import flow, ucf101
+from input_fn import flow, frame_folders, video_lists
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 
 FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
@@ -37,9 +37,9 @@ def mean_motion(codes: np.ndarray) -> tuple[float, float]:
 
 def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
   """The video's flow frames at `indices` as uint8 [T, H, W, 2] (u, v) from their JPEGs."""
-  u_folder, v_folder = ucf101.flow_folders(flow_root, video)
-  return np.stack([ucf101.read_frames(u_folder, indices, grayscale=True),
-                   ucf101.read_frames(v_folder, indices, grayscale=True)], axis=-1)
+  u_folder, v_folder = frame_folders.flow_folders(flow_root, video)
+  return np.stack([frame_folders.read_frames(u_folder, indices, grayscale=True),
+                   frame_folders.read_frames(v_folder, indices, grayscale=True)], axis=-1)
 
 
 class Tvl1Test(tf.test.TestCase):
@@ -129,16 +129,17 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertEqual((computed['videos'], computed['backend'], computed['workers']),
                      (17, 'opencv', 2))
     self.assertEqual(computed['flow_frames'], sum(
-        ucf101.count_flow_frames(out, name)[0] for name in os.listdir(os.path.join(out, 'u'))))
+        frame_folders.count_flow_frames(out, name)[0]
+        for name in os.listdir(os.path.join(out, 'u'))))
     # flow.txt: I3D_Finetune's list inside --out, one row per video with flow, counts =
     # frames - 1; nothing written beside --out.
     self.assertFalse(os.path.exists(os.path.join(self.data, 'flow.txt')))
-    rows, _ = ucf101.read_frame_list(os.path.join(out, 'flow.txt'))
+    rows, _ = video_lists.read_frame_list(os.path.join(out, 'flow.txt'))
     self.assertLen(rows, 16)
     row = rows['v_moveleftspeed1_g02_c01']
     self.assertEqual((row.name, row.label), ('v_MoveLeftSpeed1_g02_c01', 1))
     self.assertEqual(row.path, os.path.join(out, '{:s}', 'v_MoveLeftSpeed1_g02_c01'))
-    count, _ = ucf101.count_frames(row.path.format('u'))
+    count, _ = frame_folders.count_frames(row.path.format('u'))
     self.assertEqual(row.num_frames, count)
     self.assertIn(count, (2, 3))  # videos of 3-4 frames
 
@@ -210,7 +211,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
   def test_preparing_records_of_an_unfinished_split_names_the_missing_shards(self):
     out = os.path.join(self.root, 'unfinished')
     self.extract(self.data, out=out, shard=1, num_shards=3)
-    config = prepare.PrepareConfig(source='flow', data_dir=self.data, flow_dir=out,
+    config = prepare.PrepareOptions(source='flow', data_dir=self.data, flow_dir=out,
                                    out=os.path.join(self.root, 'unfinished_records'),
                                    short_side=0, workers=1)
     with self.assertRaises(prepare.PrepareError) as caught:  # an UnfinishedFlow

@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from input_fn import data_checks, direct, factory, flow, pipeline, ucf101
+from input_fn import data_checks, direct, factory, flow, pipeline, ucf101, video_lists
 from tests import tiny_records
 from towers import params as params_lib
 from towers import preflight
@@ -26,7 +26,7 @@ U_LEFT, U_RIGHT, V = 200, 160, 90
 UNFLIPPED, FLIPPED = (U_LEFT, U_RIGHT), (255 - U_RIGHT, 255 - U_LEFT)
 
 
-def write_hand_made_flow(data: str, split: ucf101.Split, skip: str) -> None:
+def write_hand_made_flow(data: str, split: video_lists.Split, skip: str) -> None:
   """tvl1_flow/{u,v}/<video>/ for every listed video except `skip`."""
   u = np.full((SIDE, SIDE), U_LEFT, np.uint8)
   u[:, SIDE // 2:] = U_RIGHT

@@ -158,7 +158,7 @@ class Hmdb51Test(tf.test.TestCase):
     make_synthetic_ucf101.make_dataset(ucf, classes=2, groups=8, width=24, height=20,
                                        min_frames=8, max_frames=8, object_size=10)
     with self.assertRaises(prepare.PrepareError) as caught:
-      prepare.prepare(prepare.PrepareConfig(data_dir=ucf, out=out, short_side=0, workers=1))
+      prepare.prepare(prepare.PrepareOptions(data_dir=ucf, out=out, short_side=0, workers=1))
     self.assertEqual(caught.exception.differences[0], 'dataset')
     params = params_lib.make_params(data_source='tfrecord', data_dir=out, num_classes=3)
     with self.assertRaises(data_checks.DataError) as caught:

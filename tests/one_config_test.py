@@ -20,7 +20,7 @@ import tensorflow as tf
 from tests import program_runs
 from towers import ParamsError, TrainParams, build_estimator, train_and_evaluate
 from towers import params as params_lib
-from towers import resume_check, train_settings
+from towers import checkpoint_shapes, train_settings
 
 LIMIT = 300
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -116,7 +116,7 @@ class OneWayToTrainTest(tf.test.TestCase):
   def test_a_resume_with_another_structure_names_the_flag(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'run')
     train_and_evaluate(dict(TINY, model_dir=model_dir))
-    found = resume_check.problems(params_lib.make_params(TINY, model_dir=model_dir,
+    found = checkpoint_shapes.problems(params_lib.make_params(TINY, model_dir=model_dir,
                                                          num_classes=4))
     self.assertLen(found, 1)
     self.assertEqual((found[0].option, found[0].stored[-1], found[0].wanted[-1]),

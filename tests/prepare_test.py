@@ -14,7 +14,7 @@ import tensorflow as tf
 from tests import program_runs
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import records, ucf101
+from input_fn import frame_folders, records, ucf101, video_lists
 
 SPLIT = 'ucfTrainTestlist'
 
@@ -35,7 +35,7 @@ def read_records(out: str, subset: str) -> list[dict]:
   return rows
 
 
-def prepare_plan(config: prepare.PrepareConfig) -> dict[str, Any]:
+def prepare_plan(config: prepare.PrepareOptions) -> dict[str, Any]:
   """Runs `prepare` and returns its `prepare_plan` status event."""
   with program_runs.recorded_events() as events:
     prepare.prepare(config, log=lambda s: None)
@@ -51,11 +51,11 @@ class PrepareTest(tf.test.TestCase):
     make_synthetic_ucf101.make_dataset(cls.clean, classes=2, groups=9, min_frames=8,
                                        max_frames=12, write_frames=True)
 
-  def config(self, data: str, out: str, **kwargs) -> prepare.PrepareConfig:
+  def config(self, data: str, out: str, **kwargs) -> prepare.PrepareOptions:
     values = dict(source='videos', data_dir=data, out=out, short_side=0, videos_per_shard=2,
                   workers=1)
     values.update(kwargs)
-    return prepare.PrepareConfig(**values)
+    return prepare.PrepareOptions(**values)
 
   def copy(self) -> str:
     data = os.path.join(self.create_tempdir().full_path, 'ucf')
@@ -146,11 +146,11 @@ class PrepareTest(tf.test.TestCase):
     data = self.copy()
     frames = os.path.join(data, 'jpegs_256')
     shutil.rmtree(os.path.join(frames, 'v_MoveRightSpeed1_g01_c01'))  # missing folder
-    os.remove(ucf101.frame_path(os.path.join(frames, 'v_MoveRightSpeed1_g02_c01'), 2))  # gap
+    os.remove(frame_folders.frame_path(os.path.join(frames, 'v_MoveRightSpeed1_g02_c01'), 2))  # gap
     tail = os.path.join(frames, 'v_MoveRightSpeed1_g03_c01')
-    count, _ = ucf101.count_frames(tail)
+    count, _ = frame_folders.count_frames(tail)
     for i in (count - 1, count - 2):  # 2 fewer than rgb.txt says: tolerated
-      os.remove(ucf101.frame_path(tail, i))
+      os.remove(frame_folders.frame_path(tail, i))
     out = self.create_tempdir().full_path
     manifest = prepare.prepare(self.config(data, out, source='frames', subsets=('test',)),
                                log=lambda s: None)['test']
@@ -166,7 +166,7 @@ class PrepareTest(tf.test.TestCase):
     data = self.copy()
     append_lines(os.path.join(data, SPLIT, 'trainlist01.txt'),
                  ['MoveLeftSpeed1/v_MoveLeftSpeed1_g09_c02.avi 9'])
-    with self.assertRaises(ucf101.InputError) as caught:
+    with self.assertRaises(video_lists.InputError) as caught:
       prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
                       log=lambda s: None)
     problem = caught.exception.problem
@@ -175,7 +175,7 @@ class PrepareTest(tf.test.TestCase):
     data = self.copy()
     open(os.path.join(data, 'UCF-101', 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g08_c01.avi'),
          'wb').close()
-    with self.assertRaises(ucf101.InputError) as caught:
+    with self.assertRaises(video_lists.InputError) as caught:
       prepare.prepare(self.config(data, self.create_tempdir().full_path, strict=True),
                       log=lambda s: None)
     problem = caught.exception.problem

@@ -5,7 +5,7 @@ Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): l
 the prepared data beyond --num_classes, a --split other than the records' (without --split,
 theirs), train and test sharing videos (by prepare's rule: names compared case included;
 the two list files named), a resumed
-model_dir whose checkpoint does not fit the graph (towers/resume_check.py), a model_dir
+model_dir whose checkpoint does not fit the graph (towers/checkpoint_shapes.py), a model_dir
 under a file, an empty data_dir; and two launch details: `local_cluster --helpshort`
 starts nothing, the cluster evaluator waits between checkpoint checks.
 """
@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, preflight, resume_check, training
+from towers import build_estimator, checkpoint_shapes, preflight, training
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -117,13 +117,13 @@ class RunChecksTest(tf.test.TestCase):
     trained = make_params(num_classes=4, model_dir=model_dir, **TINY)
     build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
-    self.assertEqual(resume_check.problems(trained), [])
-    three = resume_check.problems(make_params(num_classes=3, model_dir=model_dir, **TINY))
+    self.assertEqual(checkpoint_shapes.problems(trained), [])
+    three = checkpoint_shapes.problems(make_params(num_classes=3, model_dir=model_dir, **TINY))
     self.assertLen(three, 1)
     self.assertEqual(three[0].option, 'num_classes')
     self.assertRegex(three[0].variable, r'^c3d_small/logits/\w+$')
     self.assertEqual((three[0].stored[-1], three[0].wanted[-1]), (4, 3))
-    i3d = resume_check.problems(make_params(
+    i3d = checkpoint_shapes.problems(make_params(
         num_classes=4, model_dir=model_dir, **dict(TINY, model='i3d', clip_frames=8,
                                                     crop_size=32)))
     self.assertLen(i3d, 1)
@@ -138,7 +138,7 @@ class RunChecksTest(tf.test.TestCase):
     trained = make_params(num_classes=4, model_dir=model_dir, batch_norm=False, **TINY)
     build_estimator(trained).train(factory.make_input_fn(trained, tf.estimator.ModeKeys.TRAIN),
                                    max_steps=1)
-    found = resume_check.problems(make_params(num_classes=4, model_dir=model_dir,
+    found = checkpoint_shapes.problems(make_params(num_classes=4, model_dir=model_dir,
                                               batch_norm=True, **TINY))
     self.assertLen(found, 1)
     self.assertEqual(found[0].option, 'batch_norm')

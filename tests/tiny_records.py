@@ -29,9 +29,9 @@ class TinyRecords:
 
 
 def prepared(data: str, out: str, **options: Any) -> dict[str, Any]:
-  """Prepares `data` into `out` (`options`: other `PrepareConfig` fields, which win over
+  """Prepares `data` into `out` (`options`: other `PrepareOptions` fields, which win over
   short_side=0 and workers=1); returns prepare's {subset: manifest}."""
-  config = prepare.PrepareConfig(**{'short_side': 0, 'workers': 1, **options},
+  config = prepare.PrepareOptions(**{'short_side': 0, 'workers': 1, **options},
                                  data_dir=data, out=out)
   return prepare.prepare(config, log=lambda line: None)
 

@@ -15,7 +15,7 @@ from absl.testing import absltest
 
 from data_tools import make_synthetic_ucf101
 
-from input_fn import ucf101, video_io
+from input_fn import frame_folders, ucf101, video_io, video_lists
 
 
 def write(path: str, lines: list[str], newline: str = '\r\n') -> str:
@@ -31,14 +31,14 @@ def write_frames(folder: str, count: int, height: int = 20, width: int = 30,
   for i in range(count):
     shape = (height, width) if grayscale else (height, width, 3)
     image = np.full(shape, (i * 10) % 250 if value is None else value, np.uint8)
-    cv2.imwrite(ucf101.frame_path(folder, i), image)
+    cv2.imwrite(frame_folders.frame_path(folder, i), image)
 
 
 def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
   """The video's flow frames at `indices` as uint8 [T, H, W, 2] (u, v) from their JPEGs."""
-  u_folder, v_folder = ucf101.flow_folders(flow_root, video)
-  return np.stack([ucf101.read_frames(u_folder, indices, grayscale=True),
-                   ucf101.read_frames(v_folder, indices, grayscale=True)], axis=-1)
+  u_folder, v_folder = frame_folders.flow_folders(flow_root, video)
+  return np.stack([frame_folders.read_frames(u_folder, indices, grayscale=True),
+                   frame_folders.read_frames(v_folder, indices, grayscale=True)], axis=-1)
 
 
 class SplitFilesTest(absltest.TestCase):
@@ -133,7 +133,7 @@ class FramesAndFlowTest(absltest.TestCase):
         'v_YoYo_g08_c01 jpegs_256/v_YoYo_g08_c01 120 2',
         'v_YoYo_g09_c01 jpegs_256/v_YoYo_g09_c01 120 5',
         'v_YoYo_g10_c01 120 2'])
-    infos, problems = ucf101.read_frame_list(path, num_classes=3)
+    infos, problems = video_lists.read_frame_list(path, num_classes=3)
     info = infos['v_yoyo_g08_c01']
     self.assertEqual((info.num_frames, info.label, info.line), (120, 2, 1))
     self.assertEqual(info.path, os.path.join(self.dir, 'jpegs_256', 'v_YoYo_g08_c01'))
@@ -143,23 +143,23 @@ class FramesAndFlowTest(absltest.TestCase):
   def test_folder_with_up_to_three_frames_fewer_than_listed_is_used_as_is(self):
     folder = os.path.join(self.dir, 'v_a')
     write_frames(folder, 17)
-    self.assertEqual(ucf101.count_frames(folder, claimed=20), (17, None))
-    self.assertEqual(ucf101.count_frames(folder, claimed=17), (17, None))
-    count, reason = ucf101.count_frames(folder, claimed=21)
+    self.assertEqual(frame_folders.count_frames(folder, claimed=20), (17, None))
+    self.assertEqual(frame_folders.count_frames(folder, claimed=17), (17, None))
+    count, reason = frame_folders.count_frames(folder, claimed=21)
     self.assertEqual(count, 0)
     self.assertIn('holds 17 frames but the list says 21', reason)
 
   def test_gap_inside_folder_missing_folder_and_empty_folder_are_reasons(self):
     folder = os.path.join(self.dir, 'v_b')
     write_frames(folder, 10)
-    os.remove(ucf101.frame_path(folder, 4))  # frame000005.jpg
-    count, reason = ucf101.count_frames(folder, claimed=10)
+    os.remove(frame_folders.frame_path(folder, 4))  # frame000005.jpg
+    count, reason = frame_folders.count_frames(folder, claimed=10)
     self.assertEqual(count, 0)
     self.assertIn('frame000005.jpg', reason)
-    self.assertTrue(ucf101.count_frames(os.path.join(self.dir, 'nope'))[1].startswith(
+    self.assertTrue(frame_folders.count_frames(os.path.join(self.dir, 'nope'))[1].startswith(
         'missing frame folder'))
     os.makedirs(os.path.join(self.dir, 'empty'))
-    self.assertIn('no frame', ucf101.count_frames(os.path.join(self.dir, 'empty'))[1])
+    self.assertIn('no frame', frame_folders.count_frames(os.path.join(self.dir, 'empty'))[1])
 
   def test_frames_are_rgb_and_one_based_on_disk(self):
     folder = os.path.join(self.dir, 'v_c')
@@ -167,24 +167,24 @@ class FramesAndFlowTest(absltest.TestCase):
     image = np.zeros((8, 8, 3), np.uint8)
     image[..., 2] = 255  # BGR: red
     cv2.imwrite(os.path.join(folder, 'frame000001.jpg'), image)
-    frames = ucf101.read_frames(folder, [0])
+    frames = frame_folders.read_frames(folder, [0])
     self.assertEqual(frames.shape, (1, 8, 8, 3))
     self.assertGreater(frames[0, 4, 4, 0], 200)  # red channel first
     self.assertLess(frames[0, 4, 4, 2], 50)
 
   def test_flow_is_two_grayscale_channels_u_then_v(self):
     root = os.path.join(self.dir, 'tvl1_flow')
-    u, v = ucf101.flow_folders(root, 'v_YoYo_g08_c01')
+    u, v = frame_folders.flow_folders(root, 'v_YoYo_g08_c01')
     write_frames(u, 6, grayscale=True, value=40)
     write_frames(v, 5, grayscale=True, value=200)
-    self.assertEqual(ucf101.count_flow_frames(root, 'v_YoYo_g08_c01'), (5, None))
+    self.assertEqual(frame_folders.count_flow_frames(root, 'v_YoYo_g08_c01'), (5, None))
     flow = read_flow(root, 'v_YoYo_g08_c01', [0, 4])
     self.assertEqual(flow.shape, (2, 20, 30, 2))
     self.assertEqual(flow.dtype, np.uint8)
     np.testing.assert_allclose(flow[..., 0], 40, atol=3)
     np.testing.assert_allclose(flow[..., 1], 200, atol=3)
     self.assertIn('missing frame folder',
-                  ucf101.count_flow_frames(root, 'v_other')[1])
+                  frame_folders.count_flow_frames(root, 'v_other')[1])
 
 
 class VideoTest(absltest.TestCase):
@@ -251,18 +251,18 @@ class SyntheticTest(absltest.TestCase):
     self.assertEqual({e.group for e in split.train}, {8, 9})
     self.assertEqual(len(split.train) + len(split.test), 27)
     for entry in split.train + split.test:
-      path = ucf101.resolve_video(os.path.join(out, 'UCF-101'), entry)
+      path = video_lists.resolve_video(os.path.join(out, 'UCF-101'), entry)
       self.assertIsNotNone(path, entry.rel_path)
-    video = video_io.decode_video(ucf101.resolve_video(os.path.join(out, 'UCF-101'),
+    video = video_io.decode_video(video_lists.resolve_video(os.path.join(out, 'UCF-101'),
                                                        split.train[0]))
     self.assertEqual(video.shape, (12, 48, 64, 3))
-    infos, problems = ucf101.read_frame_list(os.path.join(out, 'rgb.txt'), 3)
+    infos, problems = video_lists.read_frame_list(os.path.join(out, 'rgb.txt'), 3)
     self.assertEmpty(problems)
     self.assertLen(infos, 27)
     # Same appearance statistics in every class; only the velocity differs.
     velocities = {make_synthetic_ucf101.class_motion(c)[1] for c in range(16)}
     self.assertLen(velocities, 16)
-    means = [video_io.decode_video(ucf101.resolve_video(os.path.join(out, 'UCF-101'), e))
+    means = [video_io.decode_video(video_lists.resolve_video(os.path.join(out, 'UCF-101'), e))
              .mean() for e in split.test[:21:7]]
     self.assertLess(np.ptp(means), 25)
 

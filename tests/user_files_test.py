@@ -17,7 +17,7 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import datasets, ucf101
+from input_fn import datasets, ucf101, video_lists
 from towers import classifier
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata')
@@ -48,13 +48,13 @@ def hmdb51_tree(root: str) -> str:
   shutil.copytree(HMDB51_SAMPLE, splits)
   for name in os.listdir(splits):
     if name.endswith('_test_split1.txt'):
-      for _, text in ucf101.read_lines(os.path.join(splits, name)):
+      for _, text in video_lists.read_lines(os.path.join(splits, name)):
         write(os.path.join(root, 'hmdb51_org', name[:-len('_test_split1.txt')],
                            text.split()[0]), '')
   return splits
 
 
-def entries(split: ucf101.Split) -> dict[str, list[tuple[str, str, int]]]:
+def entries(split: video_lists.Split) -> dict[str, list[tuple[str, str, int]]]:
   return {s: [(e.name, e.class_name, e.label) for e in split.subset(s)]
           for s in ('train', 'test')}
 
@@ -87,11 +87,11 @@ class OneReaderTest(absltest.TestCase):
           'ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\nArchery/v_Archery_g01_c01.avi\n')
     frame_list = write(os.path.join(self.root, 'rgb.txt'),
                        'v_ApplyEyeMakeup_g08_c01 a 30 0\nv_Archery_g08_c01 b 25 1\n')
-    plain = ucf101.read_split(folder, 1), ucf101.read_frame_list(frame_list)
+    plain = ucf101.read_split(folder, 1), video_lists.read_frame_list(frame_list)
     for name in os.listdir(folder):
       decorate(os.path.join(folder, name))
     decorate(frame_list)
-    split, (infos, problems) = ucf101.read_split(folder, 1), ucf101.read_frame_list(frame_list)
+    split, (infos, problems) = ucf101.read_split(folder, 1), video_lists.read_frame_list(frame_list)
     self.assertEqual((split.problems, problems), ([], []))
     self.assertEqual((split.classes.names, entries(split)),
                      (plain[0].classes.names, entries(plain[0])))
@@ -134,7 +134,7 @@ class VideoIdentityTest(absltest.TestCase):
     os.symlink('v4.avi', os.path.join(self.root, 'vids', 'link4.avi'))
     self.classes = write(os.path.join(self.root, 'classes.txt'), 'a\nb\n')
 
-  def split(self, train: str, test: str) -> ucf101.Split:
+  def split(self, train: str, test: str) -> video_lists.Split:
     return datasets.read_list_split(datasets.ListFiles(
         write(os.path.join(self.root, 'train.txt'), train),
         write(os.path.join(self.root, 'test.txt'), test), self.classes, self.root))
@@ -174,7 +174,7 @@ class VideoIdentityTest(absltest.TestCase):
   def test_a_respelled_list_resumes_the_shards_already_written(self):
     fingerprints = []
     for train in ('vids/v1.avi 0\n', f'./vids/../vids/v1.avi 0\n'):
-      config = prepare.PrepareConfig(
+      config = prepare.PrepareOptions(
           dataset='list', data_dir=self.root, out=os.path.join(self.root, 'out'),
           train_list=write(os.path.join(self.root, 'train.txt'), train),
           test_list=write(os.path.join(self.root, 'test.txt'), 'vids/v4.avi 1\n'),
@@ -228,7 +228,7 @@ class Hmdb51TreeTest(absltest.TestCase):
       datasets.params_split(params)
     out = os.path.join(self.root, 'out')
     with self.assertRaises(datasets.DatasetError) as prepared:
-      prepare.prepare(prepare.PrepareConfig(dataset='hmdb51', data_dir=self.root, out=out,
+      prepare.prepare(prepare.PrepareOptions(dataset='hmdb51', data_dir=self.root, out=out,
                                             source=source, workers=1), log=lambda s: None)
     self.assertFalse(os.path.exists(out))
     self.assertEqual(str(direct.exception), str(prepared.exception))
@@ -303,7 +303,7 @@ class ListLinesTest(absltest.TestCase):
   def prepare_frames(self, train: str, test: str) -> dict:
     """The manifests of a list dataset of frame folders, `train` and `test` its lists'
     lines, prepared into root/out."""
-    return prepare.prepare(prepare.PrepareConfig(
+    return prepare.prepare(prepare.PrepareOptions(
         dataset='list', source='frames', data_dir=self.root,
         train_list=write(os.path.join(self.root, 'train.txt'), train),
         test_list=write(os.path.join(self.root, 'test.txt'), test),

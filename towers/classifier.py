@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io
+from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io, video_lists
 from towers import export_info, two_stream
 from command_line.progress import progress_line
 
@@ -183,7 +183,7 @@ def _from_list(path: str) -> list[str]:
   base = os.path.dirname(os.path.abspath(path))
   roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
   found = []
-  for _, line in ucf101.read_lines(path):
+  for _, line in video_lists.read_lines(path):
     first = line.split()[0]
     candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
     found.append(next((c for c in candidates if os.path.exists(c)), candidates[0]))

@@ -3,14 +3,27 @@
 Binaries and specs that read TrainParams from flags import this module (`//towers:train`
 does the same through `entry.Program(options=TrainParams)`); the library takes a
 `TrainParams` (or a dict) and never reads flags. The convention is `command_line/cli.py`'s.
+`ProgramOptions`: the train binary's own flags besides TrainParams' (no TensorFlow here, so
+the binary checks them before it loads).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from absl import flags
 
 from command_line import cli
+from command_line.options import option, Options
 from towers.params import TrainParams, make_params
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramOptions(Options):
+  """The train binary's own flags besides TrainParams' and the console's."""
+  check_flags: bool = option(
+      False, 'Only check the flags: exit 0 when they make a valid run, else the one error '
+      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

@@ -1,7 +1,8 @@
 """One writer per model_dir: a training run holds `model_dir/writer.lock` while it trains.
 
-    with model_dir_lock.hold(model_dir):   # raises ModelDirBusy naming the other writer
-      ...train...
+    lock = model_dir_lock.acquire(model_dir)   # raises ModelDirBusy naming the other writer
+    ...train...
+    lock.release()
 
 The lock is a small JSON file (host, pid, the process's start time, the Slurm job) created
 atomically (O_EXCL, also on NFS), and kept fresh while held: a thread touches it every
@@ -30,7 +31,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any
 
 from absl import logging
 
@@ -201,13 +202,3 @@ def _take_away(path: str, aside: str, token: Any) -> None:
       os.link(aside, path)  # never over a lock created meanwhile
   with contextlib.suppress(OSError):
     os.remove(aside)
-
-
-@contextlib.contextmanager
-def hold(model_dir: str) -> Iterator[Lock]:
-  """`acquire`, and release when the block ends (also on an exception)."""
-  lock = acquire(model_dir)
-  try:
-    yield lock
-  finally:
-    lock.release()

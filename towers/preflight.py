@@ -9,7 +9,7 @@ repository and where to put it); the data must serve the run (`input_fn/data_che
 the one home of the data rules: data_dir, stream, labels vs num_classes, empty subsets,
 max_eval_videos, eval_crops); `--model_dir` must not lie under a file; a model_dir with a
 checkpoint must have room for more of its size (`command_line/disk_space.py`) and fit the
-graph (`towers/resume_check.py`: the one check that builds the graph, without weights).
+graph (`towers/checkpoint_shapes.py`: the one check that builds the graph, without weights).
 Whether a resume keeps the model_dir's learning settings is decided once, by the training
 model_fn before anything is restored (`towers/estimator.py`, `recording_settings`). Whether
 a warm-start checkpoint's names and shapes fit the graph is checked when the graph exists
@@ -24,7 +24,7 @@ from command_line import disk_space, working_dir
 from command_line.options import Problem
 from input_fn import data_checks
 from model_fn import warm_start
-from towers import resume_check
+from towers import checkpoint_shapes
 from towers.cluster import spec
 
 
@@ -56,7 +56,7 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
                                        num_workers)
   found += [backup] if backup else []
   if not found and _has_checkpoint(params.model_dir):
-    found += resume_check.problems(params)
+    found += checkpoint_shapes.problems(params)
     space = disk_space.free_space_problem(params.model_dir,
                                           tf.train.latest_checkpoint(params.model_dir))
     found += [Problem('model_dir', space)] if space else []

@@ -20,25 +20,16 @@ from __future__ import annotations
 # First: its signal handlers (command_line/signals.py), before anything slow.
 from command_line import entry
 # pylint: disable=wrong-import-position,wrong-import-order
-import dataclasses
 import sys
 
 from absl import flags
 
 from command_line import cli, console, status_file
-from command_line.options import option, Options
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
+from towers.flags import ProgramOptions
 from towers.params import ParamsError, TrainParams
-
-
-@dataclasses.dataclass(frozen=True)
-class ProgramOptions(Options):
-  """The binary's own flags besides TrainParams' and the console's."""
-  check_flags: bool = option(
-      False, 'Only check the flags: exit 0 when they make a valid run, else the one error '
-      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
 
 
 def run(params: TrainParams) -> int:

@@ -80,11 +80,6 @@ def spec(name: str) -> NetworkSpec:
   return _REGISTRY[name]
 
 
-def all_endpoints() -> tuple[str, ...]:
-  """Every registered network's endpoints, first appearance first, without repeats."""
-  return tuple(dict.fromkeys(e for s in _REGISTRY.values() for e in s.endpoints))
-
-
 def build_network(params) -> Network:
   """Builds the network named by `params.model` for `params.num_classes` outputs."""
   return spec(params.model).build(params)

@@ -44,15 +44,18 @@ MODULES = {
             "//towers/cluster:local_cluster_lib",
         ]),
         ("cluster_model.py", "cluster_model", []),
-        ("cluster_peer_task_main.py", "cluster_peer_task_main", [
-            "//command_line:cli",
-            "//command_line:entry",
+        ("cluster_peer_task.py", "cluster_peer_task_lib", [
             "//command_line:options",
             "//command_line:status_file",
             "//input_fn:factory",
             "//model_fn:tower_forward",
             "//model_fn:tower_model_fn",
             "//model_fn:training_hooks",
+            "//towers:flags",
+        ]),
+        ("cluster_peer_task_main.py", "cluster_peer_task_main", [
+            ":cluster_peer_task_lib",
+            "//command_line:entry",
             "//towers:flags",
         ]),
         ("cluster_peers.py", "cluster_peers_lib", [
@@ -73,13 +76,16 @@ MODULES = {
             "//command_line:entry",
             "//towers/cluster:local_cluster_lib",
         ]),
-        ("cluster_traffic_main.py", "cluster_traffic_main", [
+        ("cluster_traffic.py", "cluster_traffic_lib", [
             ":cluster_bytes",
-            "//command_line:cli",
-            "//command_line:console",
             "//command_line:entry",
             "//command_line:options",
             "//towers/cluster:local_cluster_lib",
+        ]),
+        ("cluster_traffic_main.py", "cluster_traffic_main", [
+            ":cluster_traffic_lib",
+            "//command_line:console",
+            "//command_line:entry",
         ]),
         ("emulated_peer_task.py", "emulated_peer_task_lib", [
             ":emulated_task_lib",
@@ -142,9 +148,11 @@ MODULES = {
             "//data_tools:prepare_lib",
             "//input_fn:direct",
             "//input_fn:flow",
+            "//input_fn:frame_folders",
             "//input_fn:pipeline",
             "//input_fn:records",
             "//input_fn:ucf101",
+            "//input_fn:video_lists",
             "//towers:params",
         ]),
         ("input_benchmark_main.py", "input_benchmark_main", [
@@ -156,22 +164,22 @@ MODULES = {
         ("program_cluster.py", "program_cluster", [
             "//towers/cluster:local_cluster_lib",
         ]),
-        ("scaling_model_main.py", "scaling_model_main", [
+        ("scaling_model.py", "scaling_model_lib", [
             ":cluster_model",
             ":flop_count",
             ":input_benchmark_lib",
-            "//command_line:cli",
-            "//command_line:entry",
             "//command_line:options",
             "//model_fn/networks",
             "//model_fn:network_variables",
             "//model_fn:variable_placement",
             "//towers:params",
         ]),
-        ("time_to_accuracy_main.py", "time_to_accuracy_main", [
-            ":plots",
-            "//command_line:cli",
+        ("scaling_model_main.py", "scaling_model_main", [
+            ":scaling_model_lib",
             "//command_line:entry",
+        ]),
+        ("time_to_accuracy.py", "time_to_accuracy_lib", [
+            ":plots",
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:factory",
@@ -180,17 +188,23 @@ MODULES = {
             "//towers:estimator",
             "//towers:flags",
         ]),
-        ("towers_benchmark_main.py", "towers_benchmark_main", [
+        ("time_to_accuracy_main.py", "time_to_accuracy_main", [
+            ":time_to_accuracy_lib",
+            "//command_line:entry",
+        ]),
+        ("towers_benchmark.py", "towers_benchmark_lib", [
             ":benchmark_graphs",
             ":benchmark_report",
             ":benchmark_trace",
             ":input_benchmark_lib",
-            "//command_line:cli",
-            "//command_line:entry",
             "//command_line:options",
             "//model_fn/networks",
             "//model_fn:devices",
             "//towers:params",
+        ]),
+        ("towers_benchmark_main.py", "towers_benchmark_main", [
+            ":towers_benchmark_lib",
+            "//command_line:entry",
         ]),
     ],
     "command_line": [
@@ -234,20 +248,22 @@ MODULES = {
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
+            "//input_fn:frame_folders",
             "//input_fn:json_files",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("extract_flow_main.py", "extract_flow_main", [
             ":extract_flow_lib",
             "//command_line:entry",
-            "//input_fn:ucf101",
+            "//input_fn:video_lists",
         ]),
         ("flow_preview.py", "flow_preview_lib", [
             "//command_line:options",
             "//input_fn:flow",
             "//input_fn:flow_colors",
-            "//input_fn:ucf101",
+            "//input_fn:frame_folders",
         ]),
         ("flow_preview_main.py", "flow_preview_main", [
             ":flow_preview_lib",
@@ -258,8 +274,8 @@ MODULES = {
             ":layouts",
             "//input_fn:flow",
             "//input_fn:records",
-            "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("flow_shards.py", "flow_shards", [
             "//command_line:options",
@@ -267,12 +283,14 @@ MODULES = {
             "//input_fn:json_files",
         ]),
         ("layouts.py", "layouts", [
-            "//input_fn:ucf101",
+            "//input_fn:frame_folders",
+            "//input_fn:video_lists",
         ]),
         ("make_synthetic_ucf101.py", "make_synthetic_ucf101_lib", [
             ":extract_flow_lib",
             "//command_line:options",
             "//input_fn:dir_identity",
+            "//input_fn:frame_folders",
             "//input_fn:ucf101",
             "//input_fn:video_io",
         ]),
@@ -296,12 +314,13 @@ MODULES = {
             "//input_fn:records",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("prepare_main.py", "prepare_main", [
             ":prepare_lib",
             "//command_line:entry",
             "//input_fn:datasets",
-            "//input_fn:ucf101",
+            "//input_fn:video_lists",
         ]),
         ("tensorflow_flow.py", "tensorflow_flow", [
             ":tvl1",
@@ -322,6 +341,7 @@ MODULES = {
         ]),
         ("datasets.py", "datasets", [
             ":ucf101",
+            ":video_lists",
         ]),
         ("dir_identity.py", "dir_identity", [
             ":json_files",
@@ -330,9 +350,11 @@ MODULES = {
         ("direct.py", "direct", [
             ":datasets",
             ":flow",
+            ":frame_folders",
             ":pipeline",
             ":ucf101",
             ":video_io",
+            ":video_lists",
         ]),
         ("factory.py", "factory", [
             ":data_checks",
@@ -341,10 +363,12 @@ MODULES = {
             ":synthetic",
         ]),
         ("flow.py", "flow", [
-            ":ucf101",
+            ":frame_folders",
             ":video_io",
+            ":video_lists",
         ]),
         ("flow_colors.py", "flow_colors", []),
+        ("frame_folders.py", "frame_folders", []),
         ("frame_sample.py", "frame_sample", [
             ":direct",
             ":manifest",
@@ -354,7 +378,7 @@ MODULES = {
         ("manifest.py", "manifest", [
             ":dir_identity",
             ":json_files",
-            ":ucf101",
+            ":video_lists",
             "//command_line:options",
         ]),
         ("pipeline.py", "pipeline", [
@@ -366,8 +390,12 @@ MODULES = {
         ("synthetic.py", "synthetic", [
             ":pipeline",
         ]),
-        ("ucf101.py", "ucf101", []),
+        ("ucf101.py", "ucf101", [
+            ":frame_folders",
+            ":video_lists",
+        ]),
         ("video_io.py", "video_io", []),
+        ("video_lists.py", "video_lists", []),
     ],
     "model_fn": [
         ("__init__.py", "model_fn", []),
@@ -568,6 +596,11 @@ MODULES = {
             ":params",
             ":training",
         ]),
+        ("checkpoint_shapes.py", "checkpoint_shapes", [
+            "//command_line:options",
+            "//model_fn/networks",
+            "//model_fn:tower_model_fn",
+        ]),
         ("checkpoints.py", "checkpoints", []),
         ("classifier.py", "classifier", [
             ":export_info",
@@ -580,6 +613,7 @@ MODULES = {
             "//input_fn:records",
             "//input_fn:ucf101",
             "//input_fn:video_io",
+            "//input_fn:video_lists",
         ]),
         ("classify_main.py", "classify_main", [
             ":classifier",
@@ -633,6 +667,7 @@ MODULES = {
         ("flags.py", "flags", [
             ":params",
             "//command_line:cli",
+            "//command_line:options",
         ]),
         ("model_dir_lock.py", "model_dir_lock", []),
         ("params.py", "params", [
@@ -642,18 +677,13 @@ MODULES = {
             "//model_fn/networks:i3d_names",
         ]),
         ("preflight.py", "preflight", [
-            ":resume_check",
+            ":checkpoint_shapes",
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:data_checks",
             "//model_fn:warm_start",
             "//towers/cluster:spec",
-        ]),
-        ("resume_check.py", "resume_check", [
-            "//command_line:options",
-            "//model_fn/networks",
-            "//model_fn:tower_model_fn",
         ]),
         ("run_flags.py", "run_flags", [
             ":params",
@@ -680,12 +710,12 @@ MODULES = {
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
+            ":flags",
             ":params",
             ":training",
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
-            "//command_line:options",
             "//command_line:status_file",
             "//input_fn:pipeline",
             "//towers/cluster:evaluator",
@@ -864,6 +894,7 @@ TEST_DEPS = {
         "//data_tools:prepare_lib",
         "//input_fn:direct",
         "//input_fn:factory",
+        "//input_fn:frame_folders",
         "//input_fn:pipeline",
         "//input_fn:records",
         "//input_fn:ucf101",
@@ -1012,6 +1043,7 @@ TEST_DEPS = {
         "//data_tools:prepare_main",
         "//input_fn:direct",
         "//input_fn:flow",
+        "//input_fn:frame_folders",
         "//input_fn:manifest",
         "//input_fn:records",
         "//input_fn:ucf101",
@@ -1019,7 +1051,7 @@ TEST_DEPS = {
     ],
     "datasets_test": [
         "//input_fn:datasets",
-        "//input_fn:ucf101",
+        "//input_fn:video_lists",
     ],
     "entry_test": [
         "//command_line:entry",
@@ -1060,7 +1092,7 @@ TEST_DEPS = {
         "//benchmarks:flow_benchmark_lib",
         "//data_tools:make_synthetic_ucf101_lib",
         "//input_fn:flow",
-        "//input_fn:ucf101",
+        "//input_fn:frame_folders",
         "//input_fn:video_io",
     ],
     "flow_colors_test": [
@@ -1074,7 +1106,8 @@ TEST_DEPS = {
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
         "//input_fn:flow",
-        "//input_fn:ucf101",
+        "//input_fn:frame_folders",
+        "//input_fn:video_lists",
     ],
     "flow_input_test": [
         ":tiny_records",
@@ -1084,6 +1117,7 @@ TEST_DEPS = {
         "//input_fn:flow",
         "//input_fn:pipeline",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
         "//towers:params",
         "//towers:preflight",
     ],
@@ -1270,8 +1304,8 @@ TEST_DEPS = {
     "one_config_test": [
         ":program_runs",
         "//towers",
+        "//towers:checkpoint_shapes",
         "//towers:params",
-        "//towers:resume_check",
         "//towers:train_main",
         "//towers:train_settings",
     ],
@@ -1307,8 +1341,10 @@ TEST_DEPS = {
         ":program_runs",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:frame_folders",
         "//input_fn:records",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
     ],
     "prepared_dataset_test": [
         ":program_runs",
@@ -1351,9 +1387,9 @@ TEST_DEPS = {
         "//input_fn:manifest",
         "//towers",
         "//towers/cluster:local_cluster_main",
+        "//towers:checkpoint_shapes",
         "//towers:params",
         "//towers:preflight",
-        "//towers:resume_check",
         "//towers:train_main",
         "//towers:training",
     ],
@@ -1519,13 +1555,16 @@ TEST_DEPS = {
     ],
     "ucf101_formats_test": [
         "//data_tools:make_synthetic_ucf101_lib",
+        "//input_fn:frame_folders",
         "//input_fn:ucf101",
         "//input_fn:video_io",
+        "//input_fn:video_lists",
     ],
     "user_files_test": [
         "//data_tools:prepare_lib",
         "//input_fn:datasets",
         "//input_fn:ucf101",
+        "//input_fn:video_lists",
         "//towers:classifier",
     ],
     "video_metrics_test": [

@@ -1,4 +1,4 @@
-"""Checks, before anything is restored, that a model_dir's checkpoint fits the graph asked for.
+"""Checks, before anything is restored, that a model_dir's checkpoint has the shapes of the graph asked for.
 
     problems(params) -> list[CheckpointMismatch]   # [] when no checkpoint or it fits
 

@@ -1,0 +1,121 @@
+"""Folders of one video's frames as JPEG files, and TV-L1 flow as two such folders (u, v).
+
+    count_frames(folder, claimed) -> (count, None) | (0, reason)   # frames 1..count, no gap
+    read_frames(folder, indices) -> uint8 [T, H, W, 3] ([T, H, W] grayscale)
+    flow_folders(flow_root, video) -> (u, v); count_flow_frames(flow_root, video)
+
+File names are 1-based `frame%06d.jpg` (this project's and the community UCF101 release's)
+or another `FRAME_PATTERNS` entry, found per folder (`frame_pattern`); `pattern=` takes any
+`%0Nd` name (`data_tools/layouts.py`). Frame indices given to the readers are 0-based.
+Standard library only, plus numpy and OpenCV inside `read_frames`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+  import numpy as np
+
+FRAME_PATTERN = 'frame%06d.jpg'
+FRAME_RE = re.compile(r'^frame(\d{6})\.jpg$', re.IGNORECASE)
+# File names of one video's frame folder that are read, in this order: this project's and
+# the community release's, then TSN's and mmaction's (`data_tools/layouts.py`).
+FRAME_PATTERNS = (FRAME_PATTERN, 'img_%05d.jpg')
+# Real jpegs_256 folders sometimes hold this many frames fewer than rgb.txt says.
+MISSING_TAIL_TOLERANCE = 3
+
+
+def name_regex(pattern: str) -> re.Pattern:
+  """Regex of the file names of `pattern` (`frame%06d.jpg`, `img_%05d.jpg`, ...), the frame
+  number as group 1; case-insensitive."""
+  m = re.search(r'%(0(\d+))?d', pattern)
+  if m is None:
+    raise ValueError(f'file name pattern {pattern!r} has no %0Nd frame number')
+  digits = rf'(\d{{{m.group(2)}}})' if m.group(2) else r'(\d+)'
+  return re.compile('^' + re.escape(pattern[:m.start()]) + digits +
+                    re.escape(pattern[m.end():]) + '$', re.IGNORECASE)
+
+
+def count_frames(folder: str, claimed: int | None = None,
+                 tolerance: int = MISSING_TAIL_TOLERANCE,
+                 pattern: str = FRAME_PATTERN, exact: bool = False
+                 ) -> tuple[int, str | None]:
+  """Usable frames of a folder of `pattern` files (1-based numbers): (count, None) or
+  (0, reason).
+
+  Frames must be 1..count without a gap. A folder holding up to `tolerance` frames fewer
+  than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
+  shortfall, a gap, an empty or missing folder give a reason instead, and with `exact` any
+  count other than `claimed` does (reason starting 'the list says').
+  """
+  if not os.path.isdir(folder):
+    return 0, f'missing frame folder {folder}'
+  regex = FRAME_RE if pattern == FRAME_PATTERN else name_regex(pattern)
+  indices = set()
+  for child in os.listdir(folder):
+    m = regex.match(child)
+    if m:
+      indices.add(int(m.group(1)))
+  if not indices:
+    return 0, f'no {pattern} files in {folder}'
+  last = max(indices)
+  gaps = [i for i in range(1, last + 1) if i not in indices]
+  if gaps:
+    shown = ', '.join(pattern % i for i in gaps[:5])
+    return 0, f'missing frames inside {folder}: {shown}{" ..." if len(gaps) > 5 else ""} ' \
+              f'({len(gaps)} of {last} missing)'
+  if exact and claimed is not None and last != claimed:
+    return 0, f'the list says {claimed} frames but {folder} holds {last}'
+  if claimed is not None and claimed - last > tolerance:
+    return 0, f'{folder} holds {last} frames but the list says {claimed}'
+  return last, None
+
+
+def frame_pattern(folder: str) -> str:
+  """The `FRAME_PATTERNS` entry whose frame 1 is in `folder` (per folder, so a tree mixing
+  them is read video by video); FRAME_PATTERN when none is."""
+  return next((p for p in FRAME_PATTERNS if os.path.isfile(os.path.join(folder, p % 1))),
+              FRAME_PATTERN)
+
+
+def frame_path(folder: str, index0: int, pattern: str = FRAME_PATTERN) -> str:
+  """Path of the frame with 0-based index `index0` (file names are 1-based)."""
+  return os.path.join(folder, pattern % (index0 + 1))
+
+
+def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
+                pattern: str = FRAME_PATTERN) -> np.ndarray:
+  """Reads frames (0-based indices) of `pattern` files as uint8 RGB [T, H, W, 3]
+  (grayscale: [T, H, W]).
+
+  Raises `IOError` naming the file if one cannot be decoded.
+  """
+  import cv2  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel,redefined-outer-name
+  frames = []
+  for i in indices:
+    path = frame_path(folder, int(i), pattern)
+    image = cv2.imread(path, cv2.IMREAD_GRAYSCALE if grayscale else cv2.IMREAD_COLOR)
+    if image is None:
+      raise IOError(f'cannot decode {path}')
+    frames.append(image if grayscale else cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+  return np.stack(frames)
+
+
+def flow_folders(flow_root: str, video: str) -> tuple[str, str]:
+  """(u, v) folders of a video's TV-L1 flow: `<flow_root>/u/<video>`, `<flow_root>/v/<video>`."""
+  return os.path.join(flow_root, 'u', video), os.path.join(flow_root, 'v', video)
+
+
+def count_flow_frames(flow_root: str, video: str) -> tuple[int, str | None]:
+  """Frames available in both u and v folders (see `count_frames`), or (0, reason)."""
+  counts = []
+  for folder in flow_folders(flow_root, video):
+    count, reason = count_frames(folder)
+    if reason:
+      return 0, reason
+    counts.append(count)
+  return min(counts), None

@@ -1,0 +1,242 @@
+"""What every dataset's layout shares: reading a user's text files, the video entries of a
+split, and the problems of bad input.
+
+    read_lines(path) -> [(line number, text)]      # every list, class or info file
+    VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
+    apply_split_rule(train, test, problems)        # a test video is never trained on
+    InputProblem / InputError                      # one unusable input; strict mode's error
+
+The readers of UCF101 (`input_fn/ucf101.py`), HMDB51 and MMAction2's lists
+(`input_fn/datasets.py`) build on these. Nothing here raises on bad input: readers return
+what they could read plus a list of `InputProblem`s (file, line, reason, kind), counted in
+videos; callers decide whether to skip (default) or fail (strict). Standard library only:
+the config (`towers/params.py`) imports it before TensorFlow loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from typing import Sequence
+
+VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.webm', '.mov')
+
+
+@dataclasses.dataclass(frozen=True)
+class InputProblem:
+  """One input (a list line, a video, a frame folder) that cannot be used, counted and
+  skipped (or, strict, raised as `InputError`); not an option's problem
+  (`command_line.options.Problem`): `source` file, 1-based `line` (0: not a line), why."""
+  source: str
+  line: int
+  reason: str
+  kind: str = 'bad input'
+  subset: str = ''  # the subset the line would have listed the video in, when known
+
+  def __str__(self) -> str:
+    where = f'{self.source}:{self.line}' if self.line else self.source
+    return f'{where}: {self.reason}'
+
+  def to_json(self) -> dict:
+    return {'input': self.source, 'line': self.line, 'kind': self.kind, 'reason': self.reason}
+
+
+def not_found(message: str, path: str, option: str | None = None) -> FileNotFoundError:
+  """A FileNotFoundError whose text is `message`, with the missing `path` as `path` and the
+  option naming it (e.g. 'test_list') as `option`."""
+  error = FileNotFoundError(message)
+  error.path = path
+  error.option = option
+  return error
+
+
+class InputError(ValueError):
+  """Raised in strict mode: the message names the file (and line) and the reason."""
+
+  def __init__(self, problem: InputProblem):
+    super().__init__(str(problem))
+    self.problem = problem
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassIndex:
+  """Class names in label order: `names[label0]`. Lookup is case-insensitive."""
+  names: tuple[str, ...]
+
+  def label(self, name: str) -> int | None:
+    """0-based label of `name` (any case), or None if it is not a class."""
+    return self._lookup.get(name.lower())
+
+  @functools.cached_property
+  def _lookup(self) -> dict[str, int]:
+    return {n.lower(): i for i, n in enumerate(self.names)}
+
+  def __len__(self) -> int:
+    return len(self.names)
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoEntry:
+  """One video of a split list.
+
+  `name` is the canonical name (`canonical_name`: the file stem with the class spelled as in
+  classInd.txt, e.g. `v_HandstandPushups_g08_c01`); `key` its lower-case form used for
+  every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of
+  classInd.txt, `label` 0-based.
+  `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
+  say where the entry came from. `identity`: the resolved path of the listed file or folder
+  where a list names videos by path (list datasets), '' where videos are matched by `key`.
+  """
+  name: str
+  class_name: str
+  label: int
+  group: int
+  clip: int
+  rel_path: str
+  index: int
+  source: str
+  line: int
+  identity: str = ''
+
+  @property
+  def key(self) -> str:
+    return self.name.lower()
+
+  @property
+  def video(self) -> str:
+    """What makes two entries the same video: `identity` when known, else `same_video(name)`."""
+    return self.identity or same_video(self.name)
+
+
+def same_video(name: str) -> str:
+  """The one rule of every train/test leakage check (prepare's split rule, training's check of
+  prepared records): two videos are the same when their names are, case included, as file
+  names on Linux are."""
+  return name
+
+
+def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
+  """The lines of a user's text file (split files, class lists, annotation lists, info
+  lists) as (1-based line number, text): every such file is read here, so a UTF-8 byte-order
+  mark, CRLF or CR line ends and trailing spaces or tabs read the same as without. The text
+  keeps its leading whitespace; blank lines are left out unless `blank`."""
+  with open(path, 'rb') as f:
+    data = f.read().decode('utf-8-sig', errors='replace')
+  lines = [(i + 1, line.rstrip()) for i, line in enumerate(data.splitlines())]
+  return lines if blank else [(number, text) for number, text in lines if text]
+
+
+def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -> str:
+  """First `root/<name>` that exists (and holds `must_contain`, any case); else `root`."""
+  for name in names:
+    candidate = os.path.join(root, name) if name else root
+    if os.path.isdir(candidate) and (must_contain is None or
+                                     find_child(candidate, must_contain) is not None):
+      return candidate
+  return root
+
+
+def find_child(directory: str, name: str) -> str | None:
+  """Path of the entry of `directory` called `name`, compared case-insensitively."""
+  exact = os.path.join(directory, name)
+  if os.path.exists(exact):
+    return exact
+  try:
+    for child in os.listdir(directory):
+      if child.lower() == name.lower():
+        return os.path.join(directory, child)
+  except OSError:
+    pass
+  return None
+
+
+@dataclasses.dataclass
+class Split:
+  """Train and test entries of one split, the class index, and list problems. `unused`:
+  videos the split files name for neither subset (HMDB51's id 0); `frame_folders`: lower-case
+  video name -> FrameInfo of a folder the lists name (MMAction2's rawframe lists)."""
+  classes: ClassIndex
+  train: list[VideoEntry]
+  test: list[VideoEntry]
+  problems: list[InputProblem]
+  unused: int = 0
+  frame_folders: dict = dataclasses.field(default_factory=dict)
+
+  def subset(self, name: str) -> list[VideoEntry]:
+    return {'train': self.train, 'test': self.test}[name]
+
+
+def apply_split_rule(train_entries: list[VideoEntry], test: list[VideoEntry],
+                     problems: list[InputProblem]) -> tuple[list[VideoEntry], list[InputProblem]]:
+  """(train without any video of `test`, `problems` plus one InputProblem per removed video):
+  a video listed for testing is never trained on (compared by `VideoEntry.video`: the
+  resolved path, else `same_video` of the name); train indices are renumbered 0..n-1."""
+  test_videos = {e.video for e in test}
+  train, problems = [], list(problems)
+  for e in train_entries:
+    if e.video in test_videos:
+      problems.append(InputProblem(e.source, e.line, f'{e.name} is also in the test list: '
+                              'kept out of training', 'test video in training list', 'train'))
+    else:
+      train.append(dataclasses.replace(e, index=len(train)))
+  return train, problems
+
+
+def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
+  """Path of `entry`'s video file under `video_root` (`rel_path`, e.g. `<Class>/<file>`,
+  each part matched case-insensitively; an absolute `rel_path` as it is), else None."""
+  if os.path.isabs(entry.rel_path):
+    return entry.rel_path if os.path.isfile(entry.rel_path) else None
+  path = video_root
+  for part in entry.rel_path.split('/'):
+    path = find_child(path, part)
+    if path is None:
+      return None
+  return path if os.path.isfile(path) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameInfo:
+  """One row of rgb.txt: video name, folder path, frame count it claims, 0-based label.
+  `exact`: the folder must hold exactly `num_frames` (MMAction2's `total_frames`), not up to
+  MISSING_TAIL_TOLERANCE fewer."""
+  name: str
+  path: str
+  num_frames: int
+  label: int
+  line: int
+  exact: bool = False
+
+
+def read_frame_list(path: str, num_classes: int | None = None
+                    ) -> tuple[dict[str, FrameInfo], list[InputProblem]]:
+  """Parses rgb.txt rows `name path nframes label0` into {lower-case name: FrameInfo}.
+
+  Relative paths are resolved against the list's directory.
+  """
+  infos: dict[str, FrameInfo] = {}
+  problems = []
+  base = os.path.dirname(path)
+  for number, text in read_lines(path):
+    parts = text.split()
+    if len(parts) != 4:
+      problems.append(InputProblem(path, number, f'malformed line {text!r} '
+                              '(expected "<name> <path> <nframes> <label0>")', 'malformed line'))
+      continue
+    name, folder, nframes, label = parts
+    try:
+      nframes_i, label_i = int(nframes), int(label)
+    except ValueError:
+      problems.append(InputProblem(path, number, f'malformed numbers in {text!r}', 'malformed line'))
+      continue
+    if num_classes is not None and not 0 <= label_i < num_classes:
+      problems.append(InputProblem(path, number, f'label {label_i} out of range 0..{num_classes - 1}',
+                              'label out of range'))
+      continue
+    name = os.path.basename(name.rstrip('/'))
+    if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
+      name = os.path.splitext(name)[0]  # HMDB51 names may hold other dots
+    folder = folder if os.path.isabs(folder) else os.path.join(base, folder)
+    infos[name.lower()] = FrameInfo(name, folder, nframes_i, label_i, number)
+  return infos, problems
