@@ -1247,6 +1247,18 @@ TEST_DEPS = {
         "//towers:train_main",
         "//towers:train_settings",
     ],
+    "one_training_path_test": [
+        "//command_line:status_file",
+        "//towers/cluster:evaluator",
+        "//towers/cluster:exports",
+        "//towers/cluster:final_evaluation",
+        "//towers/cluster:runners",
+        "//towers/cluster:spec",
+        "//towers/cluster:time_limit",
+        "//towers:params",
+        "//towers:train_and_evaluate_loop",
+        "//towers:training",
+    ],
     "optimization_test": [
         "//model_fn:gradients",
         "//model_fn:optimization",
