@@ -4,6 +4,9 @@
 
 Callers check first: `towers.training.train_and_evaluate` (the public call, on one
 machine); the cluster's runners get `make_exporters` through `towers.training.cluster_recipe`.
+What one machine and the cluster's roles share comes from `towers.cluster`: a rerun's
+decision (`final_evaluation.already_trained`), what follows each evaluation
+(`exports.export_all`) and the time-limit stop (`time_limit`).
 """
 
 from __future__ import annotations
