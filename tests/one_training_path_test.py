@@ -2,8 +2,9 @@
 decision that a run is finished (`final_evaluation.already_trained`), what follows each
 evaluation (`exports.export_all`, which records the final one) and the time-limit stop
 (`time_limit.stop_trainer`, `time_limit.stopped_before_the_end`) are each written once:
-spied on, every path goes through them, and a checkpoint at max_steps alone finishes no
-run on either path."""
+spied on, every path goes through them, a checkpoint at max_steps alone finishes no run
+on either path, and a restarted evaluator keeps a better earlier export, as one machine
+does."""
 
 import dataclasses
 import os
@@ -14,6 +15,7 @@ from unittest import mock
 import tensorflow as tf
 
 from command_line import status_file
+from model_fn.eval_spec import TOP_1
 from towers import train_and_evaluate_loop, training
 from towers.cluster import evaluator, exports, final_evaluation, runners, time_limit
 from towers.cluster.spec import ClusterTask
@@ -73,6 +75,22 @@ class OneTrainingPathTest(tf.test.TestCase):
     self.enter_context(mock.patch.object(runners.ChiefRunner, 'start_server'))
     self.enter_context(mock.patch.object(runners.ChiefRunner, 'finish'))
     return chief
+
+  def test_a_restarted_evaluator_keeps_a_better_earlier_export(self):
+    best = os.path.join(self.model_dir, 'export', 'best')
+    exported = os.listdir(best)
+    self.assertLen(exported, 1, 'one machine exported its best')
+    with tf.Graph().as_default():  # an earlier checkpoint's evaluation, better than any
+      writer = tf.compat.v1.summary.FileWriter(os.path.join(self.model_dir, 'eval'))
+      writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
+          tag=TOP_1, simple_value=1.01)]), global_step=1)
+      writer.close()
+    task_evaluator = evaluator.Evaluator(training.cluster_recipe(self.params), EVALUATOR)
+    newest = evaluator.listed_checkpoints(self.model_dir)[-1]
+    pinned = evaluator.pin(newest, os.path.join(self.model_dir, evaluator.PIN_DIR))
+    task_evaluator._evaluate(newest, pinned)  # pylint: disable=protected-access
+    self.assertIsNone(task_evaluator.last_failure)
+    self.assertEqual(os.listdir(best), exported, 'the better earlier export is kept')
 
   def test_every_evaluation_goes_through_export_all_on_one_machine_and_the_evaluator(self):
     final = [c for c in self.one_machine_exports if c.args[4]]

@@ -1249,6 +1249,7 @@ TEST_DEPS = {
     ],
     "one_training_path_test": [
         "//command_line:status_file",
+        "//model_fn:eval_spec",
         "//towers/cluster:evaluator",
         "//towers/cluster:exports",
         "//towers/cluster:final_evaluation",

@@ -93,8 +93,7 @@ def stopped_before_the_end(task_name: str, max_steps: int, where: str,
   max_steps and `where` the checkpoint is ('checkpoint at step N written')."""
   return StoppedBeforeTheEnd(
       f'{task_name}: stopped before max_steps={max_steps} for the job\'s time limit '
-      f'({where}); training continues from the latest checkpoint when the job is requeued '
-      'or resubmitted', step)
+      f'({where}); training continues from it when the job is requeued or resubmitted', step)
 
 
 def exit_on_signal(task_name: str, final_due: Callable[[], bool]) -> None:
