@@ -11,8 +11,9 @@ raises `EventError` for an event not declared there, or one missing a declared m
 an undeclared one or giving a member the wrong type, whether or not a status file is set.
 Events, generated from `EVENTS` by `bazel run //tools:status_events_doc` ([optional]):
   already_trained {step: int, max_steps: int}
-      the model_dir holds a checkpoint at `step` >= max_steps and its final evaluation (one
-      machine: towers/final_evaluation.py): nothing to do, nothing written
+      the model_dir holds a checkpoint at `step` >= max_steps and its final evaluation
+      (towers/cluster/final_evaluation.py; one machine and every cluster task but the ps):
+      nothing to do, nothing written
   checkpoints_skipped {skipped: int, step: int, last_step: int | None}
       a lagging evaluator skips `skipped` checkpoints: it evaluates `step` next, after
       `last_step`
@@ -126,8 +127,8 @@ class Event:
 EVENTS: dict[str, Event] = {
     'already_trained': Event({'step': int, 'max_steps': int},
         'the model_dir holds a checkpoint at `step` >= max_steps and its final evaluation '
-        '(one machine: towers/final_evaluation.py): nothing to do, nothing '
-        'written'),
+        '(towers/cluster/final_evaluation.py; one machine and every cluster task but the '
+        'ps): nothing to do, nothing written'),
     'checkpoints_skipped': Event({'skipped': int, 'step': int, 'last_step': int | None},
         'a lagging evaluator skips `skipped` checkpoints: it evaluates `step` next, after '
         '`last_step`'),

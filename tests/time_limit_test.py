@@ -89,8 +89,10 @@ class TimeLimitTest(tf.test.TestCase):
       time.sleep(0.005)
     _, stderr = process.communicate(timeout=LIMIT)
     self.assertEqual(process.returncode, 0, stderr[-3000:])
-    # The final checkpoint is there: the evaluator evaluates it despite the signal (here
-    # its chief is already gone, as after a finished training).
+    # The final checkpoint is there without its final evaluation, as a cluster's chief
+    # leaves it: the evaluator evaluates it despite the signal (here its chief is already
+    # gone, as after a finished training).
+    os.remove(os.path.join(model_dir, 'final_evaluation.json'))
     chief = f'127.0.0.1:{pick_free_ports(1)[0]}'
     status = os.path.join(self.create_tempdir().full_path, 'evaluator.events.jsonl')
     evaluator = self.train(model_dir, '--max_steps=4', '--task_type=evaluator',
@@ -103,6 +105,8 @@ class TimeLimitTest(tf.test.TestCase):
     evaluated = status_file.values(status_file.read(status), 'evaluation', 'step')
     self.assertNotEmpty(evaluated, stderr[-3000:])
     self.assertEqual(evaluated[-1], 4, 'the final checkpoint was evaluated last')
+    self.assertTrue(os.path.exists(os.path.join(model_dir, 'final_evaluation.json')),
+                    'the run is finished')
 
   def test_local_cluster_counts_a_stop_for_the_time_limit_as_a_stop(self):
     # The tasks' own side is above; here, what the launcher makes of their exit codes.

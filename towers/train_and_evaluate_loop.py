@@ -4,6 +4,9 @@
 
 Callers check first: `towers.training.train_and_evaluate` (the public call, on one
 machine); the cluster's runners get `make_exporters` through `towers.training.cluster_recipe`.
+What one machine and the cluster's roles share comes from `towers.cluster`: a rerun's
+decision (`final_evaluation.already_trained`), what follows each evaluation
+(`exports.export_all`) and the time-limit stop (`time_limit`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from command_line import status_file
 from model_fn.networks import Network
 from input_fn import factory
 from model_fn.eval_spec import PER_CLASS, TOP_1
-from towers import export_info, final_evaluation
+from towers import export_info
 from towers.checkpoints import checkpoint_step
-from towers.cluster import time_limit
+from towers.cluster import exports, final_evaluation, time_limit
 from towers.cluster.evaluator import step_of
+from towers.cluster.final_evaluation import scalars
 from towers.estimator import build_estimator, serving_input_receiver_fn
 from towers.params import TrainParams
 
@@ -54,13 +58,6 @@ class EvaluationLine(tf.estimator.Exporter):
                                   for a in eval_result.get(PER_CLASS, ())])
 
 
-def scalars(metrics: dict[str, Any]) -> dict[str, float]:
-  """The metrics that are one number, as floats: not the per-class vector, not the image
-  summaries (serialized bytes)."""
-  return {k: float(v) for k, v in metrics.items()
-          if not isinstance(v, bytes) and getattr(v, 'size', 1) == 1}
-
-
 def protocol(clips: int, crops: int) -> str:
   """'3 clips x 1 crop': the views a video-level number averages."""
   return f'{clips} clip{"s" * (clips != 1)} x {crops} crop{"s" * (crops != 1)}'
@@ -80,22 +77,45 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
 
 
 class CleanBestExporter(tf.estimator.BestExporter):
-  """BestExporter that leaves nothing behind when an export fails (a full disk): the
-  SavedModel is written to `<export_path>/temp-<timestamp>` and renamed when complete;
-  a failure or an interrupt (Ctrl-C) removes that partial directory, then raises."""
+  """BestExporter that keeps a better earlier export and leaves nothing behind when an
+  export fails (a full disk).
+
+  The best rule: until it has exported once in this process (a resumed run, a rerun that
+  finishes the final evaluation, a restarted evaluator), an evaluation is exported only
+  when `<export_path>` holds no export or its top-1 beats every evaluation of an earlier
+  checkpoint (`final_evaluation.best_top_1_before`); after that, BestExporter's own
+  (higher top-1 than the best so far). The SavedModel is written to
+  `<export_path>/temp-<timestamp>` and renamed when complete; a failure or an interrupt
+  (Ctrl-C) removes that partial directory, then raises."""
+
+  def __init__(self, **kwargs) -> None:
+    super().__init__(**kwargs)
+    self._exported = False
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
+    if not self._exported and self._outdone(estimator.model_dir, export_path, eval_result):
+      return None
     before = set(tf.io.gfile.listdir(export_path)) if tf.io.gfile.isdir(export_path) else set()
     try:
-      return super().export(estimator, export_path, checkpoint_path, eval_result,
-                            is_the_final_export)
+      result = super().export(estimator, export_path, checkpoint_path, eval_result,
+                              is_the_final_export)
     except BaseException:  # pylint: disable=broad-except  (re-raised)
       if tf.io.gfile.isdir(export_path):
         for name in set(tf.io.gfile.listdir(export_path)) - before:
           if name.rstrip('/').startswith('temp-'):
             tf.io.gfile.rmtree(os.path.join(export_path, name.rstrip('/')))
       raise
+    self._exported = self._exported or result is not None
+    return result
+
+  @staticmethod
+  def _outdone(model_dir: str, export_path: str, eval_result: dict[str, Any]) -> bool:
+    """Whether an export in `export_path` is kept: an earlier checkpoint's top-1 is at
+    least this evaluation's."""
+    best = final_evaluation.best_top_1_before(model_dir, int(eval_result['global_step']))
+    return (best is not None and eval_result[TOP_1] <= best and
+            bool(tf.io.gfile.glob(os.path.join(export_path, '*', 'saved_model.pb'))))
 
 
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
@@ -119,35 +139,17 @@ def trained_step(params: TrainParams) -> int | None:
   return step if step is not None and step >= params.max_steps else None
 
 
-def reached_max_steps(params: TrainParams) -> bool:
-  """Whether model_dir's latest checkpoint is at max_steps (False while it cannot be read,
-  e.g. being replaced): a time-limit signal from then on stops nothing."""
-  try:
-    return trained_step(params) is not None
-  except (tf.errors.OpError, ValueError):
-    return False
-
-
 def finish(params: TrainParams, network: Network | None, step: int) -> dict[str, Any]:
-  """The final evaluation of checkpoint `step` (>= max_steps) and its export, for a run
-  interrupted after its last checkpoint; returns the metrics. The best export is made
-  again when model_dir/export/best holds none or `step`'s top-1 beats every earlier one."""
+  """The final evaluation of checkpoint `step` (>= max_steps) and its export
+  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint; returns
+  the metrics."""
   logging.info('%s holds a checkpoint at step %d >= max_steps=%d without its final '
                'evaluation: evaluating and exporting it', params.model_dir, step,
                params.max_steps)
-  estimator = build_estimator(params, network)
-  checkpoint = tf.train.latest_checkpoint(params.model_dir)
-  best_before = final_evaluation.best_top_1_before(params.model_dir, step)
-  metrics = estimator.evaluate(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
-                               steps=params.eval_steps or None, checkpoint_path=checkpoint)
-  export_base = os.path.join(params.model_dir, 'export')
-  kept = (best_before is not None and metrics[TOP_1] <= best_before and
-          bool(tf.io.gfile.glob(os.path.join(export_base, 'best', '*', 'saved_model.pb'))))
-  for exporter in make_exporters(params):
-    if not (kept and isinstance(exporter, CleanBestExporter)):
-      exporter.export(estimator, os.path.join(export_base, exporter.name), checkpoint,
-                      metrics, is_the_final_export=True)
-  return metrics
+  return exports.evaluate_and_export(
+      build_estimator(params, network), factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+      params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
+      make_exporters(params), params.max_steps)
 
 
 def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
@@ -156,34 +158,28 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   model to `model_dir/export/best` (with class names and input settings,
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A model_dir already trained to max_steps returns {} at once when its final evaluation is
-  recorded (`towers/final_evaluation.py`), else it does that evaluation and export (`finish`).
+  A finished model_dir returns {} at once (`final_evaluation.already_trained`, as a
+  cluster's tasks decide); one trained to max_steps without its final evaluation does that
+  evaluation and export (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
   After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
   raises `StoppedBeforeTheEnd`."""
   trained = trained_step(params)
-  if trained is not None and final_evaluation.evaluated_step(params.model_dir) == trained:
-    logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
-                 params.model_dir, trained, params.max_steps)
-    status_file.record('already_trained', step=trained, max_steps=params.max_steps)
+  if final_evaluation.already_trained(params.model_dir, params.max_steps, trained):
     return {}
   if trained is not None:
-    metrics = finish(params, network, trained)
-    final_evaluation.write(params.model_dir, trained, scalars(metrics))
-    return metrics
+    return finish(params, network, trained)
   estimator = build_estimator(params, network)
-  exporters = make_exporters(params)
   # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
   # StoppedBeforeTheEnd, without the evaluation that would follow it.
   train_spec = tf.estimator.TrainSpec(
       factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=params.max_steps,
       hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
-                                    steps=params.eval_steps or None, exporters=exporters,
+                                    steps=params.eval_steps or None,
+                                    exporters=[exports.Exports(make_exporters(params))],
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   metrics = result[0] if result and result[0] else {}
-  if metrics:  # the last checkpoint's evaluation and export are done: the run is finished
-    final_evaluation.write(params.model_dir, int(metrics['global_step']), scalars(metrics))
   if metrics and params.export_savedmodel:
     logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
   return metrics

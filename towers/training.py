@@ -100,8 +100,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
         logging.info('%s', line)
     if task is None:
       if threading.current_thread() is threading.main_thread():
-        time_limit.stop_on_signal(
-            'train', lambda: train_and_evaluate_loop.reached_max_steps(params))
+        time_limit.stop_trainer('train', lambda: checkpoint_step(params.model_dir),
+                                params.max_steps)
       return train_and_evaluate_loop.run(params, network)
     return runners.run_task(cluster_recipe(params), task)
   finally:

@@ -660,10 +660,6 @@ MODULES = {
             "//input_fn:manifest",
             "//input_fn:ucf101",
         ]),
-        ("final_evaluation.py", "final_evaluation", [
-            "//input_fn:json_files",
-            "//model_fn:eval_spec",
-        ]),
         ("flags.py", "flags", [
             ":params",
             "//command_line:cli",
@@ -700,13 +696,14 @@ MODULES = {
             ":checkpoints",
             ":estimator",
             ":export_info",
-            ":final_evaluation",
             ":params",
             "//command_line:status_file",
             "//input_fn:factory",
             "//model_fn/networks",
             "//model_fn:eval_spec",
             "//towers/cluster:evaluator",
+            "//towers/cluster:exports",
+            "//towers/cluster:final_evaluation",
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
@@ -777,11 +774,21 @@ MODULES = {
         ]),
         ("evaluator.py", "evaluator", [
             ":base_runner",
+            ":exports",
+            ":final_evaluation",
             ":shutdown",
             ":spec",
             ":time_limit",
             ":watchdog",
             "//command_line:status_file",
+        ]),
+        ("exports.py", "exports", [
+            ":final_evaluation",
+        ]),
+        ("final_evaluation.py", "final_evaluation", [
+            "//command_line:status_file",
+            "//input_fn:json_files",
+            "//model_fn:eval_spec",
         ]),
         ("gpus.py", "gpus", [
             ":spec",
@@ -824,6 +831,7 @@ MODULES = {
         ("runners.py", "runners", [
             ":base_runner",
             ":evaluator",
+            ":final_evaluation",
             ":model_ready",
             ":shutdown",
             ":spec",
@@ -1308,6 +1316,19 @@ TEST_DEPS = {
         "//towers:params",
         "//towers:train_main",
         "//towers:train_settings",
+    ],
+    "one_training_path_test": [
+        "//command_line:status_file",
+        "//model_fn:eval_spec",
+        "//towers/cluster:evaluator",
+        "//towers/cluster:exports",
+        "//towers/cluster:final_evaluation",
+        "//towers/cluster:runners",
+        "//towers/cluster:spec",
+        "//towers/cluster:time_limit",
+        "//towers:params",
+        "//towers:train_and_evaluate_loop",
+        "//towers:training",
     ],
     "optimization_test": [
         "//model_fn:gradients",

@@ -11,7 +11,9 @@ on to the newest. When it skips checkpoints it says how many on one line.
 It ends once it has evaluated the newest checkpoint, at or past `max_steps`, after the
 chief has exited (the chief's final checkpoint comes after every worker's last step).
 The time-limit signal stops it at once, except when that final checkpoint is there: then
-it finishes its evaluation (`towers/cluster/time_limit.py`).
+it finishes its evaluation (`towers/cluster/time_limit.py`). Each evaluation is followed
+by its exports, and the final one by the record that the run is finished, as on one
+machine (`towers/cluster/exports.py`); a rerun of a finished run evaluates nothing.
 An evaluation that fails is reported on one line and the evaluator goes on with the next
 checkpoint; a failed final evaluation raises `EvaluationFailed`. A chief unreachable for
 `--chief_lost_secs` before training reached max_steps raises `ChiefLost`.
@@ -30,7 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
-from towers.cluster import time_limit
+from towers.cluster import exports, final_evaluation, time_limit
 from towers.cluster.base_runner import Recipe
 from towers.cluster.shutdown import reachable
 from towers.cluster.spec import ClusterTask
@@ -191,12 +193,9 @@ class Evaluator:
     one line and remembered; {} then."""
     self.last_step = checkpoint.step
     try:
-      metrics = self._estimator.evaluate(self._input_fn, steps=self._params.eval_steps or None,
-                                         checkpoint_path=pinned)
-      export_base = os.path.join(self._params.model_dir, 'export')
-      for exporter in self._exporters:
-        exporter.export(self._estimator, os.path.join(export_base, exporter.name), pinned,
-                        metrics, checkpoint.step >= self._params.max_steps)
+      metrics = exports.evaluate_and_export(self._estimator, self._input_fn,
+                                            self._params.eval_steps or None, pinned,
+                                            self._exporters, self._params.max_steps)
       self.last_failure = None
       return metrics
     except Exception as e:  # pylint: disable=broad-except
@@ -211,7 +210,11 @@ class Evaluator:
 
 
 def evaluate_until_final(recipe: Recipe, task: ClusterTask) -> dict[str, Any]:
-  """The evaluator task's life: see the module docstring."""
+  """The evaluator task's life: see the module docstring. A finished run
+  (`final_evaluation.already_trained`) returns {} at once."""
+  params = recipe.params
+  if final_evaluation.already_trained(params.model_dir, params.max_steps, recipe.trained_step()):
+    return {}
   evaluator = Evaluator(recipe, task)
   time_limit.exit_on_signal('evaluator', evaluator.final_due)
   return evaluator.run()

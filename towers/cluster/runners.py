@@ -32,7 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
-from towers.cluster import evaluator, shutdown, time_limit
+from towers.cluster import evaluator, final_evaluation, shutdown, time_limit
 from towers.cluster.base_runner import Recipe, Runner, assign_gpus
 from towers.cluster.model_ready import ModelReadyHook
 from towers.cluster.spec import ClusterTask, check_port_free
@@ -67,14 +67,11 @@ class TrainerRunner(Runner):
   def start(self) -> dict[str, Any]:
     params, task = self.params, self.task
     check_port_free(task)
-    stop = time_limit.stop_on_signal(task.name)
+    stop = time_limit.stop_trainer(task.name, self.recipe.trained_step, params.max_steps)
     server = self.start_server()
     self.watch(server)
-    finished = self.recipe.trained_step()
-    if finished is not None and finished >= params.max_steps:
-      logging.info('%s already holds a checkpoint at step %d >= max_steps=%d: nothing to do',
-                   params.model_dir, finished, params.max_steps)
-      status_file.record('already_trained', step=finished, max_steps=params.max_steps)
+    if final_evaluation.already_trained(params.model_dir, params.max_steps,
+                                        self.recipe.trained_step()):
       self.finish(server.target, f'{params.model_dir} was already trained')
       return {}
     ps_watchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
@@ -112,10 +109,8 @@ class TrainerRunner(Runner):
   def stopped(self, target: str) -> None:
     """The time-limit signal stopped training: raises `StoppedBeforeTheEnd`."""
     del target
-    raise time_limit.StoppedBeforeTheEnd(
-        f'{self.task.name}: stopped before max_steps={self.params.max_steps} for the job\'s '
-        f'time limit ({self.where_the_checkpoint_is()}); training continues from the latest '
-        'checkpoint when the job is requeued or resubmitted')
+    raise time_limit.stopped_before_the_end(self.task.name, self.params.max_steps,
+                                            self.where_the_checkpoint_is())
 
   def where_the_checkpoint_is(self) -> str:
     raise NotImplementedError

@@ -69,6 +69,33 @@ def stop_on_signal(task_name: str,
   return STOP
 
 
+def stop_trainer(task_name: str, trained_step: Callable[[], int | None],
+                 max_steps: int) -> threading.Event:
+  """The time-limit stop of every trainer (one machine, chief, worker): `stop_on_signal`,
+  whose line says it stops nothing once `trained_step()` (model_dir's latest checkpoint's
+  step, None when none; unreadable, e.g. being replaced, counts as not yet) reaches
+  `max_steps`."""
+
+  def trained() -> bool:
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    try:
+      step = trained_step()
+    except (tf.errors.OpError, ValueError):
+      return False
+    return step is not None and step >= max_steps
+
+  return stop_on_signal(task_name, trained)
+
+
+def stopped_before_the_end(task_name: str, max_steps: int, where: str,
+                           step: int | None = None) -> StoppedBeforeTheEnd:
+  """The error every trainer stopped by the signal raises: its one line names the task,
+  max_steps and `where` the checkpoint is ('checkpoint at step N written')."""
+  return StoppedBeforeTheEnd(
+      f'{task_name}: stopped before max_steps={max_steps} for the job\'s time limit '
+      f'({where}); training continues from it when the job is requeued or resubmitted', step)
+
+
 def exit_on_signal(task_name: str, final_due: Callable[[], bool]) -> None:
   """The evaluator's STOP_SIGNAL handler: when `final_due()` (the final checkpoint is
   there) one line says it finishes that evaluation, and it goes on; else one line, then
@@ -126,9 +153,7 @@ def stop_hook(stop: threading.Event, checkpoint_dir: str | None = None,
         run_context.request_stop()
         return
       savers[0].save(session, os.path.join(checkpoint_dir, 'model.ckpt'), global_step=step)
-      raise StoppedBeforeTheEnd(
-          f'train: stopped before max_steps={max_steps} for the job\'s time limit '
-          f'(checkpoint at step {step} written); training continues from it when the job '
-          'is requeued or resubmitted', int(step))
+      raise stopped_before_the_end('train', max_steps, f'checkpoint at step {step} written',
+                                   int(step))
 
   return StopHook()

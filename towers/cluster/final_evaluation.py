@@ -1,11 +1,13 @@
-"""The file that says a one-machine run is finished: `<model_dir>/final_evaluation.json`.
+"""The file that says a run is finished: `<model_dir>/final_evaluation.json`.
 
+    already_trained(model_dir, max_steps, trained) -> bool   a rerun's one decision
     write(model_dir, step, metrics)           once the final evaluation and export are done
     evaluated_step(model_dir) -> int | None   the checkpoint step that file is about
     best_top_1_before(model_dir, step)        the best top-1 of the evaluations before `step`
 
-A checkpoint at max_steps alone does not finish a run: the final evaluation and the best
-export follow it, and a run interrupted during them (Ctrl-C) does them on its next start.
+A checkpoint at max_steps alone does not finish a run, on one machine or on a cluster: the
+final evaluation and the best export follow it (`towers/cluster/exports.py` writes this
+file after them), and a run interrupted during them (Ctrl-C) does them on its next start.
 The file is written last and atomically: {step: the checkpoint's global step, metrics:
 {name: float}} (the final evaluation's one-number metrics).
 """
@@ -18,10 +20,33 @@ from typing import Any, Iterator
 
 import tensorflow as tf
 
+from absl import logging
+
+from command_line import status_file
 from input_fn import json_files
 from model_fn.eval_spec import TOP_1
 
 FILE_NAME = 'final_evaluation.json'
+
+
+def already_trained(model_dir: str, max_steps: int, trained: int | None) -> bool:
+  """Whether the run in `model_dir` is finished: its latest checkpoint (step `trained`,
+  None when none) is at or past `max_steps` and this file names it. Then one line says
+  there is nothing to do and the `already_trained` event is recorded; a rerun of a finished
+  run (one machine, or any cluster task but the ps) does nothing more."""
+  if trained is None or trained < max_steps or evaluated_step(model_dir) != trained:
+    return False
+  logging.info('%s already holds a checkpoint at step %d >= max_steps=%d and its final '
+               'evaluation: nothing to do', model_dir, trained, max_steps)
+  status_file.record('already_trained', step=trained, max_steps=max_steps)
+  return True
+
+
+def scalars(metrics: dict[str, Any]) -> dict[str, float]:
+  """The metrics that are one number, as floats: not the per-class vector, not the image
+  summaries (serialized bytes)."""
+  return {k: float(v) for k, v in metrics.items()
+          if not isinstance(v, bytes) and getattr(v, 'size', 1) == 1}
 
 
 def write(model_dir: str, step: int, metrics: dict[str, float]) -> None:

@@ -1,0 +1,159 @@
+"""Specification: one machine and the cluster's roles share one training path. A rerun's
+decision that a run is finished (`final_evaluation.already_trained`), what follows each
+evaluation (`exports.export_all`, which records the final one) and the time-limit stop
+(`time_limit.stop_trainer`, `time_limit.stopped_before_the_end`) are each written once:
+spied on, every path goes through them, a checkpoint at max_steps alone finishes no run
+on either path, and a restarted evaluator keeps a better earlier export, as one machine
+does."""
+
+import dataclasses
+import os
+import signal
+import threading
+from unittest import mock
+
+import tensorflow as tf
+
+from command_line import status_file
+from model_fn.eval_spec import TOP_1
+from towers import train_and_evaluate_loop, training
+from towers.cluster import evaluator, exports, final_evaluation, runners, time_limit
+from towers.cluster.spec import ClusterTask
+from towers.params import make_params
+
+TASK = ClusterTask({'chief': ('127.0.0.1:1',), 'ps': ('127.0.0.1:2',)}, 'chief', 0, 'flags')
+EVALUATOR = ClusterTask(TASK.cluster, 'evaluator', 0, 'flags')
+
+
+def small_params(model_dir: str, max_steps: int = 2):
+  return make_params(model='c3d_small', data_source='synthetic', num_classes=3, clip_frames=4,
+                     crop_size=16, batch_size=8, num_towers=1, lr_schedule='constant',
+                     lr_values=[0.02], max_steps=max_steps, save_checkpoints_steps=40,
+                     log_every_steps=10, synthetic_eval_examples=16, model_dir=model_dir)
+
+
+def fake_estimator(model_dir: str) -> mock.Mock:
+  """A chief's Estimator whose `train` does nothing (what is asserted comes before)."""
+  estimator = mock.Mock()
+  estimator.config.save_checkpoints_secs = None
+  estimator.config.save_checkpoints_steps = 40
+  estimator.config.checkpoint_save_graph_def = False
+  estimator.model_dir = model_dir
+  return estimator
+
+
+class OneTrainingPathTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # One real run on one machine, trained, evaluated and exported to max_steps=2.
+    cls.model_dir = os.path.join(tf.compat.v1.test.get_temp_dir(), 'run')
+    cls.params = small_params(cls.model_dir)
+    with mock.patch.object(exports, 'export_all', wraps=exports.export_all) as spy:
+      train_and_evaluate_loop.run(cls.params)
+    cls.one_machine_exports = spy.call_args_list
+
+  def setUp(self):
+    super().setUp()
+    self.events = os.path.join(self.create_tempdir().full_path, 'events.jsonl')
+    self.enter_context(mock.patch.dict(os.environ, {status_file.STATUS_FILE_ENV: self.events}))
+    handler = signal.getsignal(time_limit.STOP_SIGNAL)
+    self.addCleanup(signal.signal, time_limit.STOP_SIGNAL, handler)
+
+  def recorded(self, event: str) -> list[dict]:
+    return [e for e in status_file.read(self.events) if e['event'] == event] if (
+        os.path.exists(self.events)) else []
+
+  def chief(self, recipe_params) -> runners.ChiefRunner:
+    """The chief of `recipe_params` without a server, a ps or a training step."""
+    recipe = dataclasses.replace(training.cluster_recipe(recipe_params),
+                                 estimator=lambda task: fake_estimator(self.model_dir))
+    chief = runners.ChiefRunner(recipe, TASK)
+    self.enter_context(mock.patch.object(runners, 'check_port_free'))
+    self.enter_context(mock.patch.object(runners, 'ps_watchdog'))
+    self.enter_context(mock.patch.object(runners.ChiefRunner, 'start_server'))
+    self.enter_context(mock.patch.object(runners.ChiefRunner, 'finish'))
+    return chief
+
+  def test_a_restarted_evaluator_keeps_a_better_earlier_export(self):
+    best = os.path.join(self.model_dir, 'export', 'best')
+    exported = os.listdir(best)
+    self.assertLen(exported, 1, 'one machine exported its best')
+    with tf.Graph().as_default():  # an earlier checkpoint's evaluation, better than any
+      writer = tf.compat.v1.summary.FileWriter(os.path.join(self.model_dir, 'eval'))
+      writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
+          tag=TOP_1, simple_value=1.01)]), global_step=1)
+      writer.close()
+    task_evaluator = evaluator.Evaluator(training.cluster_recipe(self.params), EVALUATOR)
+    newest = evaluator.listed_checkpoints(self.model_dir)[-1]
+    pinned = evaluator.pin(newest, os.path.join(self.model_dir, evaluator.PIN_DIR))
+    task_evaluator._evaluate(newest, pinned)  # pylint: disable=protected-access
+    self.assertIsNone(task_evaluator.last_failure)
+    self.assertEqual(os.listdir(best), exported, 'the better earlier export is kept')
+
+  def test_every_evaluation_goes_through_export_all_on_one_machine_and_the_evaluator(self):
+    final = [c for c in self.one_machine_exports if c.args[4]]
+    self.assertLen(final, 1, 'one machine: the final evaluation went through export_all')
+    self.assertEqual(final_evaluation.evaluated_step(self.model_dir), 2)
+    os.remove(os.path.join(self.model_dir, final_evaluation.FILE_NAME))
+    recipe = training.cluster_recipe(self.params)
+    task_evaluator = evaluator.Evaluator(recipe, EVALUATOR)
+    newest = evaluator.listed_checkpoints(self.model_dir)[-1]
+    pinned = evaluator.pin(newest, os.path.join(self.model_dir, evaluator.PIN_DIR))
+    with mock.patch.object(exports, 'export_all', wraps=exports.export_all) as spy:
+      metrics = task_evaluator._evaluate(newest, pinned)  # pylint: disable=protected-access
+    self.assertEqual(int(metrics['global_step']), 2)
+    self.assertLen([c for c in spy.call_args_list if c.args[4]], 1,
+                   'the evaluator: the final evaluation went through export_all')
+    self.assertEqual(final_evaluation.evaluated_step(self.model_dir), 2,
+                     'the evaluator records the run as finished, as one machine does')
+
+  def test_a_rerun_is_decided_by_already_trained_on_every_path(self):
+    final_evaluation.write(self.model_dir, 2, {})
+    recipe = training.cluster_recipe(self.params)
+    with mock.patch.object(final_evaluation, 'already_trained',
+                           wraps=final_evaluation.already_trained) as spy:
+      self.assertEqual(train_and_evaluate_loop.run(self.params), {})
+      self.assertEqual(evaluator.evaluate_until_final(recipe, EVALUATOR), {})
+      self.assertEqual(self.chief(self.params).start(), {})
+    self.assertEqual([c.args for c in spy.call_args_list], [(self.model_dir, 2, 2)] * 3)
+    self.assertEqual([(e['step'], e['max_steps']) for e in self.recorded('already_trained')],
+                     [(2, 2)] * 3)
+
+  def test_a_checkpoint_at_max_steps_without_its_final_evaluation_finishes_no_run(self):
+    os.remove(os.path.join(self.model_dir, final_evaluation.FILE_NAME))
+    self.chief(self.params).start()
+    self.assertEqual(self.recorded('already_trained'), [],
+                     'the chief leaves the final evaluation to the evaluator')
+
+  def test_the_time_limit_stop_is_one_for_one_machine_and_the_cluster(self):
+    with mock.patch.object(time_limit, 'stop_trainer', wraps=time_limit.stop_trainer) as spy:
+      with mock.patch.object(train_and_evaluate_loop, 'run', return_value={}):
+        training.train_and_evaluate(small_params(self.create_tempdir().full_path))
+      self.chief(self.params).start()
+    self.assertEqual([c.args[0] for c in spy.call_args_list], ['train', TASK.name])
+    self.assertEqual([c.args[2] for c in spy.call_args_list], [2, 2])
+    stop = threading.Event()
+    stop.set()
+    one_machine = time_limit.stop_hook(stop, self.create_tempdir().full_path, 100)
+    with tf.Graph().as_default():
+      tf.compat.v1.train.create_global_step()
+      tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS,
+                                     tf.compat.v1.train.Saver())
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        context = tf.compat.v1.train.SessionRunContext(None, session)
+        with self.assertRaises(time_limit.StoppedBeforeTheEnd) as train_stopped:
+          one_machine.after_run(context, None)
+    chief = self.chief(dataclasses.replace(self.params, max_steps=100))
+    with mock.patch.object(runners.ChiefRunner, 'where_the_checkpoint_is',
+                           return_value='checkpoint at step 0 written'):
+      with self.assertRaises(time_limit.StoppedBeforeTheEnd) as chief_stopped:
+        chief.stopped('target')
+    self.assertEqual(str(chief_stopped.exception).replace(TASK.name, 'train', 1),
+                     str(train_stopped.exception), 'one message, its task named')
+
+
+if __name__ == '__main__':
+  tf.test.main()
