@@ -1,5 +1,5 @@
-"""Specification: classifying videos with a trained model (`towers.classifier.classify` and
-//towers:classify), and evaluation with three crops per clip.
+"""Specification: classifying videos with a trained model (`serving.classifier.classify` and
+//serving:classify), and evaluation with three crops per clip.
 
 Data: synthetic UCF101 of 4 motion classes (MoveRight, MoveLeft, MoveDown, MoveUp, all
 Speed1), 24x20 frames, written as .avi with TV-L1 flow; RGB and flow records prepared from
@@ -27,7 +27,8 @@ from input_fn import video_io
 from command_line import entry
 from command_line.options import options_named
 from tests import program_runs, tiny_records
-from towers import classifier, evaluate_two_stream, export_info, preflight, two_stream
+from serving import classifier, evaluate_two_stream, export_info, two_stream
+from towers import preflight
 from towers import params as params_lib
 from towers.estimator import build_estimator
 from input_fn.factory import make_input_fn
@@ -227,10 +228,10 @@ class ClassifyTest(tf.test.TestCase):
     self.assertEqual([r.video for r in results], [video, self.test_videos[1], folder])
     self.assertEqual([r.ok for r in results], [True] * 3)
 
-  # --- //towers:classify ------------------------------------------------------------------------
+  # --- //serving:classify ------------------------------------------------------------------------
 
   def run_tool(self, *args):
-    return program_runs.run('towers.classify_main', *args, timeout=300)
+    return program_runs.run('serving.classify_main', *args, timeout=300)
 
   def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):
     bad = os.path.join(self.root, 'bad')
@@ -317,7 +318,7 @@ class ClassifyTest(tf.test.TestCase):
   def test_three_crops_of_frames_too_small_for_them_are_refused_before_work(self):
     """24x20 frames: 3 crops of 22 would be windows 20 high stretched to 22 x 22, 3 crops of
     24 the same frame three times. Refused by train's preflight (records and videos alike),
-    //towers:evaluate_two_stream and classify, never evaluated as '3 crops'."""
+    //serving:evaluate_two_stream and classify, never evaluated as '3 crops'."""
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 16, 3))
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 22, 1))  # as training cuts it
     # Short side below the crop (windows, then the same frame), long side too short.

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tests import tiny_records
 from towers import params as params_lib
-from towers import two_stream
+from serving import two_stream
 from towers.training import train_and_evaluate
 
 CLIPS_PER_VIDEO = 2

@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
+from command_line.console import protocol
 from model_fn.networks import Network
 from input_fn import factory
 from model_fn.eval_spec import PER_CLASS, TOP_1
@@ -59,11 +60,6 @@ def scalars(metrics: dict[str, Any]) -> dict[str, float]:
   summaries (serialized bytes)."""
   return {k: float(v) for k, v in metrics.items()
           if not isinstance(v, bytes) and getattr(v, 'size', 1) == 1}
-
-
-def protocol(clips: int, crops: int) -> str:
-  """'3 clips x 1 crop': the views a video-level number averages."""
-  return f'{clips} clip{"s" * (clips != 1)} x {crops} crop{"s" * (crops != 1)}'
 
 
 def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:

@@ -1,10 +1,10 @@
 """Classify videos with a trained model: `classify(videos, model)`, the library behind
-//towers:classify.
+//serving:classify.
 
 `model` is an exported SavedModel directory or a model_dir (its newest `export/best/`), or a
 loaded `Classifier` (one stream, or an RGB and a Flow model fused as two-stream evaluation
 fuses them: `(1 - flow_weight) * rgb + flow_weight * flow`). What the export says
-(`towers/export_info.py`: class names, stream, clip length, crop, the frames' short side, the
+(`serving/export_info.py`: class names, stream, clip length, crop, the frames' short side, the
 flow extraction settings) decides the sampling, so a video is read as evaluation reads it:
 frames resized to the training data's short side, `clips` clips with starts spread evenly
 (`input_fn.direct.eval_clip_indices`) x `crops` crops (`input_fn.pipeline.eval_views`: 1
@@ -33,9 +33,11 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io
-from towers import export_info, two_stream
+from command_line import entry, working_dir
+from command_line.options import Options, Problem, Range, at_least, option
 from command_line.progress import progress_line
+from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io
+from serving import export_info, two_stream
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.mov', '.webm', '.mpg', '.mpeg', '.gif', '.m4v')
 LIST_EXTENSIONS = ('.txt', '.list', '.lst')
@@ -152,6 +154,44 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
                           f'{stream.model.export} {held}: {fix}, or pass a model trained on '
                           f'{dataset} as --{option}', 'dataset', stream.model.export, 'dataset')
   return Classifier(streams, flow_weight)
+
+
+# --- The program's options ----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifyOptions(Options):
+  model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
+                      '(the newest export there is used). With --flow_model: the RGB '
+                      'stream.', path=True)
+  flow_model: str = option('', 'Two-stream: the Flow model (model_dir or export); its TV-L1 '
+                           'flow is computed from the videos with the settings its training '
+                           'flow was extracted with.', path=True)
+  flow_weight: float = option(0.5, 'Two-stream: weight of the Flow stream in the fusion; RGB '
+                              'gets 1 - flow_weight.', valid=Range(low=0.0, high=1.0))
+  clips: int = option(0, 'Clips per video, starts spread evenly over the video; 0: the '
+                      'eval_clips the model was evaluated with in training.', valid=at_least(0))
+  crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
+                      'long side). A video\'s prediction averages its clips x crops views.',
+                      choices=datasets.EVAL_CROPS)
+  top_k: int = option(5, 'Classes shown per video.', valid=at_least(1))
+  batch_size: int = option(16, 'Views per model call.', valid=at_least(1))
+  output: str = option('', 'Also write the results here: .json or .csv.', path=True)
+  dataset: str = option('', 'The dataset the models trained on (ucf101, hmdb51 or list); '
+                        'empty: not checked. Another than their exports say stops the run.',
+                        choices=('',) + datasets.NAMES)
+
+
+def check_options(options: ClassifyOptions) -> None:
+  """Raises `entry.Refused` naming the first option that cannot work."""
+  if not options.model:
+    raise entry.Refused(Problem('model', 'give --model (an export directory or a model_dir)'))
+  if options.output and not options.output.lower().endswith(('.json', '.csv')):
+    raise entry.Refused(Problem('output',
+                                f'--output={options.output}: must end in .json or .csv'))
+  problem = working_dir.unwritable(options.output) if options.output else None
+  if problem:
+    raise entry.Refused(Problem('output', f'--output={options.output}: {problem}'))
 
 
 # --- Finding the videos ----------------------------------------------------------------------

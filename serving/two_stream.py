@@ -17,7 +17,9 @@ Before any inference the four inputs are checked to agree (`check_agreement`): b
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
 against its eval data (`check_stream`): the same stream and number of classes, and no test
-video among those the model_dir's train_settings.json lists as trained on.
+video among those its export lists as trained on (`train_video_names` in
+assets.extra/video_model.json, `serving/export_info.py`; an export made before that list
+existed is evaluated with a warning that this could not be checked).
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1); per class, each stream's
@@ -40,8 +42,8 @@ import tensorflow as tf
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
 from model_fn import confusion
-from towers import export_info
-from towers.training import protocol
+from command_line.console import protocol
+from serving import export_info
 
 STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 
@@ -315,7 +317,7 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
   """Before any model runs, for the four `paths` (rgb_model, flow_model, rgb_data,
   flow_data): both eval data hold records of `dataset` and of `split` (each when given, else
   the same as each other's), and the class names, in label order, of both exports (those that
-  carry them, `towers/export_info.py`) and of both eval data's manifests are the same.
+  carry them, `serving/export_info.py`) and of both eval data's manifests are the same.
   Raises `TwoStreamError` naming the option, what disagrees and, for class names, the first
   label where they do."""
   manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
@@ -392,27 +394,23 @@ def model_classes(model: StreamModel) -> int | None:
   return None if spec is None or spec.shape.rank != 2 else spec.shape[1]
 
 
-def training_videos(model: str) -> list[str] | None:
-  """The training videos' names recorded in the model_dir of `model` (a model_dir, or an
-  export under its export/best/) by //towers:train; None when there is no such list
-  (trained on synthetic data, by hand, or before the list was recorded)."""
-  from towers import train_settings  # pylint: disable=g-import-not-at-top
-  path = os.path.abspath(model)
-  for model_dir in (path, os.path.dirname(os.path.dirname(os.path.dirname(path)))):
-    try:
-      stored = train_settings.read_record(model_dir)
-    except train_settings.ResumeSettingsError:
-      stored = None
-    if stored and isinstance(stored.get(train_settings.TRAIN_VIDEO_NAMES), list):
-      return stored[train_settings.TRAIN_VIDEO_NAMES]
-  return None
+def training_videos(model: StreamModel) -> list[str] | None:
+  """The training videos' names the model's export lists (assets.extra/video_model.json);
+  None when it lists none (trained on synthetic data, or exported before the list was).
+  Raises `TwoStreamError` when the export's metadata is damaged."""
+  try:
+    info, _ = export_info.read(model.export)
+  except export_info.ExportInfoError as e:
+    raise TwoStreamError(str(e), e.reason, e.path) from e
+  return (info or {}).get(export_info.TRAIN_VIDEO_NAMES)
 
 
 def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | None:
   """Before inference: `data_dir` must hold records of the model's stream, the model must
   have as many classes as its test records, and none of their videos may be one the model
-  trained on (it would score them too high); raises `TwoStreamError` naming the counts. Returns a warning when the model_dir lists no
-  training videos, so that could not be checked; else None."""
+  trained on (it would score them too high); raises `TwoStreamError` naming the counts.
+  Returns a warning when the export lists no training videos, so that could not be
+  checked; else None."""
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
@@ -424,10 +422,11 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | No
                          f'{data_dir} holds {data_classes}: evaluate it on test records '
                          'prepared from the class list it was trained with', 'classes',
                          data_dir, data_classes)
-  trained = training_videos(model_path)
+  trained = training_videos(model)
   if trained is None:
-    return (f'{model_path} lists no training videos (train_settings.json): cannot check that '
-            f'the {model.stream} test videos of {data_dir} were not trained on')
+    return (f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '
+            'trained on synthetic data, or exported before exports listed them): cannot '
+            f'check that the {model.stream} test videos of {data_dir} were not trained on')
   trained_keys = {name.lower() for name in trained}
   tests = manifest_lib.video_names(manifest)
   seen = sorted(name for name in tests if name.lower() in trained_keys)
