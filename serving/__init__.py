@@ -3,8 +3,8 @@
     from serving.classifier import classify
     results = classify(['clip.avi'], 'runs/ucf101_i3d_rgb')   # as //serving:classify
 
-`export_info` reads what an export carries (class names, input settings, training videos),
-`two_stream` loads exports and fuses an RGB and a Flow model per video, `classifier` and
+`saved_model` finds and loads an export, `export_info` reads what it carries (class names,
+input settings, training videos), `two_stream` fuses an RGB and a Flow model per video, `classifier` and
 `evaluate_two_stream` are the libraries of //serving:classify and
 //serving:evaluate_two_stream. The package stands on `command_line`, `input_fn` and
 `model_fn` alone: it never imports `towers` (training), so inference needs no training code.

@@ -37,7 +37,7 @@ from command_line import entry, working_dir
 from command_line.options import Options, Problem, Range, at_least, option
 from command_line.progress import progress_line
 from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io
-from serving import export_info, two_stream
+from serving import export_info, saved_model, two_stream
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.mov', '.webm', '.mpg', '.mpeg', '.gif', '.m4v')
 LIST_EXTENSIONS = ('.txt', '.list', '.lst')
@@ -48,9 +48,9 @@ MIN_FRAMES = 2
 class ClassifyError(ValueError):
   """The model or the options cannot classify; the message says what to fix.
 
-  `reason`: what is wrong, one short key (that of the `TwoStreamError` or `ExportInfoError`
-  behind it, else 'not_described', 'no_flow_extraction', 'classes', 'dataset', 'crops',
-  'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
+  `reason`: what is wrong, one short key (that of the `saved_model.ModelError` or
+  `ExportInfoError` behind it, else 'not_described', 'no_flow_extraction', 'classes',
+  'dataset', 'crops', 'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
   else None; `option`: the option at fault, else None; `fields`: the video_model.json fields
   that contradict the model ('not_described').
   """
@@ -67,7 +67,7 @@ class ClassifyError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Stream:
   """One loaded stream and what its export says about its input."""
-  model: two_stream.StreamModel
+  model: saved_model.StreamModel
   class_names: tuple[str, ...]
   frame_short_side: int                       # 0: frames as decoded
   records_jpeg_quality: int | None            # rgb trained on records: their JPEG quality
@@ -84,8 +84,8 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
   """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
   `ClassifyError` naming `option`, the option that gave `model`."""
   try:
-    loaded = two_stream.load_model(model, expect)
-  except two_stream.TwoStreamError as e:
+    loaded = saved_model.load_model(model, expect)
+  except saved_model.ModelError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   try:
     info, names = export_info.read(loaded.export)

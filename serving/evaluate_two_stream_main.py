@@ -27,7 +27,7 @@ import os
 from serving.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
 # pylint: disable=wrong-import-order
 from command_line import entry
-from serving import two_stream, two_stream_outputs
+from serving import saved_model, two_stream, two_stream_outputs
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:
@@ -59,7 +59,8 @@ def run(options: EvaluateTwoStreamOptions) -> None:
 
 PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
                         check=check_options,
-                        refused=(two_stream.TwoStreamError, FileNotFoundError), verbose=True)
+                        refused=(two_stream.TwoStreamError, saved_model.ModelError,
+                                 FileNotFoundError), verbose=True)
 
 
 if __name__ == '__main__':

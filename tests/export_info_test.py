@@ -1,6 +1,7 @@
 """Specification: an export's metadata (assets.extra/class_names.txt and video_model.json,
-written by `towers/export_info.py`, read by `serving/export_info.py`) is checked when it is read, and a damaged or contradictory file is an
-`ExportInfoError` naming it, never a traceback nor names used as they are."""
+written by `towers/export_info.py`, read by `serving/export_info.py`) is checked when it is
+read, and a damaged or contradictory file is an `ExportInfoError` naming it, never a
+traceback nor names used as they are."""
 
 import json
 import os

@@ -22,7 +22,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from input_fn import pipeline, ucf101
 from tests import tiny_records
-from serving import classifier, two_stream
+from serving import classifier, saved_model
 from towers import params as params_lib
 from towers.training import train_and_evaluate
 
@@ -148,7 +148,7 @@ class ServingExportTest(tf.test.TestCase):
       self.assertEqual(served['raw_pixels'], 'refused')  # uint8-range clips, not [-1, 1]
 
   def test_the_export_still_loads_in_tensorflow_2(self):
-    loaded = two_stream.load_model(self.models[2])
+    loaded = saved_model.load_model(self.models[2])
     out = loaded.serving(clips=tf.zeros([1, T, S, S, 3]))
     self.assertEqual(out['class_names'].shape, [1, 3])
     with self.assertRaises(tf.errors.InvalidArgumentError):  # outside [-1, 1]

@@ -502,6 +502,7 @@ MODULES = {
         ("__init__.py", "serving", []),
         ("classifier.py", "classifier", [
             ":export_info",
+            ":saved_model",
             ":two_stream",
             "//command_line:entry",
             "//command_line:options",
@@ -525,6 +526,7 @@ MODULES = {
             "//input_fn:json_files",
         ]),
         ("evaluate_two_stream.py", "evaluate_two_stream_lib", [
+            ":saved_model",
             ":two_stream",
             ":two_stream_outputs",
             "//command_line:console",
@@ -537,6 +539,7 @@ MODULES = {
         ]),
         ("evaluate_two_stream_main.py", "evaluate_two_stream_main", [
             ":evaluate_two_stream_lib",
+            ":saved_model",
             ":two_stream",
             ":two_stream_outputs",
             "//command_line:entry",
@@ -544,8 +547,10 @@ MODULES = {
         ("export_info.py", "export_info", [
             "//input_fn:datasets",
         ]),
+        ("saved_model.py", "saved_model", []),
         ("two_stream.py", "two_stream", [
             ":export_info",
+            ":saved_model",
             "//command_line:console",
             "//input_fn:manifest",
             "//input_fn:pipeline",
@@ -849,6 +854,7 @@ TEST_DEPS = {
         "//serving:classify_main",
         "//serving:evaluate_two_stream_lib",
         "//serving:export_info",
+        "//serving:saved_model",
         "//serving:two_stream",
         "//towers:estimator",
         "//towers:params",
@@ -1352,7 +1358,7 @@ TEST_DEPS = {
         "//input_fn:ucf101",
         "//serving:classifier",
         "//serving:classify_main",
-        "//serving:two_stream",
+        "//serving:saved_model",
         "//towers:params",
         "//towers:training",
     ],
@@ -1462,6 +1468,7 @@ TEST_DEPS = {
         ":tiny_records",
         "//serving:evaluate_two_stream_main",
         "//serving:export_info",
+        "//serving:saved_model",
         "//serving:two_stream",
         "//towers:params",
         "//towers:train_settings",
@@ -1469,6 +1476,7 @@ TEST_DEPS = {
     ],
     "two_stream_end_to_end_test": [
         ":tiny_records",
+        "//serving:saved_model",
         "//serving:two_stream",
         "//towers:params",
         "//towers:training",
