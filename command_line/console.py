@@ -174,3 +174,9 @@ def configure(verbose: bool) -> None:
   tf_logger.propagate = True
   absl_logging.set_verbosity(absl_logging.INFO)
   absl_logging.get_absl_handler().setFormatter(_ReadableFormatter())
+
+
+def protocol(clips: int, crops: int) -> str:
+  """'3 clips x 1 crop': the views a video-level number averages (every table and line that
+  prints one names them so)."""
+  return f'{clips} clip{"s" * (clips != 1)} x {crops} crop{"s" * (crops != 1)}'

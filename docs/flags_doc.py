@@ -25,7 +25,8 @@ REGENERATE = 'bazel run //docs:flags_doc'
 OUTPUT = 'docs/flags.md'
 # Packages whose binaries the page documents, with the concern each one serves.
 CONCERNS = (
-    ('towers', 'Training and evaluation'),
+    ('towers', 'Training'),
+    ('serving', 'Inference and two-stream evaluation'),
     ('data_tools', 'Data preparation'),
     ('towers/cluster', 'Clusters'),
     ('benchmarks', 'Benchmarks'),

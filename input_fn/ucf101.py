@@ -29,9 +29,6 @@ from __future__ import annotations
 import os
 import re
 
-# The frame-folder readers towers/classifier.py calls as ucf101's; they are frame_folders'.
-from input_fn.frame_folders import (  # pylint: disable=unused-import
-    count_frames, frame_path, frame_pattern, read_frames)
 from input_fn.video_lists import (ClassIndex, InputProblem, Split, VideoEntry, apply_split_rule,
                                   find_child, not_found, read_lines)
 

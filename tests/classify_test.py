@@ -1,5 +1,5 @@
-"""Specification: classifying videos with a trained model (`towers.classifier.classify` and
-//towers:classify), and evaluation with three crops per clip.
+"""Specification: classifying videos with a trained model (`serving.classifier.classify` and
+//serving:classify), and evaluation with three crops per clip.
 
 Data: synthetic UCF101 of 4 motion classes (MoveRight, MoveLeft, MoveDown, MoveUp, all
 Speed1), 24x20 frames, written as .avi with TV-L1 flow; RGB and flow records prepared from
@@ -27,7 +27,8 @@ from input_fn import video_io
 from command_line import entry
 from command_line.options import options_named
 from tests import program_runs, tiny_records
-from towers import classifier, evaluate_two_stream, export_info, preflight, two_stream
+from serving import classifier, evaluate_two_stream, export_info, saved_model, two_stream
+from towers import preflight
 from towers import params as params_lib
 from towers.estimator import build_estimator
 from input_fn.factory import make_input_fn
@@ -78,7 +79,7 @@ class ClassifyTest(tf.test.TestCase):
 
   def test_the_export_carries_class_names_and_input_settings(self):
     for stream in ('rgb', 'flow'):
-      export = two_stream.saved_model_dir(self.model(stream))
+      export = saved_model.saved_model_dir(self.model(stream))
       info, names = export_info.read(export)
       self.assertEqual(names, list(CLASSES))  # from the records' manifest, label order
       self.assertEqual((info['stream'], info['clip_frames'], info['crop_size']),
@@ -88,7 +89,7 @@ class ClassifyTest(tf.test.TestCase):
           'shape': [None, T, S, S, 3 if stream == 'rgb' else 2], 'from_uint8': 'x / 127.5 - 1'})
       self.assertEqual((info['eval_clips'], info['eval_crops'], info['frame_short_side']),
                        (CLIPS, 1, 0))
-    flow_info, _ = export_info.read(two_stream.saved_model_dir(self.model('flow')))
+    flow_info, _ = export_info.read(saved_model.saved_model_dir(self.model('flow')))
     synthetic = make_synthetic_ucf101.SYNTHETIC_FLOW
     self.assertEqual(flow_info['flow_extraction']['tvl1'],
                      {'scales': synthetic['tvl1_scales'], 'warps': synthetic['tvl1_warps'],
@@ -99,13 +100,13 @@ class ClassifyTest(tf.test.TestCase):
     """A copy of the RGB export with assets.extra/`file` replaced by `data`."""
     export = os.path.join(self.root, 'damaged', name)
     shutil.rmtree(export, ignore_errors=True)
-    shutil.copytree(two_stream.saved_model_dir(self.model('rgb')), export)
+    shutil.copytree(saved_model.saved_model_dir(self.model('rgb')), export)
     with open(os.path.join(export, export_info.ASSETS_DIR, file), 'wb') as f:
       f.write(data if isinstance(data, bytes) else data.encode())
     return export
 
   def test_damaged_or_contradictory_export_metadata_is_refused_naming_the_file(self):
-    with open(os.path.join(two_stream.saved_model_dir(self.model('rgb')),
+    with open(os.path.join(saved_model.saved_model_dir(self.model('rgb')),
                            export_info.ASSETS_DIR, export_info.INFO_FILE)) as f:
       info = json.load(f)
     names, json_file = export_info.CLASS_NAMES_FILE, export_info.INFO_FILE
@@ -204,7 +205,7 @@ class ClassifyTest(tf.test.TestCase):
     with self.assertRaises(classifier.ClassifyError) as caught:
       classifier.classify(videos, self.model('flow'), flow_model=self.model('rgb'))
     self.assertEqual((caught.exception.reason, caught.exception.option), ('wrong_stream', 'model'))
-    self.assertEqual(caught.exception.path, two_stream.saved_model_dir(self.model('flow')))
+    self.assertEqual(caught.exception.path, saved_model.saved_model_dir(self.model('flow')))
 
   def test_frame_folders_and_list_files_are_videos_too(self):
     video = self.test_videos[0]
@@ -227,10 +228,10 @@ class ClassifyTest(tf.test.TestCase):
     self.assertEqual([r.video for r in results], [video, self.test_videos[1], folder])
     self.assertEqual([r.ok for r in results], [True] * 3)
 
-  # --- //towers:classify ------------------------------------------------------------------------
+  # --- //serving:classify ------------------------------------------------------------------------
 
   def run_tool(self, *args):
-    return program_runs.run('towers.classify_main', *args, timeout=300)
+    return program_runs.run('serving.classify_main', *args, timeout=300)
 
   def test_a_broken_video_among_good_ones_is_named_counted_and_sets_the_exit_code(self):
     bad = os.path.join(self.root, 'bad')
@@ -302,7 +303,7 @@ class ClassifyTest(tf.test.TestCase):
 
   def test_a_dataset_other_than_the_models_is_refused_naming_both(self):
     for stream in ('rgb', 'flow'):
-      export = two_stream.saved_model_dir(self.model(stream))
+      export = saved_model.saved_model_dir(self.model(stream))
       self.assertEqual(export_info.read(export)[0]['dataset'], 'ucf101')
     self.assertEqual(len(classifier.load(self.model('rgb'), self.model('flow'),
                                          dataset='ucf101').streams), 2)
@@ -317,7 +318,7 @@ class ClassifyTest(tf.test.TestCase):
   def test_three_crops_of_frames_too_small_for_them_are_refused_before_work(self):
     """24x20 frames: 3 crops of 22 would be windows 20 high stretched to 22 x 22, 3 crops of
     24 the same frame three times. Refused by train's preflight (records and videos alike),
-    //towers:evaluate_two_stream and classify, never evaluated as '3 crops'."""
+    //serving:evaluate_two_stream and classify, never evaluated as '3 crops'."""
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 16, 3))
     self.assertIsNone(pipeline.eval_crops_problem(20, 24, 22, 1))  # as training cuts it
     # Short side below the crop (windows, then the same frame), long side too short.
@@ -339,7 +340,7 @@ class ClassifyTest(tf.test.TestCase):
     evaluate_two_stream._check_crops(self.records['rgb'], 16, 3)
     # classify: a model reading frames of a short side below its crop is refused up front,
     # a video whose frames are too small is named with the reason, the others go on.
-    with open(os.path.join(two_stream.saved_model_dir(self.model('rgb')),
+    with open(os.path.join(saved_model.saved_model_dir(self.model('rgb')),
                            export_info.ASSETS_DIR, export_info.INFO_FILE)) as f:
       info = json.load(f)
     small = self.damaged_export('short_side_12', export_info.INFO_FILE,
@@ -366,7 +367,7 @@ class ClassifyTest(tf.test.TestCase):
                         [[2, 0, 16, 16], [2, 4, 16, 16], [2, 8, 16, 16]])
     self.assertAllEqual(pipeline.eval_crop_windows(24, 20, S, 3),
                         [[0, 2, 16, 16], [4, 2, 16, 16], [8, 2, 16, 16]])
-    model = two_stream.load_model(self.model('rgb'))
+    model = saved_model.load_model(self.model('rgb'))
     evaluated = two_stream.predict_stream(model, self.records['rgb'], CLIPS, log=lambda s: None,
                                           crops_per_video=3)
     self.assertEqual(evaluated.crops_per_video, 3)

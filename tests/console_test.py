@@ -83,7 +83,7 @@ class TrainingOutputTest(absltest.TestCase):
 
 
 # Every program a user starts (its py_binary's main module).
-BINARIES = ('towers.train_main', 'towers.evaluate_two_stream_main', 'towers.classify_main',
+BINARIES = ('towers.train_main', 'serving.evaluate_two_stream_main', 'serving.classify_main',
             'towers.cluster.local_cluster_main',
             'data_tools.prepare_main', 'data_tools.make_synthetic_ucf101_main',
             'data_tools.extract_flow_main',

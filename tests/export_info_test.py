@@ -1,6 +1,7 @@
-"""Specification: an export's metadata (`towers/export_info.py`: assets.extra/class_names.txt
-and video_model.json) is checked when it is read, and a damaged or contradictory file is an
-`ExportInfoError` naming it, never a traceback nor names used as they are."""
+"""Specification: an export's metadata (assets.extra/class_names.txt and video_model.json,
+written by `towers/export_info.py`, read by `serving/export_info.py`) is checked when it is
+read, and a damaged or contradictory file is an `ExportInfoError` naming it, never a
+traceback nor names used as they are."""
 
 import json
 import os
@@ -9,7 +10,8 @@ import tempfile
 
 import tensorflow as tf
 
-from towers import export_info
+from serving import export_info
+from towers import export_info as export_writer
 from towers import params as params_lib
 
 
@@ -22,7 +24,7 @@ class ExportInfoReadTest(tf.test.TestCase):
     self.export = os.path.join(self.root, 'model', 'export', 'best', '1700000000')
     params = params_lib.make_params(data_source='synthetic', num_classes=4, clip_frames=4,
                                     crop_size=16, eval_clips=2, model='c3d_small')
-    export_info.write_assets(*export_info.describe(params),
+    export_writer.write_assets(*export_writer.describe(params),
                              os.path.join(self.export, export_info.ASSETS_DIR))
     self.info_path = os.path.join(self.export, export_info.ASSETS_DIR, export_info.INFO_FILE)
     self.names_path = os.path.join(self.export, export_info.ASSETS_DIR,
@@ -52,6 +54,7 @@ class ExportInfoReadTest(tf.test.TestCase):
     info, names = export_info.read(self.export)
     self.assertEqual(names, [f'class_{i}' for i in range(4)])
     self.assertEqual((info['num_classes'], info['eval_clips'], info['eval_crops']), (4, 2, 1))
+    self.assertIsNone(info[export_info.TRAIN_VIDEO_NAMES])  # synthetic data: no videos
     self.write(self.names_path, 'A\r\nB\r\nC\r\nD\r\n\r\n')  # CRLF, trailing blank line
     self.assertEqual(export_info.read(self.export)[1], ['A', 'B', 'C', 'D'])
 
@@ -104,6 +107,9 @@ class ExportInfoReadTest(tf.test.TestCase):
                                   ({'stream': 'depth'}, 'stream', 'depth'),
                                   ({'num_classes': None}, 'num_classes', None),
                                   ({'records_jpeg_quality': 0}, 'records_jpeg_quality', 0),
+                                  ({'train_video_names': 'v_a'}, 'train_video_names', 'v_a'),
+                                  ({'train_video_names': ['v_a', 3]}, 'train_video_names',
+                                   ['v_a', 3]),
                                   ({'stream': 'flow', 'flow_extraction': {
                                       'short_side': 0, 'bound': 20,
                                       'tvl1': {'scales': 5, 'warps': '5', 'epsilon': 0.01}}},

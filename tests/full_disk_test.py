@@ -63,7 +63,7 @@ run extract_flow "$PYTHON" -m data_tools.extract_flow_main --data_dir="$DATA" --
 run trained "$@" --model_dir="$OUT/trained"
 mkdir -p "$M/results"
 dd if=/dev/zero of="$M/filler" bs=4k 2>/dev/null
-run classify "$PYTHON" -m towers.classify_main --model="$OUT/trained" \
+run classify "$PYTHON" -m serving.classify_main --model="$OUT/trained" \
   --output="$M/results/top.csv" "$DATA/UCF-101"
 ls -a "$M/results" > "$OUT/classify.ls" 2>&1
 '''

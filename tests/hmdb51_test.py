@@ -15,9 +15,10 @@ from data_tools import extract_flow, make_synthetic_ucf101, prepare
 from command_line.options import options_named
 from input_fn import data_checks, datasets, factory, manifest, records
 from tests import tiny_records
-from towers import classifier
+from serving import classifier
 from towers import params as params_lib
-from towers import evaluate_two_stream, preflight, two_stream
+from serving import evaluate_two_stream, two_stream
+from towers import preflight
 from towers.training import train_and_evaluate
 
 CLASSES = 3  # move_down_speed1, move_up_speed1, move_right_speed1 (written in this order)

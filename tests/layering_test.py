@@ -4,18 +4,23 @@ Layers, bottom first: `command_line` (the command-line convention, no TensorFlow
 imports); `model_fn` and `input_fn` (the library: never import `towers` or the data tools);
 `data_tools` (programs that make and prepare datasets: never import `towers`); `towers.cluster`
 (the cluster runtime and one runner per role: never imports the rest of `towers`, which hands
-it what to build as a `Recipe`); `towers`; `benchmarks`. Every import counts, including those
+it what to build as a `Recipe`); `serving` (inference with exports: never imports `towers`,
+which may import it); `towers`; `benchmarks`. Importing every module of `serving` in a
+fresh interpreter loads no module of `towers`. Every import counts, including those
 inside functions. The plotting library (matplotlib) is the benchmarks' pictures' alone:
 only `benchmarks/plots.py` imports it.
 """
 
 import ast
 import os
+import subprocess
+import sys
 
 from absl.testing import absltest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'towers', 'benchmarks')
+PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'serving', 'towers',
+            'benchmarks')
 
 
 def _module_name(path: str) -> str:
@@ -92,13 +97,13 @@ class LayeringTest(absltest.TestCase):
     return {m: deps for m, deps in self.modules.items() if package_of(m) == package}
 
   def test_the_library_never_imports_towers(self):
-    for package in ('model_fn', 'input_fn', 'data_tools', 'command_line'):
+    for package in ('model_fn', 'input_fn', 'data_tools', 'command_line', 'serving'):
       for module, deps in self.imports_from(package).items():
         self.assertFalse({d for d in deps if d.split('.')[0] == 'towers'},
                          f'{module} imports towers')
 
   def test_the_library_never_imports_the_data_tools(self):
-    for package in ('model_fn', 'input_fn', 'command_line'):
+    for package in ('model_fn', 'input_fn', 'command_line', 'serving'):
       for module, deps in self.imports_from(package).items():
         self.assertFalse({d for d in deps if d.split('.')[0] == 'data_tools'},
                          f'{module} imports the data tools')
@@ -123,6 +128,17 @@ class LayeringTest(absltest.TestCase):
     callers = {m for m, deps in self.modules.items() if 'towers.cluster.runners' in deps}
     self.assertEqual({m for m in callers if package_of(m) != 'towers.cluster'},
                      {'towers.training'})
+
+  def test_importing_serving_loads_no_training_code(self):
+    # Every serving module, imported in a fresh interpreter, as a program using it would.
+    modules = sorted(self.imports_from('serving'))
+    self.assertIn('serving.two_stream', modules)
+    code = ('import sys\n' + ''.join(f'import {m}\n' for m in modules) +
+            'print(sorted(m for m in sys.modules if m.split(".")[0] == "towers"))')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, check=False)
+    self.assertEqual(done.returncode, 0, done.stderr)
+    self.assertEqual(done.stdout.strip().splitlines()[-1], '[]')
 
   def test_no_package_imports_another_in_a_circle(self):
     graph = {}

@@ -1,7 +1,7 @@
 """Specification: the exported model serves in any TensorFlow client. Models trained on 2 and
 on 4 towers are exported with one tower and no device pinned; a plain TF1 client in its own
 process, on one CPU with soft placement off (TensorFlow Serving's ConfigProto default),
-loads each export and answers exactly as //towers:classify does on the same clips; the
+loads each export and answers exactly as //serving:classify does on the same clips; the
 signature returns the class names; raw 0..255 pixels are refused with a message naming
 the range.
 
@@ -22,7 +22,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from input_fn import pipeline, ucf101
 from tests import tiny_records
-from towers import classifier, two_stream
+from serving import classifier, saved_model
 from towers import params as params_lib
 from towers.training import train_and_evaluate
 
@@ -104,9 +104,9 @@ class ServingExportTest(tf.test.TestCase):
       return json.load(f)
 
   def classify_tool(self, model_dir: str) -> dict[str, dict[str, float]]:
-    """video -> {class name: probability} from //towers:classify's JSON output."""
+    """video -> {class name: probability} from //serving:classify's JSON output."""
     out = os.path.join(self.create_tempdir().full_path, 'results.json')
-    run = subprocess.run([sys.executable, '-m', 'towers.classify_main', f'--model={model_dir}',
+    run = subprocess.run([sys.executable, '-m', 'serving.classify_main', f'--model={model_dir}',
                           f'--clips={CLIPS}', '--top_k=3', f'--output={out}', *self.videos],
                          capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(run.returncode, 0, run.stderr[-3000:])
@@ -148,7 +148,7 @@ class ServingExportTest(tf.test.TestCase):
       self.assertEqual(served['raw_pixels'], 'refused')  # uint8-range clips, not [-1, 1]
 
   def test_the_export_still_loads_in_tensorflow_2(self):
-    loaded = two_stream.load_model(self.models[2])
+    loaded = saved_model.load_model(self.models[2])
     out = loaded.serving(clips=tf.zeros([1, T, S, S, 3]))
     self.assertEqual(out['class_names'].shape, [1, 3])
     with self.assertRaises(tf.errors.InvalidArgumentError):  # outside [-1, 1]

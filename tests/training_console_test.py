@@ -21,7 +21,7 @@ from absl.testing import absltest
 
 from command_line import signals
 from tests import program_runs
-from towers import two_stream, two_stream_outputs
+from serving import two_stream, two_stream_outputs
 
 TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
             '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=1',
@@ -51,8 +51,8 @@ class TrainingConsoleTest(absltest.TestCase):
     runs = {
         'train': ('towers.train_main', *TINY_RUN, f'--model_dir={os.path.join(root, "model")}'),
         'train_refused': ('towers.train_main', '--chief_lost_secs=0', '--check_flags'),
-        'classify_refused': ('towers.classify_main', os.path.join(root, 'video.avi')),
-        'evaluate_refused': ('towers.evaluate_two_stream_main', '--rgb_model=r', '--flow_model=f',
+        'classify_refused': ('serving.classify_main', os.path.join(root, 'video.avi')),
+        'evaluate_refused': ('serving.evaluate_two_stream_main', '--rgb_model=r', '--flow_model=f',
                              '--rgb_data=rd', '--flow_data=fd', '--eval_crops=2'),
         'cluster_refused': ('towers.cluster.local_cluster_main', '--network=host', '--ps=0',
                             '--workers=2'),

@@ -4,11 +4,13 @@ A model with another number of classes than its eval data, models and eval data 
 names differ (in name or order: the first label that differs is named), eval data of another
 split (each split of --splits checked before any is evaluated; without it, RGB and Flow
 records of one split) or of another dataset than --dataset, eval data whose test videos
-the model trained on (the split-2 test list holds split 1's training videos; the model_dir's
-train_settings.json lists what it trained on), a --flow_weight outside [0, 1] (or nan) and a
---json_out that cannot be written each stop with one `evaluate_two_stream:` line, exit 2.
-A model_dir that lists no training videos is evaluated with a warning saying so. An
-evaluation writes, beside its JSON, a confusion-matrix PNG per stream and the per-class CSV.
+the model trained on (the split-2 test list holds split 1's training videos; the export
+lists what it trained on, so an export copied away from its model_dir still knows), a
+--flow_weight outside [0, 1] (or nan) and a --json_out that cannot be written each stop with
+one `evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
+before exports listed them) is evaluated with a warning saying so, and the JSON says the
+check was not made. An evaluation writes, beside its JSON, a confusion-matrix PNG per stream
+and the per-class CSV.
 """
 
 import csv
@@ -23,14 +25,29 @@ import tensorflow as tf
 
 from tests import program_runs, tiny_records
 from towers import params as params_lib
-from towers import train_settings, two_stream
+from serving import export_info, saved_model, two_stream
+from towers import train_settings
 from towers.training import train_and_evaluate
 
 LIMIT = 300
 
 
 def evaluate(*args: str) -> program_runs.ProgramRun:
-  return program_runs.run('towers.evaluate_two_stream_main', *args, timeout=LIMIT)
+  return program_runs.run('serving.evaluate_two_stream_main', *args, timeout=LIMIT)
+
+
+def without_training_videos(model_dir: str, copy: str) -> str:
+  """Copies `model_dir` to `copy`, its export's video_model.json without
+  `train_video_names`, as exports made before the list have it; returns `copy`."""
+  shutil.copytree(model_dir, copy)
+  path = os.path.join(saved_model.saved_model_dir(copy), export_info.ASSETS_DIR,
+                      export_info.INFO_FILE)
+  with open(path) as f:
+    info = json.load(f)
+  del info[export_info.TRAIN_VIDEO_NAMES]
+  with open(path, 'w') as f:
+    json.dump(info, f)
+  return copy
 
 
 def json_out(args: list[str]) -> str:
@@ -108,12 +125,12 @@ class TwoStreamChecksTest(tf.test.TestCase):
 
   def split_links(self, data_of_split: dict[int, int]) -> dict[str, str]:
     """The four `{split}` paths of a --splits=1,2 run: split k's data is the records of split
-    `data_of_split[k]`; split 1's models are the trained ones, split 2's copies of them that
-    list no training videos (evaluated with a warning: split 2's test videos were trained on)."""
+    `data_of_split[k]`; split 1's models are the trained ones, split 2's copies of them whose
+    exports list no training videos (evaluated with a warning: split 2's test videos were
+    trained on)."""
     root = self.create_tempdir().full_path
     for stream in ('rgb', 'flow'):
-      bare = shutil.copytree(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
-      os.remove(train_settings.record_path(bare))
+      without_training_videos(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
       os.symlink(self.models[stream], os.path.join(root, f'{stream}_model_s1'))
       for split, prepared in data_of_split.items():
         os.symlink(self.data[stream, prepared], os.path.join(root, f'{stream}_data_s{split}'))
@@ -167,30 +184,41 @@ class TwoStreamChecksTest(tf.test.TestCase):
     split_2_tests = json.load(open(os.path.join(self.data['rgb', 2], 'test.manifest.json')))
     seen = sum(v['name'] in trained for s in split_2_tests['shards'] for v in s['videos'])
     self.assertGreater(seen, 0)
-    model = two_stream.load_model(self.models['rgb'], 'rgb')
+    model = saved_model.load_model(self.models['rgb'], 'rgb')
     with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.check_stream(model, self.models['rgb'], self.data['rgb', 2])
     self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
                      ('trained_on', self.data['rgb', 2], seen))
     self.assert_refused(self.args(split=2), 'TwoStreamError', [])
 
+  def test_the_export_alone_knows_its_training_videos(self):
+    # The export copied away from its model_dir (no train_settings.json above it).
+    export = shutil.copytree(saved_model.saved_model_dir(self.models['rgb']),
+                             os.path.join(self.create_tempdir().full_path, 'rgb_export'))
+    listed = export_info.read(export)[0][export_info.TRAIN_VIDEO_NAMES]
+    self.assertEqual(listed, train_settings.read_record(self.models['rgb'])['train_video_names'])
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(saved_model.load_model(export, 'rgb'), export, self.data['rgb', 2])
+    self.assertEqual((caught.exception.reason, caught.exception.path),
+                     ('trained_on', self.data['rgb', 2]))
+    self.assert_refused(self.args(split=2, rgb_model=export), 'TwoStreamError', [])
+
   def test_another_class_count_is_refused_before_inference(self):
-    model = two_stream.load_model(self.models['rgb'], 'rgb')
+    model = saved_model.load_model(self.models['rgb'], 'rgb')
     with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.check_stream(model, self.models['rgb'], self.four_classes)
     self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
                      ('classes', self.four_classes, 4))
-    self.assertEqual(two_stream.model_classes(model), 3)
+    self.assertEqual(saved_model.model_classes(model), 3)
     self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', ['rgb_data'])
 
-  def test_a_model_dir_without_its_training_videos_is_evaluated_with_a_warning(self):
-    bare = shutil.copytree(self.models['rgb'], os.path.join(self.create_tempdir().full_path,
-                                                            'rgb'))
-    os.remove(train_settings.record_path(bare))
-    warning = two_stream.check_stream(two_stream.load_model(bare, 'rgb'), bare,
+  def test_an_export_without_its_training_videos_is_evaluated_with_a_warning(self):
+    bare = without_training_videos(self.models['rgb'],
+                                   os.path.join(self.create_tempdir().full_path, 'rgb'))
+    warning = two_stream.check_stream(saved_model.load_model(bare, 'rgb'), bare,
                                       self.data['rgb', 1])
     self.assertIsNotNone(warning)
-    self.assertIsNone(two_stream.check_stream(two_stream.load_model(self.models['rgb'], 'rgb'),
+    self.assertIsNone(two_stream.check_stream(saved_model.load_model(self.models['rgb'], 'rgb'),
                                               self.models['rgb'], self.data['rgb', 1]))
     args = self.args(rgb_model=bare)
     done = evaluate(*args)

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tests import tiny_records
 from towers import params as params_lib
-from towers import two_stream
+from serving import saved_model, two_stream
 from towers.training import train_and_evaluate
 
 CLIPS_PER_VIDEO = 2
@@ -43,7 +43,7 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
       streams[stream] = (params, records, metrics)
 
     predictions = {
-        stream: two_stream.predict_stream(two_stream.load_model(params.model_dir, stream),
+        stream: two_stream.predict_stream(saved_model.load_model(params.model_dir, stream),
                                           records, CLIPS_PER_VIDEO, log=lambda s: None)
         for stream, (params, records, _) in streams.items()}
     result = two_stream.report(predictions['rgb'], predictions['flow'])
@@ -57,13 +57,13 @@ class TwoStreamEndToEndTest(tf.test.TestCase):
       for value in row.values():
         self.assertBetween(value, 0.0, 1.0)
     self.assertEqual(set(result['rows']), {'rgb', 'flow', 'fusion'})
-    flow_export = two_stream.saved_model_dir(streams['flow'][0].model_dir)
-    with self.assertRaises(two_stream.TwoStreamError) as caught:
-      two_stream.load_model(streams['flow'][0].model_dir, 'rgb')
+    flow_export = saved_model.saved_model_dir(streams['flow'][0].model_dir)
+    with self.assertRaises(saved_model.ModelError) as caught:
+      saved_model.load_model(streams['flow'][0].model_dir, 'rgb')
     self.assertEqual((caught.exception.reason, caught.exception.path),
                      ('wrong_stream', flow_export))
     with self.assertRaises(two_stream.TwoStreamError) as caught:  # rgb records, flow model
-      two_stream.predict_stream(two_stream.load_model(streams['flow'][0].model_dir),
+      two_stream.predict_stream(saved_model.load_model(streams['flow'][0].model_dir),
                                 streams['rgb'][1], CLIPS_PER_VIDEO, log=lambda s: None)
     self.assertEqual((caught.exception.reason, caught.exception.path),
                      ('wrong_stream', streams['rgb'][1]))

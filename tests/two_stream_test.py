@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from towers import two_stream, two_stream_outputs
+from serving import two_stream, two_stream_outputs
 
 
 def softmax(logits):

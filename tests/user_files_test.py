@@ -18,7 +18,7 @@ from absl.testing import absltest
 
 from data_tools import prepare
 from input_fn import datasets, ucf101, video_lists
-from towers import classifier
+from serving import classifier
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata')
 HMDB51_SAMPLE = os.path.join(TESTDATA, 'hmdb51_splits')

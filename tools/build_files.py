@@ -23,13 +23,13 @@ import ast
 import os
 
 PACKAGES = ('command_line', 'tools', 'model_fn', 'model_fn/networks', 'input_fn', 'data_tools',
-            'towers', 'towers/cluster', 'benchmarks', 'tests')
+            'serving', 'towers', 'towers/cluster', 'benchmarks', 'tests')
 OUTPUT = 'tools/bazel/modules.bzl'
 MAIN_SUFFIX = '_main'
 # Packages whose programs get a py_binary in their BUILD (the specs start tests/'s with `-m`).
 BINARY_PACKAGES = tuple(p for p in PACKAGES if p != 'tests')
 # Packages whose programs docs/flags.md documents (//docs:flags_doc depends on PROGRAMS).
-DOCUMENTED_PACKAGES = ('towers', 'data_tools', 'towers/cluster', 'benchmarks')
+DOCUMENTED_PACKAGES = ('towers', 'serving', 'data_tools', 'towers/cluster', 'benchmarks')
 # Packages outside PACKAGES whose targets are written by hand but follow the naming rules.
 HAND_WRITTEN_PACKAGES = ('docs',)
 PROGRAMS_MARKER = ('# Programs: one py_binary per <name>_main.py, written by '

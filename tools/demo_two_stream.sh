@@ -2,7 +2,7 @@
 # The two-stream demo, end to end, in the order of the real recipe: synthetic UCF101 (.avi
 # files whose 6 classes differ only in motion) -> TV-L1 flow (//data_tools:extract_flow) ->
 # RGB and flow TFRecords (//data_tools:prepare) -> train the RGB and the Flow stream
-# (//towers:train, demo_ucf101.flags) -> fuse per video (//towers:evaluate_two_stream).
+# (//towers:train, demo_ucf101.flags) -> fuse per video (//serving:evaluate_two_stream).
 # Every step is skipped or resumed when its output is already there. Extra arguments go to
 # both trainings; --verbose also shows Bazel's build messages and TensorFlow's own logs.
 set -euo pipefail
@@ -31,7 +31,7 @@ bazel run "${bazel_quiet[@]}" //towers:train -- --flagfile=towers/demo_ucf101.fl
   --data_dir="$data/tfrecord" --model_dir="$runs/rgb" "$@"
 bazel run "${bazel_quiet[@]}" //towers:train -- --flagfile=towers/demo_ucf101.flags --stream=flow \
   --data_dir="$data/flow_tfrecord" --model_dir="$runs/flow" "$@"
-bazel run "${bazel_quiet[@]}" //towers:evaluate_two_stream -- --rgb_model="$runs/rgb" --rgb_data="$data/tfrecord" \
+bazel run "${bazel_quiet[@]}" //serving:evaluate_two_stream -- --rgb_model="$runs/rgb" --rgb_data="$data/tfrecord" \
   --flow_model="$runs/flow" --flow_data="$data/flow_tfrecord" --eval_clips=3 \
   --json_out="$runs/two_stream.json" "${evaluate_verbose[@]}"
 echo "demo_two_stream: done in $((SECONDS - start)) s"

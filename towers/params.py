@@ -125,7 +125,7 @@ class ModelSection(Section):
       'rgb', 'Input stream: rgb (3-channel clips) or flow (2-channel TV-L1 optical flow, u '
       'and v, from //data_tools:extract_flow). For i3d it also picks the variables\' scope '
       '(RGB/inception_i3d or Flow/inception_i3d). The streams train separately; '
-      '//towers:evaluate_two_stream fuses two trained models per video.',
+      '//serving:evaluate_two_stream fuses two trained models per video.',
       choices=tuple(i3d_names.STREAMS), key=True)
   warm_start_from: str = may_change(
       '', 'I3D: checkpoint prefix (e.g. data/checkpoints/rgb_imagenet/model.ckpt, from '

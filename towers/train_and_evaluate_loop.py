@@ -19,6 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from command_line import status_file
+from command_line.console import protocol
 from model_fn.networks import Network
 from input_fn import factory
 from model_fn.eval_spec import PER_CLASS, TOP_1
@@ -56,11 +57,6 @@ class EvaluationLine(tf.estimator.Exporter):
                                 if k != 'global_step'},
                        per_class=[None if np.isnan(a) else float(a)
                                   for a in eval_result.get(PER_CLASS, ())])
-
-
-def protocol(clips: int, crops: int) -> str:
-  """'3 clips x 1 crop': the views a video-level number averages."""
-  return f'{clips} clip{"s" * (clips != 1)} x {crops} crop{"s" * (crops != 1)}'
 
 
 def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:

@@ -18,7 +18,7 @@ variables the checkpoint lacks (an optimizer with other slots than sgd's none, e
 from 0 to on). `write_record` writes the record once the session has started, so a run that
 fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
 without a record resumes with one warning (and an `unrecorded_settings` status event). The
-record also lists the training videos' names (TRAIN_VIDEO_NAMES), for evaluate_two_stream.
+record also lists the training videos' names (TRAIN_VIDEO_NAMES), as each export does.
 In a cluster every trainer checks; only the chief writes.
 """
 
@@ -42,7 +42,7 @@ from towers.checkpoints import checkpoint_step
 
 RECORD_FILE = 'train_settings.json'
 # Key of the record's list of the training videos' canonical names (not a setting: the
-# settings hold their count and digest), read by //towers:evaluate_two_stream.
+# settings hold their count and digest); exports list them too (towers/export_info.py).
 TRAIN_VIDEO_NAMES = 'train_video_names'
 FORMAT_VERSION = 1
 # Learning settings that are TrainParams fields (flags): those declared STRUCTURE or

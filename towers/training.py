@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from absl import logging
 
+from command_line.console import protocol
 from input_fn import datasets, factory, manifest
 from input_fn.data_checks import DataError
 from input_fn.manifest import ManifestError
@@ -44,7 +45,6 @@ from towers.cluster.evaluator import EvaluationFailed
 from towers.cluster.shutdown import TrainingIncomplete
 from towers.estimator import as_params, build_estimator, session_config
 from towers.params import ParamsError, TrainParams
-from towers.train_and_evaluate_loop import protocol
 
 # What stops a run: before training, nothing trained (the binary exits 2) ...
 START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,

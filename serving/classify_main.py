@@ -1,7 +1,7 @@
 """Classifies videos with a trained model and prints the top classes of each.
 
-  bazel run //towers:classify -- --model=runs/demo_ucf101/export/best clip.avi more_clips/
-  bazel run //towers:classify -- --model=runs/rgb --flow_model=runs/flow --output=out.csv list.txt
+  bazel run //serving:classify -- --model=runs/demo_ucf101/export/best clip.avi more_clips/
+  bazel run //serving:classify -- --model=runs/rgb --flow_model=runs/flow --output=out.csv list.txt
 
 Arguments: video files, frame folders (frame%06d.jpg), list files (.txt: one video per
 line) or directories (searched). One line per video: `<video>: <class> <probability> ...`,
@@ -9,13 +9,13 @@ highest first; a video that cannot be read is named with its reason (`FAILED`) a
 others go on. --output also writes JSON (.json) or CSV (.csv), whole or not at all. Exit
 code 0 when every video was classified, 1 when any failed or --output found its disk full
 (one line naming it and its free space), 2 for a wrong option or model. Method:
-`towers/classifier.py`; what the export carries: `towers/export_info.py`.
+`serving/classifier.py` (with its options); what the export carries:
+`serving/export_info.py`.
 """
 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import os
@@ -29,38 +29,15 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 
 # pylint: disable=wrong-import-position
 from command_line import cli, disk_space, entry, working_dir
-from input_fn import datasets, json_files
-from towers import classifier
-from command_line.options import Options, Problem, Range, at_least, option
-from towers.training import protocol
+from command_line.console import protocol
+from input_fn import json_files
+from serving import classifier
+from serving.classifier import ClassifyOptions, check_options
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
 PROGRESS_EVERY_SECS = 10.0
 NOTHING_KEPT = ('no part of it was kept (the results are on standard output above); classify '
                 'keeps nothing to resume from: a rerun classifies every video again')
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassifyOptions(Options):
-  model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
-                      '(the newest export there is used). With --flow_model: the RGB '
-                      'stream.', path=True)
-  flow_model: str = option('', 'Two-stream: the Flow model (model_dir or export); its TV-L1 '
-                           'flow is computed from the videos with the settings its training '
-                           'flow was extracted with.', path=True)
-  flow_weight: float = option(0.5, 'Two-stream: weight of the Flow stream in the fusion; RGB '
-                              'gets 1 - flow_weight.', valid=Range(low=0.0, high=1.0))
-  clips: int = option(0, 'Clips per video, starts spread evenly over the video; 0: the '
-                      'eval_clips the model was evaluated with in training.', valid=at_least(0))
-  crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
-                      'long side). A video\'s prediction averages its clips x crops views.',
-                      choices=datasets.EVAL_CROPS)
-  top_k: int = option(5, 'Classes shown per video.', valid=at_least(1))
-  batch_size: int = option(16, 'Views per model call.', valid=at_least(1))
-  output: str = option('', 'Also write the results here: .json or .csv.', path=True)
-  dataset: str = option('', 'The dataset the models trained on (ucf101, hmdb51 or list); '
-                        'empty: not checked. Another than their exports say stops the run.',
-                        choices=('',) + datasets.NAMES)
 
 
 def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
@@ -91,18 +68,6 @@ class Progress:
       self.shown_at = seconds
       print(classifier.progress_text(done, total, failed, seconds), file=sys.stderr,
             flush=True)
-
-
-def check_options(options: ClassifyOptions) -> None:
-  """Raises `entry.Refused` naming the first option that cannot work."""
-  if not options.model:
-    raise entry.Refused(Problem('model', 'give --model (an export directory or a model_dir)'))
-  if options.output and not options.output.lower().endswith(('.json', '.csv')):
-    raise entry.Refused(Problem('output',
-                                f'--output={options.output}: must end in .json or .csv'))
-  problem = working_dir.unwritable(options.output) if options.output else None
-  if problem:
-    raise entry.Refused(Problem('output', f'--output={options.output}: {problem}'))
 
 
 def run(options: ClassifyOptions, arguments: list[str]) -> int:

@@ -2,9 +2,10 @@
 
 The streams train separately (`--stream=rgb` and `--stream=flow`, each with its own
 model_dir, any network). Each is read back as the SavedModel its training exported
-(`<model_dir>/export/best/<newest>`, or an export directory given directly): its serving
-input `clips` float32 [None, T, S, S, C] says the clip shape and the stream (C = 3 rgb,
-C = 2 flow); its output `probabilities` [None, num_classes] is the softmax.
+(`<model_dir>/export/best/<newest>`, or an export directory given directly;
+`serving/saved_model.py`): its serving input `clips` float32 [None, T, S, S, C] says the clip
+shape and the stream (C = 3 rgb, C = 2 flow); its output `probabilities` [None, num_classes]
+is the softmax.
 
 For each stream, every record of its eval data (the `test` shards of `//data_tools:prepare`)
 gives `clips_per_video` clips x `crops_per_video` crops sampled as in training's evaluation
@@ -17,7 +18,9 @@ Before any inference the four inputs are checked to agree (`check_agreement`): b
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
 against its eval data (`check_stream`): the same stream and number of classes, and no test
-video among those the model_dir's train_settings.json lists as trained on.
+video among those its export lists as trained on (`train_video_names` in
+assets.extra/video_model.json, `serving/export_info.py`; an export made before that list
+existed is evaluated with a warning that this could not be checked).
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1); per class, each stream's
@@ -31,27 +34,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from command_line.console import protocol
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
 from model_fn import confusion
-from towers import export_info
-from towers.training import protocol
-
-STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
-
+from serving import export_info, saved_model
+from serving.saved_model import StreamModel
 
 class TwoStreamError(ValueError):
   """The two streams cannot be evaluated together; the message says what to fix.
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
-  'split', 'labels', 'no_shared_video', 'no_export', 'no_manifest', 'not_a_video_model',
-  'wrong_stream', 'trained_on', 'no_readable_video', or that of an `ExportInfoError`);
+  'split', 'labels', 'no_shared_video', 'no_manifest', 'wrong_stream', 'trained_on',
+  'no_readable_video', or that of the `ExportInfoError` or `saved_model.ModelError` behind
+  it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
   `label`: the first label at which two class lists differ ('class_names'), else None.
@@ -249,24 +250,6 @@ def format_splits_table(results: dict[int, dict[str, Any]], mean: dict[str, Any]
 # --- Running a stream's model on its eval data ---------------------------------------------
 
 
-def saved_model_dir(path: str) -> str:
-  """`path` if it holds a saved_model.pb, else the newest export under `path/export/best`
-  (a model_dir trained by //towers:train) or under `path` itself (that export/best/).
-  Raises `TwoStreamError` naming what to do."""
-  if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
-    return path
-  for best in (os.path.join(path, 'export', 'best'), path):
-    exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
-                     if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
-    if exports:
-      break
-  if not exports:
-    raise TwoStreamError(f'{path} is neither a SavedModel nor a model_dir with an export under '
-                         'export/best/: train it with //towers:train (export_savedmodel=true, '
-                         'the default) or pass the export directory', 'no_export', path)
-  return os.path.join(best, exports[-1].rstrip('/'))
-
-
 def class_names(data_dir: str) -> list[str] | None:
   """The class names, in label order, of the eval records in `data_dir` (None: not listed)."""
   return _manifest(data_dir).get('classes') or None
@@ -315,7 +298,7 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
   """Before any model runs, for the four `paths` (rgb_model, flow_model, rgb_data,
   flow_data): both eval data hold records of `dataset` and of `split` (each when given, else
   the same as each other's), and the class names, in label order, of both exports (those that
-  carry them, `towers/export_info.py`) and of both eval data's manifests are the same.
+  carry them, `serving/export_info.py`) and of both eval data's manifests are the same.
   Raises `TwoStreamError` naming the option, what disagrees and, for class names, the first
   label where they do."""
   manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
@@ -337,10 +320,10 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
                              f'Flow records of one {field}', field, data, option='flow_data')
   lists = []
   for stream in ('rgb', 'flow'):
-    export = saved_model_dir(paths[f'{stream}_model'])
     try:
+      export = saved_model.saved_model_dir(paths[f'{stream}_model'])
       lists.append((f'the {stream} model {export}', export_info.read(export)[1]))
-    except export_info.ExportInfoError as e:
+    except (saved_model.ModelError, export_info.ExportInfoError) as e:
       raise TwoStreamError(str(e), e.reason, e.path, option=f'{stream}_model') from e
   for stream, manifest in manifests.items():
     lists.append((manifest_lib.manifest_path(paths[f'{stream}_data'], 'test'),
@@ -354,80 +337,39 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
                          paths[at_fault], option=at_fault, label=differ.label)
 
 
-@dataclasses.dataclass(frozen=True)
-class StreamModel:
-  """A loaded SavedModel and the clips it takes: [None, frames, size, size, channels]."""
-  export: str
-  serving: Any
-  frames: int
-  size: int
-  channels: int
-
-  @property
-  def stream(self) -> str:
-    return STREAM_OF_CHANNELS[self.channels]
-
-
-def load_model(model: str, expect: str | None = None) -> StreamModel:
-  """The SavedModel of `model` (see `saved_model_dir`); `expect` ('rgb' or 'flow') checks
-  its stream from its input channels. Raises `TwoStreamError`."""
-  export = saved_model_dir(model)
-  serving = tf.saved_model.load(export).signatures['serving_default']
-  spec = serving.structured_input_signature[1]['clips']
-  _, frames, height, width, channels = spec.shape.as_list()
-  if channels not in STREAM_OF_CHANNELS or height != width:
-    raise TwoStreamError(f'{export} takes clips of shape {spec.shape}: not a video model of '
-                         'this project', 'not_a_video_model', export)
-  loaded = StreamModel(export, serving, frames, height, channels)
-  if expect and loaded.stream != expect:
-    raise TwoStreamError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
-                         f'it is a {loaded.stream} model: swap the arguments', 'wrong_stream',
-                         export)
-  return loaded
-
-
-def model_classes(model: StreamModel) -> int | None:
-  """The classes of the model's `probabilities` output [None, classes] (None if unknown)."""
-  spec = model.serving.structured_outputs.get('probabilities')
-  return None if spec is None or spec.shape.rank != 2 else spec.shape[1]
-
-
-def training_videos(model: str) -> list[str] | None:
-  """The training videos' names recorded in the model_dir of `model` (a model_dir, or an
-  export under its export/best/) by //towers:train; None when there is no such list
-  (trained on synthetic data, by hand, or before the list was recorded)."""
-  from towers import train_settings  # pylint: disable=g-import-not-at-top
-  path = os.path.abspath(model)
-  for model_dir in (path, os.path.dirname(os.path.dirname(os.path.dirname(path)))):
-    try:
-      stored = train_settings.read_record(model_dir)
-    except train_settings.ResumeSettingsError:
-      stored = None
-    if stored and isinstance(stored.get(train_settings.TRAIN_VIDEO_NAMES), list):
-      return stored[train_settings.TRAIN_VIDEO_NAMES]
-  return None
+def training_videos(model: StreamModel) -> list[str] | None:
+  """The training videos' names the model's export lists (assets.extra/video_model.json);
+  None when it lists none (trained on synthetic data, or exported before the list was).
+  Raises `TwoStreamError` when the export's metadata is damaged."""
+  try:
+    info, _ = export_info.read(model.export)
+  except export_info.ExportInfoError as e:
+    raise TwoStreamError(str(e), e.reason, e.path) from e
+  return (info or {}).get(export_info.TRAIN_VIDEO_NAMES)
 
 
 def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | None:
   """Before inference: `data_dir` must hold records of the model's stream, the model must
   have as many classes as its test records, and none of their videos may be one the model
-  trained on (it would score them too high); raises `TwoStreamError` naming the counts. Returns a warning when the model_dir lists no
-  training videos, so that could not be checked; else None."""
+  trained on (it would score them too high); raises `TwoStreamError` naming the counts.
+  Returns a warning when the export lists no training videos, so that could not be
+  checked; else None."""
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
     raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
                          f'{model.stream} model', 'wrong_stream', data_dir)
-  classes, data_classes = model_classes(model), int(manifest['num_classes'])
+  classes, data_classes = saved_model.model_classes(model), int(manifest['num_classes'])
   if classes is not None and classes != data_classes:
     raise TwoStreamError(f'the {model.stream} model {model.export} has {classes} classes but '
                          f'{data_dir} holds {data_classes}: evaluate it on test records '
                          'prepared from the class list it was trained with', 'classes',
                          data_dir, data_classes)
-  trained = training_videos(model_path)
+  trained = training_videos(model)
   if trained is None:
-    return (f'{model_path} lists no training videos (train_settings.json): cannot check that '
-            f'the {model.stream} test videos of {data_dir} were not trained on')
+    return (f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '
+            'trained on synthetic data, or exported before exports listed them): cannot '
+            f'check that the {model.stream} test videos of {data_dir} were not trained on')
   trained_keys = {name.lower() for name in trained}
   tests = manifest_lib.video_names(manifest)
   seen = sorted(name for name in tests if name.lower() in trained_keys)

@@ -1,10 +1,10 @@
 """Classify videos with a trained model: `classify(videos, model)`, the library behind
-//towers:classify.
+//serving:classify.
 
 `model` is an exported SavedModel directory or a model_dir (its newest `export/best/`), or a
 loaded `Classifier` (one stream, or an RGB and a Flow model fused as two-stream evaluation
 fuses them: `(1 - flow_weight) * rgb + flow_weight * flow`). What the export says
-(`towers/export_info.py`: class names, stream, clip length, crop, the frames' short side, the
+(`serving/export_info.py`: class names, stream, clip length, crop, the frames' short side, the
 flow extraction settings) decides the sampling, so a video is read as evaluation reads it:
 frames resized to the training data's short side, `clips` clips with starts spread evenly
 (`input_fn.direct.eval_clip_indices`) x `crops` crops (`input_fn.pipeline.eval_views`: 1
@@ -33,9 +33,12 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import datasets, direct, flow, pipeline, records, ucf101, video_io, video_lists
-from towers import export_info, two_stream
+from command_line import entry, working_dir
+from command_line.options import Options, Problem, Range, at_least, option
 from command_line.progress import progress_line
+from input_fn import (datasets, direct, flow, frame_folders, pipeline, records, ucf101, video_io,
+                      video_lists)
+from serving import export_info, saved_model, two_stream
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.mov', '.webm', '.mpg', '.mpeg', '.gif', '.m4v')
 LIST_EXTENSIONS = ('.txt', '.list', '.lst')
@@ -46,9 +49,9 @@ MIN_FRAMES = 2
 class ClassifyError(ValueError):
   """The model or the options cannot classify; the message says what to fix.
 
-  `reason`: what is wrong, one short key (that of the `TwoStreamError` or `ExportInfoError`
-  behind it, else 'not_described', 'no_flow_extraction', 'classes', 'dataset', 'crops',
-  'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
+  `reason`: what is wrong, one short key (that of the `saved_model.ModelError` or
+  `ExportInfoError` behind it, else 'not_described', 'no_flow_extraction', 'classes',
+  'dataset', 'crops', 'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
   else None; `option`: the option at fault, else None; `fields`: the video_model.json fields
   that contradict the model ('not_described').
   """
@@ -65,7 +68,7 @@ class ClassifyError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Stream:
   """One loaded stream and what its export says about its input."""
-  model: two_stream.StreamModel
+  model: saved_model.StreamModel
   class_names: tuple[str, ...]
   frame_short_side: int                       # 0: frames as decoded
   records_jpeg_quality: int | None            # rgb trained on records: their JPEG quality
@@ -82,8 +85,8 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
   """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
   `ClassifyError` naming `option`, the option that gave `model`."""
   try:
-    loaded = two_stream.load_model(model, expect)
-  except two_stream.TwoStreamError as e:
+    loaded = saved_model.load_model(model, expect)
+  except saved_model.ModelError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   try:
     info, names = export_info.read(loaded.export)
@@ -154,6 +157,44 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
   return Classifier(streams, flow_weight)
 
 
+# --- The program's options ----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifyOptions(Options):
+  model: str = option('', 'Exported SavedModel directory, a model_dir or its export/best/ '
+                      '(the newest export there is used). With --flow_model: the RGB '
+                      'stream.', path=True)
+  flow_model: str = option('', 'Two-stream: the Flow model (model_dir or export); its TV-L1 '
+                           'flow is computed from the videos with the settings its training '
+                           'flow was extracted with.', path=True)
+  flow_weight: float = option(0.5, 'Two-stream: weight of the Flow stream in the fusion; RGB '
+                              'gets 1 - flow_weight.', valid=Range(low=0.0, high=1.0))
+  clips: int = option(0, 'Clips per video, starts spread evenly over the video; 0: the '
+                      'eval_clips the model was evaluated with in training.', valid=at_least(0))
+  crops: int = option(1, 'Crops per clip: 1 (centre) or 3 (start, centre and end of the '
+                      'long side). A video\'s prediction averages its clips x crops views.',
+                      choices=datasets.EVAL_CROPS)
+  top_k: int = option(5, 'Classes shown per video.', valid=at_least(1))
+  batch_size: int = option(16, 'Views per model call.', valid=at_least(1))
+  output: str = option('', 'Also write the results here: .json or .csv.', path=True)
+  dataset: str = option('', 'The dataset the models trained on (ucf101, hmdb51 or list); '
+                        'empty: not checked. Another than their exports say stops the run.',
+                        choices=('',) + datasets.NAMES)
+
+
+def check_options(options: ClassifyOptions) -> None:
+  """Raises `entry.Refused` naming the first option that cannot work."""
+  if not options.model:
+    raise entry.Refused(Problem('model', 'give --model (an export directory or a model_dir)'))
+  if options.output and not options.output.lower().endswith(('.json', '.csv')):
+    raise entry.Refused(Problem('output',
+                                f'--output={options.output}: must end in .json or .csv'))
+  problem = working_dir.unwritable(options.output) if options.output else None
+  if problem:
+    raise entry.Refused(Problem('output', f'--output={options.output}: {problem}'))
+
+
 # --- Finding the videos ----------------------------------------------------------------------
 
 
@@ -212,11 +253,11 @@ def read_frames(path: str) -> np.ndarray:
   """uint8 RGB [T, H, W, 3] of a video file or a frame folder, as decoded. Raises
   `video_io.VideoError` (the reason) for anything unusable or shorter than MIN_FRAMES."""
   if os.path.isdir(path):
-    pattern = ucf101.frame_pattern(path)
-    count, reason = ucf101.count_frames(path, pattern=pattern)
+    pattern = frame_folders.frame_pattern(path)
+    count, reason = frame_folders.count_frames(path, pattern=pattern)
     if reason:
       raise video_io.VideoError(reason)
-    frames = ucf101.read_frames(path, range(count), pattern=pattern)
+    frames = frame_folders.read_frames(path, range(count), pattern=pattern)
   elif not os.path.exists(path):
     raise video_io.VideoError('no such file or folder')
   else:
@@ -232,11 +273,11 @@ def frame_files(path: str) -> list[bytes] | None:
   for a video file."""
   if not os.path.isdir(path):
     return None
-  pattern = ucf101.frame_pattern(path)
-  count, _ = ucf101.count_frames(path, pattern=pattern)
+  pattern = frame_folders.frame_pattern(path)
+  count, _ = frame_folders.count_frames(path, pattern=pattern)
   found = []
   for i in range(count):
-    with open(ucf101.frame_path(path, i, pattern), 'rb') as f:
+    with open(frame_folders.frame_path(path, i, pattern), 'rb') as f:
       found.append(f.read())
   return found
 

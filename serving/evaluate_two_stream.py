@@ -2,8 +2,8 @@
 (`check_options`, before any model loads; --eval_crops against the records' frames in
 `evaluate`) and
 `evaluate(paths, options)` -> the table of `two_stream.report` for one split: both streams'
-models on their eval data, fused per video (method: towers/two_stream.py).
-The program and its whole description: towers/evaluate_two_stream_main.py.
+models on their eval data, fused per video (method: serving/two_stream.py).
+The program and its whole description: serving/evaluate_two_stream_main.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 # pylint: disable=wrong-import-position
 from command_line import entry, working_dir
 from input_fn import datasets, frame_sample, pipeline
-from towers import two_stream, two_stream_outputs
+from serving import saved_model, two_stream, two_stream_outputs
 from command_line.options import Options, Problem, Range, at_least, option
 
 
@@ -100,7 +100,7 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
   training videos, so none of them could be among the test videos (False: evaluated with a
   warning, unchecked), and `files`: the paths written."""
   two_stream.check_agreement(paths, split, options.dataset)
-  models = {stream: two_stream.load_model(paths[f'{stream}_model'], stream)
+  models = {stream: saved_model.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
   checked = {}
   for stream, model in models.items():

@@ -1,13 +1,13 @@
 """Fuses a trained RGB model and a trained Flow model per video and prints one table.
 
-  bazel run //towers:evaluate_two_stream -- \\
+  bazel run //serving:evaluate_two_stream -- \\
     --rgb_model=runs/ucf101_i3d_rgb --rgb_data=data/ucf101/tfrecord \\
     --flow_model=runs/ucf101_i3d_flow --flow_data=data/ucf101/flow_tfrecord
 
 Prints RGB, Flow and Fusion with video-level top-1, top-5 and mean per-class accuracy, and
 the classes where fusion helps and hurts most; writes the same as JSON (--json_out) and,
 beside it, a confusion-matrix PNG per stream and a per-class CSV with RGB, Flow and Fusion
-side by side (`towers/two_stream_outputs.py`). Method: `towers/two_stream.py`.
+side by side (`serving/two_stream_outputs.py`). Method: `serving/two_stream.py`.
 
 The standard protocol of UCF101 and HMDB51 (the mean over the three official splits), in
 one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
@@ -15,7 +15,7 @@ one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
 prints each split's table, then video top-1 per split and the mean; the JSON holds
 {'splits': {k: table}, 'mean': rows}.
 
-The library: towers/evaluate_two_stream.py.
+The library: serving/evaluate_two_stream.py.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import json
 import os
 
 # First: it quiets TensorFlow's native logs before TensorFlow is imported.
-from towers.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
+from serving.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
 # pylint: disable=wrong-import-order
 from command_line import entry
-from towers import two_stream, two_stream_outputs
+from serving import saved_model, two_stream, two_stream_outputs
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:
@@ -59,7 +59,8 @@ def run(options: EvaluateTwoStreamOptions) -> None:
 
 PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
                         check=check_options,
-                        refused=(two_stream.TwoStreamError, FileNotFoundError), verbose=True)
+                        refused=(two_stream.TwoStreamError, saved_model.ModelError,
+                                 FileNotFoundError), verbose=True)
 
 
 if __name__ == '__main__':
