@@ -25,7 +25,7 @@ from command_line import cli
 from command_line.options import Options, OptionsError, Range, option
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'towers', 'benchmarks', 'tools')
+PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'towers', 'serving', 'benchmarks', 'tools')
 # Programs whose options class has yet to move to their library. An entry whose program no
 # longer declares that class fails, so the list only shrinks.
 PROGRAMS_STILL_DECLARING = {'benchmarks/cluster_emulator_main.py': ['EmulatorOptions']}
