@@ -16,34 +16,19 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 
 from absl import flags
 from absl.testing import absltest
 
 from command_line import cli
 from command_line.options import Options, OptionsError, Range, option
+from tests import project_sources
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ('command_line', 'model_fn', 'input_fn', 'data_tools', 'towers', 'serving', 'benchmarks', 'tools')
 # Programs whose options class has yet to move to their library. An entry whose program no
 # longer declares that class fails, so the list only shrinks.
 PROGRAMS_STILL_DECLARING = {'benchmarks/cluster_emulator_main.py': ['EmulatorOptions']}
 NUMBER_TYPES = ('int', 'float', 'tuple[int, ...]', 'tuple[float, ...]')
 DOMAIN_KEYWORDS = {'valid', 'choices'}
-
-
-def _trees() -> dict[str, ast.Module]:
-  """Every source file of the packages that declare options -> its syntax tree."""
-  trees = {}
-  for package in PACKAGES:
-    for dirpath, _, filenames in os.walk(os.path.join(ROOT, package)):
-      for name in filenames:
-        if name.endswith('.py'):
-          path = os.path.join(dirpath, name)
-          with open(path, encoding='utf-8') as f:
-            trees[os.path.relpath(path, ROOT)] = ast.parse(f.read(), path)
-  return trees
 
 
 def _options_classes(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.ClassDef]]:
@@ -171,7 +156,7 @@ class OptionDomainsTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.trees = _trees()
+    cls.trees = project_sources.parsed()
     cls.classes = _options_classes(cls.trees)
 
   def test_number_choices_hold_for_a_number_and_each_element_of_a_list(self):

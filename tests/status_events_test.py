@@ -15,25 +15,11 @@ import re
 from absl.testing import absltest
 
 from command_line import status_file
+from tests import project_sources
 from tools import status_events_doc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ('benchmarks', 'command_line', 'data_tools', 'docs', 'input_fn', 'model_fn',
-            'towers', 'tools')
 SCRIPT_EVENT = re.compile(r'^\s*status_event (\w+) "(.*)"$', re.M)
 SCRIPT_MEMBER = re.compile(r'\\"(\w+)\\": (\\")?')
-
-
-def _sources() -> dict[str, ast.Module]:
-  """Every .py file of the project's packages, parsed, by path relative to ROOT."""
-  trees = {}
-  for package in PACKAGES:
-    for folder, _, names in os.walk(os.path.join(ROOT, package)):
-      for name in sorted(n for n in names if n.endswith('.py')):
-        path = os.path.join(folder, name)
-        with open(path, encoding='utf-8') as f:
-          trees[os.path.relpath(path, ROOT)] = ast.parse(f.read(), path)
-  return trees
 
 
 def _string_constants(trees: dict[str, ast.Module]) -> dict[str, str]:
@@ -82,7 +68,7 @@ def record_calls(trees: dict[str, ast.Module]) -> list[tuple[str, str | None, se
 def script_events() -> list[tuple[str, str, dict[str, bool]]]:
   """(where, event, {member: quoted}) of every `status_event` line of the batch scripts."""
   found = []
-  folder = os.path.join(ROOT, 'docs', 'cluster')
+  folder = os.path.join(project_sources.ROOT, 'docs', 'cluster')
   for name in sorted(os.listdir(folder)):
     with open(os.path.join(folder, name), encoding='utf-8') as f:
       text = f.read()
@@ -106,7 +92,7 @@ class StatusEventsTest(absltest.TestCase):
     self.assertEqual(list(status_file.EVENTS), sorted(status_file.EVENTS))
 
   def test_every_recorded_event_is_declared_with_the_members_it_records(self):
-    calls = record_calls(_sources())
+    calls = record_calls(project_sources.parsed(project_sources.PRODUCT_PACKAGES + ('docs',)))
     self.assertGreater(len(calls), 20)  # the sources were found
     for where, event, members in calls:
       with self.subTest(where=where):

@@ -620,6 +620,9 @@ MODULES = {
         ("program_runs.py", "program_runs", [
             "//command_line:status_file",
         ]),
+        ("project_sources.py", "project_sources", [
+            "//tools:build_files_lib",
+        ]),
         ("slurm_testing.py", "slurm_testing", [
             "//tools:namespaces",
             "//towers/cluster:spec",
@@ -1353,6 +1356,7 @@ TEST_DEPS = {
         "//towers:params",
     ],
     "option_domains_test": [
+        ":project_sources",
         "//command_line:cli",
         "//command_line:options",
     ],
@@ -1486,6 +1490,7 @@ TEST_DEPS = {
         "//towers:checkpoints",
     ],
     "status_events_test": [
+        ":project_sources",
         "//command_line:status_file",
         "//tools:status_events_doc_lib",
     ],
