@@ -8,10 +8,10 @@
 library users who build an input_fn without the preflight. `subsets` are the subsets the
 run reads ('train' to train, 'test' to evaluate). The rules: a file source needs a
 `--data_dir` holding that source (data_dir); its files must give clips of `--stream`
-(stream); prepared records must be of `--dataset` (dataset), have labels < `--num_classes`
+(stream); prepared records must be of `--dataset` (dataset), be of `--num_classes` classes
 (num_classes), and, to train, train and test disjoint by video (data_dir); a subset read
 must hold at least one record or readable video (data_dir); the direct route's class list
-must fit `--num_classes` and its `--split` files must be readable (split); the eval split
+must be of `--num_classes` classes and its `--split` files must be readable (split); the eval split
 must fit `--max_eval_videos` (max_eval_videos); `--eval_crops=3` needs frames with room for
 3 distinct crops (eval_crops). The synthetic source reads no file and meets them all. A
 subset with nothing to read is an `EmptySubset` (its subset and listed count).
@@ -124,8 +124,8 @@ def _describe(skipped: dict) -> str:
 
 
 def _direct_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
-  """The direct route (videos, frames): the dataset's class list in data_dir, no more
-  classes than --num_classes, readable split files, and a readable video in each subset."""
+  """The direct route (videos, frames): the dataset's class list in data_dir, as many
+  classes as --num_classes, readable split files, and a readable video in each subset."""
   data_dir, what = params.data_dir, _DATA_DIR_CONTENTS[params.data_source]
   class_index, where = datasets.read_classes(params.dataset, data_dir)
   if class_index is None:
@@ -133,9 +133,10 @@ def _direct_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
                                 f'dataset={params.dataset} ({where} not found): it must hold '
                                 f'{what}')]
   classes = len(class_index)
-  if classes > params.num_classes:
+  if classes != params.num_classes:
     return [Problem('num_classes', f'--num_classes={params.num_classes} but {where} lists '
-                                   f'{classes} classes: set --num_classes={classes}')]
+                                   f'{classes} classes: set --num_classes={classes}, or leave '
+                                   'it out to take the class list\'s')]
   try:
     return _unreadable_subset_problems(params, subsets)
   except (datasets.DatasetError, FileNotFoundError) as e:  # the split's own files

@@ -214,7 +214,8 @@ def training_data_problems(directory: str, num_classes: int,
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` or another split than `split` (when given and the
   manifest records one; names both),
-  a label >= num_classes (names --num_classes and the data's class count), or a video in
+  another number of classes than num_classes (a manifest that does not record it: a label
+  >= num_classes; names --num_classes and the data's class count), or a video in
   both train and test (`same_video`; count, an example and the list files that name it:
   `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
   naming the option to change."""
@@ -238,13 +239,13 @@ def training_data_problems(directory: str, num_classes: int,
                            f'--split={manifest.get("split")}, or pass the --out of a split '
                            f'{split} preparation as --data_dir'))
       return found
-    needed = classes_in_records(manifest)
-    if needed > num_classes:
+    held_classes = manifest.get('num_classes')
+    needed = held_classes if isinstance(held_classes, int) else classes_in_records(manifest)
+    if held_classes != num_classes if isinstance(held_classes, int) else needed > num_classes:
       found.append(Problem('num_classes', f'--num_classes={num_classes} but the {subset} '
-                           f'records of {directory} have labels up to {needed - 1} '
-                           f'({manifest.get("num_classes", needed)} classes in '
-                           f'{os.path.basename(manifest_path(directory, subset))}): set '
-                           f'--num_classes={manifest.get("num_classes", needed)}'))
+                           f'records of {directory} are of {needed} classes '
+                           f'({os.path.basename(manifest_path(directory, subset))}): set '
+                           f'--num_classes={needed}, or leave it out to take the records\''))
   if len(manifests) == 2:
     shared = shared_videos(manifests['train'], manifests['test'])
     lists = (list_file(manifests['train'], 'train'), list_file(manifests['test'], 'test'))

@@ -267,13 +267,18 @@ def _manifest(data_dir: str) -> dict[str, Any]:
 @dataclasses.dataclass(frozen=True)
 class ClassListDifference:
   """Two class lists that disagree: `first` and `other` say where each came from, `label` is
-  the first label where they differ and `names` their names there (None: the list ended)."""
+  the first label where they differ, `names` their names there (None: that list ended) and
+  `sizes` their numbers of classes."""
   first: str
   other: str
   label: int
   names: tuple[str | None, str | None]
+  sizes: tuple[int, int]
 
   def __str__(self) -> str:
+    if None in self.names:
+      return (f'{self.first} has {self.sizes[0]} classes and {self.other} has '
+              f'{self.sizes[1]} (the first {self.label} agree)')
     return (f'the class names of {self.first} and of {self.other} differ from label '
             f'{self.label} on ({self.names[0]!r} and {self.names[1]!r})')
 
@@ -290,7 +295,8 @@ def class_list_difference(lists: Sequence[tuple[str, Sequence[str] | None]]
       label = next(i for i in range(max(len(names), len(reference)))
                    if i >= min(len(names), len(reference)) or names[i] != reference[i])
       return ClassListDifference(first, where, label, tuple(
-          listed[label] if label < len(listed) else None for listed in (reference, names)))
+          listed[label] if label < len(listed) else None for listed in (reference, names)),
+          (len(reference), len(names)))
   return None
 
 

@@ -2,7 +2,7 @@
 option to fix (each problem a `Problem` with its option; the binary's `error` event).
 
 Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
-the prepared data beyond --num_classes, a --split other than the records' (without --split,
+the prepared data other than --num_classes (without it, theirs), a --split other than the records' (without --split,
 theirs), train and test sharing videos (by prepare's rule: names compared case included;
 the two list files named), a resumed
 model_dir whose checkpoint does not fit the graph (towers/checkpoint_shapes.py), a model_dir
@@ -10,6 +10,7 @@ under a file, an empty data_dir; and two launch details: `local_cluster --helpsh
 starts nothing, the cluster evaluator waits between checkpoint checks.
 """
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -57,6 +58,28 @@ class RunChecksTest(tf.test.TestCase):
         data_source='tfrecord', data_dir=self.data, num_classes=4,
         model_dir=self.create_tempdir().full_path)), [])
 
+  def test_the_number_of_classes_is_the_records_and_another_is_refused_naming_both(self):
+    # Unnamed, it is the records' (the flag's default, 101, would train a 101-way head on
+    # 4-class data and report top-5 accuracy over 4 classes).
+    taken = training.with_data_settings(make_params(data_source='tfrecord', data_dir=self.data))
+    self.assertEqual(taken.num_classes, 4)
+    self.assertEqual(preflight.problems(dataclasses.replace(
+        taken, model_dir=self.create_tempdir().full_path)), [])
+    # Named, it must be the records': more classes than the data's is refused too.
+    found = preflight.problems(make_params(data_source='tfrecord', data_dir=self.data,
+                                           num_classes=101,
+                                           model_dir=self.create_tempdir().full_path))
+    self.assertEqual([p.option for p in found], ['num_classes'] * 2)
+    self.assertIn('--num_classes=101', str(found[0]))
+    self.assertIn('of 4 classes', str(found[0]))
+    # The direct route takes the class list's.
+    videos = training.with_data_settings(make_params(
+        data_source='videos', data_dir=os.path.join(self.root, 'ucf')))
+    self.assertEqual(videos.num_classes, 4)
+    self.assertEqual(training.with_data_settings(make_params(
+        data_source='videos', data_dir=os.path.join(self.root, 'ucf')), ('dataset',)
+        ).num_classes, 101)
+
   def test_train_binary_stops_before_training_with_one_error_line(self):
     model_dir = self.create_tempdir().full_path
     done = program_runs.run('towers.train_main', '--data_source=tfrecord', f'--data_dir={self.data}',
@@ -101,7 +124,7 @@ class RunChecksTest(tf.test.TestCase):
     found = preflight.problems(make_params(data_source='tfrecord', data_dir=self.data, split=2,
                                            num_classes=4, model_dir=model_dir))
     self.assertEqual([p.option for p in found], ['split'])
-    self.assertEqual(training.with_records_dataset(make_params(
+    self.assertEqual(training.with_data_settings(make_params(
         data_source='tfrecord', data_dir=split_2)).split, 2)
     done = program_runs.run('towers.train_main', '--data_source=tfrecord',
                             f'--data_dir={self.data}', '--split=3', '--num_classes=4',

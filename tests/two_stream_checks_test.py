@@ -212,6 +212,12 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual(saved_model.model_classes(model), 3)
     self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', ['rgb_data'])
 
+  def test_lists_of_other_lengths_are_told_by_their_class_counts(self):
+    differ = two_stream.class_list_difference([('the model', ['a', 'b', 'c']),
+                                               ('the data', ['a', 'b', 'c', 'd'])])
+    self.assertEqual((differ.label, differ.sizes), (3, (3, 4)))
+    self.assertEqual(str(differ), 'the model has 3 classes and the data has 4 (the first 3 agree)')
+
   def test_an_export_without_its_training_videos_is_evaluated_with_a_warning(self):
     bare = without_training_videos(self.models['rgb'],
                                    os.path.join(self.create_tempdir().full_path, 'rgb'))

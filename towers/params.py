@@ -110,7 +110,9 @@ class ModelSection(Section):
   model: str = structure(
       'c3d_small', f'Network to train: {", ".join(networks.names())}, or a network added '
       'with model_fn.networks.register().', key=True)
-  num_classes: int = structure(101, 'Number of output classes.', valid=at_least(2), key=True)
+  num_classes: int = structure(
+      101, 'Number of output classes; without it //towers:train takes the data\'s (the '
+      'prepared records\' or the class list\'s).', valid=at_least(2), key=True)
   clip_frames: int = must_match(16, 'Frames per clip fed to the network.', valid=at_least(1))
   crop_size: int = must_match(112, 'Height and width of the clip crop, in pixels.',
       valid=at_least(1))

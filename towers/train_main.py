@@ -46,9 +46,9 @@ def run(params: TrainParams) -> int:
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
-  unnamed = [name for name in ('dataset', 'split') if not flags.FLAGS[name].present]
-  if unnamed:  # the records say which dataset and split they hold
-    params = training.with_records_dataset(params, unnamed)
+  unnamed = [name for name in training.DATA_SETTINGS if not flags.FLAGS[name].present]
+  if unnamed:  # the data says which dataset, split and classes it holds
+    params = training.with_data_settings(params, unnamed)
   try:
     metrics = training.train_and_evaluate(params)
   except training.START_ERRORS as e:

@@ -62,8 +62,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   evaluator). `network(clips, ctx) -> logits` is the user's own network (see
   `build_estimator`; one machine only); None trains `params.model`.
 
-  A dict without 'dataset' (or 'split') trains on the dataset (split) its prepared records
-  hold, as `//towers:train` without --dataset (--split) does (`with_records_dataset`).
+  A dict without 'dataset', 'split' or 'num_classes' trains on those its data holds, as
+  `//towers:train` without those flags does (`with_data_settings`).
 
   Raises before training, as `//towers:train` does: `ParamsError` (a parameter),
   `ClusterError` (the cluster), `ModelDirBusy` (another live process trains in model_dir:
@@ -76,8 +76,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   `EvaluationFailed` (the cluster evaluator's final evaluation).
   """
   if not isinstance(params, TrainParams):
-    unnamed = [name for name in ('dataset', 'split') if name not in (params or {})]
-    params = with_records_dataset(as_params(params), unnamed) if unnamed else params
+    unnamed = [name for name in DATA_SETTINGS if name not in (params or {})]
+    params = with_data_settings(as_params(params), unnamed) if unnamed else params
   params = as_params(params)
   task = cluster_spec.resolve_cluster(params)
   if task is not None:
@@ -111,23 +111,36 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       time_limit.ignore_signal()  # the work is done: nothing left to stop
 
 
-def with_records_dataset(params: TrainParams,
-                         fields: Sequence[str] = ('dataset', 'split')) -> TrainParams:
-  """`params` with the dataset and split (those of `fields`) its prepared records hold (the
-  first readable manifest's, `input_fn/manifest.py`), for a run that did not name them;
-  unchanged for other data sources and when no manifest can be read (the preflight names
-  that)."""
-  if params.data_source != 'tfrecord':
+# The settings a run takes from its data when it does not name them (`with_data_settings`).
+DATA_SETTINGS = ('dataset', 'split', 'num_classes')
+
+
+def with_data_settings(params: TrainParams,
+                       fields: Sequence[str] = DATA_SETTINGS) -> TrainParams:
+  """`params` with those of `fields` (`DATA_SETTINGS`) that its data holds: prepared records
+  give their dataset, split and number of classes (the first readable manifest's,
+  `input_fn/manifest.py`); videos or frames give the number of classes of their dataset's
+  class list. For a run that did not name them; unchanged for what the data does not say
+  (no manifest, no class list: the preflight names that) and for synthetic data."""
+  if params.data_source == 'tfrecord':
+    for subset in manifest.SUBSETS:
+      try:
+        found = manifest.read(params.data_dir, subset)
+      except ManifestError:
+        continue
+      held = {'dataset': found.get('dataset', manifest.DEFAULT_DATASET),
+              'split': found.get('split'), 'num_classes': found.get('num_classes')}
+      usable = {'dataset': held['dataset'] in datasets.NAMES,
+                'split': held['split'] in (1, 2, 3),
+                'num_classes': isinstance(held['num_classes'], int) and held['num_classes'] >= 2}
+      return dataclasses.replace(params, **{name: held[name] for name in fields
+                                            if usable[name]})
     return params
-  for subset in manifest.SUBSETS:
-    try:
-      found = manifest.read(params.data_dir, subset)
-    except ManifestError:
-      continue
-    held = {'dataset': found.get('dataset', manifest.DEFAULT_DATASET),
-            'split': found.get('split')}
-    usable = {'dataset': held['dataset'] in datasets.NAMES, 'split': held['split'] in (1, 2, 3)}
-    return dataclasses.replace(params, **{name: held[name] for name in fields if usable[name]})
+  if params.data_source in ('videos', 'frames') and 'num_classes' in fields and \
+      params.dataset != 'list':
+    class_index, _ = datasets.read_classes(params.dataset, params.data_dir)
+    if class_index is not None and len(class_index) >= 2:
+      return dataclasses.replace(params, num_classes=len(class_index))
   return params
 
 
