@@ -198,8 +198,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       prior = seen.get(stem.lower())
       if prior is not None and prior[2] != name:
         if stem.lower() not in conflicting:
-          problems.append(conflicting_label(path, number, stem, (prior[1], prior[2]),
-                                            (os.path.basename(path), name), subset))
+          problems.append(video_lists.conflicting_label(
+              path, number, stem, (prior[1], prior[2]), (os.path.basename(path), name), subset))
         conflicting.add(stem.lower())
         continue
       if prior is not None and {prior[0], subset} != {'train', 'test'}:  # train + test: below
@@ -215,18 +215,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
                                 path, number))
   train, test = (without(subsets[subset], lambda e: e.name.lower() in conflicting)
                  for subset in ('train', 'test'))
-  train, problems = video_lists.apply_split_rule(train, test, problems)
+  train, test, problems = video_lists.apply_split_rule(train, test, problems)
   return Split(classes, train, test, problems, unused)
-
-
-def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
-                      again: tuple[str, Any], subset: str | None) -> InputProblem:
-  """The InputProblem of a video listed with two labels (`first` and `again`: (where, label)):
-  kind 'conflicting label', one per video, which is kept out of both subsets (neither label
-  can be trusted)."""
-  return InputProblem(path, line, f'video {video!r} is listed with two labels ({first[1]} in '
-                 f'{first[0]}, {again[1]} in {again[0]}): kept out; give it one label',
-                 'conflicting label', subset or '')
 
 
 def without(entries: list[VideoEntry], dropped: Callable[[VideoEntry], bool]
@@ -354,7 +344,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
     identity = os.path.realpath(full)
     if identity in seen and seen[identity][1] != label:
       if identity not in conflicting:
-        problems.append(conflicting_label(path, number, rel, (
+        problems.append(video_lists.conflicting_label(path, number, rel, (
             f'line {seen[identity][0]}', seen[identity][1]), (f'line {number}', label), subset))
       conflicting.add(identity)
       continue
@@ -404,7 +394,7 @@ def read_list_split(lists: ListFiles) -> Split:
   train, test = ([e if len(videos[e.key]) == 1 else dataclasses.replace(
       e, name=list_name(os.path.join(lists.root, e.rel_path), lists.root, True))
                   for e in entries] for entries in (train, test))
-  train, problems = video_lists.apply_split_rule(train, test, found + test_found)
+  train, test, problems = video_lists.apply_split_rule(train, test, found + test_found)
   return Split(classes, train, test, problems, 0, {**folders, **test_folders})
 
 

@@ -157,8 +157,8 @@ def read_split(split_dir: str, split: int) -> Split:
       raise not_found(f'{wanted} not found', wanted, 'split_dir')
     lists[subset], list_problems = read_split_list(list_path, classes)
     problems += list_problems
-  train, problems = apply_split_rule(lists['train'], lists['test'], problems)
-  return Split(classes, train, lists['test'], problems)
+  train, test, problems = apply_split_rule(lists['train'], lists['test'], problems)
+  return Split(classes, train, test, problems)
 
 
 def test_groups(split: int) -> range:

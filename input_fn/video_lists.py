@@ -3,7 +3,8 @@ split, and the problems of bad input.
 
     read_lines(path) -> [(line number, text)]      # every list, class or info file
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
-    apply_split_rule(train, test, problems)        # a test video is never trained on
+    apply_split_rule(train, test, problems)        # a test video is never trained on;
+    conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
 
 The readers of UCF101 (`input_fn/ucf101.py`), HMDB51 and MMAction2's lists
@@ -18,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.webm', '.mov')
 
@@ -167,20 +168,42 @@ class Split:
     return {'train': self.train, 'test': self.test}[name]
 
 
-def apply_split_rule(train_entries: list[VideoEntry], test: list[VideoEntry],
-                     problems: list[InputProblem]) -> tuple[list[VideoEntry], list[InputProblem]]:
-  """(train without any video of `test`, `problems` plus one InputProblem per removed video):
-  a video listed for testing is never trained on (compared by `VideoEntry.video`: the
-  resolved path, else `same_video` of the name); train indices are renumbered 0..n-1."""
-  test_videos = {e.video for e in test}
-  train, problems = [], list(problems)
+def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEntry],
+                     problems: list[InputProblem]
+                     ) -> tuple[list[VideoEntry], list[VideoEntry], list[InputProblem]]:
+  """(train, test, `problems` plus one InputProblem per video removed): a video listed for
+  testing is never trained on (compared by `VideoEntry.video`: the resolved path, else
+  `same_video` of the name); one listed in both with two labels is a 'conflicting label'
+  (`conflicting_label`) and kept out of both. Indices are renumbered 0..n-1."""
+  test_labels = {e.video: e for e in test_entries}
+  conflicting = {e.video for e in train_entries
+                 if e.video in test_labels and test_labels[e.video].label != e.label}
+  train, test, problems = [], [], list(problems)
   for e in train_entries:
-    if e.video in test_videos:
+    if e.video in conflicting:
+      other = test_labels[e.video]
+      problems.append(conflicting_label(other.source, other.line, e.name, (
+          os.path.basename(e.source), e.label), (os.path.basename(other.source), other.label),
+          'test'))
+    elif e.video in test_labels:
       problems.append(InputProblem(e.source, e.line, f'{e.name} is also in the test list: '
                               'kept out of training', 'test video in training list', 'train'))
     else:
       train.append(dataclasses.replace(e, index=len(train)))
-  return train, problems
+  for e in test_entries:
+    if e.video not in conflicting:
+      test.append(dataclasses.replace(e, index=len(test)))
+  return train, test, problems
+
+
+def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
+                      again: tuple[str, Any], subset: str | None) -> InputProblem:
+  """The InputProblem of a video listed with two labels (`first` and `again`: (where, label)):
+  kind 'conflicting label', one per video, which is kept out of both subsets (neither label
+  can be trusted)."""
+  return InputProblem(path, line, f'video {video!r} is listed with two labels ({first[1]} in '
+                 f'{first[0]}, {again[1]} in {again[0]}): kept out; give it one label',
+                 'conflicting label', subset or '')
 
 
 def resolve_video(video_root: str, entry: VideoEntry) -> str | None:

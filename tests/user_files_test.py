@@ -165,6 +165,13 @@ class VideoIdentityTest(absltest.TestCase):
                      [(3, 'conflicting label'), (5, 'duplicate')])
     self.assertEqual([(e.name, e.index) for e in split.train], [('vids/v4', 0)])
 
+  def test_a_video_given_one_label_for_training_and_another_for_testing_is_kept_out(self):
+    split = self.split('vids/v1.avi 0\nvids/v4.avi 0\n', 'vids/test.avi 1\n./vids/v4.avi 1\n')
+    self.assertEqual([(e.name, e.index) for e in split.train], [('vids/v1', 0)])
+    self.assertEqual([(e.name, e.index) for e in split.test], [('vids/test', 0)])
+    self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
+                     [('test.txt', 2, 'conflicting label')])
+
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
     self.assertEqual(split.problems, [])
