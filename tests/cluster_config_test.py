@@ -101,12 +101,23 @@ class TfConfigTest(ClusterErrorTestCase):
       cluster.from_tf_config(tf_config(dict(GOOD, ps=['h0:2222'])))
     self.assertFault(caught, 'TF_CONFIG.cluster.ps[0]', 'h0:2222')
 
+  def test_a_chief_alone_is_refused_naming_the_missing_ps(self):
+    # Its variables would go to a ps job that does not exist: TensorFlow's placement error,
+    # after the run started, was all the user saw.
+    with self.assertRaises(ClusterError) as caught:
+      cluster.from_tf_config(tf_config({'chief': ['h0:1']}))
+    self.assertFault(caught, 'TF_CONFIG.cluster.ps', 0)
+    with self.assertRaises(ClusterError) as caught:
+      cluster.resolve_cluster(make_params(worker_hosts=['h0:1'], task_type='chief'), environ={})
+    self.assertFault(caught, 'cluster (from flags).ps', 0)
+
   def test_a_taken_port_is_named(self):
     with socket.socket() as busy:
       busy.bind(('127.0.0.1', 0))
       busy.listen()
       port = busy.getsockname()[1]
-      task = cluster.from_tf_config(tf_config({'chief': [f'localhost:{port}']}))
+      task = cluster.from_tf_config(tf_config({'chief': [f'localhost:{port}'],
+                                               'ps': ['localhost:1']}))
       with self.assertRaises(ClusterError) as caught:
         cluster.check_port_free(task)
       self.assertFault(caught, 'chief[0]', port)
@@ -131,7 +142,8 @@ class FlagsAndSlurmTest(ClusterErrorTestCase):
     task = cluster.resolve_cluster(params, environ={})
     self.assertEqual((task.task_type, task.task_index, task.source), ('worker', 1, 'flags'))
     self.assertEqual(task.cluster['chief'], ('w0:1',))
-    chief = cluster.resolve_cluster(make_params(worker_hosts=['w0:1'], task_type='worker'), {})
+    chief = cluster.resolve_cluster(make_params(ps_hosts=['p:1'], worker_hosts=['w0:1'],
+                                                task_type='worker'), {})
     self.assertEqual(chief.task_type, 'chief')
 
   def test_flags_errors_name_the_flag(self):
@@ -145,7 +157,7 @@ class FlagsAndSlurmTest(ClusterErrorTestCase):
     self.assertEqual(caught.exception.option, 'task_index')
 
   def test_flags_win_over_tf_config_and_nothing_means_local(self):
-    params = make_params(worker_hosts=['w0:1'], task_type='chief')
+    params = make_params(ps_hosts=['p:1'], worker_hosts=['w0:1'], task_type='chief')
     env = {'TF_CONFIG': tf_config(GOOD)}
     self.assertEqual(cluster.resolve_cluster(params, env).source, 'flags')
     self.assertEqual(cluster.resolve_cluster(make_params(), env).source, 'TF_CONFIG')

@@ -53,7 +53,8 @@ class RolesSeeTheirGpusTest(tf.test.TestCase):
                             'evaluator 0': ()})
 
   def test_the_evaluator_shares_a_gpu_only_when_asked(self):
-    params = params_from_argv(['--worker_hosts=a:2', '--task_type=evaluator', '--evaluator_gpu'])
+    params = params_from_argv(['--ps_hosts=a:1', '--worker_hosts=a:2', '--task_type=evaluator',
+                               '--evaluator_gpu'])
     task = spec.resolve_cluster(params, {})
     self.assertIsNone(visible(params, task, {'CUDA_VISIBLE_DEVICES': '0'}).visible)
 
@@ -194,7 +195,8 @@ class TrainBinarySetsVisibilityFirstTest(tf.test.TestCase):
     # data is missing stops at preflight, with its visibility already decided.
     data_dir = os.path.join(self.get_temp_dir(), 'missing')
     done = program_runs.run(
-        'towers.train_main', '--worker_hosts=localhost:2', '--task_type=evaluator',
+        'towers.train_main', '--ps_hosts=localhost:1', '--worker_hosts=localhost:2',
+        '--task_type=evaluator',
         '--data_source=tfrecord', f'--data_dir={data_dir}', f'--model_dir={self.get_temp_dir()}',
         env={'CUDA_VISIBLE_DEVICES': '0,1'}, timeout=300)
     self.assertEqual(done.code, 2, done.output())

@@ -4,7 +4,7 @@ is over and exits by itself, with no task stopped while another still needs it.
 Two queues carry the news (TensorFlow FIFOQueues with a shared name, so any session of the
 cluster reaches the same queue; they live as long as the task that holds them):
 
-1. `workers_done`, on ps 0 (on the chief when there is no ps). A worker puts one token
+1. `workers_done`, on ps 0. A worker puts one token
    (its index, OK or FAILED, a message) once `Estimator.train` has returned, i.e. after its
    last update reached the ps, or once it has failed.
 2. The chief, after its last step and *before* its final checkpoint (`WaitForWorkersHook`
@@ -50,9 +50,8 @@ class TrainingIncomplete(RuntimeError):
   """Training reached max_steps, but some worker failed; the message names each one."""
 
 
-def coordinator_device(task: ClusterTask) -> str:
-  """Where the `workers_done` queue lives: ps 0, or the chief when there is no ps."""
-  return '/job:ps/task:0' if task.cluster.get('ps') else '/job:chief/task:0'
+# Where the `workers_done` queue lives: ps 0 (every cluster has one, `spec.validate`).
+COORDINATOR_DEVICE = '/job:ps/task:0'
 
 
 def _done_queue(device: str, shared_name: str) -> tf1.FIFOQueue:
@@ -108,7 +107,7 @@ def _send(target: str, task: ClusterTask, device: str, shared_name: str, status:
 def report_worker_done(target: str, task: ClusterTask, status: int, message: str,
                        timeout_secs: float) -> bool:
   """A worker's last word: call once `Estimator.train` returned (OK) or failed (FAILED)."""
-  return _send(target, task, coordinator_device(task), WORKERS_DONE, status, message,
+  return _send(target, task, COORDINATOR_DEVICE, WORKERS_DONE, status, message,
                timeout_secs)
 
 
@@ -215,7 +214,7 @@ class WaitForWorkersHook(tf1.train.SessionRunHook):
     self.failures: dict[str, str] = {}
 
   def begin(self) -> None:
-    done = _done_queue(coordinator_device(self._task), WORKERS_DONE)
+    done = _done_queue(COORDINATOR_DEVICE, WORKERS_DONE)
     self._dequeue = done.dequeue()
     self._wake = done.enqueue((-1, OK, 'the chief stops listening'))
 

@@ -18,6 +18,8 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any, Mapping
 
+from absl import logging
+
 from command_line.options import Problem
 
 if TYPE_CHECKING:
@@ -93,8 +95,12 @@ class ClusterTask:
 
 def resolve_cluster(params, environ: Mapping[str, str] = os.environ) -> ClusterTask | None:
   """The cluster from flags or TF_CONFIG (in that order), validated; None when none is
-  configured (single-machine training)."""
+  configured (single-machine training). Flags with TF_CONFIG also set log that TF_CONFIG is
+  not read."""
   if params.ps_hosts or params.worker_hosts or params.task_type:
+    if environ.get('TF_CONFIG'):
+      logging.warning('the cluster comes from the flags (--worker_hosts, --ps_hosts, '
+                      '--task_type); TF_CONFIG, also set, is not read')
     return from_flags(params)
   if environ.get('TF_CONFIG'):
     return from_tf_config(environ['TF_CONFIG'])
@@ -174,11 +180,13 @@ def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index:
   if len(chiefs) != 1:
     raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed',
                        f'{field}.chief', len(chiefs))
-  if cluster.get('worker') and not cluster.get('ps'):
-    raise ClusterError(f'{field}.ps: no ps task, but {len(cluster["worker"])} worker(s) besides '
-                       'the chief: workers share the variables through ps tasks; list at least '
-                       'one ps (--ps_hosts; local_cluster --ps=1)', f'{field}.ps',
-                       len(cluster['worker']))
+  if not cluster.get('ps'):
+    workers = len(cluster.get('worker', ()))
+    raise ClusterError(f'{field}.ps: no ps task'
+                       f'{f", but {workers} worker(s) besides the chief" if workers else ""}: '
+                       'a cluster keeps its variables on ps tasks; list at least one ps '
+                       '(--ps_hosts; local_cluster --ps=1), or train on one machine (without '
+                       'TF_CONFIG and the cluster flags)', f'{field}.ps', workers)
   seen: dict[str, str] = {}
   for job, hosts in cluster.items():
     for i, address in enumerate(hosts):
