@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Sequence
 import cv2
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from command_line import entry, working_dir
 from command_line.options import Options, Problem, Range, at_least, option
@@ -203,19 +204,36 @@ def _is_frame_folder(path: str) -> bool:
                                      for f in os.listdir(path))
 
 
-def _from_directory(directory: str) -> list[str]:
+def _is_flow_folder(path: str) -> bool:
+  """A folder of optical flow frames only (MMAction2's `flow_x_00001.jpg`, `flow_y_...`)."""
+  names = [f.lower() for f in os.listdir(path) if f.lower().endswith(FRAME_EXTENSIONS)]
+  return bool(names) and all(n.startswith(('flow_x_', 'flow_y_')) for n in names)
+
+
+def _from_directory(directory: str) -> tuple[list[str], int]:
+  """(videos and RGB frame folders under `directory`, sorted; how many flow folders were
+  passed over: the `u/` and `v/` folders of a flow root (`frame_folders.flow_folders`) and
+  folders of flow frames only, which are no RGB video)."""
   if _is_frame_folder(directory):
-    return [directory]
-  found = []
+    return ([], 1) if _is_flow_folder(directory) else ([directory], 0)
+  found, flow_folders = [], 0
   for root, folders, files in os.walk(directory):
     folders.sort()
+    if {'u', 'v'} <= set(folders):  # a TV-L1 flow root: <root>/u/<video>, <root>/v/<video>
+      for channel in ('u', 'v'):
+        flow_folders += len(os.listdir(os.path.join(root, channel)))
+        folders.remove(channel)
     for folder in list(folders):
-      if _is_frame_folder(os.path.join(root, folder)):
-        found.append(os.path.join(root, folder))
+      path = os.path.join(root, folder)
+      if _is_frame_folder(path):
+        if _is_flow_folder(path):
+          flow_folders += 1
+        else:
+          found.append(path)
         folders.remove(folder)
     found += [os.path.join(root, f) for f in sorted(files)
               if f.lower().endswith(VIDEO_EXTENSIONS)]
-  return sorted(found)
+  return sorted(found), flow_folders
 
 
 def _from_list(path: str) -> list[str]:
@@ -233,16 +251,23 @@ def _from_list(path: str) -> list[str]:
 
 def find_videos(inputs: Iterable[str]) -> list[str]:
   """The videos of `inputs` in order: video files and frame folders as given, list files
-  expanded, directories searched (sorted). A path that does not exist is kept: classifying
-  it reports it."""
-  found = []
+  expanded, directories searched (sorted; the optical flow folders in them are passed over,
+  with one warning saying how many). A path that does not exist is kept: classifying it
+  reports it."""
+  found, flow_folders = [], 0
   for path in inputs:
     if os.path.isdir(path):
-      found += _from_directory(path)
+      videos, passed_over = _from_directory(path)
+      found += videos
+      flow_folders += passed_over
     elif path.lower().endswith(LIST_EXTENSIONS) and os.path.isfile(path):
       found += _from_list(path)
     else:
       found.append(path)
+  if flow_folders:
+    logging.warning('passed over %d folders of optical flow frames (u/ and v/ of a flow root, '
+                    'flow_x_/flow_y_ files): classify reads RGB videos and frame folders and '
+                    'computes the flow a flow model needs', flow_folders)
   return found
 
 

@@ -122,6 +122,22 @@ class OneReaderTest(absltest.TestCase):
     self.assertTrue(all(os.path.isfile(path) for path in plain))
 
 
+  def test_classify_passes_over_the_flow_folders_of_a_dataset_tree(self):
+    # A prepared UCF101 root holds each video three more times as folders of frames: RGB
+    # (jpegs_256/) and, under tvl1_flow/u/ and v/, one flow channel each; those are no RGB.
+    write(os.path.join(self.root, 'UCF-101', 'A', 'v_A_g01_c01.avi'), 'x')
+    for folder in ('jpegs_256/v_A_g01_c01', 'tvl1_flow/u/v_A_g01_c01',
+                   'tvl1_flow/v/v_A_g01_c01'):
+      write(os.path.join(self.root, folder, 'frame000001.jpg'), 'x')
+    for name in ('flow_x_00001.jpg', 'flow_y_00001.jpg'):  # MMAction2's flow-only folders
+      write(os.path.join(self.root, 'rawflow', 'v_A_g01_c01', name), 'x')
+    with self.assertLogs(level='WARNING') as logged:
+      found = classifier.find_videos([self.root])
+    self.assertEqual(found, [os.path.join(self.root, 'UCF-101', 'A', 'v_A_g01_c01.avi'),
+                             os.path.join(self.root, 'jpegs_256', 'v_A_g01_c01')])
+    self.assertIn('passed over 3 folders of optical flow', logged.output[0])
+
+
 class VideoIdentityTest(absltest.TestCase):
   """A listed video is its resolved path, however the line spells it."""
 
