@@ -17,7 +17,7 @@ import tempfile
 import tensorflow as tf
 
 from command_line import status_file
-from input_fn import factory
+from input_fn import factory, manifest
 from tests import program_runs, tiny_records
 from towers import build_estimator, preflight, train_settings
 from towers.params import make_params
@@ -298,6 +298,33 @@ class SettingsTest(tf.test.TestCase):
     train_settings.write_record(model_dir, {'format_version': 1, 'settings': older,
                                             'history': []})
     self.assertIsNone(refusal(params['large']))
+
+  def test_the_same_videos_under_other_labels_are_another_setting(self):
+    """Records prepared again with the class list reordered (same videos, same frames):
+    only train_labels differs, and a resume on them is refused naming it."""
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    out = tiny_records.make(root, classes=4, groups=9, min_frames=4, max_frames=5
+                            ).records['videos']
+    relabelled = shutil.copytree(out, os.path.join(root, 'relabelled'))
+    for subset in manifest.SUBSETS:
+      prepared = manifest.read(relabelled, subset)
+      prepared['classes'] = prepared['classes'][1::-1] + prepared['classes'][2:]
+      manifest.write(relabelled, prepared)
+    model_dir = os.path.join(root, 'run')
+    before, after = (make_params(TINY, data_source='tfrecord', data_dir=d, model_dir=model_dir)
+                     for d in (out, relabelled))
+    self.assertEqual(train_settings.differences(train_settings.settings(before),
+                                                train_settings.settings(after)),
+                     ['train_labels'])
+    self.assertRegex(train_settings.settings(before)['train_labels'],
+                     r'^4 classes, sha256 [0-9a-f]{12}$')
+    shutil.copytree(self.trained_dir(), model_dir)
+    train_settings.write_record(model_dir, {'format_version': 1, 'history': [],
+                                            'settings': train_settings.settings(before)})
+    found = refusal(after)
+    self.assertEqual((found.option, found.settings), ('data_dir', ('train_labels',)))
+    self.assertIsNone(refusal(before))
 
   def trained_dir(self):
     """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""

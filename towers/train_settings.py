@@ -6,8 +6,9 @@
 
 `model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
 FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
-videos by name, and what they hold: frame sizes and counts of a sample, and for records the
-sizes of the sources they were made from; data_dir itself may move). On a resume,
+videos by name, what they hold: frame sizes and counts of a sample, and for records the
+sizes of the sources they were made from, and their labels with the class names; data_dir
+itself may move). On a resume,
 `checked_record` compares it with this run's and raises `ResumeSettingsError` (one line per
 flag: old value, new value, the fix; `option` and `settings` name them) before anything is
 restored, unless `--resume_changes` names the flag, which is then kept with its step in the
@@ -54,10 +55,11 @@ DERIVED_SETTINGS = {
     'workers_per_step': 'with --sync_replicas: chief + workers - --backup_workers',
     'train_videos': 'the training videos in --data_dir',
     'train_data': 'what the training videos in --data_dir hold: their frames',
+    'train_labels': 'the class names in label order and the label of each training video',
 }
 # Derived settings that records written before they existed lack: absent from the stored
 # record, they are not a difference (the new record gets them).
-RECORDED_SINCE_LATER = ('train_data',)
+RECORDED_SINCE_LATER = ('train_data', 'train_labels')
 SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 # Settings that decide the network's variables: a checkpoint of one cannot be continued
 # with another (resource variables would even restore into other shapes without a word), so
@@ -67,7 +69,7 @@ STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE)
 
 # The option that decides each derived setting, for a refusal's `option`.
 DERIVED_OPTIONS = {'workers_per_step': 'backup_workers', 'train_videos': 'data_dir',
-                   'train_data': 'data_dir'}
+                   'train_data': 'data_dir', 'train_labels': 'data_dir'}
 
 
 class ResumeSettingsError(ValueError):
@@ -93,6 +95,7 @@ def settings(params, num_workers: int = 1) -> dict[str, Any]:
   if params.data_source != 'synthetic':
     found['train_videos'] = train_videos(params)
     found['train_data'] = train_data(params)
+    found['train_labels'] = train_labels(params)
   return json.loads(json.dumps(found))
 
 
@@ -128,6 +131,26 @@ def train_videos(params) -> str | None:
     how = [made.get(k) for k in ('kind', 'source', 'split', 'short_side', 'jpeg_quality')]
   digest = hashlib.sha256(json.dumps([sorted(names), how]).encode()).hexdigest()
   return f'{len(names)} videos, sha256 {digest[:12]}'
+
+
+def train_labels(params) -> str | None:
+  """'<n> classes, sha256 <12 hex digits>' of the class names in label order and each
+  training video's label, so data relabelled under the same video names (a reordered class
+  list, a video moved to another class) differs; None when data_dir cannot be read."""
+  try:
+    if params.data_source == 'tfrecord':
+      prepared = manifest.read(params.data_dir, 'train')
+      classes = list(prepared.get('classes', ()))
+      labels = sorted([v['name'], v.get('label')] for shard in prepared.get('shards', ())
+                      for v in shard.get('videos', ()) if isinstance(v, dict))
+    else:
+      split = datasets.params_split(params)
+      classes = list(split.classes.names)
+      labels = sorted([entry.name, entry.label] for entry in split.train)
+  except (OSError, ValueError):
+    return None
+  digest = hashlib.sha256(json.dumps([classes, labels]).encode()).hexdigest()
+  return f'{len(classes)} classes, sha256 {digest[:12]}'
 
 
 def train_data(params) -> str | None:
