@@ -161,9 +161,9 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   InputProblem (a video in the files of two classes: 'conflicting label', one per video,
   kept out of both subsets); a video in train and test is kept out of training
   (`video_lists.apply_split_rule`).
-  Raises `DatasetError` for an empty split file and, when `class_root` holds class folders
-  (of videos or of frame folders), for a split file without its class folder or a class
-  folder without its split file (`check_hmdb51_classes`): either would renumber the
+  Raises `DatasetError` for a split file without a line of id 1 or 2 (empty, or all 0)
+  and, when `class_root` holds class folders (of videos or of frame folders), for a split
+  file without its class folder or a class folder without its split file (`check_hmdb51_classes`): either would renumber the
   labels."""
   files = _hmdb51_split_files(folder).get(split)
   if not files:
@@ -213,6 +213,11 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       entries = subsets[subset]
       entries.append(VideoEntry(stem, name, label, 0, 0, f'{name}/{parts[0]}', len(entries),
                                 path, number))
+    if not any(e.label == label for entries in subsets.values() for e in entries):
+      raise DatasetError(f'{path} lists no video for training or testing (no line with id 1 '
+                         f'or 2 of {len(lines)}): class {name!r} would be a label without '
+                         'videos; copy the file again from test_train_splits.rar', path,
+                         option='split_dir')
   train, test = (without(subsets[subset], lambda e: e.name.lower() in conflicting)
                  for subset in ('train', 'test'))
   train, test, problems = video_lists.apply_split_rule(train, test, problems)

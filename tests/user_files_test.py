@@ -289,6 +289,13 @@ class Hmdb51TreeTest(absltest.TestCase):
     error = self.refused()
     self.assertEqual((error.path, error.option), (empty, 'split_dir'))
 
+  def test_a_split_file_of_id_0_lines_only(self):
+    # Neither train (1) nor test (2): its class would be a label without videos.
+    unused = write(os.path.join(self.splits, 'catch_test_split1.txt'),
+                   'a.avi 0\nb.avi 0\n')
+    error = self.refused()
+    self.assertEqual((error.path, error.option), (unused, 'split_dir'))
+
 
 class ListLinesTest(absltest.TestCase):
   """Lines of MMAction2 lists this project cannot use as they mean are named for what they
