@@ -326,6 +326,39 @@ class SettingsTest(tf.test.TestCase):
     self.assertEqual((found.option, found.settings), ('data_dir', ('train_labels',)))
     self.assertIsNone(refusal(before))
 
+  def test_a_resume_on_other_videos_keeps_every_video_trained_on_and_refuses_them_for_testing(
+      self):
+    """--resume_changes=train_videos lets a model_dir go on with other training videos; its
+    record then lists those of both runs (exports copy that list), and test videos it
+    trained on before stop the run, naming data_dir."""
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    ucf = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
+    model_dir = os.path.join(root, 'run')
+    params = {}
+    for split in (1, 2):
+      out = os.path.join(root, f'tfr{split}')
+      tiny_records.prepared(ucf, out, split=split)
+      params[split] = make_params(TINY, data_source='tfrecord', data_dir=out, split=split,
+                                  model_dir=model_dir,
+                                  resume_changes=['train_videos', 'train_data'])
+    shutil.copytree(self.trained_dir(), model_dir)
+    earlier = train_settings.train_video_names(params[1]) + ['v_Gone_g01_c01']
+    train_settings.write_record(model_dir, {
+        'format_version': 1, 'history': [], 'settings': train_settings.settings(params[1]),
+        train_settings.TRAIN_VIDEO_NAMES: earlier})
+    record = train_settings.checked_record(params[1])
+    self.assertEqual(record[train_settings.TRAIN_VIDEO_NAMES], sorted(earlier))
+    # Split 2 tests on videos split 1 trained on.
+    with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+      train_settings.checked_record(params[2])
+    learnt = set(earlier) & set(train_settings.test_video_names(params[2]))
+    self.assertTrue(learnt)
+    self.assertEqual((caught.exception.option, caught.exception.settings),
+                     ('data_dir', ('train_videos',)))
+    self.assertIn(f'{len(learnt)} test videos', str(caught.exception))
+    self.assertEqual(train_settings.model_dir_video_names(params[2]), sorted(earlier))
+
   def trained_dir(self):
     """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""
     model_dir = os.path.join(self.create_tempdir(), 'trained')

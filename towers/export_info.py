@@ -5,7 +5,7 @@
 
 The files, their fields and the checks a reader makes are described in
 `serving/export_info.py`. `train_video_names` (video_model.json) lists, sorted, the
-canonical names of the videos the model trained on (`train_settings.train_video_names`;
+canonical names of the videos the model trained on (`train_settings.model_dir_video_names`;
 None for synthetic data or a data_dir that cannot be read), so an export alone tells
 two-stream evaluation which test videos it must not be scored on.
 """
@@ -91,7 +91,7 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'flow_extraction': flow_settings if params.stream == 'flow' else None,
       'class_names_file': CLASS_NAMES_FILE,
       'data': {'source': params.data_source, 'dir': params.data_dir},
-      TRAIN_VIDEO_NAMES: train_settings.train_video_names(params),
+      TRAIN_VIDEO_NAMES: train_settings.model_dir_video_names(params),
   }
   return info, names
 

@@ -7,7 +7,7 @@
 `model_dir/train_settings.json` holds the learning settings a model_dir was trained with:
 FIELD_SETTINGS (flags) and DERIVED_SETTINGS (synchronous workers per step, the training
 videos by name, what they hold: frame sizes and counts of a sample, and for records the
-sizes of the sources they were made from, and their labels with the class names; data_dir
+sizes of the sources they were made from, and the class names in label order; data_dir
 itself may move). On a resume,
 `checked_record` compares it with this run's and raises `ResumeSettingsError` (one line per
 flag: old value, new value, the fix; `option` and `settings` name them) before anything is
@@ -37,7 +37,7 @@ from absl import logging
 from command_line import status_file
 from command_line.options import Problem
 
-from input_fn import datasets, frame_sample, manifest
+from input_fn import datasets, frame_sample, manifest, video_lists
 from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
@@ -55,7 +55,7 @@ DERIVED_SETTINGS = {
     'workers_per_step': 'with --sync_replicas: chief + workers - --backup_workers',
     'train_videos': 'the training videos in --data_dir',
     'train_data': 'what the training videos in --data_dir hold: their frames',
-    'train_labels': 'the class names in label order and the label of each training video',
+    'train_labels': 'the class names in label order (which label each class is)',
 }
 # Derived settings that records written before they existed lack: absent from the stored
 # record, they are not a difference (the new record gets them).
@@ -134,22 +134,17 @@ def train_videos(params) -> str | None:
 
 
 def train_labels(params) -> str | None:
-  """'<n> classes, sha256 <12 hex digits>' of the class names in label order and each
-  training video's label, so data relabelled under the same video names (a reordered class
-  list, a video moved to another class) differs; None when data_dir cannot be read."""
+  """'<n> classes, sha256 <12 hex digits>' of the class names in label order, so data
+  prepared again with a reordered or renamed class list (the same videos under other
+  labels) differs; None when data_dir cannot be read."""
   try:
     if params.data_source == 'tfrecord':
-      prepared = manifest.read(params.data_dir, 'train')
-      classes = list(prepared.get('classes', ()))
-      labels = sorted([v['name'], v.get('label')] for shard in prepared.get('shards', ())
-                      for v in shard.get('videos', ()) if isinstance(v, dict))
+      classes = list(manifest.read(params.data_dir, 'train').get('classes', ()))
     else:
-      split = datasets.params_split(params)
-      classes = list(split.classes.names)
-      labels = sorted([entry.name, entry.label] for entry in split.train)
+      classes = list(datasets.params_split(params).classes.names)
   except (OSError, ValueError):
     return None
-  digest = hashlib.sha256(json.dumps([classes, labels]).encode()).hexdigest()
+  digest = hashlib.sha256(json.dumps(classes).encode()).hexdigest()
   return f'{len(classes)} classes, sha256 {digest[:12]}'
 
 
@@ -191,6 +186,18 @@ def train_video_names(params) -> list[str] | None:
   except (OSError, ValueError):
     return None
   return sorted(names)
+
+
+def test_video_names(params) -> list[str] | None:
+  """Canonical names of the videos data_dir evaluates on (as `train_video_names`)."""
+  if params.data_source == 'synthetic':
+    return None
+  try:
+    if params.data_source == 'tfrecord':
+      return manifest.video_names(manifest.read(params.data_dir, 'test'))
+    return [entry.name for entry in datasets.params_split(params).test]
+  except (OSError, ValueError):
+    return None
 
 
 def record_path(model_dir: str) -> str:
@@ -366,8 +373,36 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history}
   names = train_video_names(params)
   if names is not None:
-    value[TRAIN_VIDEO_NAMES] = names
+    earlier = (stored or {}).get(TRAIN_VIDEO_NAMES)
+    value[TRAIN_VIDEO_NAMES] = sorted(set(names) | set(
+        earlier if isinstance(earlier, list) and resume.checkpoint else ()))
+    _check_no_earlier_training_video(params, value[TRAIN_VIDEO_NAMES])
   return value
+
+
+def _check_no_earlier_training_video(params, trained: list[str]) -> None:
+  """Raises `ResumeSettingsError` (option data_dir) when a test video of data_dir is among
+  `trained`, the videos model_dir has trained on in any run (by `video_lists.same_video`):
+  after --resume_changes=train_videos its evaluations would count videos it learnt."""
+  held = {video_lists.same_video(n) for n in trained}
+  seen = sorted(n for n in test_video_names(params) or () if video_lists.same_video(n) in held)
+  if seen:
+    raise ResumeSettingsError(Problem('data_dir', (
+        f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
+        f'on in {params.model_dir} (its {RECORD_FILE} lists {len(trained)} training videos): '
+        'its evaluations would count videos it learnt; evaluate on test videos it never '
+        'trained on, or train in a new --model_dir')), ('train_videos',))
+
+
+def model_dir_video_names(params) -> list[str] | None:
+  """The videos model_dir has trained on in every run (its record's list, which a resume
+  with other training videos extends), else those of data_dir (`train_video_names`)."""
+  try:
+    stored = read_record(params.model_dir)
+  except ResumeSettingsError:
+    stored = None
+  names = (stored or {}).get(TRAIN_VIDEO_NAMES)
+  return sorted(names) if isinstance(names, list) else train_video_names(params)
 
 
 def write_record(model_dir: str, value: dict[str, Any]) -> None:
