@@ -70,7 +70,8 @@ def _list_files_given(c: PrepareOptions) -> OptionProblem | None:
   """--dataset=list takes its split from the three annotation files, others never do."""
   if c.dataset != 'list':
     given = [f'--{name}' for name in LIST_FLAGS if getattr(c, name)]
-    return OptionProblem(given[0][2:], f'{", ".join(given)} apply to --dataset=list, not '
+    return OptionProblem(given[0][2:], f'{", ".join(given)} '
+                         f'{"applies" if len(given) == 1 else "apply"} to --dataset=list, not '
                          f'--dataset={c.dataset}') if given else None
   missing = [f'--{name}' for name in LIST_FLAGS if not getattr(c, name)]
   if missing:

@@ -129,6 +129,10 @@ def _direct_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
   data_dir, what = params.data_dir, _DATA_DIR_CONTENTS[params.data_source]
   class_index, where = datasets.read_classes(params.dataset, data_dir)
   if class_index is None:
+    likely = datasets.other_dataset(params.dataset, data_dir)
+    if likely:
+      return [Problem('dataset', f'data_dir={data_dir} holds {likely}, not {params.dataset} '
+                                 f'({where} not found): set --dataset={likely}')]
     return [Problem('data_dir', f'data_dir={data_dir} holds no {os.path.basename(where)} of '
                                 f'dataset={params.dataset} ({where} not found): it must hold '
                                 f'{what}')]

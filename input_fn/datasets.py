@@ -118,6 +118,15 @@ def read_split(dataset: str, split_folder: str, split: int,
   return ucf101.read_split(split_folder, split)
 
 
+def other_dataset(dataset: str, data_dir: str) -> str | None:
+  """The other named dataset (ucf101, hmdb51) whose class files `data_dir` holds when those
+  of `dataset` are missing there: the likely --dataset; None when there is none."""
+  for name in ('ucf101', 'hmdb51'):
+    if name != dataset and read_classes(name, data_dir)[0] is not None:
+      return name
+  return None
+
+
 def read_classes(dataset: str, data_dir: str, lists: ListFiles | None = None
                  ) -> tuple[ClassIndex | None, str]:
   """(class index, file it came from) of `dataset` under `data_dir`, or (None, what is

@@ -17,8 +17,9 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import datasets, ucf101, video_lists
+from input_fn import data_checks, datasets, ucf101, video_lists
 from serving import classifier
+from towers import params as params_lib
 
 TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'testdata')
 HMDB51_SAMPLE = os.path.join(TESTDATA, 'hmdb51_splits')
@@ -261,6 +262,11 @@ class Hmdb51TreeTest(absltest.TestCase):
     params = types.SimpleNamespace(dataset='hmdb51', data_dir=self.root, split=1,
                                    data_source='videos')
     self.assertLen(datasets.params_split(params).classes, 5)
+
+  def test_the_tree_read_as_ucf101_names_the_dataset_it_holds(self):
+    params = params_lib.make_params(data_source='videos', data_dir=self.root, num_classes=5)
+    self.assertEqual([(p.option, 'set --dataset=hmdb51' in p) for p in
+                      data_checks.problems(params, ('test',))], [('dataset', True)])
 
   def test_a_split_file_without_its_class_folder(self):
     extra = write(os.path.join(self.splits, 'brush_hairs_test_split1.txt'),

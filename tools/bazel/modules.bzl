@@ -1610,10 +1610,12 @@ TEST_DEPS = {
     ],
     "user_files_test": [
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:datasets",
         "//input_fn:ucf101",
         "//input_fn:video_lists",
         "//serving:classifier",
+        "//towers:params",
     ],
     "video_metrics_test": [
         "//model_fn:video_metrics",

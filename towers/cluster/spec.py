@@ -149,7 +149,9 @@ def from_tf_config(text: str) -> ClusterTask:
                        'process is (0 for the first)', 'TF_CONFIG.task.index')
   index = task['index']  # JSON's integers only: not 0.7, "1" or true
   if type(index) is not int or index < 0:  # pylint: disable=unidiomatic-typecheck
-    raise ClusterError(f'TF_CONFIG.task.index={index!r} is not a non-negative integer',
+    quoted = isinstance(index, str) and index.isdigit()
+    raise ClusterError(f'TF_CONFIG.task.index={index!r} is not a non-negative integer'
+                       f'{f": write the number {index} without quotes" if quoted else ""}',
                        'TF_CONFIG.task.index', index)
   for job, hosts in cluster.items():
     if not isinstance(hosts, list):
