@@ -108,7 +108,9 @@ def measure(system: str, nodes: int, task_flags: list[str], links: Links, window
                              + ' | '.join(cluster.output(cluster.failed_tasks()[0])[-5:]))
         time.sleep(0.05)
     finally:
-      cluster.stop_all()
+      # No grace: the tasks keep nothing, and MultiWorkerMirrored's outlive SIGTERM
+      # (each run waited out the whole grace, 10 s, before they were killed).
+      cluster.stop_all(grace_secs=0)
   if end is None:
     raise RuntimeError(f'{system}, {nodes} nodes: not every worker finished {window.steps} '
                        f'steps after warm-up in --timeout_secs={window.timeout_secs:.0f}')
