@@ -1318,6 +1318,9 @@ TEST_DEPS = {
         "//towers/cluster:runners",
         "//towers:training",
     ],
+    "local_cluster_stop_test": [
+        "//benchmarks:program_cluster",
+    ],
     "local_cluster_test": [
         ":cluster_testing",
         "//command_line:status_file",
