@@ -25,21 +25,22 @@ MODULES = {
             "//model_fn:layers",
             "//towers:params",
         ]),
-        ("cluster_emulator_main.py", "cluster_emulator_main", [
-            ":cluster_model",
+        ("cluster_emulator.py", "cluster_emulator_lib", [
+            ":emulated_cluster",
             ":emulated_peer_task_lib",
-            ":emulated_peer_task_main",
             ":emulated_task_lib",
-            ":emulated_task_main",
+            ":emulator_prediction",
             ":machine",
             ":plots",
-            ":program_cluster",
             "//command_line:console",
-            "//command_line:entry",
             "//command_line:options",
             "//command_line:status_file",
             "//command_line:working_dir",
             "//model_fn:transfer",
+        ]),
+        ("cluster_emulator_main.py", "cluster_emulator_main", [
+            ":cluster_emulator_lib",
+            "//command_line:entry",
             "//tools:namespaces",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -87,6 +88,13 @@ MODULES = {
             "//command_line:console",
             "//command_line:entry",
         ]),
+        ("emulated_cluster.py", "emulated_cluster", [
+            ":emulated_peer_task_main",
+            ":emulated_task_lib",
+            ":emulated_task_main",
+            ":program_cluster",
+            "//tools:namespaces",
+        ]),
         ("emulated_peer_task.py", "emulated_peer_task_lib", [
             ":emulated_task_lib",
             "//command_line:options",
@@ -110,6 +118,11 @@ MODULES = {
         ("emulated_task_main.py", "emulated_task_main", [
             ":emulated_task_lib",
             "//command_line:entry",
+        ]),
+        ("emulator_prediction.py", "emulator_prediction", [
+            ":cluster_model",
+            ":emulated_task_lib",
+            "//model_fn:transfer",
         ]),
         ("flop_count.py", "flop_count", [
             "//model_fn:layers",
@@ -1305,6 +1318,9 @@ TEST_DEPS = {
         "//towers/cluster",
         "//towers/cluster:runners",
         "//towers:training",
+    ],
+    "local_cluster_stop_test": [
+        "//benchmarks:program_cluster",
     ],
     "local_cluster_test": [
         ":cluster_testing",

@@ -201,12 +201,13 @@ class LocalCluster:
     with self._lock:
       return list(self.tasks[name].lines)
 
-  def stop_all(self) -> None:
+  def stop_all(self, grace_secs: float = 10.0) -> None:
+    """SIGTERM to every running task; a task still running `grace_secs` later is killed."""
     for task in self.tasks.values():
       if task.process and task.process.poll() is None:
         task.stopped_by_us = True
         task.process.terminate()
-    deadline = time.time() + 10
+    deadline = time.time() + grace_secs
     for task in self.tasks.values():
       if task.process:
         try:
