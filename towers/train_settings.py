@@ -355,6 +355,12 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   if resume.refusal is not None:
     raise resume.refusal
   new, stored = resume.new, resume.stored
+  names = train_video_names(params)
+  if names is not None:
+    earlier = (stored or {}).get(TRAIN_VIDEO_NAMES)
+    names = sorted(set(names) | set(
+        earlier if isinstance(earlier, list) and resume.checkpoint else ()))
+    _check_no_earlier_training_video(params, names)
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
     status_file.record('unrecorded_settings', model_dir=params.model_dir)
@@ -371,12 +377,8 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
                       '--resume_changes allows; recorded in %s', params.model_dir, step,
                       ', '.join(changed), RECORD_FILE)
   value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history}
-  names = train_video_names(params)
   if names is not None:
-    earlier = (stored or {}).get(TRAIN_VIDEO_NAMES)
-    value[TRAIN_VIDEO_NAMES] = sorted(set(names) | set(
-        earlier if isinstance(earlier, list) and resume.checkpoint else ()))
-    _check_no_earlier_training_video(params, value[TRAIN_VIDEO_NAMES])
+    value[TRAIN_VIDEO_NAMES] = names
   return value
 
 
@@ -389,9 +391,9 @@ def _check_no_earlier_training_video(params, trained: list[str]) -> None:
   if seen:
     raise ResumeSettingsError(Problem('data_dir', (
         f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
-        f'on in {params.model_dir} (its {RECORD_FILE} lists {len(trained)} training videos): '
-        'its evaluations would count videos it learnt; evaluate on test videos it never '
-        'trained on, or train in a new --model_dir')), ('train_videos',))
+        f'on in {params.model_dir} by an earlier run ({RECORD_FILE} lists them): its '
+        'evaluations would count videos it learnt; evaluate on test videos it never trained '
+        'on, or train in a new --model_dir')), ('train_videos',))
 
 
 def model_dir_video_names(params) -> list[str] | None:
