@@ -24,6 +24,7 @@ for both. A video that cannot be read, or has fewer than 2 frames, is a `VideoRe
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import time
@@ -275,6 +276,13 @@ def find_videos(inputs: Iterable[str]) -> list[str]:
     logging.warning('passed over %d folders of optical flow frames (u/ and v/ of a flow root, '
                     'flow_x_/flow_y_ files): classify reads RGB videos and frame folders and '
                     'computes the flow a flow model needs', flow_folders)
+  stems = collections.Counter(os.path.splitext(os.path.basename(os.path.normpath(p)))[0].lower()
+                              for p in found)
+  twice = sorted(stem for stem, count in stems.items() if count > 1)
+  if twice:
+    logging.warning('%s found more than once (e.g. %s: a video file and a frame folder of '
+                    'one name); each is classified once per path',
+                    '1 video is' if len(twice) == 1 else f'{len(twice)} videos are', twice[0])
   return found
 
 

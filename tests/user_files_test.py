@@ -137,6 +137,7 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(found, [os.path.join(self.root, 'UCF-101', 'A', 'v_A_g01_c01.avi'),
                              os.path.join(self.root, 'jpegs_256', 'v_A_g01_c01')])
     self.assertIn('passed over 3 folders of optical flow', logged.output[0])
+    self.assertIn('1 video is found more than once', logged.output[1])
     with self.assertLogs(level='WARNING'):  # one flow channel given by its path
       self.assertEqual(classifier.find_videos(
           [os.path.join(self.root, 'tvl1_flow', 'u', 'v_A_g01_c01')]), [])
