@@ -754,6 +754,7 @@ MODULES = {
             "//input_fn:datasets",
             "//input_fn:frame_sample",
             "//input_fn:manifest",
+            "//input_fn:video_lists",
         ]),
         ("training.py", "training", [
             ":checkpoints",
@@ -1532,6 +1533,7 @@ TEST_DEPS = {
         ":tiny_records",
         "//command_line:status_file",
         "//input_fn:factory",
+        "//input_fn:manifest",
         "//towers",
         "//towers:params",
         "//towers:preflight",
