@@ -181,16 +181,19 @@ def need_bytes(clips: int, config: Config) -> int:
   return step_peak(clips, config).optimized + OVERHEADS.total
 
 
-def most_clips(config: Config, usable_bytes: int) -> int:
-  """The largest clip count whose need fits `usable_bytes`: a first guess from the peaks of
-  1 and 2 clips (the peak grows linearly with the clips), then each neighbour measured
-  until n fits and n + 1 does not."""
-  one, two = need_bytes(1, config), need_bytes(2, config)
-  if one > usable_bytes:
-    return 0
-  n = max(1, 1 + int((usable_bytes - one) // max(two - one, 1)))
+def most_clips(config: Config, usable_bytes: int, start: int | None = None) -> int:
+  """The largest clip count whose need fits `usable_bytes` (0 when not even one clip
+  fits): from `start` (a count whose peak is already measured, as `fit` has), else from a
+  first guess from the peaks of 1 and 2 clips (the peak grows linearly with the clips),
+  each neighbour measured until n fits and n + 1 does not."""
+  if start is None:
+    one, two = need_bytes(1, config), need_bytes(2, config)
+    start = 1 if one > usable_bytes else 1 + int((usable_bytes - one) // max(two - one, 1))
+  n = max(1, start)
   while n > 1 and need_bytes(n, config) > usable_bytes:
     n -= 1
+  if need_bytes(n, config) > usable_bytes:
+    return 0
   while need_bytes(n + 1, config) <= usable_bytes:
     n += 1
   return n
@@ -199,7 +202,7 @@ def most_clips(config: Config, usable_bytes: int) -> int:
 def fit(config: Config, clips: int, usable_gib: float) -> Fit:
   usable = int(usable_gib * GIB)
   return Fit(clips, step_peak(clips, config), need_bytes(clips, config), usable,
-             most_clips(config, usable))
+             most_clips(config, usable, start=clips))
 
 
 DEFAULT_CONFIGS = (Config(), Config(stream='flow'), Config(trainable_from='Mixed_4b'))

@@ -19,8 +19,8 @@ workspace: the need adds 363 MiB and 512 MiB for them (their sources:
 `benchmarks.i3d_memory.Overheads`), and the clips that fit are the most whose need stays
 within `--usable_gib` (5 GiB of a 6 GiB card; the remaining GiB is the margin for the
 allocator's fragmentation, which nothing here estimates). The peak grows linearly with the
-clips: the clip count that fits is guessed from 1 and 2 clips, then measured at that count
-and the next.
+clips: the clip count that fits is guessed from 1 and 2 clips (with `--recipe`, it starts
+from the recipe's own count), then measured at that count and the next.
 
 Takes minutes: each clip count is a graph built and optimized.
 

@@ -84,7 +84,8 @@ class DamagedTrainDataTest(tf.test.TestCase):
     data = self.damaged_copy(every_shard=False)
     damaged = manifest.read(data, 'train')['shards'][0]['records']
     flags = [f'--{k}={",".join(map(str, v)) if isinstance(v, list) else v}'
-             for k, v in dict(TINY, max_steps=40, log_every_steps=10).items()]
+             for k, v in dict(TINY, max_steps=40, log_every_steps=10,
+                               save_checkpoints_steps=40).items()]
     done = program_runs.run('towers.train_main', *flags, f'--data_dir={data}',
                             f'--model_dir={self.create_tempdir().full_path}', timeout=LIMIT)
     self.assertEqual(done.code, 0, done.output())

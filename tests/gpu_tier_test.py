@@ -19,7 +19,7 @@ instead of moving to the CPU. With one or more GPUs:
     (benchmarks/flow_benchmark.py's measurement), each agreeing with OpenCV (mean
     end-point difference <= 0.05 px).
 
-`tools/gpu_check.sh` runs this file and prints its table; with GPU_TIER_RESULTS set, each
+`tools/gpu_check.sh` runs `GpuTierTest` and prints its table; with GPU_TIER_RESULTS set, each
 spec appends its measurements there as one JSON line (spec, gpu, towers, examples/s,
 peak MiB), and the tier's report lines as {'note': line} (with `skipped`: the reason, when
 the tier cannot run).

@@ -21,14 +21,14 @@ class LocalClusterTest(tf.test.TestCase):
 
   def test_two_ps_two_workers_and_an_evaluator_train_and_export(self):
     model_dir = os.path.join(self.create_tempdir().full_path, 'model')
-    cluster = make_cluster(model_dir, num_ps=2, num_workers=2, max_steps=160, evaluator=True)
+    cluster = make_cluster(model_dir, num_ps=2, num_workers=2, max_steps=80, evaluator=True)
     self.addCleanup(cluster.stop_all)
     self.assertEqual(cluster.run(timeout_secs=600), 0, cluster.failed_tasks())
-    self.assertGreaterEqual(checkpoint_step(model_dir), 160)
+    self.assertGreaterEqual(checkpoint_step(model_dir), 80)
     self.assertNotEmpty(progress_steps(cluster.events('chief')))
     evaluated = [e['step'] for e in cluster.events('evaluator', 'evaluation')]
     self.assertNotEmpty(evaluated, 'the evaluator records one event per evaluation')
-    self.assertGreaterEqual(max(evaluated), 160, 'the last evaluation is of the final checkpoint')
+    self.assertGreaterEqual(max(evaluated), 80, 'the last evaluation is of the final checkpoint')
     self.assertEqual(cluster.tasks['evaluator'].process.returncode, 0)
     self.assertEqual(evaluated[-1], checkpoint_step(model_dir),
                      'the evaluator evaluated the final checkpoint last')

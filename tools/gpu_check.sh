@@ -4,7 +4,9 @@
 #   bash tools/gpu_check.sh
 #
 # Says which GPUs TensorFlow sees (or why none: tools/gpu_report_main.py), runs every spec of
-# tests/gpu_tier_test.py with the project's .venv (PYTHON=... to use another interpreter),
+# tests/gpu_tier_test.py's GpuTierTest (those that need a GPU; its WithoutGpuTest runs
+# anywhere, in `bazel test //tests:gpu_tier_test`) with the project's .venv (PYTHON=... to
+# use another interpreter),
 # with soft placement off (an op that has no GPU kernel fails its spec), then prints one
 # table: spec, GPU, towers, examples/s, peak memory, PASS / FAIL / SKIP. Its measured rows:
 # uint8 clips from records, 2 GPUs with bfloat16 transfers and micro-batches, both 6 GB
@@ -33,7 +35,7 @@ export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 "$python_bin" tools/gpu_report_main.py
 echo "[gpu_check] running tests/gpu_tier_test.py (its report lines below, then the table)"
 GPU_TIER_RESULTS="$scratch/results.jsonl" TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" \
-  "$python_bin" -m tests.gpu_tier_test --xml_output_file="$scratch/tier.xml" \
+  "$python_bin" -m tests.gpu_tier_test GpuTierTest --xml_output_file="$scratch/tier.xml" \
   > "$scratch/test.log" 2>&1
 code=$?
 full_log="${GPU_CHECK_LOG:-runs/gpu_check.log}"  # the tier's whole output is kept here
