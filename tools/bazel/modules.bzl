@@ -62,9 +62,9 @@ MODULES = {
             ":cluster_bytes",
             ":cluster_peer_task_main",
             ":machine",
+            ":peers_options",
             ":program_cluster",
             "//command_line:console",
-            "//command_line:options",
             "//towers/cluster:local_cluster_lib",
             "//towers/cluster:ps_variables",
             "//towers:checkpoints",
@@ -72,7 +72,9 @@ MODULES = {
         ]),
         ("cluster_peers_main.py", "cluster_peers_main", [
             ":cluster_peers_lib",
+            ":peers_options",
             "//command_line:cli",
+            "//command_line:console",
             "//command_line:entry",
             "//towers/cluster:local_cluster_lib",
         ]),
@@ -160,6 +162,9 @@ MODULES = {
             "//command_line:entry",
         ]),
         ("machine.py", "machine", []),
+        ("peers_options.py", "peers_options", [
+            "//command_line:options",
+        ]),
         ("plots.py", "plots", []),
         ("program_cluster.py", "program_cluster", [
             "//towers/cluster:local_cluster_lib",
@@ -1435,6 +1440,12 @@ TEST_DEPS = {
         "//towers:checkpoints",
         "//towers:train_main",
     ],
+    "refused_before_tensorflow_test": [
+        "//benchmarks:cluster_peers_main",
+        "//command_line:status_file",
+        "//serving:classify_main",
+        "//serving:evaluate_two_stream_main",
+    ],
     "run_checks_test": [
         ":program_runs",
         ":tiny_records",
@@ -1478,11 +1489,6 @@ TEST_DEPS = {
         "//serving:saved_model",
         "//towers:params",
         "//towers:training",
-    ],
-    "serving_flags_test": [
-        "//command_line:status_file",
-        "//serving:classify_main",
-        "//serving:evaluate_two_stream_main",
     ],
     "signals_test": [
         ":cluster_testing",

@@ -1,8 +1,9 @@
-"""Specification: //serving:classify and //serving:evaluate_two_stream refuse flags that cannot
-work before TensorFlow loads, as //towers:train does: an unknown flag, a value outside its
-option's domain, a missing or unwritable path and (classify) no video each end with exit 2
-and the `error` event naming the option, in a process that never imported `tensorflow`.
-Flags that pass their checks do load it (the model is read): the probe sees an import."""
+"""Specification: //serving:classify, //serving:evaluate_two_stream and
+//benchmarks:cluster_peers refuse flags that cannot work before TensorFlow loads, as
+//towers:train does: an unknown flag, a value outside its option's domain, a missing or
+unwritable path and (classify) no video each end with exit 2 and the `error` event naming
+the option, in a process that never imported `tensorflow`. Flags that pass their checks do
+load it (the model is read): the probe sees an import."""
 
 import json
 import os
@@ -29,7 +30,7 @@ runpy.run_module(module, run_name='__main__', alter_sys=True)
 '''
 
 
-class ServingFlagsTest(absltest.TestCase):
+class RefusedBeforeTensorFlowTest(absltest.TestCase):
 
   def run_probed(self, module: str, *args: str) -> tuple[int, dict, bool]:
     """Runs `python -m module args` under the probe: (exit code, the `error` event or {},
@@ -85,6 +86,15 @@ class ServingFlagsTest(absltest.TestCase):
         ([*paths, '--splits=1,2'], 'Refused', ['rgb_model'])):
       with self.subTest(args):
         self.assert_refused_without_tensorflow('serving.evaluate_two_stream_main', args, error,
+                                               options)
+
+  def test_cluster_peers_refuses_wrong_flags_before_tensorflow_loads(self):
+    for args, error, options in ((['--repeats=0'], 'OptionsError', ['repeats']),
+                                 (['--window_secs=-1'], 'OptionsError', ['window_secs']),
+                                 (['--systems=horovod'], 'OptionsError', ['systems']),
+                                 (['--systems='], 'OptionsError', ['systems'])):
+      with self.subTest(args):
+        self.assert_refused_without_tensorflow('benchmarks.cluster_peers_main', args, error,
                                                options)
 
   def test_flags_that_pass_their_checks_load_tensorflow(self):
