@@ -52,21 +52,23 @@ from command_line import entry
 import os
 import sys
 
-from benchmarks import cluster_peers
-from benchmarks.cluster_peers import PeersOptions
-from command_line import cli
+from benchmarks.peers_options import PeersOptions
+from command_line import cli, console
 from towers.cluster.local_cluster import ISOLATED_ENV, reexec_in_private_network
 
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 cli.define_flags(PeersOptions)
 
 
 def run(options: PeersOptions) -> int:
   """In a private network namespace (re-executed into one): every system's runs and the
-  report (`cluster_peers.run`)."""
+  report (`cluster_peers.run`). Options that cannot work were refused before TensorFlow
+  loads, here."""
   reexec_in_private_network(__file__, sys.argv[1:])
   if not os.environ.get(ISOLATED_ENV):
     raise entry.Refused('needs a private network namespace (unshare) so that the loopback '
                         'counter sees only the cluster')
+  from benchmarks import cluster_peers  # pylint: disable=import-outside-toplevel
   return cluster_peers.run(options)
 
 

@@ -8,9 +8,9 @@ line) or directories (searched). One line per video: `<video>: <class> <probabil
 highest first; a video that cannot be read is named with its reason (`FAILED`) and the
 others go on. --output also writes JSON (.json) or CSV (.csv), whole or not at all. Exit
 code 0 when every video was classified, 1 when any failed or --output found its disk full
-(one line naming it and its free space), 2 for a wrong option or model. Method:
-`serving/classifier.py` (with its options); what the export carries:
-`serving/export_info.py`.
+(one line naming it and its free space), 2 for a wrong option or model. Options that
+cannot work are refused before TensorFlow loads. Method: `serving/classifier.py`; options:
+`serving/classify_options.py`; what the export carries: `serving/export_info.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import io
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from absl import logging as absl_logging
 
@@ -31,8 +32,10 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import cli, disk_space, entry, working_dir
 from command_line.console import protocol
 from input_fn import json_files
-from serving import classifier
-from serving.classifier import ClassifyOptions, check_options
+from serving.classify_options import ClassifyError, ClassifyOptions, check_options
+
+if TYPE_CHECKING:  # the module itself loads TensorFlow: `run` imports it once flags are good
+  from serving.classifier import VideoResult
 
 PROGRESS_FROM = 10  # videos: fewer get no progress line
 PROGRESS_EVERY_SECS = 10.0
@@ -40,10 +43,11 @@ NOTHING_KEPT = ('no part of it was kept (the results are on standard output abov
                 'keeps nothing to resume from: a rerun classifies every video again')
 
 
-def write_output(path: str, results: list[classifier.VideoResult], top_k: int) -> None:
+def write_output(path: str, results: list[VideoResult], top_k: int) -> None:
   """Writes `results` as JSON or CSV, by the extension of `path`, whole or not at all
   (`json_files.write_text`): a full disk raises `disk_space.FullDisk` naming `path` and
   saying that nothing of it is kept (classify has no resume)."""
+  from serving import classifier  # pylint: disable=import-outside-toplevel
   if path.lower().endswith('.json'):
     text = json.dumps(classifier.to_json(results), indent=1)
   else:
@@ -66,18 +70,22 @@ class Progress:
       return
     if done == total or seconds - self.shown_at >= PROGRESS_EVERY_SECS:
       self.shown_at = seconds
+      from serving import classifier  # pylint: disable=import-outside-toplevel
       print(classifier.progress_text(done, total, failed, seconds), file=sys.stderr,
             flush=True)
 
 
 def run(options: ClassifyOptions, arguments: list[str]) -> int:
-  """Classifies the videos named by `arguments`; 0 when every one was, 1 when any failed."""
+  """Classifies the videos named by `arguments` (`options` passed `check_options`); 0 when
+  every one was, 1 when any failed."""
   if not cli.options_from_flags(console.ConsoleOptions).verbose:
     absl_logging.set_verbosity(absl_logging.WARNING)  # the results are the output
   videos = [working_dir.user_path(v) for v in arguments]
   if not videos:
     raise entry.Refused('give the videos to classify: files, frame folders, list files or '
                         'directories, after the flags')
+  # TensorFlow loads here, once the flags and arguments are known good.
+  from serving import classifier  # pylint: disable=import-outside-toplevel
   loaded = classifier.load(options.model, options.flow_model, options.flow_weight,
                            options.dataset)
   for stream in loaded.streams:
@@ -105,7 +113,7 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
 
 
 PROGRAM = entry.Program('classify', run, ClassifyOptions, check=check_options,
-                        refused=(classifier.ClassifyError,), arguments=True, verbose=True)
+                        refused=(ClassifyError,), arguments=True, verbose=True)
 
 
 if __name__ == '__main__':

@@ -15,7 +15,8 @@ one run: --splits=1,2,3 with `{split}` in the four paths, e.g.
 prints each split's table, then video top-1 per split and the mean; the JSON holds
 {'splits': {k: table}, 'mean': rows}.
 
-The library: serving/evaluate_two_stream.py.
+Options that cannot work are refused before TensorFlow loads (serving/two_stream_options.py);
+the library: serving/evaluate_two_stream.py.
 """
 
 from __future__ import annotations
@@ -23,15 +24,32 @@ from __future__ import annotations
 import json
 import os
 
-# First: it quiets TensorFlow's native logs before TensorFlow is imported.
-from serving.evaluate_two_stream import PATHS, EvaluateTwoStreamOptions, check_options, evaluate
-# pylint: disable=wrong-import-order
+from command_line import console
+
+console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
+
+# pylint: disable=wrong-import-position
 from command_line import entry
-from serving import saved_model, two_stream, two_stream_outputs
+from serving.two_stream_options import PATHS, EvaluateTwoStreamOptions, check_options
 
 
 def run(options: EvaluateTwoStreamOptions) -> None:
+  """Evaluates the two streams (`options` passed `check_options`); a model, records or
+  paths that disagree are `entry.Refused` (recorded as their own error)."""
+  # TensorFlow loads here, once the flags are known good.
+  # pylint: disable=import-outside-toplevel
+  from serving import saved_model, two_stream
+  try:
+    _evaluate(options)
+  except (two_stream.TwoStreamError, saved_model.ModelError, FileNotFoundError) as e:
+    raise entry.Refused(str(e)) from e
+
+
+def _evaluate(options: EvaluateTwoStreamOptions) -> None:
   """Evaluates the two streams (each split of --splits), prints and writes the tables."""
+  # pylint: disable=import-outside-toplevel
+  from serving import two_stream, two_stream_outputs
+  from serving.evaluate_two_stream import evaluate
   os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   if not options.splits:
     output = evaluate({name: getattr(options, name) for name in PATHS}, options,
@@ -58,9 +76,7 @@ def run(options: EvaluateTwoStreamOptions) -> None:
 
 
 PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
-                        check=check_options,
-                        refused=(two_stream.TwoStreamError, saved_model.ModelError,
-                                 FileNotFoundError), verbose=True)
+                        check=check_options, verbose=True)
 
 
 if __name__ == '__main__':

@@ -17,7 +17,7 @@ from input_fn import data_checks, datasets, factory, manifest, records
 from tests import tiny_records
 from serving import classifier
 from towers import params as params_lib
-from serving import evaluate_two_stream, two_stream
+from serving import evaluate_two_stream, two_stream, two_stream_options
 from towers import preflight
 from towers.training import train_and_evaluate
 
@@ -241,7 +241,7 @@ class Hmdb51Test(tf.test.TestCase):
         data_dir=flow_records, num_classes=3, clip_frames=4, crop_size=16, batch_size=8,
         num_towers=1, eval_clips=2, max_steps=2, save_checkpoints_steps=2, log_every_steps=2,
         model_dir=flow_model))
-    options = evaluate_two_stream.EvaluateTwoStreamOptions(eval_clips=2, splits=(1,))
+    options = two_stream_options.EvaluateTwoStreamOptions(eval_clips=2, splits=(1,))
     paths = {'rgb_model': os.path.join(self.root, 'model_hmdb51'), 'rgb_data': hmdb,
              'flow_model': flow_model, 'flow_data': flow_records}
     fused = evaluate_two_stream.evaluate(paths, options,

@@ -198,7 +198,7 @@ class ToolOptionsTest(tf.test.TestCase):
 
   def test_a_tool_options_object_is_checked_when_made(self):
     from towers.cluster.local_cluster import LocalClusterOptions  # pylint: disable=g-import-not-at-top
-    from serving.evaluate_two_stream import EvaluateTwoStreamOptions  # pylint: disable=g-import-not-at-top
+    from serving.two_stream_options import EvaluateTwoStreamOptions  # pylint: disable=g-import-not-at-top
     self.assertEqual(LocalClusterOptions(workers=3).workers, 3)
     self.assertEqual(EvaluateTwoStreamOptions(flow_weight=1).flow_weight, 1.0)
     for make, option in ((lambda: LocalClusterOptions(workers=0), 'workers'),
