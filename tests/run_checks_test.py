@@ -20,7 +20,8 @@ import tensorflow as tf
 
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, checkpoint_shapes, preflight, training
+from towers import build_estimator, checkpoint_shapes, preflight, train_settings, training
+from towers.cluster import final_evaluation
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -155,6 +156,23 @@ class RunChecksTest(tf.test.TestCase):
     self.assertIsNone(i3d[0].stored)
     self.assertEqual(preflight.problems(make_params(num_classes=3, model_dir=model_dir,
                                                     **TINY)), three)
+
+  def test_a_finished_model_dir_is_not_evaluated_on_other_data(self):
+    # Trained to max_steps on split 1, its final evaluation not yet made (a run interrupted
+    # after its last checkpoint): a rerun on split 2, whose test videos it trained on, stops
+    # before evaluating or exporting anything; the same data finishes it.
+    split_2 = prepared(self.root, split=2)
+    model_dir = self.create_tempdir().full_path
+    params = dict(TINY, data_source='tfrecord', data_dir=self.data, model_dir=model_dir,
+                  eval_clips=1)
+    training.train_and_evaluate(params)
+    os.remove(os.path.join(model_dir, final_evaluation.FILE_NAME))
+    with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+      training.train_and_evaluate(dict(params, data_dir=split_2, split=2))
+    self.assertEqual(caught.exception.option, 'data_dir')
+    self.assertFalse(os.path.exists(os.path.join(model_dir, final_evaluation.FILE_NAME)))
+    self.assertTrue(training.train_and_evaluate(params))  # its own data: evaluated
+    self.assertIsNotNone(final_evaluation.evaluated_step(model_dir))
 
   def test_resume_adding_batch_norm_names_that_flag(self):
     model_dir = self.create_tempdir().full_path

@@ -98,6 +98,7 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       devices = resolve_tower_devices(params.num_towers, params.tower_devices)
       for line in run_summary.lines(params, devices, task, checkpoint_step(params.model_dir)):
         logging.info('%s', line)
+      _check_finished_model_dir(params, task.num_workers if task else 1)
     if task is None:
       if threading.current_thread() is threading.main_thread():
         time_limit.stop_trainer('train', lambda: checkpoint_step(params.model_dir),
@@ -109,6 +110,16 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       lock.release()
     if task is None and threading.current_thread() is threading.main_thread():
       time_limit.ignore_signal()  # the work is done: nothing left to stop
+
+
+def _check_finished_model_dir(params: TrainParams, num_workers: int) -> None:
+  """A model_dir trained to max_steps is only evaluated, exported or left as it is, so the
+  check training makes in its model_fn (`train_settings.checked_record`: the learning
+  settings and data it was trained with, and no test video it trained on) is made here:
+  another data_dir or split stops the run instead of being evaluated on, or ignored."""
+  step = checkpoint_step(params.model_dir)
+  if step is not None and step >= params.max_steps:
+    train_settings.checked_record(params, num_workers)
 
 
 # The settings a run takes from its data when it does not name them (`with_data_settings`).
