@@ -207,16 +207,20 @@ def _stream_problem(params: Any) -> Problem | None:
 
 
 def _max_eval_videos_problems(params: Any) -> list[Problem]:
-  """Prepared records: the video-level accumulators hold --max_eval_videos videos, so the
-  eval split must not list more."""
-  if params.data_source != 'tfrecord':
+  """The video-level accumulators hold --max_eval_videos videos, so the eval split (the
+  records' test manifest, or the direct route's test list) must not list more."""
+  if params.data_source == 'tfrecord':
+    listed = manifest.read(params.data_dir, 'test').get('num_listed', 0)
+    where = manifest.manifest_path(params.data_dir, 'test')
+  elif params.data_source in ('videos', 'frames'):
+    listed, where = len(datasets.params_split(params).test), f'split {params.split}'
+  else:
     return []
-  listed = manifest.read(params.data_dir, 'test').get('num_listed', 0)
   if listed > params.max_eval_videos:
     return [Problem('max_eval_videos',
                     f'max_eval_videos={params.max_eval_videos} is smaller than the {listed} '
-                    f'videos of the eval split '
-                    f'({manifest.manifest_path(params.data_dir, "test")})')]
+                    f'videos of the eval split ({where}): set --max_eval_videos={listed} or '
+                    'more')]
   return []
 
 

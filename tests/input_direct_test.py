@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tests import tiny_records
 
-from input_fn import factory
+from input_fn import data_checks, factory
 from towers import params as params_lib
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
@@ -58,6 +58,18 @@ class DirectRouteTest(tf.test.TestCase):
     self.assertLen(set(index), 20)
     self.assertNotIn(0, index)
 
+  def test_an_eval_split_larger_than_max_eval_videos_is_refused_before_work(self):
+    # Else training runs and evaluation stops on an assertion (21 test videos, room for 5).
+    for source in ('videos', 'frames'):
+      with self.subTest(source):
+        params = params_lib.make_params(self._params(source).__dict__, max_eval_videos=5)
+        found = data_checks.problems(params, ('test',))
+        self.assertEqual([p.option for p in found], ['max_eval_videos'])
+        self.assertIn('--max_eval_videos=21', found[0])
+        self.assertEqual(data_checks.problems(
+            params_lib.make_params(params.__dict__, max_eval_videos=21), ('test',)), [])
+
 
 if __name__ == '__main__':
   tf.test.main()
+
