@@ -26,7 +26,7 @@ from command_line import disk_space, status_file
 from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
-MANIFEST = 'flow.manifest.json'
+MANIFEST = flow.EXTRACTION_MANIFEST
 SOURCES = '.flow_sources.jsonl'
 BACKENDS = ('tensorflow', 'opencv')
 

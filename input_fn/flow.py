@@ -20,11 +20,14 @@ import shutil
 import cv2
 import numpy as np
 
-from input_fn import frame_folders, video_io, video_lists
+from input_fn import frame_folders, json_files, video_io, video_lists
 
 BOUND = 20.0  # pixels per frame mapped to 0 and 255
 JPEG_QUALITY = 95
 CHANNELS = ('u', 'v')
+# What //data_tools:extract_flow records in its flow root: {settings: {short_side, bound,
+# tvl1: {scales, warps, epsilon}}, videos ...}.
+EXTRACTION_MANIFEST = 'flow.manifest.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,3 +121,25 @@ def resize_codes(codes: np.ndarray, short_side: int) -> np.ndarray:
   scale = short_side / min(codes.shape[:2])
   return np.clip(np.round((resized.astype(np.float32) - 127.5) * scale + 127.5),
                  0, 255).astype(np.uint8)
+
+
+def extraction_settings(flow_root: str) -> dict | None:
+  """The settings //data_tools:extract_flow computed the flow in `flow_root` with
+  ({short_side, bound, tvl1}, from EXTRACTION_MANIFEST); None when it records none."""
+  if not flow_root:
+    return None
+  found = json_files.load_object(os.path.join(flow_root, EXTRACTION_MANIFEST)) or {}
+  settings = found.get('settings')
+  return settings if isinstance(settings, dict) else None
+
+
+def settings_differences(first: dict, other: dict, prefix: str = '') -> list[str]:
+  """The names (dotted: 'tvl1.scales') of the extraction settings whose values differ."""
+  found = []
+  for key in sorted(set(first) | set(other)):
+    a, b = first.get(key), other.get(key)
+    if isinstance(a, dict) and isinstance(b, dict):
+      found += settings_differences(a, b, f'{prefix}{key}.')
+    elif a != b:
+      found.append(f'{prefix}{key}')
+  return found

@@ -40,6 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from command_line.console import protocol
+from input_fn import flow
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline
 from model_fn import confusion
@@ -343,6 +344,39 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
                          paths[at_fault], option=at_fault, label=differ.label)
 
 
+def _check_flow_extraction(model: StreamModel, data_dir: str, manifest: dict[str, Any]
+                           ) -> None:
+  """A flow model scores flow computed as its training flow was: raises `TwoStreamError`
+  naming the settings (`flow.settings_differences`) when its export's `flow_extraction` and
+  the extraction record of the flow `data_dir` was prepared from both exist and differ."""
+  if model.stream != 'flow':
+    return
+  try:
+    info, _ = export_info.read(model.export)
+  except export_info.ExportInfoError as e:
+    raise TwoStreamError(str(e), e.reason, e.path) from e
+  trained_with = (info or {}).get('flow_extraction')
+  flow_dir = (manifest.get('source_paths') or {}).get('flow_dir', '')
+  data_with = flow.extraction_settings(flow_dir)
+  if not trained_with or not data_with:
+    return
+  differ = flow.settings_differences(trained_with, data_with)
+  if differ:
+    shown = ', '.join(f'{name} {_dotted(trained_with, name)} vs {_dotted(data_with, name)}'
+                      for name in differ)
+    raise TwoStreamError(f'the flow model {model.export} was trained on flow extracted with '
+                         f'other settings than the flow of {data_dir} ({flow_dir}): {shown}; '
+                         'extract the eval flow with the settings of the training flow '
+                         '(//data_tools:extract_flow flags)', 'flow_extraction', data_dir,
+                         option='flow_data')
+
+
+def _dotted(settings: dict[str, Any], name: str) -> Any:
+  for key in name.split('.'):
+    settings = settings.get(key) if isinstance(settings, dict) else None
+  return settings
+
+
 def training_videos(model: StreamModel) -> list[str] | None:
   """The training videos' names the model's export lists (assets.extra/video_model.json);
   None when it lists none (trained on synthetic data, or exported before the list was).
@@ -371,6 +405,7 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | No
                          f'{data_dir} holds {data_classes}: evaluate it on test records '
                          'prepared from the class list it was trained with', 'classes',
                          data_dir, data_classes)
+  _check_flow_extraction(model, data_dir, manifest)
   trained = training_videos(model)
   if trained is None:
     return (f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '

@@ -23,6 +23,8 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
+from input_fn import flow
+from input_fn import manifest as manifest_lib
 from tests import program_runs, tiny_records
 from towers import params as params_lib
 from serving import export_info, saved_model, two_stream
@@ -211,6 +213,31 @@ class TwoStreamChecksTest(tf.test.TestCase):
                      ('classes', self.four_classes, 4))
     self.assertEqual(saved_model.model_classes(model), 3)
     self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', ['rgb_data'])
+
+  def test_flow_extracted_with_other_settings_than_the_models_is_refused(self):
+    # The same flow records, their flow root recorded as extracted with 5 TV-L1 scales.
+    prepared = manifest_lib.read(self.data['flow', 1], 'test')
+    other_root = shutil.copytree(prepared['source_paths']['flow_dir'],
+                                 os.path.join(self.create_tempdir().full_path, 'flow'))
+    record_path = os.path.join(other_root, flow.EXTRACTION_MANIFEST)
+    with open(record_path) as f:
+      record = json.load(f)
+    trained_scales = record['settings']['tvl1']['scales']
+    record['settings']['tvl1']['scales'] = trained_scales + 2
+    with open(record_path, 'w') as f:
+      json.dump(record, f)
+    data = shutil.copytree(self.data['flow', 1],
+                           os.path.join(self.create_tempdir().full_path, 'flow_records'))
+    for subset in manifest_lib.SUBSETS:
+      relocated = manifest_lib.read(data, subset)
+      relocated['source_paths']['flow_dir'] = other_root
+      manifest_lib.write(data, relocated)
+    model = saved_model.load_model(self.models['flow'], 'flow')
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(model, self.models['flow'], data)
+    self.assertEqual(caught.exception.reason, 'flow_extraction')
+    self.assertIn(f'tvl1.scales {trained_scales} vs {trained_scales + 2}', str(caught.exception))
+    self.assertIsNone(two_stream.check_stream(model, self.models['flow'], self.data['flow', 1]))
 
   def test_lists_of_other_lengths_are_told_by_their_class_counts(self):
     differ = two_stream.class_list_difference([('the model', ['a', 'b', 'c']),

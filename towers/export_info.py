@@ -18,24 +18,15 @@ from typing import Any
 
 import tensorflow as tf
 
-from input_fn import datasets, manifest, ucf101
+from input_fn import datasets, flow, manifest, ucf101
 from serving.export_info import CLASS_NAMES_FILE, FORMAT_VERSION, INFO_FILE, TRAIN_VIDEO_NAMES
 from towers import train_settings
 from towers.params import TrainParams
 
-FLOW_MANIFEST = 'flow.manifest.json'  # written by //data_tools:extract_flow in its flow root
 
 
 def _channels(stream: str) -> int:
   return 2 if stream == 'flow' else 3
-
-
-def _flow_settings(flow_root: str) -> dict[str, Any] | None:
-  path = os.path.join(flow_root, FLOW_MANIFEST)
-  if not flow_root or not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f).get('settings')
 
 
 def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any] | None]:
@@ -47,12 +38,12 @@ def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any
     found = manifest.read(params.data_dir, 'test')
     names = list(found.get('classes', ()))
     short_side = int(found.get('short_side', 0))
-    flow_settings = _flow_settings(found.get('source_paths', {}).get('flow_dir', ''))
+    flow_settings = flow.extraction_settings(found.get('source_paths', {}).get('flow_dir', ''))
   elif params.data_source in ('videos', 'frames'):
     names = list(datasets.params_split(params).classes.names)
     short_side = params.frame_short_side
     if params.stream == 'flow':
-      flow_settings = _flow_settings(os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME))
+      flow_settings = flow.extraction_settings(os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME))
   names = names[:params.num_classes]
   names += [f'class_{i}' for i in range(len(names), params.num_classes)]
   return names, short_side, flow_settings
