@@ -20,7 +20,11 @@ import numpy as np
 from absl.testing import absltest
 
 from command_line import signals
+from input_fn import manifest
+from model_fn.devices import resolve_tower_devices
 from tests import program_runs
+from towers import params as params_lib
+from towers import run_summary
 from serving import two_stream, two_stream_outputs
 
 TINY_RUN = ('--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
@@ -126,6 +130,15 @@ class TrainingConsoleTest(absltest.TestCase):
         'cluster: none (this machine)',
         f'settings: {self.root}/model/run.flags (--flagfile=it continues this run)'],
         done.output())
+
+  def test_the_data_line_names_the_classes_without_a_training_video(self):
+    records = tempfile.mkdtemp()
+    manifest.write(records, {'subset': 'train', 'shards': [], 'classes': ['a', 'b', 'c', 'd'],
+                             'counts_per_class': {'a': 3, 'b': 0, 'c': 2}})
+    params = params_lib.make_params(data_source='tfrecord', data_dir=records, num_classes=4)
+    summary = run_summary.lines(params, resolve_tower_devices(1, ()), None, None)
+    self.assertEqual(summary[1], f'data: tfrecord from {records} (dataset ucf101 split 1); '
+                     '2 of 4 classes have no training video (b, d)')
 
   def test_the_progress_line_says_the_step_loss_and_speed(self):
     done = self.runs['train']

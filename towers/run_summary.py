@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from input_fn import manifest
 from model_fn.batch_split import tower_sizes
 from model_fn.devices import TowerDevices
 from towers import run_flags
@@ -43,7 +44,24 @@ def _data(params: TrainParams) -> str:
   if params.data_source == 'synthetic':
     return f'synthetic clips, {params.synthetic_train_examples} per epoch'
   return (f'{params.data_source} from {params.data_dir} (dataset {params.dataset} split '
-          f'{params.split})')
+          f'{params.split}){_classes_without_videos(params)}')
+
+
+def _classes_without_videos(params: TrainParams) -> str:
+  """'; 2 of 5 classes have no training video (ExtraA, ExtraB)' for prepared records whose
+  class list names classes none of their training records is of; '' otherwise."""
+  if params.data_source != 'tfrecord':
+    return ''
+  try:
+    prepared = manifest.read(params.data_dir, 'train')
+  except manifest.ManifestError:
+    return ''
+  classes, counts = prepared.get('classes', ()), prepared.get('counts_per_class', {})
+  empty = [name for name in classes if not counts.get(name)]
+  if not empty:
+    return ''
+  shown = ', '.join(empty[:5]) + (', ...' if len(empty) > 5 else '')
+  return f'; {len(empty)} of {len(classes)} classes have no training video ({shown})'
 
 
 def _role(task: ClusterTask | None) -> str:

@@ -746,6 +746,7 @@ MODULES = {
         ("run_summary.py", "run_summary", [
             ":params",
             ":run_flags",
+            "//input_fn:manifest",
             "//model_fn:batch_split",
             "//model_fn:devices",
             "//towers/cluster:spec",
@@ -1593,11 +1594,15 @@ TEST_DEPS = {
     "training_console_test": [
         ":program_runs",
         "//command_line:signals",
+        "//input_fn:manifest",
+        "//model_fn:devices",
         "//serving:classify_main",
         "//serving:evaluate_two_stream_main",
         "//serving:two_stream",
         "//serving:two_stream_outputs",
         "//towers/cluster:local_cluster_main",
+        "//towers:params",
+        "//towers:run_summary",
         "//towers:train_main",
     ],
     "transfer_test": [
