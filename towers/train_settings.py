@@ -176,28 +176,25 @@ def train_video_names(params) -> list[str] | None:
   """Sorted canonical names of the videos data_dir trains on (tfrecord: its train
   manifest; videos and frames: the split's training list); None for synthetic data or
   when data_dir cannot be read."""
-  if params.data_source == 'synthetic':
-    return None
-  try:
-    if params.data_source == 'tfrecord':
-      names = manifest.video_names(manifest.read(params.data_dir, 'train'))
-    else:
-      names = [entry.name for entry in datasets.params_split(params).train]
-  except (OSError, ValueError):
-    return None
-  return sorted(names)
+  return _video_names(params, 'train')
 
 
 def test_video_names(params) -> list[str] | None:
-  """Canonical names of the videos data_dir evaluates on (as `train_video_names`)."""
+  """Sorted canonical names of the videos data_dir evaluates on (as `train_video_names`)."""
+  return _video_names(params, 'test')
+
+
+def _video_names(params, subset: str) -> list[str] | None:
   if params.data_source == 'synthetic':
     return None
   try:
     if params.data_source == 'tfrecord':
-      return manifest.video_names(manifest.read(params.data_dir, 'test'))
-    return [entry.name for entry in datasets.params_split(params).test]
+      names = manifest.video_names(manifest.read(params.data_dir, subset))
+    else:
+      names = [entry.name for entry in datasets.params_split(params).subset(subset)]
   except (OSError, ValueError):
     return None
+  return sorted(names)
 
 
 def record_path(model_dir: str) -> str:
