@@ -174,7 +174,8 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
   """(train, test, `problems` plus one InputProblem per video removed): a video listed for
   testing is never trained on (compared by `VideoEntry.video`: the resolved path, else
   `same_video` of the name); one listed in both with two labels is a 'conflicting label'
-  (`conflicting_label`) and kept out of both. Indices are renumbered 0..n-1."""
+  (`conflicting_label`), kept out of both and counted in both (one problem at each list's
+  line). Indices are renumbered 0..n-1."""
   test_labels = {e.video: e for e in test_entries}
   conflicting = {e.video for e in train_entries
                  if e.video in test_labels and test_labels[e.video].label != e.label}
@@ -182,9 +183,10 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
   for e in train_entries:
     if e.video in conflicting:
       other = test_labels[e.video]
-      problems.append(conflicting_label(other.source, other.line, e.name, (
-          os.path.basename(e.source), e.label), (os.path.basename(other.source), other.label),
-          'test'))
+      labels = ((os.path.basename(e.source), e.label),
+                (os.path.basename(other.source), other.label))
+      problems.append(conflicting_label(e.source, e.line, e.name, *labels, 'train'))
+      problems.append(conflicting_label(other.source, other.line, e.name, *labels, 'test'))
     elif e.video in test_labels:
       problems.append(InputProblem(e.source, e.line, f'{e.name} is also in the test list: '
                               'kept out of training', 'test video in training list', 'train'))

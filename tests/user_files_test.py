@@ -190,8 +190,10 @@ class VideoIdentityTest(absltest.TestCase):
     split = self.split('vids/v1.avi 0\nvids/v4.avi 0\n', 'vids/test.avi 1\n./vids/v4.avi 1\n')
     self.assertEqual([(e.name, e.index) for e in split.train], [('vids/v1', 0)])
     self.assertEqual([(e.name, e.index) for e in split.test], [('vids/test', 0)])
-    self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
-                     [('test.txt', 2, 'conflicting label')])
+    self.assertEqual([(os.path.basename(p.source), p.line, p.kind, p.subset)
+                      for p in split.problems],
+                     [('train.txt', 2, 'conflicting label', 'train'),
+                      ('test.txt', 2, 'conflicting label', 'test')])
 
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
@@ -355,6 +357,13 @@ class ListLinesTest(absltest.TestCase):
     found = self.prepare_frames('f/a 4 0\nf/b 4 1\nf/b 4 2\nf/b 4 3\n', 'f/t 4 0\n')['train']
     self.assertEqual((found['num_listed'], found['num_records'], found['skipped_by_kind']),
                      (2, 1, {'conflicting label': 1}))
+
+  def test_a_video_labelled_apart_for_training_and_testing_is_skipped_in_both_subsets(self):
+    self.frame_folders((('f/a', 4), ('f/b', 4), ('f/t', 4)))
+    found = self.prepare_frames('f/a 4 0\nf/b 4 0\n', 'f/t 4 1\n./f/b 4 1\n')
+    self.assertEqual({s: (found[s]['num_listed'], found[s]['num_records'],
+                          found[s]['skipped_by_kind']) for s in ('train', 'test')},
+                     {s: (2, 1, {'conflicting label': 1}) for s in ('train', 'test')})
 
   def test_a_class_names_file_edited_in_place_is_another_dataset(self):
     self.frame_folders((('f/a', 4), ('f/t', 4)))
