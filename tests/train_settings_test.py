@@ -9,6 +9,7 @@ made on purpose with --resume_changes is kept in the record's history; a model_d
 trained before records existed resumes with a warning and gets one.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -50,6 +51,13 @@ def flags_of(params: dict) -> list[str]:
   """`params` as //towers:train flags."""
   return [f'--{name}={",".join(map(str, value)) if isinstance(value, list) else value}'
           for name, value in params.items()]
+
+
+def record_of(params) -> dict:
+  """The record a first run of `params` writes (its settings, videos and class names)."""
+  return {'format_version': 1, 'history': [], 'settings': train_settings.settings(params),
+          train_settings.TRAIN_VIDEO_NAMES: train_settings.train_video_names(params),
+          train_settings.TRAIN_CLASS_NAMES: train_settings.train_class_names(params)}
 
 
 def step_of(model_dir: str) -> int:
@@ -320,11 +328,34 @@ class SettingsTest(tf.test.TestCase):
     self.assertRegex(train_settings.settings(before)['train_labels'],
                      r'^4 classes, sha256 [0-9a-f]{12}$')
     shutil.copytree(self.trained_dir(), model_dir)
-    train_settings.write_record(model_dir, {'format_version': 1, 'history': [],
-                                            'settings': train_settings.settings(before)})
+    train_settings.write_record(model_dir, record_of(before))
     found = refusal(after)
     self.assertEqual((found.option, found.settings), ('data_dir', ('train_labels',)))
+    names = manifest.read(out, 'train')['classes']
+    self.assertIn(f'label 0 was {names[0]}, now {names[1]}', str(found))
+    self.assertNotIn('sha256', str(found))
     self.assertIsNone(refusal(before))
+
+  def test_the_same_videos_read_by_another_route_are_named_as_such(self):
+    """A model_dir trained on records resumed on the videos they were made from: with
+    --resume_changes=data_source the settings of one route only (split) follow it, and the
+    refusal says the videos are the same ones, read another way."""
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    made = tiny_records.make(root, classes=4, groups=9, min_frames=4, max_frames=5)
+    model_dir = os.path.join(root, 'run')
+    records = make_params(TINY, data_source='tfrecord', data_dir=made.records['videos'],
+                          model_dir=model_dir)
+    shutil.copytree(self.trained_dir(), model_dir)
+    train_settings.write_record(model_dir, record_of(records))
+    videos = make_params(TINY, data_source='videos', data_dir=made.data, model_dir=model_dir,
+                         resume_changes=['data_source'])
+    found = refusal(videos)
+    self.assertEqual(found.settings, ('train_videos', 'train_data'))
+    count = len(train_settings.train_video_names(records))
+    self.assertIn(f'the same {count} videos, read another way', str(found))
+    self.assertIsNone(refusal(dataclasses.replace(
+        videos, resume_changes=('data_source', 'train_videos', 'train_data'))))
 
   def test_a_resume_on_other_videos_keeps_every_video_trained_on_and_refuses_them_for_testing(
       self):
@@ -357,6 +388,11 @@ class SettingsTest(tf.test.TestCase):
     self.assertEqual((caught.exception.option, caught.exception.settings),
                      ('data_dir', ('train_videos',)))
     self.assertIn(f'{len(learnt)} test videos', str(caught.exception))
+    # Without --resume_changes the refusal counts the videos never trained on.
+    found = refusal(dataclasses.replace(params[2], resume_changes=()))
+    self.assertEqual(found.settings[0], 'train_videos')
+    fresh = set(train_settings.train_video_names(params[2])) - set(earlier)
+    self.assertIn(f'{len(fresh)} of them never trained on', str(found))
     self.assertEqual(train_settings.model_dir_video_names(params[2]), sorted(earlier))
 
   def trained_dir(self):

@@ -19,7 +19,8 @@ variables the checkpoint lacks (an optimizer with other slots than sgd's none, e
 from 0 to on). `write_record` writes the record once the session has started, so a run that
 fails before leaves the old one. A damaged record is an error naming the file; a checkpoint
 without a record resumes with one warning (and an `unrecorded_settings` status event). The
-record also lists the training videos' names (TRAIN_VIDEO_NAMES), as each export does.
+record also lists the training videos' names (TRAIN_VIDEO_NAMES), as each export does, and
+the class names in label order (TRAIN_CLASS_NAMES), so a refusal names what moved.
 In a cluster every trainer checks; only the chief writes.
 """
 
@@ -45,6 +46,9 @@ RECORD_FILE = 'train_settings.json'
 # Key of the record's list of the training videos' canonical names (not a setting: the
 # settings hold their count and digest); exports list them too (towers/export_info.py).
 TRAIN_VIDEO_NAMES = 'train_video_names'
+# Key of the record's class names in label order (train_labels holds their digest), so a
+# refusal can name the first label that moved.
+TRAIN_CLASS_NAMES = 'train_class_names'
 FORMAT_VERSION = 1
 # Learning settings that are TrainParams fields (flags): those declared STRUCTURE or
 # MUST_MATCH (`towers/params.py`); `_relevant` drops those the run's other choices make
@@ -55,7 +59,7 @@ DERIVED_SETTINGS = {
     'workers_per_step': 'with --sync_replicas: chief + workers - --backup_workers',
     'train_videos': 'the training videos in --data_dir',
     'train_data': 'what the training videos in --data_dir hold: their frames',
-    'train_labels': 'the class names in label order (which label each class is)',
+    'train_labels': 'the class names in label order',
 }
 # Derived settings that records written before they existed lack: absent from the stored
 # record, they are not a difference (the new record gets them).
@@ -137,15 +141,24 @@ def train_labels(params) -> str | None:
   """'<n> classes, sha256 <12 hex digits>' of the class names in label order, so data
   prepared again with a reordered or renamed class list (the same videos under other
   labels) differs; None when data_dir cannot be read."""
-  try:
-    if params.data_source == 'tfrecord':
-      classes = list(manifest.read(params.data_dir, 'train').get('classes', ()))
-    else:
-      classes = list(datasets.params_split(params).classes.names)
-  except (OSError, ValueError):
+  classes = train_class_names(params)
+  if classes is None:
     return None
   digest = hashlib.sha256(json.dumps(classes).encode()).hexdigest()
   return f'{len(classes)} classes, sha256 {digest[:12]}'
+
+
+def train_class_names(params) -> list[str] | None:
+  """The class names of data_dir in label order (records: their manifest's); None for
+  synthetic data or when data_dir cannot be read."""
+  if params.data_source == 'synthetic':
+    return None
+  try:
+    if params.data_source == 'tfrecord':
+      return [str(c) for c in manifest.read(params.data_dir, 'train').get('classes', ())]
+    return list(datasets.params_split(params).classes.names)
+  except (OSError, ValueError):
+    return None
 
 
 def train_data(params) -> str | None:
@@ -279,29 +292,72 @@ def _compare(params, num_workers: int) -> _Resume:
         '--model_dir'), tuple(allowed_adding)))
   allowed = set(params.resume_changes)
   allowed |= {name for name, by in _GOVERNED_BY.items() if by in allowed}
-  changed = [name for name in differences(old, new) if name not in allowed]
+  changed = [name for name in differences(old, new) if name not in allowed and not (
+      name in _ROUTE_SETTINGS and 'data_source' in allowed and (name in old) != (name in new))]
   if not changed:
     return _Resume(checkpoint, stored, new)
-  was = ' '.join(_as_flag(name, old.get(name)) for name in changed)
-  now = ' '.join(_as_flag(name, new.get(name)) for name in changed)
-  derived = [f'{name}: {DERIVED_SETTINGS[name]}' for name in changed if name in DERIVED_SETTINGS]
-  fixes = [f'Rerun with {was}{" (" + "; ".join(derived) + ")" if derived else ""}',
-           'use a new --model_dir']
+  flags = [name for name in changed if name in FIELD_SETTINGS]
+  derived = [name for name in changed if name in DERIVED_SETTINGS]
+  was = ' '.join(_as_flag(name, old.get(name)) for name in flags)
+  now = ' '.join(_as_flag(name, new.get(name)) for name in flags)
+  told = ([f'{was}, now {now}'] if flags else []) + [
+      f'{name} ({DERIVED_SETTINGS[name]}) {_described(name, stored, new, params)}'
+      for name in derived]
+  fixes = ([f'Rerun with {was}'] if flags else []) + list(
+      dict.fromkeys(_DERIVED_FIXES[name] for name in derived)) + ['use a new --model_dir']
   allowable = not any(name in STRUCTURE_SETTINGS or name in adding for name in changed)
   if allowable:
     fixes.append(f'add --resume_changes={",".join(changed)} to continue with the change on '
                  'purpose (it is kept in the record\'s history)')
+  fix = ', or '.join(fixes)
   return _Resume(checkpoint, stored, new, ResumeSettingsError(Problem(
       DERIVED_OPTIONS.get(changed[0], changed[0]),
-      f'{params.model_dir} was trained with {was}, now {now}: resuming would mix two '
-      f'learning settings in one model_dir ({record_path(params.model_dir)}). '
-      f'{", or ".join(fixes)}'), tuple(changed), allowable))
+      f'{params.model_dir} was trained with other learning settings: {"; ".join(told)}. '
+      f'Resuming would mix two in one model_dir ({record_path(params.model_dir)}). '
+      f'{fix[0].upper()}{fix[1:]}'), tuple(changed), allowable))
+
+
+# The fix that restores each derived setting.
+_ON_THE_SAME_DATA = 'train on the data it was trained on (--data_dir)'
+_DERIVED_FIXES = {'workers_per_step': 'train with as many workers and --backup_workers as it was',
+                  'train_videos': _ON_THE_SAME_DATA, 'train_data': _ON_THE_SAME_DATA,
+                  'train_labels': _ON_THE_SAME_DATA}
+
+
+def _described(name: str, stored: dict[str, Any], new: dict[str, Any], params) -> str:
+  """How the derived setting `name` differs between the record `stored` and this run's
+  settings `new`, in words a person can check against their data (not digests)."""
+  old_value = stored['settings'].get(name)
+  if name == 'train_videos':
+    before, now = stored.get(TRAIN_VIDEO_NAMES), train_video_names(params)
+    if isinstance(before, list) and now is not None:
+      held = {video_lists.same_video(n) for n in before}
+      listed = {video_lists.same_video(n) for n in now}
+      added = sorted(n for n in now if video_lists.same_video(n) not in held)
+      gone = sorted(n for n in before if video_lists.same_video(n) not in listed)
+      if not added and not gone:
+        return (f'differs: the same {len(now)} videos, read another way (records prepared '
+                'otherwise, or records against videos or frames)')
+      return (f'differs: {len(now)} videos now, {len(added)} of them never trained on '
+              f'(e.g. {(added or ["-"])[0]}); {len(gone)} trained on before are not '
+              f'listed{f" (e.g. {gone[0]})" if gone else ""}')
+  if name == 'train_labels':
+    before, now = stored.get(TRAIN_CLASS_NAMES), train_class_names(params)
+    if isinstance(before, list) and now is not None:
+      moved = next((i for i, (a, b) in enumerate(zip(before, now)) if a != b), None)
+      if moved is not None:
+        return f'differs: label {moved} was {before[moved]}, now {now[moved]}'
+      return f'differs: {len(before)} classes before, {len(now)} now'
+  return f'was {old_value}, now {new.get(name)}'
 
 
 # Settings that act only for some values of another (`_relevant`): allowing that one to
 # change allows them to appear, disappear or change with it.
 _GOVERNED_BY = {'momentum': 'optimizer', 'lr_boundaries': 'lr_schedule',
                 'lr_decay_steps': 'lr_schedule', 'lr_decay_rate': 'lr_schedule'}
+# Settings recorded on one data route only (`_relevant`): allowing --data_source to change
+# lets them appear or disappear with it (a value that changes is still a change).
+_ROUTE_SETTINGS = ('dataset', 'split', 'frame_short_side', 'synthetic_train_examples')
 # Variables each optimizer keeps besides the weights (slots and accumulators).
 _OPTIMIZER_VARIABLES = {'momentum': 'Momentum slots', 'rmsprop': 'RMSProp slots',
                         'adam': 'Adam slots, beta1_power, beta2_power', 'sgd': ''}
@@ -376,6 +432,9 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history}
   if names is not None:
     value[TRAIN_VIDEO_NAMES] = names
+  classes = train_class_names(params)
+  if classes is not None:
+    value[TRAIN_CLASS_NAMES] = classes
   return value
 
 
