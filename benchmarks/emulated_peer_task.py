@@ -10,10 +10,9 @@ import time
 
 import tensorflow as tf
 
-from benchmarks.emulated_task import STEP_EVENT, variable_shapes
-from model_fn import networks
+from benchmarks.emulated_task import STEP_EVENT, EmulatedModelOptions, variable_shapes
 from command_line import status_file
-from command_line.options import Options, above, at_least, option
+from command_line.options import above, option
 
 tf1 = tf.compat.v1
 
@@ -23,15 +22,9 @@ GRADIENT_SCALE = 1e-6  # what the wait returns: every gradient value (momentum u
 
 
 @dataclasses.dataclass(frozen=True)
-class PeerTaskOptions(Options):
+class PeerTaskOptions(EmulatedModelOptions):
   """What every task of an emulated peer is told (the emulator passes the same to all)."""
   peer: str = option('ps_strategy', 'Which TensorFlow strategy trains.', choices=PEERS)
-  model: str = option('i3d', 'Network whose trainable variables are transferred.',
-                      choices=networks.names())
-  num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
-  emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.',
-                                  valid=at_least(0))
-  time_scale: float = option(1.0, 'The compute wait is multiplied by this.', valid=above(0))
   model_dir: str = option('', 'The Estimator\'s model_dir (nothing is saved there but '
                           'its graph).', path=True)
   max_seconds: float = option(900.0, 'A worker stops training after this long.', valid=above(0))

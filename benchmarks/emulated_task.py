@@ -30,14 +30,20 @@ FLOP_CLIP = (64, 224, 224)  # frames, height, width of the recipe's training cli
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskOptions(Options):
-  """What every emulated task is told (the emulator passes the same to all)."""
+class EmulatedModelOptions(Options):
+  """The network an emulated task transfers and the compute it waits for, as every emulated
+  task (this module's and benchmarks/emulated_peer_task.py's) is told."""
   model: str = option('i3d', 'Network whose trainable variables are transferred.',
                       choices=networks.names())
   num_classes: int = option(101, 'Classes of the network head.', valid=at_least(1))
   emulate_compute: float = option(2.1, 'GPU seconds of one forward + backward step.',
                                   valid=at_least(0))
   time_scale: float = option(1.0, 'The compute wait is multiplied by this.', valid=above(0))
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskOptions(EmulatedModelOptions):
+  """What every emulated task is told (the emulator passes the same to all)."""
   accumulate_steps: int = option(1, 'Micro-batches computed per pull and push.', valid=at_least(1))
   transfer_dtype: str = option('float32', 'Type of pulled parameters and pushed gradients.',
                                choices=tuple(transfer.TRANSFER_DTYPES))

@@ -101,7 +101,6 @@ MODULES = {
             ":emulated_task_lib",
             "//command_line:options",
             "//command_line:status_file",
-            "//model_fn/networks",
         ]),
         ("emulated_peer_task_main.py", "emulated_peer_task_main", [
             ":emulated_peer_task_lib",
