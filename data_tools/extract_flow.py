@@ -285,11 +285,18 @@ def _flow_is_newer(out: str, task: VideoTask) -> bool:
 
 def _record_source(out: str, video: str, identity: dict[str, Any] | None,
                    shard: tuple[int, int] = (0, 1)) -> None:
-  """Appends a video's record to SOURCES, or to the shard's own file when split."""
+  """Appends a video's record to SOURCES, or to the shard's own file when split, on a line
+  of its own (after a line a failed write left unfinished, which `read_sources` ignores)."""
   path = (os.path.join(out, SOURCES) if shard[1] == 1 else
           flow_shards.sources_path(out, *shard))
-  with open(path, 'a') as f:
-    f.write(json.dumps({'video': video, 'source': identity}, sort_keys=True) + '\n')
+  line = json.dumps({'video': video, 'source': identity}, sort_keys=True).encode() + b'\n'
+  with open(path, 'a+b') as f:  # writes go to the end whatever the read position
+    size = f.seek(0, os.SEEK_END)
+    if size:
+      f.seek(size - 1)
+      if f.read(1) != b'\n':
+        line = b'\n' + line
+    f.write(line)
 
 
 def _remove_flow(out: str, video: str) -> None:
