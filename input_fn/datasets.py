@@ -287,7 +287,8 @@ def read_class_names(path: str) -> ClassIndex:
   """A class-names file: one name per line, line k (from 1) is label k - 1; blank lines may
   only end the file. A blank line before the last name, a name with leading whitespace or a
   name given twice raises `DatasetError` naming the file and line (the labels after it would
-  shift, or a name would not be what the lines say)."""
+  shift, or a name would not be what the lines say), as does a file whose every line is
+  '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names)."""
   lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
     lines.pop()
@@ -303,7 +304,15 @@ def read_class_names(path: str) -> ClassIndex:
       names.append(text)
       continue
     raise DatasetError(f'{path}:{number}: {reason}', path, number, 'class_names')
+  if len(names) > 1 and all(_NUMBERED_NAME.match(n) for n in names):
+    raise DatasetError(f'{path}:1: every line is "<number> <name>" ({names[0]!r}), as in '
+                       'UCF101\'s classInd.txt: write each name alone on its line, in label '
+                       'order (line k is label k - 1)', path, 1, 'class_names')
   return ClassIndex(tuple(names))
+
+
+# A class-names line that is an index and a name (classInd.txt's '1 ApplyEyeMakeup').
+_NUMBERED_NAME = re.compile(r'^\d+\s+\S')
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
@@ -316,8 +325,11 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
   InputProblem per video, kept out with every line of it). A video is its resolved path
   (`identity`: `./`, `..` and symlinks resolved, relative or absolute alike); its name is the
-  path below `root` without the extension (`list_name`)."""
+  path below `root` without the extension (`list_name`). A list counted from 1 (no label 0,
+  and label len(classes) on some line) raises `DatasetError`: every label would be one class
+  off."""
   entries: list[VideoEntry] = []
+  labels: dict[int, int] = {}  # label -> its first line
   folders: dict[str, FrameInfo] = {}
   problems = []
   fields = None
@@ -347,6 +359,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
           'integers')
       continue
     label = numbers[-1]
+    labels.setdefault(label, number)
     if not 0 <= label < len(classes):
       bad('label out of range', f'label {label} out of range 0..{len(classes) - 1} '
           f'({len(classes)} classes in the class-names file)')
@@ -371,6 +384,12 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
                               number, identity))
     if fields == 3:
       folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
+  if len(classes) in labels and 0 not in labels:
+    raise DatasetError(
+        f'{path}:{labels[len(classes)]}: labels run {min(labels)}..{max(labels)} and none is '
+        f'0, but the class-names file names {len(classes)} classes (labels 0..'
+        f'{len(classes) - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
+        'from every label', path, labels[len(classes)], f'{subset}_list')
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
   return entries, {k: v for k, v in folders.items() if k in kept}, problems

@@ -195,6 +195,20 @@ class VideoIdentityTest(absltest.TestCase):
                      [('train.txt', 2, 'conflicting label', 'train'),
                       ('test.txt', 2, 'conflicting label', 'test')])
 
+  def test_a_list_counted_from_one_is_refused_naming_it(self):
+    for train, test, option in (('vids/v1.avi 1\nvids/v4.avi 2\n', 'vids/test.avi 1\n',
+                                 'train_list'),
+                                ('vids/v1.avi 0\n', 'vids/test.avi 2\nvids/v4.avi 1\n',
+                                 'test_list')):
+      with self.subTest(option):
+        with self.assertRaises(datasets.DatasetError) as caught:
+          self.split(train, test)
+        self.assertEqual((caught.exception.line, caught.exception.option),
+                         (train.count('\n') if option == 'train_list' else 1, option))
+    # Counted from 0 with the last class listed, or with label 0 missing only: as before.
+    self.assertLen(self.split('vids/v1.avi 0\nvids/v4.avi 1\n', 'vids/test.avi 1\n').train, 2)
+    self.assertLen(self.split('vids/v1.avi 1\n', 'vids/test.avi 1\n').train, 1)
+
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
     self.assertEqual(split.problems, [])
@@ -233,6 +247,12 @@ class ClassNamesTest(absltest.TestCase):
         self.assertEqual((caught.exception.path, caught.exception.line,
                           caught.exception.option),
                          (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+
+  def test_classind_given_as_class_names_is_refused_naming_the_file(self):
+    with self.assertRaises(datasets.DatasetError) as caught:
+      self.read('1 ApplyEyeMakeup\r\n2 ApplyLipstick\r\n3 Archery\r\n')
+    self.assertEqual((caught.exception.line, caught.exception.option), (1, 'class_names'))
+    self.assertEqual(self.read('1 cat\ndog\n').names, ('1 cat', 'dog'))  # names as written
 
   def test_blank_lines_ending_the_file_and_inner_spaces_are_names_as_written(self):
     self.assertEqual(self.read('air drumming\nabseiling\n\n\n').names,
