@@ -211,6 +211,8 @@ def _frames_problem_kind(reason: str) -> str:
     return 'no readable frame'
   if reason.startswith('the list says'):
     return 'frame count mismatch'
+  if reason.startswith('numbered from 0'):
+    return 'numbered from 0'
   return 'missing frames'
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import data_checks, datasets, ucf101, video_lists
+from input_fn import data_checks, datasets, frame_folders, ucf101, video_lists
 from serving import classifier
 from towers import params as params_lib
 
@@ -384,6 +384,24 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual({s: (found[s]['num_listed'], found[s]['num_records'],
                           found[s]['skipped_by_kind']) for s in ('train', 'test')},
                      {s: (2, 1, {'conflicting label': 1}) for s in ('train', 'test')})
+
+  def test_a_frame_folder_numbered_from_zero_is_never_read_without_frame_zero(self):
+    for pattern in frame_folders.FRAME_PATTERNS:
+      with self.subTest(pattern):
+        folder = os.path.join(self.root, pattern[:3])
+        for t in range(4):
+          write(os.path.join(folder, pattern % t), 'jpeg')
+        count, reason = frame_folders.count_frames(folder, pattern=pattern)
+        self.assertEqual(count, 0)
+        self.assertTrue(reason.startswith('numbered from 0'), reason)
+
+  def test_a_frame_folder_numbered_from_zero_is_skipped_not_read_without_its_first_frame(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4), ('f/z', 4)))
+    os.rename(os.path.join(self.root, 'f/z/img_00004.jpg'),
+              os.path.join(self.root, 'f/z/img_00000.jpg'))  # f/z holds frames 0..3
+    found = self.prepare_frames('f/a 4 0\nf/z 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'numbered from 0': 1}))
 
   def test_a_class_names_file_edited_in_place_is_another_dataset(self):
     self.frame_folders((('f/a', 4), ('f/t', 4)))
