@@ -203,17 +203,22 @@ def find_videos(inputs: Iterable[str]) -> list[str]:
   """The videos of `inputs` in order: video files and frame folders as given, list files
   expanded, directories searched (sorted; the optical flow folders in them are passed over,
   with one warning saying how many). A path that does not exist is kept: classifying it
-  reports it."""
-  found, flow_folders = [], 0
+  reports it; so is a directory holding no video nor flow folder when another input holds
+  videos ([] when none does)."""
+  found, flow_folders, empty = [], 0, 0
   for path in inputs:
     if os.path.isdir(path):
       videos, passed_over = _from_directory(path)
+      if not videos and not passed_over:
+        videos, empty = [path], empty + 1  # classifying it says it holds no video
       found += videos
       flow_folders += passed_over
     elif path.lower().endswith(LIST_EXTENSIONS) and os.path.isfile(path):
       found += _from_list(path)
     else:
       found.append(path)
+  if empty and empty == len(found):
+    return []  # only directories without videos: nothing to classify
   if flow_folders:
     logging.warning('passed over %d folders of optical flow frames (u/ and v/ of a flow root, '
                     'flow_x_/flow_y_ files): classify reads RGB videos and frame folders and '

@@ -122,6 +122,14 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(classifier.find_videos([listed]), plain)
     self.assertTrue(all(os.path.isfile(path) for path in plain))
 
+  def test_classify_keeps_a_given_folder_without_videos_beside_other_videos(self):
+    video = write(os.path.join(self.root, 'clips', 'a.mp4'), 'x')
+    empty, pngs = (os.path.join(self.root, name) for name in ('empty', 'pngs'))
+    os.makedirs(empty)
+    write(os.path.join(pngs, 'frame000001.png'), 'x')
+    # Classifying them reports each as failed; alone they are nothing to classify.
+    self.assertEqual(classifier.find_videos([video, empty, pngs]), [video, empty, pngs])
+    self.assertEqual(classifier.find_videos([empty, pngs]), [])
 
   def test_classify_passes_over_the_flow_folders_of_a_dataset_tree(self):
     # A prepared UCF101 root holds each video three more times as folders of frames: RGB
