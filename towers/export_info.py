@@ -5,8 +5,9 @@
 
 The files, their fields and the checks a reader makes are described in
 `serving/export_info.py`. `train_video_names` (video_model.json) lists, sorted, the
-canonical names of the videos the model trained on (`train_settings.model_dir_video_names`;
-None for synthetic data or a data_dir that cannot be read), so an export alone tells
+canonical names of the videos the model trained on, this run's data_dir and, on a resume,
+every earlier run's (`train_settings.model_dir_video_names`; None for synthetic data or a
+data_dir that cannot be read), so an export alone tells
 two-stream evaluation which test videos it must not be scored on.
 """
 
