@@ -54,7 +54,7 @@ from __future__ import annotations
 from command_line import entry
 from data_tools.extract_flow import (ExtractFlowOptions, OptionsError, SettingsMismatch,
                                      check_options, extract)
-from input_fn.video_lists import InputError
+from input_fn.video_lists import DatasetError, InputError
 
 
 def _run(options: ExtractFlowOptions) -> None:
@@ -65,7 +65,7 @@ def _run(options: ExtractFlowOptions) -> None:
 
 
 PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,
-                        refused=(OptionsError, SettingsMismatch, FileNotFoundError,
+                        refused=(OptionsError, SettingsMismatch, FileNotFoundError, DatasetError,
                                  ImportError))
 
 

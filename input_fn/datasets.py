@@ -32,7 +32,8 @@ import re
 from typing import Any, Callable
 
 from input_fn import ucf101, video_lists
-from input_fn.video_lists import ClassIndex, FrameInfo, InputProblem, Split, VideoEntry
+from input_fn.video_lists import (ClassIndex, DatasetError, FrameInfo, InputProblem, Split,
+                                   VideoEntry)
 
 NAMES = ('ucf101', 'hmdb51', 'list')
 SPLITS = (1, 2, 3)  # the official train/test splits of ucf101 and hmdb51
@@ -51,16 +52,6 @@ HMDB51_FRAMES_DIR_NAMES = ('rawframes', 'jpegs_256', '')
 HMDB51_SPLIT_FILE = re.compile(r'^(?P<cls>.+)_test_split(?P<k>\d+)\.txt$', re.IGNORECASE)
 HMDB51_IDS = {'1': 'train', '2': 'test', '0': None}
 
-
-class DatasetError(ValueError):
-  """The dataset's split files cannot be read at all; the message names the file. `path`:
-  the file or folder concerned ('' for none); `line`: its line (1-based, 0 for none);
-  `option`: the option that names it, when one does."""
-
-  def __init__(self, message: str, path: str = '', line: int = 0,
-               option: str | None = None) -> None:
-    super().__init__(message)
-    self.path, self.line, self.option = path, line, option
 
 
 def split_dir(dataset: str, data_dir: str) -> str:

@@ -6,11 +6,13 @@ split, and the problems of bad input.
     apply_split_rule(train, test, problems)        # a test video is never trained on;
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
+    DatasetError                                   # a file that cannot be read at all
 
 The readers of UCF101 (`input_fn/ucf101.py`), HMDB51 and MMAction2's lists
 (`input_fn/datasets.py`) build on these. Nothing here raises on bad input: readers return
 what they could read plus a list of `InputProblem`s (file, line, reason, kind), counted in
-videos; callers decide whether to skip (default) or fail (strict). Standard library only:
+videos; callers decide whether to skip (default) or fail (strict); only a file that cannot be
+read at all (not UTF-8 text) raises `DatasetError`. Standard library only:
 the config (`towers/params.py`) imports it before TensorFlow loads.
 """
 
@@ -50,6 +52,17 @@ def not_found(message: str, path: str, option: str | None = None) -> FileNotFoun
   error.path = path
   error.option = option
   return error
+
+
+class DatasetError(ValueError):
+  """The dataset's split files cannot be read at all; the message names the file. `path`:
+  the file or folder concerned ('' for none); `line`: its line (1-based, 0 for none);
+  `option`: the option that names it, when one does."""
+
+  def __init__(self, message: str, path: str = '', line: int = 0,
+               option: str | None = None) -> None:
+    super().__init__(message)
+    self.path, self.line, self.option = path, line, option
 
 
 class InputError(ValueError):
@@ -121,9 +134,20 @@ def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
   """The lines of a user's text file (split files, class lists, annotation lists, info
   lists) as (1-based line number, text): every such file is read here, so a UTF-8 byte-order
   mark, CRLF or CR line ends and trailing spaces or tabs read the same as without. The text
-  keeps its leading whitespace; blank lines are left out unless `blank`."""
+  keeps its leading whitespace; blank lines are left out unless `blank`. A file that is not
+  UTF-8 (UTF-16, as Windows' "Unicode" saves, or a byte of another code page) raises
+  `DatasetError` naming it (and the line): its lines would read as other names."""
   with open(path, 'rb') as f:
-    data = f.read().decode('utf-8-sig', errors='replace')
+    raw = f.read()
+  if raw.startswith((b'\xff\xfe', b'\xfe\xff')) or b'\x00' in raw:
+    raise DatasetError(f'{path} is UTF-16 (or holds NUL bytes), not UTF-8 text: save it as '
+                       'UTF-8', path)
+  try:
+    data = raw.decode('utf-8-sig')
+  except UnicodeDecodeError as e:
+    line = raw[:e.start].count(b'\n') + 1
+    raise DatasetError(f'{path}:{line}: byte 0x{raw[e.start]:02x} is not UTF-8 (a file saved in '
+                       'another code page, e.g. Latin-1): save it as UTF-8', path, line) from None
   lines = [(i + 1, line.rstrip()) for i, line in enumerate(data.splitlines())]
   return lines if blank else [(number, text) for number, text in lines if text]
 

@@ -113,6 +113,17 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(decorated.classes.names, ('abseiling', 'juggling'))
     self.assertEqual(entries(decorated), entries(plain))
 
+  def test_a_file_that_is_not_utf8_is_refused_naming_it_and_the_line(self):
+    for encoding, data, line in (('utf-16', 'a.avi 0\nb.avi 1\n'.encode('utf-16'), 0),
+                                 ('latin-1', 'abseiling\njuggl\xe9\n'.encode('latin-1'), 2)):
+      with self.subTest(encoding):
+        path = os.path.join(self.root, f'{encoding}.txt')
+        with open(path, 'wb') as f:
+          f.write(data)
+        with self.assertRaises(datasets.DatasetError) as caught:
+          video_lists.read_lines(path)
+        self.assertEqual((caught.exception.path, caught.exception.line), (path, line))
+
   def test_classify_video_lists(self):
     for rel in ('clips/a.mp4', 'clips/b.mp4'):
       write(os.path.join(self.root, rel), 'x')

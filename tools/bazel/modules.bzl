@@ -579,6 +579,7 @@ MODULES = {
             "//command_line:entry",
             "//command_line:working_dir",
             "//input_fn:json_files",
+            "//input_fn:video_lists",
         ]),
         ("classify_options.py", "classify_options", [
             "//command_line:entry",
@@ -1195,8 +1196,11 @@ TEST_DEPS = {
     ],
     "full_disk_test": [
         ":cluster_testing",
+        ":program_runs",
         "//command_line:status_file",
+        "//data_tools:extract_flow_main",
         "//data_tools:make_synthetic_ucf101_lib",
+        "//data_tools:prepare_main",
         "//towers:train_main",
     ],
     "gpu_placement_test": [
@@ -1663,6 +1667,7 @@ TEST_DEPS = {
         "//data_tools:prepare_lib",
         "//input_fn:data_checks",
         "//input_fn:datasets",
+        "//input_fn:frame_folders",
         "//input_fn:ucf101",
         "//input_fn:video_lists",
         "//serving:classifier",
