@@ -104,12 +104,27 @@ def _layout_reads_frames(c: PrepareOptions) -> OptionProblem | None:
   return None
 
 
+# The folder and list flags each --source reads (the others would be left unread).
+_SOURCE_FLAGS = {'videos_dir': ('videos',), 'frames_dir': ('frames',),
+                 'frame_list': ('frames',), 'flow_dir': ('flow',), 'flow_list': ('flow',)}
+
+
+def _folders_fit_source(c: PrepareOptions) -> OptionProblem | None:
+  """A folder or list flag of another --source is refused: it would be left unread."""
+  for name, sources in _SOURCE_FLAGS.items():
+    if getattr(c, name) and c.source not in sources:
+      return OptionProblem(name, f'--{name} applies to --source={" or ".join(sources)}, not '
+                           f'{c.source}: give --source={sources[-1]} to read it, or leave '
+                           f'--{name} out')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class PrepareOptions(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   error: ClassVar[type[OptionsError]] = PrepareError
-  rules = (_list_files_given, _some_subset, _layout_reads_frames)
+  rules = (_list_files_given, _some_subset, _layout_reads_frames, _folders_fit_source)
 
   data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '
                          '--dataset=list the folder the lists\' relative paths start from.',
@@ -199,6 +214,21 @@ def check_options(config: PrepareOptions) -> None:
       kind = 'folder' if exists is os.path.isdir else 'file'
       raise PrepareError(f'--{name}={value} is not a {kind}'
                          f'{"" if os.path.exists(value) else " (it does not exist)"}', name)
+  channel = _flow_channel_root(config.frames_dir) if config.frames_dir else None
+  if channel:
+    raise PrepareError(f'--frames_dir={config.frames_dir} is the {channel[1]}/ folder of optical '
+                       f'flow in {channel[0]}: its frames are one flow channel, not RGB; for flow '
+                       f'records give --source=flow --flow_dir={channel[0]}', 'frames_dir')
+
+
+def _flow_channel_root(folder: str) -> tuple[str, str] | None:
+  """(flow root, 'u' or 'v') when `folder` is one channel of a flow root (`<root>/u` with
+  `<root>/v` beside it, or the other way round), else None."""
+  root, channel = os.path.split(os.path.normpath(os.path.abspath(folder)))
+  other = {'u': 'v', 'v': 'u'}.get(channel.lower())
+  if other and video_lists.find_child(root, other) is not None:
+    return root, channel
+  return None
 
 
 # --- One video -----------------------------------------------------------------------------
