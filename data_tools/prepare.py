@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar
 
 from data_tools import flow_records, flow_shards, layouts
 from input_fn import manifest as manifest_lib
-from input_fn import datasets, ucf101, video_io, video_lists
+from input_fn import datasets, flow, ucf101, video_io, video_lists
 from input_fn.video_lists import InputError, InputProblem
 from input_fn import dir_identity, json_files
 from command_line import entry, signals, status_file
@@ -728,6 +728,10 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
       'skipped_by_kind': dict(sorted(collections.Counter(s['kind'] for s in skipped).items())),
       'skipped': skipped,
       'unread_lines': other,
+      # How the flow was computed (extract_flow's record), kept with the records: the flow
+      # folders may be deleted or computed again once the records are made.
+      'flow_extraction': (flow.extraction_settings(identity['source_paths'].get('flow_dir', ''))
+                          if config.source == 'flow' else None),
   }
 
 

@@ -18,6 +18,7 @@ from tests import program_runs
 from data_tools import extract_flow, flow_shards, make_synthetic_ucf101, prepare
 
 from input_fn import flow, frame_folders, video_lists
+from input_fn import manifest as manifest_lib
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 
 FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
@@ -223,6 +224,13 @@ class ExtractFlowToolTest(tf.test.TestCase):
       self.extract(self.data, out=out, shard=shard, num_shards=3)
     self.assertIsNone(flow_shards.unfinished(out))
     prepare.prepare(config, log=lambda line: None)  # merged: records are made
+    # The records keep how their flow was computed once the flow folder is gone.
+    extracted = flow.extraction_settings(out)
+    shutil.rmtree(out)
+    prepared = manifest_lib.read(config.out, 'test')
+    self.assertEqual(prepared['flow_extraction'], extracted)
+    self.assertEqual(flow.records_extraction_settings(prepared), extracted)
+    self.assertEqual(extracted['tvl1']['scales'], FAST.scales)
 
   def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
     environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',

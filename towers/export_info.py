@@ -39,7 +39,7 @@ def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any
     found = manifest.read(params.data_dir, 'test')
     names = list(found.get('classes', ()))
     short_side = int(found.get('short_side', 0))
-    flow_settings = flow.extraction_settings(found.get('source_paths', {}).get('flow_dir', ''))
+    flow_settings = flow.records_extraction_settings(found)
   elif params.data_source in ('videos', 'frames'):
     names = list(datasets.params_split(params).classes.names)
     short_side = params.frame_short_side
