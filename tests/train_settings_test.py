@@ -192,6 +192,12 @@ class TrainSettingsTest(tf.test.TestCase):
     with self.assertRaises(tf.errors.OpError):
       train(2, model_dir=self.model_dir, lr_values=[0.02, 0.002], resume_changes=['lr_values'])
     self.assertEqual(train_settings.read_record(self.model_dir), before)
+    # The binary ends with one error naming the damaged checkpoint.
+    done = program_runs.run('towers.train_main', *flags_of(TINY), '--max_steps=2',
+                            f'--model_dir={self.model_dir}', timeout=LIMIT)
+    self.assertEqual(done.code, 1, done.output())
+    self.assertEqual(done.error['error'], 'Failed', done.output())
+    self.assertIn(checkpoint, done.error['message'])
 
   def test_a_damaged_or_hand_edited_record_stops_naming_the_file(self):
     path = train_settings.record_path(self.model_dir)
