@@ -199,6 +199,18 @@ class TrainSettingsTest(tf.test.TestCase):
     self.assertEqual(done.error['error'], 'Failed', done.output())
     self.assertIn(checkpoint, done.error['message'])
 
+  def test_a_latest_checkpoint_whose_files_are_gone_stops_before_training(self):
+    train(2, model_dir=self.model_dir)
+    for path in tf.io.gfile.glob(os.path.join(self.model_dir, 'model.ckpt-2.*')):
+      os.remove(path)
+    done = program_runs.run('towers.train_main', *flags_of(TINY), '--max_steps=3',
+                            f'--model_dir={self.model_dir}', timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options), ('PreflightError', ['model_dir']),
+                     done.output())
+    self.assertIn('model.ckpt-1', done.error['message'])  # the one to point it at
+    self.assertFalse(tf.io.gfile.glob(os.path.join(self.model_dir, 'model.ckpt-3.*')))
+
   def test_a_damaged_or_hand_edited_record_stops_naming_the_file(self):
     path = train_settings.record_path(self.model_dir)
     for text in ('{"settings": {', '{}', '[1, 2]', '{"settings": [], "history": []}'):
