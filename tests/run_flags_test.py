@@ -66,6 +66,15 @@ class RerunTest(absltest.TestCase):
                       params.lr_boundaries, params.lr_values, params.weight_decay),
                      (self.model_dir, 2, 2, (3,), (0.02, 0.005), 1e-5))
 
+  def test_a_permission_to_change_settings_is_not_kept_for_later_runs(self):
+    params = make_params(dict(model_dir=tempfile.mkdtemp(), num_classes=3,
+                              resume_changes=('lr_values',), ps_hosts=('h:1',),
+                              worker_hosts=('h:2',), task_type='worker'))
+    again = _params_from_flagfile(run_flags.write(params, '1 ps, 1 worker'), '/')
+    self.assertEqual((again.resume_changes, again.ps_hosts, again.worker_hosts,
+                      again.task_type), ((), (), (), ''))
+    self.assertEqual(again.num_classes, 3)
+
   def test_the_same_flagfile_finds_the_run_trained(self):
     self.assertEqual(self.again.code, 0, self.again.output())
     done = [e for e in self.again.events if e['event'] == 'already_trained']
