@@ -23,6 +23,8 @@ import functools
 import os
 from typing import Any, Sequence
 
+from command_line import text_files
+
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.webm', '.mov')
 
 
@@ -132,24 +134,15 @@ def same_video(name: str) -> str:
 
 def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
   """The lines of a user's text file (split files, class lists, annotation lists, info
-  lists) as (1-based line number, text): every such file is read here, so a UTF-8 byte-order
-  mark, CRLF or CR line ends and trailing spaces or tabs read the same as without. The text
-  keeps its leading whitespace; blank lines are left out unless `blank`. A file that is not
-  UTF-8 (UTF-16, as Windows' "Unicode" saves, or a byte of another code page) raises
-  `DatasetError` naming it (and the line): its lines would read as other names."""
-  with open(path, 'rb') as f:
-    raw = f.read()
-  if raw.startswith((b'\xff\xfe', b'\xfe\xff')) or b'\x00' in raw:
-    raise DatasetError(f'{path} is UTF-16 (or holds NUL bytes), not UTF-8 text: save it as '
-                       'UTF-8', path)
+  lists) as (1-based line number, text), read by the one reader of users' text files
+  (`command_line/text_files.py`: a UTF-8 byte-order mark, CRLF or CR line ends and trailing
+  spaces or tabs read the same as without). The text keeps its leading whitespace; blank
+  lines are left out unless `blank`. A file that is not UTF-8 raises `DatasetError` naming
+  it (and the line): its lines would read as other names."""
   try:
-    data = raw.decode('utf-8-sig')
-  except UnicodeDecodeError as e:
-    line = raw[:e.start].count(b'\n') + 1
-    raise DatasetError(f'{path}:{line}: byte 0x{raw[e.start]:02x} is not UTF-8 (a file saved in '
-                       'another code page, e.g. Latin-1): save it as UTF-8', path, line) from None
-  lines = [(i + 1, line.rstrip()) for i, line in enumerate(data.splitlines())]
-  return lines if blank else [(number, text) for number, text in lines if text]
+    return text_files.read_lines(path, blank)
+  except text_files.NotUtf8 as e:
+    raise DatasetError(str(e), e.path, e.line) from None
 
 
 def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -> str:

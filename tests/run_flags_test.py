@@ -9,7 +9,7 @@ import tempfile
 from absl import flags
 from absl.testing import absltest
 
-from command_line.flagfile import flag_lines
+from command_line.flagfile import FlagfileError, expand_flagfiles, flag_lines
 from tests import program_runs
 from towers import flags as towers_flags
 from towers import run_flags
@@ -45,6 +45,36 @@ class FlagLinesTest(absltest.TestCase):
     again = _params_from_flagfile(path, elsewhere)
     self.assertEqual(again.model_dir, os.path.abspath('runs/relative'))
     self.assertEqual(again, make_params({**params.__dict__, 'model_dir': again.model_dir}))
+
+
+class FlagfileReadingTest(absltest.TestCase):
+  """A flagfile is read as every user text file is, and a recipe that includes another runs
+  from any directory."""
+
+  def test_a_bom_and_crlf_and_a_nested_recipe_beside_the_file(self):
+    root = tempfile.mkdtemp()
+    with open(os.path.join(root, 'base.flags'), 'wb') as f:
+      f.write(b'\xef\xbb\xbf# a comment\r\n--model=c3d_small\r\n\r\n--num_classes=3 \r\n')
+    with open(os.path.join(root, 'recipe.flags'), 'w', encoding='utf-8') as f:
+      f.write('--flagfile=base.flags\n--max_steps=5\n')
+    here = os.getcwd()
+    try:
+      os.chdir(tempfile.mkdtemp())  # not the recipes' directory
+      args = expand_flagfiles(['train', '--flagfile', os.path.join(root, 'recipe.flags'),
+                               '--batch_size=2'])
+    finally:
+      os.chdir(here)
+    self.assertEqual(args, ['train', '--model=c3d_small', '--num_classes=3', '--max_steps=5',
+                            '--batch_size=2'])
+
+  def test_a_file_that_includes_itself_or_is_missing_is_named(self):
+    root = tempfile.mkdtemp()
+    loop = os.path.join(root, 'loop.flags')
+    with open(loop, 'w', encoding='utf-8') as f:
+      f.write('--flagfile=loop.flags\n')
+    for args in (['--flagfile=' + loop], ['--flagfile=' + os.path.join(root, 'none.flags')]):
+      with self.assertRaises(FlagfileError):
+        expand_flagfiles(args)
 
 
 class RerunTest(absltest.TestCase):

@@ -232,6 +232,7 @@ MODULES = {
             ":working_dir",
         ]),
         ("console.py", "console", [
+            ":flagfile",
             ":options",
             ":working_dir",
         ]),
@@ -240,17 +241,20 @@ MODULES = {
             ":cli",
             ":console",
             ":disk_space",
+            ":flagfile",
             ":options",
             ":signals",
             ":status_file",
         ]),
         ("flagfile.py", "flagfile", [
             ":options",
+            ":text_files",
         ]),
         ("options.py", "options", []),
         ("progress.py", "progress", []),
         ("signals.py", "signals", []),
         ("status_file.py", "status_file", []),
+        ("text_files.py", "text_files", []),
         ("working_dir.py", "working_dir", []),
     ],
     "data_tools": [
@@ -326,6 +330,7 @@ MODULES = {
             "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
+            "//input_fn:flow",
             "//input_fn:json_files",
             "//input_fn:manifest",
             "//input_fn:records",
@@ -412,7 +417,9 @@ MODULES = {
             ":video_lists",
         ]),
         ("video_io.py", "video_io", []),
-        ("video_lists.py", "video_lists", []),
+        ("video_lists.py", "video_lists", [
+            "//command_line:text_files",
+        ]),
     ],
     "model_fn": [
         ("__init__.py", "model_fn", []),
@@ -767,6 +774,7 @@ MODULES = {
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
+            ":checkpoints",
             ":flags",
             ":params",
             ":training",
@@ -1168,6 +1176,7 @@ TEST_DEPS = {
         "//data_tools:prepare_lib",
         "//input_fn:flow",
         "//input_fn:frame_folders",
+        "//input_fn:manifest",
         "//input_fn:video_lists",
     ],
     "flow_input_test": [
