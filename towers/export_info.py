@@ -13,6 +13,7 @@ two-stream evaluation which test videos it must not be scored on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -84,8 +85,40 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'class_names_file': CLASS_NAMES_FILE,
       'data': {'source': params.data_source, 'dir': params.data_dir},
       TRAIN_VIDEO_NAMES: train_settings.model_dir_video_names(params),
+      'evaluation': evaluation_settings(params),
   }
   return info, names
+
+
+def evaluation_settings(params: TrainParams) -> dict[str, Any]:
+  """What an evaluation's top-1 measures: the test videos (count and digest of their names)
+  and the flags that decide what is read of them. Two evaluations compare only when these
+  are equal."""
+  names = train_settings.test_video_names(params)
+  digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:12] if names else None
+  return {'test_videos': f'{len(names)} videos, sha256 {digest}' if names else None,
+          'data_source': params.data_source, 'eval_clips': params.eval_clips,
+          'eval_crops': params.eval_crops, 'max_eval_videos': params.max_eval_videos,
+          'eval_steps': params.eval_steps}
+
+
+def newest_export_record(export_path: str) -> dict[str, Any] | None:
+  """The video_model.json of the newest export under `export_path` when it records the
+  step, top-1 and evaluation it was exported at; None otherwise (none, or an older export)."""
+  found = sorted(p for p in tf.io.gfile.glob(os.path.join(export_path, '*', 'assets.extra',
+                                                         INFO_FILE))
+                 if not os.path.basename(os.path.dirname(os.path.dirname(p))).startswith('temp-'))
+  if not found:
+    return None
+  try:
+    with tf.io.gfile.GFile(found[-1]) as f:
+      held = json.load(f)
+  except (ValueError, UnicodeDecodeError, tf.errors.OpError):
+    return None
+  if not isinstance(held, dict) or not isinstance(held.get('top_1'), (int, float)) or \
+      'evaluation' not in held:
+    return None
+  return held
 
 
 def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict[str, str]:
