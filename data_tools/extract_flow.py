@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from data_tools import flow_shards
+from input_fn import flow_shards
 from input_fn import datasets, flow, frame_folders, ucf101, video_io, video_lists
 from input_fn import dir_identity, json_files
 from input_fn.video_lists import InputError, InputProblem

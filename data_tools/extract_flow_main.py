@@ -24,7 +24,7 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   the pixels (docs/input.md).
 * Split over nodes (--shard/--num_shards, or a Slurm array task's SLURM_ARRAY_TASK_ID and
   SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
-  frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
+  frames, and many may write one `<out>` at once (`input_fn/flow_shards.py`); the last to
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
   record whole. Each shard records its settings and backend: one whose settings differ
   from another's in that `<out>` stops (one line naming them, exit 2), at its start or at

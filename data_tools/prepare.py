@@ -18,7 +18,8 @@ import queue as queue_module
 import time
 from typing import Any, Callable, ClassVar
 
-from data_tools import flow_records, flow_shards, layouts
+from data_tools import flow_records, layouts
+from input_fn import flow_shards
 from input_fn import manifest as manifest_lib
 from input_fn import datasets, flow, ucf101, video_io, video_lists
 from input_fn.video_lists import InputError, InputProblem
@@ -50,15 +51,8 @@ class UnfinishedFlow(PrepareError):
   '0 of 1' for a run without a split; () when only the merge is left)."""
 
   def __init__(self, flow_dir: str, shards: list[str]) -> None:
-    if shards == ['0 of 1']:
-      how = (f'//data_tools:extract_flow stopped before it finished; run it again with '
-             f'--out={flow_dir} (it resumes), then prepare again')
-    else:
-      waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not '
-                 'finished' if shards else 'every shard finished but none merged them')
-      how = (f'{waiting}; run them, or extract_flow without --shard into it, then prepare '
-             'again')
-    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {how}',
+    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: '
+                     f'{flow_shards.unfinished_text(flow_dir, shards)}, then prepare again',
                      'flow_dir')
     self.shards = tuple(shards)
 

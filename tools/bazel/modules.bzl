@@ -260,7 +260,6 @@ MODULES = {
     "data_tools": [
         ("__init__.py", "data_tools", []),
         ("extract_flow.py", "extract_flow_lib", [
-            ":flow_shards",
             ":tensorflow_flow",
             "//command_line:disk_space",
             "//command_line:options",
@@ -269,6 +268,7 @@ MODULES = {
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
+            "//input_fn:flow_shards",
             "//input_fn:frame_folders",
             "//input_fn:json_files",
             "//input_fn:ucf101",
@@ -298,11 +298,6 @@ MODULES = {
             "//input_fn:video_io",
             "//input_fn:video_lists",
         ]),
-        ("flow_shards.py", "flow_shards", [
-            "//command_line:options",
-            "//input_fn:dir_identity",
-            "//input_fn:json_files",
-        ]),
         ("layouts.py", "layouts", [
             "//input_fn:frame_folders",
             "//input_fn:video_lists",
@@ -321,7 +316,6 @@ MODULES = {
         ]),
         ("prepare.py", "prepare_lib", [
             ":flow_records",
-            ":flow_shards",
             ":layouts",
             "//command_line:entry",
             "//command_line:options",
@@ -331,6 +325,7 @@ MODULES = {
             "//input_fn:datasets",
             "//input_fn:dir_identity",
             "//input_fn:flow",
+            "//input_fn:flow_shards",
             "//input_fn:json_files",
             "//input_fn:manifest",
             "//input_fn:records",
@@ -355,6 +350,7 @@ MODULES = {
         ("data_checks.py", "data_checks", [
             ":datasets",
             ":direct",
+            ":flow_shards",
             ":frame_sample",
             ":manifest",
             ":pipeline",
@@ -391,6 +387,11 @@ MODULES = {
             ":video_lists",
         ]),
         ("flow_colors.py", "flow_colors", []),
+        ("flow_shards.py", "flow_shards", [
+            ":dir_identity",
+            ":json_files",
+            "//command_line:options",
+        ]),
         ("frame_folders.py", "frame_folders", []),
         ("frame_sample.py", "frame_sample", [
             ":direct",
@@ -1171,13 +1172,15 @@ TEST_DEPS = {
         ":flow_testing",
         ":program_runs",
         "//data_tools:extract_flow_lib",
-        "//data_tools:flow_shards",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:data_checks",
         "//input_fn:flow",
+        "//input_fn:flow_shards",
         "//input_fn:frame_folders",
         "//input_fn:manifest",
         "//input_fn:video_lists",
+        "//towers:params",
     ],
     "flow_input_test": [
         ":tiny_records",
