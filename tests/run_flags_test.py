@@ -3,6 +3,7 @@ effective settings as a flagfile. Read back through the flags of //towers:train 
 same TrainParams; `train --flagfile=<it>` on the same model_dir finds it trained, and with a
 later --max_steps continues it."""
 
+import glob
 import os
 import tempfile
 
@@ -109,6 +110,13 @@ class RerunTest(absltest.TestCase):
     self.assertEqual(self.again.code, 0, self.again.output())
     done = [e for e in self.again.events if e['event'] == 'already_trained']
     self.assertEqual([(e['step'], e['max_steps']) for e in done], [(4, 4)])
+
+  def test_the_flagfile_with_an_export_asked_exports_the_trained_model(self):
+    done = program_runs.run('towers.train_main', f'--flagfile={self.flagfile}',
+                            '--export_savedmodel=true', cwd=tempfile.mkdtemp())
+    self.assertEqual(done.code, 0, done.output())
+    best = os.path.join(self.model_dir, 'export', 'best')
+    self.assertLen(glob.glob(os.path.join(best, '*', 'saved_model.pb')), 1)
 
   def test_a_later_max_steps_continues_it(self):
     self.assertEqual(self.longer.code, 0, self.longer.output())

@@ -154,13 +154,13 @@ def trained_step(params: TrainParams) -> int | None:
   return step if step is not None and step >= params.max_steps else None
 
 
-def finish(params: TrainParams, network: Network | None, step: int) -> dict[str, Any]:
+def finish(params: TrainParams, network: Network | None, step: int,
+           lacking: str = 'its final evaluation') -> dict[str, Any]:
   """The final evaluation of checkpoint `step` (>= max_steps) and its export
-  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint; returns
-  the metrics."""
-  logging.info('%s holds a checkpoint at step %d >= max_steps=%d without its final '
-               'evaluation: evaluating and exporting it', params.model_dir, step,
-               params.max_steps)
+  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint, or one
+  trained without the export now asked for (`lacking` says which); returns the metrics."""
+  logging.info('%s holds a checkpoint at step %d >= max_steps=%d without %s: evaluating '
+               'and exporting it', params.model_dir, step, params.max_steps, lacking)
   return exports.evaluate_and_export(
       build_estimator(params, network), factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
@@ -174,11 +174,15 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
   A finished model_dir returns {} at once (`final_evaluation.already_trained`, as a
-  cluster's tasks decide); one trained to max_steps without its final evaluation does that
-  evaluation and export (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
+  cluster's tasks decide); one trained to max_steps without its final evaluation, or
+  without an export while `export_savedmodel` asks for one, does that evaluation and export
+  (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
   After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
   raises `StoppedBeforeTheEnd`."""
   trained = trained_step(params)
+  if trained is not None and params.export_savedmodel and not tf.io.gfile.glob(
+      os.path.join(params.model_dir, 'export', 'best', '*', 'saved_model.pb')):
+    return finish(params, network, trained, 'an export')
   if final_evaluation.already_trained(params.model_dir, params.max_steps, trained):
     return {}
   if trained is not None:
