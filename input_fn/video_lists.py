@@ -121,14 +121,13 @@ def same_video(name: str) -> str:
 def trained_on(trained: Sequence[str], tests: Sequence[str]) -> list[str]:
   """The names of `tests` that are videos of `trained`, sorted: the one rule of every check
   of a model's training videos (its export's or model_dir's `train_video_names`) against test
-  videos, which may come from another dataset's records. Names are compared in lower case, by
-  path component, a video file extension (`VIDEO_EXTENSIONS`) dropped: two are one video when
-  the components of one end with all those of the other, so a list dataset's `MoveDownSpeed1/v_MoveDownSpeed1_g04_c01`
-  is UCF101's `v_MoveDownSpeed1_g04_c01`, while `walking/001` and `running/001` stay two."""
+  videos, which may come from another dataset's records. Names (canonical: no extension but
+  where two files differ only by it) are compared in lower case, by path component: two are
+  one video when the components of one end with all those of the other, so a list dataset's
+  `MoveDownSpeed1/v_MoveDownSpeed1_g04_c01` is UCF101's `v_MoveDownSpeed1_g04_c01`, while
+  `walking/001` and `running/001`, or `vids/a.avi` and `vids/a.mp4`, stay two."""
   def parts(name: str) -> tuple[str, ...]:
-    stem, extension = os.path.splitext(name.replace('\\', '/').lower())
-    return tuple(p for p in (stem if extension in VIDEO_EXTENSIONS else stem + extension
-                             ).split('/') if p)
+    return tuple(p for p in name.replace('\\', '/').lower().split('/') if p)
   by_last: dict[str, list[tuple[str, ...]]] = {}
   for name in trained:
     split = parts(name)

@@ -389,9 +389,9 @@ def _check_short_side(model: StreamModel, info: dict[str, Any], data_dir: str,
     raise TwoStreamError(f'the {model.stream} model {model.export} was trained on frames '
                          f'resized to a short side of {_short_side_text(int(trained))} but the '
                          f'records of {data_dir} were prepared with --short_side='
-                         f'{_short_side_text(int(held))}: its scores would be of frames of '
-                         'another scale than it learnt (classify reads its frames at '
-                         f'{trained}); prepare the eval data with --short_side={trained}',
+                         f'{_short_side_text(int(held))}: it would be scored on frames of '
+                         'another scale than it learnt (classify reads them at its own); '
+                         f'prepare the eval data with --short_side={trained}',
                          'short_side', data_dir, option=f'{model.stream}_data')
 
 
@@ -410,8 +410,9 @@ def _check_flow_extraction(model: StreamModel, info: dict[str, Any], data_dir: s
     unknown = [f'the export of {model.export} records none (its training flow was not written '
                'by //data_tools:extract_flow)'] if not trained_with else []
     if not data_with:
-      unknown.append(f'{flow_dir or "the flow of " + data_dir} has no {flow.EXTRACTION_MANIFEST} '
-                     '(not written by //data_tools:extract_flow)')
+      where = flow_dir or f'the flow of {data_dir}'
+      unknown.append(f'{where} has no {flow.EXTRACTION_MANIFEST} (not written by '
+                     '//data_tools:extract_flow)')
     return ('cannot check that the flow of the flow test records was extracted with the TV-L1 '
             f'settings of the model\'s training flow: {"; ".join(unknown)}')
   differ = flow.settings_differences(trained_with, data_with)

@@ -12,8 +12,8 @@ model_dir still knows; names spelled as a list dataset spells them meet UCF101's
 one `evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
 before exports listed them) is evaluated with a warning saying so, and the JSON says the
 check was not made; a flow model whose training flow's extraction settings are unknown is
-evaluated with the extraction check skipped and reported as such. An evaluation writes, beside its JSON, a confusion-matrix PNG per stream
-and the per-class CSV.
+evaluated with the extraction check skipped and reported as such. An evaluation writes,
+beside its JSON, a confusion-matrix PNG per stream and the per-class CSV.
 """
 
 import csv
