@@ -4,6 +4,7 @@ split, and the problems of bad input.
     read_lines(path) -> [(line number, text)]      # every list, class or info file
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
     apply_split_rule(train, test, problems)        # a test video is never trained on;
+    trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
     DatasetError                                   # a file that cannot be read at all
@@ -130,6 +131,32 @@ def same_video(name: str) -> str:
   prepared records): two videos are the same when their names are, case included, as file
   names on Linux are."""
   return name
+
+
+def trained_on(trained: Sequence[str], tests: Sequence[str]) -> list[str]:
+  """The names of `tests` that are videos of `trained`, sorted: the one rule of every check
+  of a model's training videos (its export's or model_dir's `train_video_names`) against test
+  videos, which may come from another dataset's records. Names (canonical: no extension but
+  where two files differ only by it) are compared in lower case, by path component: two are
+  one video when the components of one end with all those of the other, so a list dataset's
+  `MoveDownSpeed1/v_MoveDownSpeed1_g04_c01` is UCF101's `v_MoveDownSpeed1_g04_c01`, while
+  `walking/001` and `running/001`, or `vids/a.avi` and `vids/a.mp4`, stay two."""
+  def parts(name: str) -> tuple[str, ...]:
+    return tuple(p for p in name.replace('\\', '/').lower().split('/') if p)
+  by_last: dict[str, list[tuple[str, ...]]] = {}
+  for name in trained:
+    split = parts(name)
+    if split:
+      by_last.setdefault(split[-1], []).append(split)
+  found = []
+  for name in tests:
+    split = parts(name)
+    for other in by_last.get(split[-1] if split else '', ()):
+      shorter, longer = sorted((split, other), key=len)
+      if longer[len(longer) - len(shorter):] == shorter:
+        found.append(name)
+        break
+  return sorted(found)
 
 
 def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:

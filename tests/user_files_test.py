@@ -234,6 +234,17 @@ class VideoIdentityTest(absltest.TestCase):
     self.assertEqual(([e.name for e in split.train], [e.name for e in split.test]),
                      (['vids/test.avi'], ['vids/test.mp4']))
 
+  def test_a_models_training_videos_are_found_among_test_videos_named_by_another_dataset(self):
+    trained = ['MoveDownSpeed1/v_MoveDownSpeed1_g04_c01', 'walking/001', 'vids/test.avi',
+               '/data/own/Run/v_Run_g01_c02']
+    tests = ['v_MoveDownSpeed1_g04_c01', 'v_movedownspeed1_G04_c01', 'v_MoveDownSpeed1_g05_c01',
+             'running/001', 'walking/001', 'vids/test.mp4', 'own/Run/v_Run_g01_c02',
+             'v_Run_g01_c02']
+    self.assertEqual(video_lists.trained_on(trained, tests),
+                     ['own/Run/v_Run_g01_c02', 'v_MoveDownSpeed1_g04_c01', 'v_Run_g01_c02',
+                      'v_movedownspeed1_G04_c01', 'walking/001'])
+    self.assertEqual(video_lists.trained_on(tests[:1], trained), [trained[0]])
+
   def test_a_respelled_list_resumes_the_shards_already_written(self):
     fingerprints = []
     for train in ('vids/v1.avi 0\n', f'./vids/../vids/v1.avi 0\n'):

@@ -437,10 +437,9 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
 
 def _check_no_earlier_training_video(params, trained: list[str]) -> None:
   """Raises `ResumeSettingsError` (option data_dir) when a test video of data_dir is among
-  `trained`, the videos model_dir has trained on in any run (by `video_lists.same_video`):
+  `trained`, the videos model_dir has trained on in any run (by `video_lists.trained_on`):
   after --resume_changes=train_videos its evaluations would count videos it learnt."""
-  held = {video_lists.same_video(n) for n in trained}
-  seen = sorted(n for n in test_video_names(params) or () if video_lists.same_video(n) in held)
+  seen = video_lists.trained_on(trained, test_video_names(params) or ())
   if seen:
     raise ResumeSettingsError(Problem('data_dir', (
         f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '

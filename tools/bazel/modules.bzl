@@ -572,6 +572,7 @@ MODULES = {
             "//input_fn:direct",
             "//input_fn:flow",
             "//input_fn:frame_folders",
+            "//input_fn:manifest",
             "//input_fn:pipeline",
             "//input_fn:records",
             "//input_fn:ucf101",
@@ -625,6 +626,7 @@ MODULES = {
             "//input_fn:flow",
             "//input_fn:manifest",
             "//input_fn:pipeline",
+            "//input_fn:video_lists",
             "//model_fn:confusion",
         ]),
         ("two_stream_options.py", "two_stream_options", [
