@@ -399,19 +399,20 @@ def _check_flow_extraction(model: StreamModel, info: dict[str, Any], data_dir: s
                            manifest: dict[str, Any]) -> str | None:
   """A flow model scores flow computed as its training flow was: raises `TwoStreamError`
   naming the settings (`flow.settings_differences`) when its export's `flow_extraction` and
-  the extraction record of the flow `data_dir` was prepared from both exist and differ.
+  the extraction settings of the records (`flow.records_extraction_settings`: kept in their
+  manifest, else the flow folder's) both exist and differ.
   Returns a warning saying which side is unknown when either is (not compared); else None."""
   if model.stream != 'flow':
     return None
   trained_with = info.get('flow_extraction')
   flow_dir = (manifest.get('source_paths') or {}).get('flow_dir', '')
-  data_with = flow.extraction_settings(flow_dir)
+  data_with = flow.records_extraction_settings(manifest)  # kept in the records since made
   if not trained_with or not data_with:
     unknown = [f'the export of {model.export} records none (its training flow was not written '
                'by //data_tools:extract_flow)'] if not trained_with else []
     if not data_with:
       where = flow_dir or f'the flow of {data_dir}'
-      unknown.append(f'{where} has no {flow.EXTRACTION_MANIFEST} (not written by '
+      unknown.append(f'the records of {data_dir} and {where} record none (not written by '
                      '//data_tools:extract_flow)')
     return ('cannot check that the flow of the flow test records was extracted with the TV-L1 '
             f'settings of the model\'s training flow: {"; ".join(unknown)}')

@@ -26,7 +26,6 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
-from input_fn import flow
 from input_fn import manifest as manifest_lib
 from tests import program_runs, tiny_records
 from towers import params as params_lib
@@ -231,22 +230,16 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assert_refused(self.args(rgb_data=self.four_classes), 'TwoStreamError', ['rgb_data'])
 
   def test_flow_extracted_with_other_settings_than_the_models_is_refused(self):
-    # The same flow records, their flow root recorded as extracted with 5 TV-L1 scales.
-    prepared = manifest_lib.read(self.data['flow', 1], 'test')
-    other_root = shutil.copytree(prepared['source_paths']['flow_dir'],
-                                 os.path.join(self.create_tempdir().full_path, 'flow'))
-    record_path = os.path.join(other_root, flow.EXTRACTION_MANIFEST)
-    with open(record_path) as f:
-      record = json.load(f)
-    trained_scales = record['settings']['tvl1']['scales']
-    record['settings']['tvl1']['scales'] = trained_scales + 2
-    with open(record_path, 'w') as f:
-      json.dump(record, f)
+    # The same flow records, as if their flow had been extracted with 2 more TV-L1 scales,
+    # and the flow folder deleted since they were made: the records keep the settings.
     data = shutil.copytree(self.data['flow', 1],
                            os.path.join(self.create_tempdir().full_path, 'flow_records'))
+    trained_scales = None
     for subset in manifest_lib.SUBSETS:
       relocated = manifest_lib.read(data, subset)
-      relocated['source_paths']['flow_dir'] = other_root
+      trained_scales = relocated['flow_extraction']['tvl1']['scales']
+      relocated['flow_extraction']['tvl1']['scales'] = trained_scales + 2
+      relocated['source_paths']['flow_dir'] = os.path.join(data, 'deleted_flow')
       manifest_lib.write(data, relocated)
     model = saved_model.load_model(self.models['flow'], 'flow')
     with self.assertRaises(two_stream.TwoStreamError) as caught:
