@@ -75,6 +75,13 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
   except export_info.ExportInfoError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
+  if info is None and 'class_names' in loaded.serving.structured_outputs:
+    # Exports that answer class names were always made with assets.extra beside them.
+    raise ClassifyError(f'{loaded.export} has no {export_info.ASSETS_DIR}/ (its class names, '
+                        'frame size and training videos), which //towers:train wrote with '
+                        f'it: copy {export_info.ASSETS_DIR}/ with saved_model.pb and variables/, '
+                        'or give the export where training wrote it', 'assets_missing',
+                        loaded.export, option)
   if info is None:
     names = [f'class_{i}' for i in range(num_classes)]
     settings = None

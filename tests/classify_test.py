@@ -132,6 +132,13 @@ class ClassifyTest(tf.test.TestCase):
       else:  # the export's own check, named by its file
         self.assertIsInstance(error.__cause__, export_info.ExportInfoError)
         self.assertEqual(error.__cause__.field, field, name)
+    # Copied without assets.extra/ (saved_model.pb and variables/ only): refused, not read
+    # as an export older than its class names.
+    bare = self.damaged_export('bare', names, '')
+    shutil.rmtree(os.path.join(bare, export_info.ASSETS_DIR))
+    with self.assertRaises(classifier.ClassifyError) as caught:
+      classifier.classify(self.test_videos[:1], bare)
+    self.assertEqual((caught.exception.reason, caught.exception.path), ('assets_missing', bare))
 
   # --- classify() -------------------------------------------------------------------------------
 
