@@ -211,13 +211,16 @@ def _from_directory(directory: str) -> tuple[list[str], int]:
 
 
 def _from_list(path: str) -> list[str]:
-  """The first field of every line; a relative one is found beside the list, else (UCF101's
-  split lists in ucfTrainTestlist/) under the video folder beside the list's folder."""
+  """The first field of every line but comments ('#'); a relative one is found beside the
+  list, else (UCF101's split lists in ucfTrainTestlist/) under the video folder beside the
+  list's folder."""
   base = os.path.dirname(os.path.abspath(path))
   roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
   found = []
   for _, line in video_lists.read_lines(path):
     first = line.split()[0]
+    if first.startswith('#'):
+      continue  # a comment line
     candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
     found.append(next((c for c in candidates if os.path.exists(c)), candidates[0]))
   return found

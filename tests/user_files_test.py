@@ -127,11 +127,13 @@ class OneReaderTest(absltest.TestCase):
   def test_classify_video_lists(self):
     for rel in ('clips/a.mp4', 'clips/b.mp4'):
       write(os.path.join(self.root, rel), 'x')
-    listed = write(os.path.join(self.root, 'videos.txt'), 'clips/a.mp4\nclips/b.mp4 1\n')
+    listed = write(os.path.join(self.root, 'videos.txt'),
+                   '# my clips\nclips/a.mp4\nclips/b.mp4 1\n')
     plain = classifier.find_videos([listed])
     decorate(listed)
     self.assertEqual(classifier.find_videos([listed]), plain)
     self.assertTrue(all(os.path.isfile(path) for path in plain))
+    self.assertLen(plain, 2)  # the comment is no video
 
   def test_classify_keeps_a_given_folder_without_videos_beside_other_videos(self):
     video = write(os.path.join(self.root, 'clips', 'a.mp4'), 'x')
