@@ -153,7 +153,18 @@ def dataset_videos(dataset: str, videos_dir: str, classes: video_lists.ClassInde
   if dataset == 'ucf101':
     return list_videos(videos_dir, classes)
   found, problems = datasets.class_folder_videos(videos_dir, classes)
-  return [VideoTask(path, name, label) for path, name, label in found], problems
+  tasks = [VideoTask(path, name, label) for path, name, label in found]
+  # Flow folders are named by video: two files of one name (in two class folders) would
+  # share one, and flow.txt would list it twice. Neither is extracted; each is named.
+  paths: dict[str, list[str]] = {}
+  for task in tasks:
+    paths.setdefault(task.name.lower(), []).append(task.path)
+  clashes = {name for name, found_at in paths.items() if len(found_at) > 1}
+  problems += [InputProblem(task.path, 0, f'another video is named {task.name} too ('
+                            f'{" and ".join(p for p in paths[task.name.lower()] if p != task.path)}'
+                            '): flow folders are named by video; rename one', 'duplicate name')
+               for task in tasks if task.name.lower() in clashes]
+  return [t for t in tasks if t.name.lower() not in clashes], problems
 
 
 def _init_worker() -> None:
@@ -482,7 +493,8 @@ def _manifest(out: str, tasks: list[VideoTask], current: list[VideoTask],
   with_flow = [t.name for t in current]
   return {
       'settings': settings, 'videos_dir': videos_dir,
-      'num_found': len(tasks) + sum(p.kind in ('malformed file name', 'unknown class')
+      'num_found': len(tasks) + sum(p.kind in ('malformed file name', 'unknown class',
+                                               'duplicate name')
                                     for p in skipped),
       'num_with_flow': len(with_flow), 'num_skipped': len(skipped),
       'skipped_by_kind': dict(sorted(collections.Counter(p.kind for p in skipped).items())),

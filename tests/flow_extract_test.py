@@ -243,6 +243,17 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertLen(found, 1)
     self.assertIn('0 of 3, 2 of 3', found[0])
 
+  def test_two_hmdb51_videos_of_one_name_are_named_not_given_one_flow_folder(self):
+    videos = os.path.join(self.create_tempdir().full_path, 'hmdb51_org')
+    for rel in ('chew/clip_1.avi', 'kick/clip_1.avi', 'kick/clip_2.avi'):
+      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
+      with open(os.path.join(videos, rel), 'wb') as f:
+        f.write(b'x')
+    tasks, problems = extract_flow.dataset_videos('hmdb51', videos, None)
+    self.assertEqual([t.name for t in tasks], ['clip_2'])
+    self.assertEqual(sorted((os.path.relpath(p.source, videos), p.kind) for p in problems),
+                     [('chew/clip_1.avi', 'duplicate name'), ('kick/clip_1.avi', 'duplicate name')])
+
   def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
     environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',
                'SLURM_ARRAY_TASK_COUNT': '3'}
