@@ -1,5 +1,5 @@
 """Users' own text files and paths: read alike with or without a byte-order mark, CRLF or
-trailing whitespace; a video is its resolved path; class-names lines that would shift labels,
+trailing whitespace; a video is its file (any spelling, symlink or hard link); class-names lines that would shift labels,
 HMDB51 trees that disagree with their split files, multi-label lines and rawframe counts
 that disagree with their folders are named, never silently renumbered or dropped.
 
@@ -144,7 +144,7 @@ class OneReaderTest(absltest.TestCase):
 
 
 class VideoIdentityTest(absltest.TestCase):
-  """A listed video is its resolved path, however the line spells it."""
+  """A listed video is its file, however the line spells it (symlinks and hard links too)."""
 
   def setUp(self):
     super().setUp()
