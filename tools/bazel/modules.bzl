@@ -1616,6 +1616,7 @@ TEST_DEPS = {
         ":flow_testing",
         ":i3d_test_lib",
         "//data_tools:extract_flow_lib",
+        "//data_tools:flow_shards",
         "//data_tools:tvl1",
         "//input_fn:flow",
         "//input_fn:video_io",
