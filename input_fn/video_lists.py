@@ -152,18 +152,25 @@ def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -
   return root
 
 
-def find_child(directory: str, name: str) -> str | None:
-  """Path of the entry of `directory` called `name`, compared case-insensitively."""
+def find_child(directory: str, name: str,
+               listings: dict[str, dict[str, str]] | None = None) -> str | None:
+  """Path of the entry of `directory` called `name`, compared case-insensitively.
+  `listings` ({folder: {lower-case name: name}}), when given, keeps each folder's listing
+  for the next calls: one listing of a folder of thousands, not one per name."""
   exact = os.path.join(directory, name)
   if os.path.exists(exact):
     return exact
-  try:
-    for child in os.listdir(directory):
-      if child.lower() == name.lower():
-        return os.path.join(directory, child)
-  except OSError:
-    pass
-  return None
+  if listings is None or directory not in listings:
+    try:
+      children = {child.lower(): child for child in reversed(os.listdir(directory))}
+    except OSError:
+      children = {}
+    if listings is None:
+      found = children.get(name.lower())
+      return os.path.join(directory, found) if found else None
+    listings[directory] = children
+  found = listings[directory].get(name.lower())
+  return os.path.join(directory, found) if found else None
 
 
 @dataclasses.dataclass
@@ -221,20 +228,22 @@ def with_files(entries: list[VideoEntry], root: str) -> list[VideoEntry]:
   or frame folder under `root` (`locate`); `entries` as they are without a `root`."""
   if not root:
     return entries
-  return [e if e.identity else dataclasses.replace(e, identity=file_identity(locate(root, e) or ''))
-          for e in entries]
+  listings: dict[str, dict[str, str]] = {}
+  return [e if e.identity else dataclasses.replace(
+      e, identity=file_identity(locate(root, e, listings) or '')) for e in entries]
 
 
-def locate(root: str, entry: VideoEntry) -> str | None:
+def locate(root: str, entry: VideoEntry,
+           listings: dict[str, dict[str, str]] | None = None) -> str | None:
   """Path of `entry`'s video under `root`: its file (`resolve_video`), else its frame folder
-  `<root>/<class>/<video>/` or `<root>/<video>/` (names matched case-insensitively); None
-  when there is none."""
-  found = resolve_video(root, entry)
+  `<root>/<class>/<video>/` or `<root>/<video>/` (names matched case-insensitively,
+  `find_child` with `listings`); None when there is none."""
+  found = resolve_video(root, entry, listings)
   if found:
     return found
-  folder = find_child(root, entry.class_name)
+  folder = find_child(root, entry.class_name, listings)
   for parent in ([folder] if folder else []) + [root]:
-    video = find_child(parent, entry.name)
+    video = find_child(parent, entry.name, listings)
     if video and os.path.isdir(video):
       return video
   return None
@@ -250,14 +259,16 @@ def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
                  'conflicting label', subset or '')
 
 
-def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
+def resolve_video(video_root: str, entry: VideoEntry,
+                  listings: dict[str, dict[str, str]] | None = None) -> str | None:
   """Path of `entry`'s video file under `video_root` (`rel_path`, e.g. `<Class>/<file>`,
-  each part matched case-insensitively; an absolute `rel_path` as it is), else None."""
+  each part matched case-insensitively, `find_child` with `listings`; an absolute
+  `rel_path` as it is), else None."""
   if os.path.isabs(entry.rel_path):
     return entry.rel_path if os.path.isfile(entry.rel_path) else None
   path = video_root
   for part in entry.rel_path.split('/'):
-    path = find_child(path, part)
+    path = find_child(path, part, listings)
     if path is None:
       return None
   return path if os.path.isfile(path) else None
