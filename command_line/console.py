@@ -32,9 +32,9 @@ import sys
 import time
 from typing import Sequence
 
-from absl import flags
 from absl import logging as absl_logging
 
+from command_line import flagfile
 from command_line.options import option, Options
 from command_line.working_dir import user_working_dir
 
@@ -74,12 +74,13 @@ def verbose_requested(argv: Sequence[str]) -> bool:
 
 
 def _expanded(args: list[str]) -> list[str]:
-  """`args` with every --flagfile replaced by its flags (absl's own reader)."""
+  """`args` with every --flagfile replaced by its flags (`flagfile.expand_flagfiles`, as the
+  programs' own parsing reads them)."""
   here = os.getcwd()
   try:
     os.chdir(user_working_dir())
-    return flags.FlagValues().read_flags_from_files(args, force_gnu=False)
-  except (flags.Error, OSError):
+    return flagfile.expand_flagfiles(args)
+  except flagfile.FlagfileError:
     return args  # the real flag parsing reports the problem
   finally:
     os.chdir(here)

@@ -1,4 +1,5 @@
-"""Full disks: one line naming the path and its free space, instead of a traceback.
+"""Full disks (and writes a quota or file-size limit refuses): one line naming the path and
+its free space, instead of a traceback.
 
     line = full_disk_line(error)   # None unless `error` is a write to a full disk
     path = full_disk_path(error)   # the path it wrote ('' when unknown), else None
@@ -12,7 +13,9 @@ Every program's entry (`command_line/entry.py`) turns a full disk into its one e
 TensorFlow reports a full disk as `ResourceExhaustedError` (checkpoints, SavedModels) or
 `RuntimeError` (summary writers) whose message is '<path>; No space left on device';
 Python as `OSError` with errno ENOSPC, naming no file when a buffered write or close fails;
-`writing` names the path for those.
+`writing` names the path for those. A disk quota (EDQUOT, 'Disk quota exceeded') and a
+file-size limit (EFBIG, 'File too large': `ulimit -f`) refuse a write the same way and end
+the same way, each with its own words and fix (`REFUSED_WRITES`).
 """
 
 from __future__ import annotations
@@ -25,34 +28,44 @@ import shutil
 from typing import Iterator
 
 NO_SPACE = 'No space left on device'
-_PATH = re.compile(r'(/[^;\n]*); ' + NO_SPACE)
+# errno -> (the system's message, what the line says, the fix) of each write a disk refuses.
+REFUSED_WRITES = {
+    errno.ENOSPC: (NO_SPACE, 'no space left on device',
+                   'free space on that disk or write elsewhere'),
+    errno.EDQUOT: ('Disk quota exceeded', 'disk quota exceeded',
+                   'free space within your quota or write elsewhere'),
+    errno.EFBIG: ('File too large', 'file too large',
+                  'raise the file-size limit (`ulimit -f`) or write elsewhere'),
+}
+_PATH = re.compile(r'(/[^;\n]*); (' + '|'.join(m for m, _, _ in REFUSED_WRITES.values()) + ')')
 RESUMES = 'what was complete before is kept, and a rerun goes on from it'
 
 
 class FullDisk(OSError):
-  """A write under `filename` found its disk full; `after`: what the user can rely on
-  then (the end of the error line; default RESUMES). Pickles whole (from worker processes)."""
+  """A write under `filename` found its disk full (or `code`: another of REFUSED_WRITES);
+  `after`: what the user can rely on then (the end of the error line; default RESUMES).
+  Pickles whole (from worker processes)."""
 
-  def __init__(self, path: str, after: str = RESUMES) -> None:
-    super().__init__(errno.ENOSPC, NO_SPACE, path)
+  def __init__(self, path: str, after: str = RESUMES, code: int = errno.ENOSPC) -> None:
+    super().__init__(code, REFUSED_WRITES[code][0], path)
     self.after = after
 
   def __reduce__(self):
-    return FullDisk, (self.filename, self.after)
+    return FullDisk, (self.filename, self.after, self.errno)
 
 
 @contextlib.contextmanager
 def writing(path: str, after: str = RESUMES) -> Iterator[None]:
-  """Turns a full disk met inside the block into `FullDisk` naming the file written (or
-  `path` when the error names none) and `after`."""
+  """Turns a full disk (any of REFUSED_WRITES) met inside the block into `FullDisk` naming
+  the file written (or `path` when the error names none) and `after`."""
   try:
     yield
   except FullDisk:
     raise
   except OSError as e:
-    if e.errno != errno.ENOSPC:
+    if e.errno not in REFUSED_WRITES:
       raise
-    raise FullDisk(e.filename or path, after) from e
+    raise FullDisk(e.filename or path, after, e.errno) from e
 
 
 def human_bytes(count: float) -> str:
@@ -76,11 +89,20 @@ def free_bytes(path: str) -> int:
   return shutil.disk_usage(_existing(path)).free
 
 
+def _refused_code(error: BaseException) -> int | None:
+  """The REFUSED_WRITES errno `error` itself reports (by errno, else by message), or None."""
+  if isinstance(error, OSError) and error.errno in REFUSED_WRITES:
+    return error.errno
+  text = str(error)
+  return next((code for code, (message, _, _) in REFUSED_WRITES.items() if message in text),
+              None)
+
+
 def _full_disk_error(error: BaseException | None) -> BaseException | None:
-  """`error`, or the cause it was raised from, that is a write to a full disk; else None."""
+  """`error`, or the cause it was raised from, that is a write a disk refused; else None."""
   seen = 0
   while error is not None and seen < 5:
-    if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or NO_SPACE in str(error):
+    if _refused_code(error) is not None:
       return error
     error = error.__cause__ or error.__context__
     seen += 1
@@ -93,7 +115,7 @@ def full_disk_path(error: BaseException) -> str | None:
   found = _full_disk_error(error)
   if found is None:
     return None
-  if isinstance(found, OSError) and found.errno == errno.ENOSPC:
+  if isinstance(found, OSError) and found.errno in REFUSED_WRITES:
     return found.filename or ''
   match = _PATH.search(str(found))
   return match.group(1) if match else ''
@@ -105,15 +127,16 @@ def resumes(error: BaseException) -> bool:
 
 
 def full_disk_line(error: BaseException) -> str | None:
-  """'no space left on device writing <path> (<free> free there): ...' when `error` (or its
-  cause) is a write to a full disk, ending with its `after` (`FullDisk`; else RESUMES);
-  None otherwise."""
+  """'no space left on device writing <path> (<free> free there): <fix>; <after>' when
+  `error` (or its cause) is a write a disk refused (the words and fix of its REFUSED_WRITES
+  entry), ending with its `after` (`FullDisk`; else RESUMES); None otherwise."""
   path = full_disk_path(error)
   if path is None:
     return None
+  found = _full_disk_error(error)
+  _, what, fix = REFUSED_WRITES[_refused_code(found)]
   where = f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path else ''
-  after = getattr(_full_disk_error(error), 'after', RESUMES)
-  return f'no space left on device{where}: free space on that disk or write elsewhere; {after}'
+  return f'{what}{where}: {fix}; {getattr(found, "after", RESUMES)}'
 
 
 def checkpoint_bytes(model_dir: str, prefix: str) -> int:

@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 from absl import flags
 
-from command_line import cli, console, disk_space, status_file
+from command_line import cli, console, disk_space, flagfile, status_file
 from command_line.options import OptionsError, options_named
 
 REFUSED = 2
@@ -162,8 +162,8 @@ class Program:
 
     def parse(argv: list[str]) -> list[str]:
       try:
-        return parser(argv)
-      except flags.Error as e:
+        return parser(flagfile.expand_flagfiles(argv))
+      except (flags.Error, flagfile.FlagfileError) as e:
         sys.exit(self._error(e, REFUSED))
 
     cli.run(self.main, parse)

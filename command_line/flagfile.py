@@ -1,6 +1,8 @@
-"""An options object as an absl flagfile: the lines that make it again.
+"""An options object as an absl flagfile: the lines that make it again; and the flagfiles of a
+command line read as every user text file is.
 
     flag_lines(options) -> list[str]     # '--name=value', one per field, in field order
+    expand_flagfiles(argv) -> list[str]  # each --flagfile=F replaced by F's flags
 
 Values are written as `cli.define_flags` reads them back: booleans 'true'/'false', tuples
 comma-separated (empty: '--name='), floats by `repr` (exact), path fields (`option(path=
@@ -15,7 +17,53 @@ import dataclasses
 import os
 from typing import Any
 
+from command_line import text_files
 from command_line.options import PATH
+
+_DIRECTIVES = ('--flagfile=', '-flagfile=')
+
+
+class FlagfileError(ValueError):
+  """A --flagfile that cannot be read (missing, not UTF-8, including itself); the message
+  names it, and the file and line that name it."""
+
+
+def expand_flagfiles(argv: list[str], _including: tuple[str, ...] = ()) -> list[str]:
+  """`argv` with each `--flagfile=F` replaced by F's flags, as absl expands them (one flag a
+  line; blank, '#' and '//' lines skipped; nested --flagfile expanded in place), each file
+  read by `text_files.read_lines` (a UTF-8 byte-order mark or CRLF read as without). A
+  relative nested path that is not there from the working directory is taken beside the
+  file naming it (a recipe that includes another, run from any directory). Raises
+  `FlagfileError`."""
+  expanded = []
+  joined = []  # '--flagfile F' as '--flagfile=F'
+  for arg in argv:
+    if joined and joined[-1] in ('--flagfile', '-flagfile'):
+      joined[-1] += '=' + arg
+    else:
+      joined.append(arg)
+  for arg in joined:
+    if not arg.startswith(_DIRECTIVES):
+      expanded.append(arg)
+      continue
+    name = arg.split('=', 1)[1]
+    path = name
+    if _including and not os.path.isabs(name) and not os.path.exists(name):
+      path = os.path.join(os.path.dirname(_including[-1][0]), name)
+    where = f' (named at {_including[-1][0]}:{_including[-1][1]})' if _including else ''
+    if os.path.abspath(path) in (os.path.abspath(p) for p, _ in _including):
+      raise FlagfileError(f'--flagfile={name}{where} includes itself')
+    try:
+      lines = text_files.read_lines(path)
+    except OSError as e:
+      raise FlagfileError(f'--flagfile={name}{where} cannot be read: {e.strerror}') from None
+    except text_files.NotUtf8 as e:
+      raise FlagfileError(f'--flagfile: {e}{where}') from None
+    for number, text in lines:
+      text = text.strip()
+      if not text.startswith(('#', '//')):
+        expanded += expand_flagfiles([text], _including + ((path, number),))
+  return expanded
 
 
 def flag_lines(options: Any) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from data_tools import flow_shards
+from input_fn import flow_shards
 from input_fn import datasets, flow, frame_folders, ucf101, video_io, video_lists
 from input_fn import dir_identity, json_files
 from input_fn.video_lists import InputError, InputProblem
@@ -264,11 +264,19 @@ def _flow_is_newer(out: str, task: VideoTask) -> bool:
 
 def _record_source(out: str, video: str, identity: dict[str, Any] | None,
                    shard: tuple[int, int] = (0, 1)) -> None:
-  """Appends a video's record to flow_shards.SOURCES, or to the shard's own file when split."""
+  """Appends a video's record to flow_shards.SOURCES, or to the shard's own file when split,
+  on a line of its own (after a line a failed write left unfinished, which
+  `flow_shards.read_sources` ignores)."""
   path = (os.path.join(out, flow_shards.SOURCES) if shard[1] == 1 else
           flow_shards.sources_path(out, *shard))
-  with open(path, 'a') as f:
-    f.write(json.dumps({'video': video, 'source': identity}, sort_keys=True) + '\n')
+  line = json.dumps({'video': video, 'source': identity}, sort_keys=True).encode() + b'\n'
+  with open(path, 'a+b') as f:  # writes go to the end whatever the read position
+    size = f.seek(0, os.SEEK_END)
+    if size:
+      f.seek(size - 1)
+      if f.read(1) != b'\n':
+        line = b'\n' + line
+    f.write(line)
 
 
 def _remove_flow(out: str, video: str) -> None:

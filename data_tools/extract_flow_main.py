@@ -24,7 +24,7 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   the pixels (docs/input.md).
 * Split over nodes (--shard/--num_shards, or a Slurm array task's SLURM_ARRAY_TASK_ID and
   SLURM_ARRAY_TASK_COUNT): each shard computes a stable share of the videos balanced by
-  frames, and many may write one `<out>` at once (`data_tools/flow_shards.py`); the last to
+  frames, and many may write one `<out>` at once (`input_fn/flow_shards.py`); the last to
   finish, or any later run without a split, writes the manifest, flow.txt and the sources
   record whole. Each shard records its settings and backend: one whose settings differ
   from another's in that `<out>` stops (one line naming them, exit 2), at its start or at
@@ -54,7 +54,7 @@ from __future__ import annotations
 from command_line import entry
 from data_tools.extract_flow import (ExtractFlowOptions, OptionsError, SettingsMismatch,
                                      check_options, extract)
-from input_fn.video_lists import InputError
+from input_fn.video_lists import DatasetError, InputError
 
 
 def _run(options: ExtractFlowOptions) -> None:
@@ -65,7 +65,7 @@ def _run(options: ExtractFlowOptions) -> None:
 
 
 PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,
-                        refused=(OptionsError, SettingsMismatch, FileNotFoundError,
+                        refused=(OptionsError, SettingsMismatch, FileNotFoundError, DatasetError,
                                  ImportError))
 
 

@@ -18,9 +18,10 @@ import queue as queue_module
 import time
 from typing import Any, Callable, ClassVar
 
-from data_tools import flow_records, flow_shards, layouts
+from data_tools import flow_records, layouts
+from input_fn import flow_shards
 from input_fn import manifest as manifest_lib
-from input_fn import datasets, ucf101, video_io, video_lists
+from input_fn import datasets, flow, ucf101, video_io, video_lists
 from input_fn.video_lists import InputError, InputProblem
 from input_fn import dir_identity, json_files
 from command_line import entry, signals, status_file
@@ -50,15 +51,8 @@ class UnfinishedFlow(PrepareError):
   '0 of 1' for a run without a split; () when only the merge is left)."""
 
   def __init__(self, flow_dir: str, shards: list[str]) -> None:
-    if shards == ['0 of 1']:
-      how = (f'//data_tools:extract_flow stopped before it finished; run it again with '
-             f'--out={flow_dir} (it resumes), then prepare again')
-    else:
-      waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not '
-                 'finished' if shards else 'every shard finished but none merged them')
-      how = (f'{waiting}; run them, or extract_flow without --shard into it, then prepare '
-             'again')
-    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: {how}',
+    super().__init__(f'--flow_dir={flow_dir} holds an unfinished extraction: '
+                     f'{flow_shards.unfinished_text(flow_dir, shards)}, then prepare again',
                      'flow_dir')
     self.shards = tuple(shards)
 
@@ -116,12 +110,27 @@ def _layout_reads_frames(c: PrepareOptions) -> OptionProblem | None:
   return None
 
 
+# The folder and list flags each --source reads (the others would be left unread).
+_SOURCE_FLAGS = {'videos_dir': ('videos',), 'frames_dir': ('frames',),
+                 'frame_list': ('frames',), 'flow_dir': ('flow',), 'flow_list': ('flow',)}
+
+
+def _folders_fit_source(c: PrepareOptions) -> OptionProblem | None:
+  """A folder or list flag of another --source is refused: it would be left unread."""
+  for name, sources in _SOURCE_FLAGS.items():
+    if getattr(c, name) and c.source not in sources:
+      return OptionProblem(name, f'--{name} applies to --source={" or ".join(sources)}, not '
+                           f'{c.source}: give --source={sources[-1]} to read it, or leave '
+                           f'--{name} out')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class PrepareOptions(Options):
   """What to convert and how: the options of //data_tools:prepare (one flag per field).
   Empty directory fields are found under `data_dir`."""
   error: ClassVar[type[OptionsError]] = PrepareError
-  rules = (_list_files_given, _some_subset, _layout_reads_frames)
+  rules = (_list_files_given, _some_subset, _layout_reads_frames, _folders_fit_source)
 
   data_dir: str = option('', 'Dataset root (required): the UCF101 or HMDB51 root; for '
                          '--dataset=list the folder the lists\' relative paths start from.',
@@ -211,6 +220,21 @@ def check_options(config: PrepareOptions) -> None:
       kind = 'folder' if exists is os.path.isdir else 'file'
       raise PrepareError(f'--{name}={value} is not a {kind}'
                          f'{"" if os.path.exists(value) else " (it does not exist)"}', name)
+  channel = _flow_channel_root(config.frames_dir) if config.frames_dir else None
+  if channel:
+    raise PrepareError(f'--frames_dir={config.frames_dir} is the {channel[1]}/ folder of optical '
+                       f'flow in {channel[0]}: its frames are one flow channel, not RGB; for flow '
+                       f'records give --source=flow --flow_dir={channel[0]}', 'frames_dir')
+
+
+def _flow_channel_root(folder: str) -> tuple[str, str] | None:
+  """(flow root, 'u' or 'v') when `folder` is one channel of a flow root (`<root>/u` with
+  `<root>/v` beside it, or the other way round), else None."""
+  root, channel = os.path.split(os.path.normpath(os.path.abspath(folder)))
+  other = {'u': 'v', 'v': 'u'}.get(channel.lower())
+  if other and video_lists.find_child(root, other) is not None:
+    return root, channel
+  return None
 
 
 # --- One video -----------------------------------------------------------------------------
@@ -223,6 +247,8 @@ def _frames_problem_kind(reason: str) -> str:
     return 'no readable frame'
   if reason.startswith('the list says'):
     return 'frame count mismatch'
+  if reason.startswith('numbered from 0'):
+    return 'numbered from 0'
   return 'missing frames'
 
 
@@ -724,6 +750,10 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
       'skipped_by_kind': dict(sorted(collections.Counter(s['kind'] for s in skipped).items())),
       'skipped': skipped,
       'unread_lines': other,
+      # How the flow was computed (extract_flow's record), kept with the records: the flow
+      # folders may be deleted or computed again once the records are made.
+      'flow_extraction': (flow.extraction_settings(identity['source_paths'].get('flow_dir', ''))
+                          if config.source == 'flow' else None),
   }
 
 

@@ -24,7 +24,7 @@ import os
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import datasets, direct, manifest, pipeline, ucf101
+from input_fn import datasets, direct, flow_shards, manifest, pipeline, ucf101
 from input_fn.frame_sample import frame_sample
 
 SUBSETS = manifest.SUBSETS
@@ -192,6 +192,11 @@ def _stream_problem(params: Any) -> Problem | None:
       return Problem('stream', f'stream=flow with data_source=frames reads {flow_dir}/u and '
                                f'/v, which are not there: run `bazel run '
                                f'//data_tools:extract_flow -- --data_dir={data_dir}`')
+    shards = flow_shards.unfinished(flow_dir)
+    if shards is not None:  # videos without flow would go untrained and unevaluated
+      return Problem('data_dir', f'stream=flow with data_source=frames reads {flow_dir}, '
+                                 'which holds an unfinished extraction: '
+                                 f'{flow_shards.unfinished_text(flow_dir, shards)}')
   if source == 'tfrecord':
     prepared = _manifest_source(data_dir)
     if stream == 'flow' and prepared not in (None, 'flow'):

@@ -32,7 +32,8 @@ import re
 from typing import Any, Callable
 
 from input_fn import ucf101, video_lists
-from input_fn.video_lists import ClassIndex, FrameInfo, InputProblem, Split, VideoEntry
+from input_fn.video_lists import (ClassIndex, DatasetError, FrameInfo, InputProblem, Split,
+                                   VideoEntry)
 
 NAMES = ('ucf101', 'hmdb51', 'list')
 SPLITS = (1, 2, 3)  # the official train/test splits of ucf101 and hmdb51
@@ -51,16 +52,6 @@ HMDB51_FRAMES_DIR_NAMES = ('rawframes', 'jpegs_256', '')
 HMDB51_SPLIT_FILE = re.compile(r'^(?P<cls>.+)_test_split(?P<k>\d+)\.txt$', re.IGNORECASE)
 HMDB51_IDS = {'1': 'train', '2': 'test', '0': None}
 
-
-class DatasetError(ValueError):
-  """The dataset's split files cannot be read at all; the message names the file. `path`:
-  the file or folder concerned ('' for none); `line`: its line (1-based, 0 for none);
-  `option`: the option that names it, when one does."""
-
-  def __init__(self, message: str, path: str = '', line: int = 0,
-               option: str | None = None) -> None:
-    super().__init__(message)
-    self.path, self.line, self.option = path, line, option
 
 
 def split_dir(dataset: str, data_dir: str) -> str:
@@ -289,7 +280,8 @@ def read_class_names(path: str) -> ClassIndex:
   """A class-names file: one name per line, line k (from 1) is label k - 1; blank lines may
   only end the file. A blank line before the last name, a name with leading whitespace or a
   name given twice raises `DatasetError` naming the file and line (the labels after it would
-  shift, or a name would not be what the lines say)."""
+  shift, or a name would not be what the lines say), as does a file whose every line is
+  '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names)."""
   lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
     lines.pop()
@@ -305,7 +297,15 @@ def read_class_names(path: str) -> ClassIndex:
       names.append(text)
       continue
     raise DatasetError(f'{path}:{number}: {reason}', path, number, 'class_names')
+  if len(names) > 1 and all(_NUMBERED_NAME.match(n) for n in names):
+    raise DatasetError(f'{path}:1: every line is "<number> <name>" ({names[0]!r}), as in '
+                       'UCF101\'s classInd.txt: write each name alone on its line, in label '
+                       'order (line k is label k - 1)', path, 1, 'class_names')
   return ClassIndex(tuple(names))
+
+
+# A class-names line that is an index and a name (classInd.txt's '1 ApplyEyeMakeup').
+_NUMBERED_NAME = re.compile(r'^\d+\s+\S')
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
@@ -319,8 +319,10 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   InputProblem per video, kept out with every line of it). A video is its file
   (`identity`: `video_lists.file_identity`, so `./`, `..`, symlinks and hard links are one
   video, relative or absolute alike); its name is the path below `root` without the
-  extension (`list_name`)."""
+  extension (`list_name`). A list counted from 1 (no label 0, and label len(classes) on some
+  line) raises `DatasetError`: every label would be one class off."""
   entries: list[VideoEntry] = []
+  labels: dict[int, int] = {}  # label -> its first line
   folders: dict[str, FrameInfo] = {}
   problems = []
   fields = None
@@ -350,6 +352,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
           'integers')
       continue
     label = numbers[-1]
+    labels.setdefault(label, number)
     if not 0 <= label < len(classes):
       bad('label out of range', f'label {label} out of range 0..{len(classes) - 1} '
           f'({len(classes)} classes in the class-names file)')
@@ -374,6 +377,12 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
                               number, identity))
     if fields == 3:
       folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
+  if len(classes) in labels and 0 not in labels:
+    raise DatasetError(
+        f'{path}:{labels[len(classes)]}: labels run {min(labels)}..{max(labels)} and none is '
+        f'0, but the class-names file names {len(classes)} classes (labels 0..'
+        f'{len(classes) - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
+        'from every label', path, labels[len(classes)], f'{subset}_list')
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
   return entries, {k: v for k, v in folders.items() if k in kept}, problems

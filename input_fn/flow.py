@@ -133,6 +133,17 @@ def extraction_settings(flow_root: str) -> dict | None:
   return settings if isinstance(settings, dict) else None
 
 
+def records_extraction_settings(prepared: dict) -> dict | None:
+  """The extraction settings of the flow records a manifest (`prepared`) describes: those
+  prepare kept in it ('flow_extraction'), else (records prepared before it kept them) those
+  of the flow folder they were prepared from, if it is still there; None when they say
+  none (flow another tool computed)."""
+  if 'flow_extraction' in prepared:
+    kept = prepared['flow_extraction']
+    return kept if isinstance(kept, dict) else None
+  return extraction_settings((prepared.get('source_paths') or {}).get('flow_dir', ''))
+
+
 def settings_differences(first: dict, other: dict, prefix: str = '') -> list[str]:
   """The names (dotted: 'tvl1.scales') of the extraction settings whose values differ."""
   found = []

@@ -46,7 +46,7 @@ def count_frames(folder: str, claimed: int | None = None,
   """Usable frames of a folder of `pattern` files (1-based numbers): (count, None) or
   (0, reason).
 
-  Frames must be 1..count without a gap. A folder holding up to `tolerance` frames fewer
+  Frames must be 1..count without a gap (a frame 0 is a reason too: it would be left out). A folder holding up to `tolerance` frames fewer
   than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
   shortfall, a gap, an empty or missing folder give a reason instead, and with `exact` any
   count other than `claimed` does (reason starting 'the list says').
@@ -61,6 +61,9 @@ def count_frames(folder: str, claimed: int | None = None,
       indices.add(int(m.group(1)))
   if not indices:
     return 0, f'no {pattern} files in {folder}'
+  if 0 in indices:
+    return 0, (f'numbered from 0: {folder} holds {pattern % 0}, but frames are read from '
+               f'{pattern % 1}, so its first frame would be left out; number them from 1')
   last = max(indices)
   gaps = [i for i in range(1, last + 1) if i not in indices]
   if gaps:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import os
 import re
 
-from input_fn.video_lists import (ClassIndex, InputProblem, Split, VideoEntry, apply_split_rule,
-                                  find_child, not_found, read_lines, with_files)
+from input_fn.video_lists import (ClassIndex, DatasetError, InputProblem, Split, VideoEntry,
+                                  apply_split_rule, find_child, not_found, read_lines,
+                                  with_files)
 
 CLASS_INDEX_FILE = 'classInd.txt'
 SPLIT_DIR_NAMES = ('ucfTrainTestlist', '')
@@ -88,11 +89,15 @@ def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], l
 
   An entry is kept only if its line has 1 or 2 fields, its path is `<Class>/v_<Class>_gGG_cCC.avi`
   with a class of `classes` (case-insensitive) matching the file name's class, and its label,
-  when given, is an integer in 1..len(classes) equal to the class's label.
+  when given, is an integer in 1..len(classes) equal to the class's label. A class whose
+  every labelled line is a 'label mismatch' raises `DatasetError` naming the list and
+  classInd.txt: the two files disagree (other releases, or one edited), and the class would
+  lose all its videos.
   """
   entries: list[VideoEntry] = []
   problems = []
   seen: set[str] = set()
+  labelled: dict[str, list[tuple[int, int]]] = {}  # class -> [(line, its label1 there)]
   for number, text in read_lines(path):
     def bad(kind: str, reason: str) -> None:
       problems.append(InputProblem(path, number, reason, kind))
@@ -124,6 +129,7 @@ def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], l
       if not 1 <= label1 <= len(classes):
         bad('label out of range', f'label {label1} out of range 1..{len(classes)}')
         continue
+      labelled.setdefault(folder_class.lower(), []).append((number, label1))
       if label1 - 1 != label:
         bad('label mismatch', f'label {label1} does not match class {folder_class!r} (label {label + 1})')
         continue
@@ -134,6 +140,15 @@ def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], l
     entries.append(VideoEntry(canonical_name(stem, classes.names[label]), classes.names[label],
                               label, group, clip, rel,
                               len(entries), path, number))
+  for name, lines in labelled.items():
+    label = classes.label(name)
+    if all(label1 - 1 != label for _, label1 in lines):
+      number, label1 = lines[0]
+      raise DatasetError(
+          f'{path}:{number}: every line of class {classes.names[label]!r} gives label {label1}, '
+          f'but {CLASS_INDEX_FILE} gives it {label + 1}: the two files disagree (from other '
+          f'releases, or one edited); use the {CLASS_INDEX_FILE} of this list\'s release',
+          path, number, 'split_dir')
   return entries, problems
 
 

@@ -5,13 +5,16 @@ split, and the problems of bad input.
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
     with_files(entries, root)                      # each entry's file identity under root
     apply_split_rule(train, test, problems)        # a test video is never trained on;
+    trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
+    DatasetError                                   # a file that cannot be read at all
 
 The readers of UCF101 (`input_fn/ucf101.py`), HMDB51 and MMAction2's lists
 (`input_fn/datasets.py`) build on these. Nothing here raises on bad input: readers return
 what they could read plus a list of `InputProblem`s (file, line, reason, kind), counted in
-videos; callers decide whether to skip (default) or fail (strict). Standard library only:
+videos; callers decide whether to skip (default) or fail (strict); only a file that cannot be
+read at all (not UTF-8 text) raises `DatasetError`. Standard library only:
 the config (`towers/params.py`) imports it before TensorFlow loads.
 """
 
@@ -21,6 +24,8 @@ import dataclasses
 import functools
 import os
 from typing import Any, Sequence
+
+from command_line import text_files
 
 VIDEO_EXTENSIONS = ('.avi', '.mp4', '.mkv', '.webm', '.mov')
 
@@ -51,6 +56,17 @@ def not_found(message: str, path: str, option: str | None = None) -> FileNotFoun
   error.path = path
   error.option = option
   return error
+
+
+class DatasetError(ValueError):
+  """The dataset's split files cannot be read at all; the message names the file. `path`:
+  the file or folder concerned ('' for none); `line`: its line (1-based, 0 for none);
+  `option`: the option that names it, when one does."""
+
+  def __init__(self, message: str, path: str = '', line: int = 0,
+               option: str | None = None) -> None:
+    super().__init__(message)
+    self.path, self.line, self.option = path, line, option
 
 
 class InputError(ValueError):
@@ -131,15 +147,43 @@ def file_identity(path: str) -> str:
   return f'{found.st_dev}:{found.st_ino}'
 
 
+def trained_on(trained: Sequence[str], tests: Sequence[str]) -> list[str]:
+  """The names of `tests` that are videos of `trained`, sorted: the one rule of every check
+  of a model's training videos (its export's or model_dir's `train_video_names`) against test
+  videos, which may come from another dataset's records. Names (canonical: no extension but
+  where two files differ only by it) are compared in lower case, by path component: two are
+  one video when the components of one end with all those of the other, so a list dataset's
+  `MoveDownSpeed1/v_MoveDownSpeed1_g04_c01` is UCF101's `v_MoveDownSpeed1_g04_c01`, while
+  `walking/001` and `running/001`, or `vids/a.avi` and `vids/a.mp4`, stay two."""
+  def parts(name: str) -> tuple[str, ...]:
+    return tuple(p for p in name.replace('\\', '/').lower().split('/') if p)
+  by_last: dict[str, list[tuple[str, ...]]] = {}
+  for name in trained:
+    split = parts(name)
+    if split:
+      by_last.setdefault(split[-1], []).append(split)
+  found = []
+  for name in tests:
+    split = parts(name)
+    for other in by_last.get(split[-1] if split else '', ()):
+      shorter, longer = sorted((split, other), key=len)
+      if longer[len(longer) - len(shorter):] == shorter:
+        found.append(name)
+        break
+  return sorted(found)
+
+
 def read_lines(path: str, blank: bool = False) -> list[tuple[int, str]]:
   """The lines of a user's text file (split files, class lists, annotation lists, info
-  lists) as (1-based line number, text): every such file is read here, so a UTF-8 byte-order
-  mark, CRLF or CR line ends and trailing spaces or tabs read the same as without. The text
-  keeps its leading whitespace; blank lines are left out unless `blank`."""
-  with open(path, 'rb') as f:
-    data = f.read().decode('utf-8-sig', errors='replace')
-  lines = [(i + 1, line.rstrip()) for i, line in enumerate(data.splitlines())]
-  return lines if blank else [(number, text) for number, text in lines if text]
+  lists) as (1-based line number, text), read by the one reader of users' text files
+  (`command_line/text_files.py`: a UTF-8 byte-order mark, CRLF or CR line ends and trailing
+  spaces or tabs read the same as without). The text keeps its leading whitespace; blank
+  lines are left out unless `blank`. A file that is not UTF-8 raises `DatasetError` naming
+  it (and the line): its lines would read as other names."""
+  try:
+    return text_files.read_lines(path, blank)
+  except text_files.NotUtf8 as e:
+    raise DatasetError(str(e), e.path, e.line) from None
 
 
 def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -> str:

@@ -36,8 +36,8 @@ import tensorflow as tf
 from absl import logging
 
 from command_line.progress import progress_line
-from input_fn import (datasets, direct, flow, frame_folders, pipeline, records, ucf101, video_io,
-                      video_lists)
+from input_fn import (datasets, direct, flow, frame_folders, manifest, pipeline, records, ucf101,
+                      video_io, video_lists)
 from serving import export_info, saved_model, two_stream
 from serving.classify_options import ClassifyError
 
@@ -91,15 +91,32 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
       raise ClassifyError(f'{path} does not describe the model beside it: it says '
                           f'{", ".join(differ)}; it belongs to another export',
                           'not_described', path, option, fields)
-  if loaded.stream == 'flow' and not settings:
+  if loaded.stream == 'flow' and info is None:
     raise ClassifyError(f'{loaded.export} is a flow model whose export does not say how its '
                         'training flow was extracted (assets.extra/video_model.json, written '
                         'by //towers:train since class names are exported): train it again '
                         'or classify with the RGB stream only', 'no_flow_extraction',
                         loaded.export, option)
+  if loaded.stream == 'flow' and not settings:
+    where = _training_flow(info)
+    raise ClassifyError(f'{loaded.export} is a flow model trained on flow not written by '
+                        f'//data_tools:extract_flow{where}, so the TV-L1 settings of its '
+                        'training flow are unknown and classify cannot compute flow like it: '
+                        'extract the training flow with '
+                        '//data_tools:extract_flow, prepare it and train again, or classify '
+                        'with the RGB stream only', 'flow_not_extracted', loaded.export, option)
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
                 (info or {}).get('records_jpeg_quality'), settings, info is not None,
                 (info or {}).get('dataset'))
+
+
+def _training_flow(info: dict) -> str:
+  """' (<the flow folder>)' a flow export's training records were prepared from, when its
+  data_dir can still be read; else ''."""
+  data_dir = (info.get('data') or {}).get('dir') or ''
+  prepared = manifest.read_identity(data_dir) if data_dir else None
+  flow_dir = ((prepared or {}).get('source_paths') or {}).get('flow_dir')
+  return f' ({flow_dir})' if flow_dir else ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,17 +220,22 @@ def find_videos(inputs: Iterable[str]) -> list[str]:
   """The videos of `inputs` in order: video files and frame folders as given, list files
   expanded, directories searched (sorted; the optical flow folders in them are passed over,
   with one warning saying how many). A path that does not exist is kept: classifying it
-  reports it."""
-  found, flow_folders = [], 0
+  reports it; so is a directory holding no video nor flow folder when another input holds
+  videos ([] when none does)."""
+  found, flow_folders, empty = [], 0, 0
   for path in inputs:
     if os.path.isdir(path):
       videos, passed_over = _from_directory(path)
+      if not videos and not passed_over:
+        videos, empty = [path], empty + 1  # classifying it says it holds no video
       found += videos
       flow_folders += passed_over
     elif path.lower().endswith(LIST_EXTENSIONS) and os.path.isfile(path):
       found += _from_list(path)
     else:
       found.append(path)
+  if empty and empty == len(found):
+    return []  # only directories without videos: nothing to classify
   if flow_folders:
     logging.warning('passed over %d folders of optical flow frames (u/ and v/ of a flow root, '
                     'flow_x_/flow_y_ files): classify reads RGB videos and frame folders and '

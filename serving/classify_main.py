@@ -32,6 +32,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from command_line import cli, disk_space, entry, working_dir
 from command_line.console import protocol
 from input_fn import json_files
+from input_fn.video_lists import DatasetError
 from serving.classify_options import ClassifyError, ClassifyOptions, check_options
 
 if TYPE_CHECKING:  # the module itself loads TensorFlow: `run` imports it once flags are good
@@ -113,7 +114,7 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
 
 
 PROGRAM = entry.Program('classify', run, ClassifyOptions, check=check_options,
-                        refused=(ClassifyError,), arguments=True, verbose=True)
+                        refused=(ClassifyError, DatasetError), arguments=True, verbose=True)
 
 
 if __name__ == '__main__':

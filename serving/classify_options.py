@@ -17,8 +17,9 @@ class ClassifyError(ValueError):
   """The model or the options cannot classify; the message says what to fix.
 
   `reason`: what is wrong, one short key (that of the `saved_model.ModelError` or
-  `ExportInfoError` behind it, else 'not_described', 'no_flow_extraction', 'classes',
-  'dataset', 'crops', 'crops_stretched', 'not_positive' or 'flow_weight'); `path`: the model or file at fault,
+  `ExportInfoError` behind it, else 'not_described', 'no_flow_extraction',
+  'flow_not_extracted', 'classes', 'dataset', 'crops', 'crops_stretched', 'not_positive' or
+  'flow_weight'); `path`: the model or file at fault,
   else None; `option`: the option at fault, else None; `fields`: the video_model.json fields
   that contradict the model ('not_described').
   """

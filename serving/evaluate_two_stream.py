@@ -33,7 +33,9 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
 def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
              path_prefix: str, split: int | None = None) -> dict:
   """Checks that the four `paths` agree (`two_stream.check_agreement`: --dataset, `split`
-  when given, class names), loads both models of `paths`, predicts every test video of each
+  when given, class names), loads both models of `paths`, checks each against its eval data
+  (`two_stream.check_stream`; a check it cannot make is one warning line each), predicts
+  every test video of each
   stream, writes the confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting
   with `path_prefix`) and returns the table (`two_stream.report`, classes named by the RGB
   records) with `training_videos_checked`: stream -> whether its model_dir listed its
@@ -44,9 +46,10 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
             for stream in ('rgb', 'flow')}
   checked = {}
   for stream, model in models.items():
-    warning = two_stream.check_stream(model, paths[f'{stream}_model'], paths[f'{stream}_data'])
-    checked[stream] = warning is None
-    if warning:
+    unchecked = two_stream.check_stream(model, paths[f'{stream}_model'],
+                                        paths[f'{stream}_data'])
+    checked[stream] = 'training_videos' not in unchecked
+    for warning in unchecked.values():
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
   for stream, model in models.items():
     _check_crops(paths[f'{stream}_data'], model.size, options.eval_crops)

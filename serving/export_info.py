@@ -13,7 +13,8 @@ device pinned (`model_fn/predict_spec.py`), whatever training ran on. Beside it,
   video_model.json    {format_version, signature, input {name, dtype, shape, range},
                        outputs, stream, model, dataset, num_classes, clip_frames, crop_size,
                        eval_clips, eval_crops, frame_short_side, records_jpeg_quality,
-                       flow_extraction, data, train_video_names}
+                       flow_extraction, data, train_video_names, evaluation, step,
+                       top_1}
 
 `frame_short_side` is the short side (pixels) frames were resized to before cropping in
 training (0: as decoded); `records_jpeg_quality` (RGB models trained on records) the JPEG
@@ -21,7 +22,11 @@ quality //data_tools:prepare stored their frames at, else None; `flow_extraction
 models) the TV-L1 settings the training flow was extracted with ({short_side, bound, tvl1
 {scales, warps, epsilon}}), or None when unknown; `train_video_names` the sorted canonical
 names of the training videos (None: synthetic data), so the export alone says which videos
-it must not be evaluated on. Class names come from the training data (the records'
+it must not be evaluated on; `step` and `top_1` the checkpoint exported and its
+evaluation's top-1, measured on `evaluation` ({test_videos: '<n> videos, sha256 <12 hex>',
+data_source, eval_clips, eval_crops, max_eval_videos, eval_steps}: the best export is
+replaced by a later one measured otherwise, whose top-1 it cannot be compared with).
+Class names come from the training data (the records'
 manifest, or the split's classInd.txt); the synthetic source has none and gets `class_<i>`.
 Exports made before a field existed lack it (`dataset`, `records_jpeg_quality`,
 `train_video_names`): `read` checks those fields only when present.

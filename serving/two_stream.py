@@ -17,10 +17,14 @@ fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equ
 Before any inference the four inputs are checked to agree (`check_agreement`): both eval
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
-against its eval data (`check_stream`): the same stream and number of classes, and no test
-video among those its export lists as trained on (`train_video_names` in
-assets.extra/video_model.json, `serving/export_info.py`; an export made before that list
-existed is evaluated with a warning that this could not be checked).
+against its eval data (`check_stream`): the same stream and number of classes, the dataset
+and the frames' short side its export records (`dataset`, `frame_short_side` against the
+manifest's `dataset` and `short_side`), flow extracted with its training flow's TV-L1
+settings, and no test video among those its export lists as trained on (`train_video_names`
+in assets.extra/video_model.json, `serving/export_info.py`, compared by
+`video_lists.trained_on`, so a list dataset's names meet UCF101's). A check one side cannot
+make (an export made before the list existed, flow not written by
+//data_tools:extract_flow) is skipped with a warning saying so.
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1); per class, each stream's
@@ -42,7 +46,7 @@ import tensorflow as tf
 from command_line.console import protocol
 from input_fn import flow
 from input_fn import manifest as manifest_lib
-from input_fn import pipeline
+from input_fn import pipeline, video_lists
 from model_fn import confusion
 from serving import export_info, saved_model
 from serving.saved_model import StreamModel
@@ -52,8 +56,8 @@ class TwoStreamError(ValueError):
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
   'split', 'labels', 'no_shared_video', 'no_manifest', 'wrong_stream', 'trained_on',
-  'no_readable_video', or that of the `ExportInfoError` or `saved_model.ModelError` behind
-  it);
+  'short_side', 'flow_extraction', 'no_readable_video', or that of the `ExportInfoError` or
+  `saved_model.ModelError` behind it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
   `label`: the first label at which two class lists differ ('class_names'), else None.
@@ -344,22 +348,73 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
                          paths[at_fault], option=at_fault, label=differ.label)
 
 
-def _check_flow_extraction(model: StreamModel, data_dir: str, manifest: dict[str, Any]
-                           ) -> None:
-  """A flow model scores flow computed as its training flow was: raises `TwoStreamError`
-  naming the settings (`flow.settings_differences`) when its export's `flow_extraction` and
-  the extraction record of the flow `data_dir` was prepared from both exist and differ."""
-  if model.stream != 'flow':
-    return
+def _export_info(model: StreamModel) -> dict[str, Any]:
+  """The model's video_model.json ({}: exported without one); `TwoStreamError` when damaged."""
   try:
     info, _ = export_info.read(model.export)
   except export_info.ExportInfoError as e:
     raise TwoStreamError(str(e), e.reason, e.path) from e
-  trained_with = (info or {}).get('flow_extraction')
+  return info or {}
+
+
+def _check_dataset(model: StreamModel, info: dict[str, Any], data_dir: str,
+                   manifest: dict[str, Any]) -> None:
+  """Raises `TwoStreamError` naming both datasets when the export records the dataset it
+  trained on and `data_dir`'s records are of another (its videos would be named, split and
+  labelled by another dataset's rules)."""
+  trained = info.get('dataset')
+  held = manifest.get('dataset', manifest_lib.DEFAULT_DATASET)
+  if trained and trained != held:
+    raise TwoStreamError(f'the {model.stream} model {model.export} was trained on {trained} '
+                         f'records but {data_dir} holds {held} records: evaluate it on test '
+                         f'records prepared with --dataset={trained}, or pass a {model.stream} '
+                         f'model trained on {held}', 'dataset', data_dir,
+                         option=f'{model.stream}_data')
+
+
+def _short_side_text(short_side: int) -> str:
+  return f'{short_side} (frames as decoded)' if short_side == 0 else str(short_side)
+
+
+def _check_short_side(model: StreamModel, info: dict[str, Any], data_dir: str,
+                      manifest: dict[str, Any]) -> None:
+  """Raises `TwoStreamError` naming both values when the frames (or flow) of `data_dir` were
+  resized to another short side (prepare's --short_side, in its manifest) than the model's
+  training data (the export's frame_short_side, which classify resizes to). Not compared
+  when either is not recorded, or the model trained on synthetic clips (no frames)."""
+  trained, held = info.get('frame_short_side'), manifest.get('short_side')
+  if trained is None or held is None or (info.get('data') or {}).get('source') == 'synthetic':
+    return
+  if int(trained) != int(held):
+    raise TwoStreamError(f'the {model.stream} model {model.export} was trained on frames '
+                         f'resized to a short side of {_short_side_text(int(trained))} but the '
+                         f'records of {data_dir} were prepared with --short_side='
+                         f'{_short_side_text(int(held))}: it would be scored on frames of '
+                         'another scale than it learnt (classify reads them at its own); '
+                         f'prepare the eval data with --short_side={trained}',
+                         'short_side', data_dir, option=f'{model.stream}_data')
+
+
+def _check_flow_extraction(model: StreamModel, info: dict[str, Any], data_dir: str,
+                           manifest: dict[str, Any]) -> str | None:
+  """A flow model scores flow computed as its training flow was: raises `TwoStreamError`
+  naming the settings (`flow.settings_differences`) when its export's `flow_extraction` and
+  the extraction record of the flow `data_dir` was prepared from both exist and differ.
+  Returns a warning saying which side is unknown when either is (not compared); else None."""
+  if model.stream != 'flow':
+    return None
+  trained_with = info.get('flow_extraction')
   flow_dir = (manifest.get('source_paths') or {}).get('flow_dir', '')
   data_with = flow.extraction_settings(flow_dir)
   if not trained_with or not data_with:
-    return
+    unknown = [f'the export of {model.export} records none (its training flow was not written '
+               'by //data_tools:extract_flow)'] if not trained_with else []
+    if not data_with:
+      where = flow_dir or f'the flow of {data_dir}'
+      unknown.append(f'{where} has no {flow.EXTRACTION_MANIFEST} (not written by '
+                     '//data_tools:extract_flow)')
+    return ('cannot check that the flow of the flow test records was extracted with the TV-L1 '
+            f'settings of the model\'s training flow: {"; ".join(unknown)}')
   differ = flow.settings_differences(trained_with, data_with)
   if differ:
     shown = ', '.join(f'{name} {_dotted(trained_with, name)} vs {_dotted(data_with, name)}'
@@ -369,6 +424,7 @@ def _check_flow_extraction(model: StreamModel, data_dir: str, manifest: dict[str
                          'extract the eval flow with the settings of the training flow '
                          '(//data_tools:extract_flow flags)', 'flow_extraction', data_dir,
                          option='flow_data')
+  return None
 
 
 def _dotted(settings: dict[str, Any], name: str) -> Any:
@@ -377,23 +433,14 @@ def _dotted(settings: dict[str, Any], name: str) -> Any:
   return settings
 
 
-def training_videos(model: StreamModel) -> list[str] | None:
-  """The training videos' names the model's export lists (assets.extra/video_model.json);
-  None when it lists none (trained on synthetic data, or exported before the list was).
-  Raises `TwoStreamError` when the export's metadata is damaged."""
-  try:
-    info, _ = export_info.read(model.export)
-  except export_info.ExportInfoError as e:
-    raise TwoStreamError(str(e), e.reason, e.path) from e
-  return (info or {}).get(export_info.TRAIN_VIDEO_NAMES)
-
-
-def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | None:
-  """Before inference: `data_dir` must hold records of the model's stream, the model must
-  have as many classes as its test records, and none of their videos may be one the model
-  trained on (it would score them too high); raises `TwoStreamError` naming the counts.
-  Returns a warning when the export lists no training videos, so that could not be
-  checked; else None."""
+def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str, str]:
+  """Before inference: `data_dir` must hold records of the model's stream, of as many
+  classes, of the dataset its export records, at the short side of its training frames,
+  flow extracted with its training flow's settings, and none of their videos may be one the
+  model trained on (`video_lists.trained_on`: it would score them too high); raises
+  `TwoStreamError` naming both sides. Returns the checks that could not be made, each with
+  its warning: 'training_videos' (the export lists none), 'flow_extraction' (either side's
+  settings unknown); {} when every check was made."""
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
@@ -405,22 +452,29 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> str | No
                          f'{data_dir} holds {data_classes}: evaluate it on test records '
                          'prepared from the class list it was trained with', 'classes',
                          data_dir, data_classes)
-  _check_flow_extraction(model, data_dir, manifest)
-  trained = training_videos(model)
+  info = _export_info(model)
+  _check_dataset(model, info, data_dir, manifest)
+  _check_short_side(model, info, data_dir, manifest)
+  unchecked = {}
+  extraction = _check_flow_extraction(model, info, data_dir, manifest)
+  if extraction:
+    unchecked['flow_extraction'] = extraction
+  trained = info.get(export_info.TRAIN_VIDEO_NAMES)
   if trained is None:
-    return (f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '
-            'trained on synthetic data, or exported before exports listed them): cannot '
-            f'check that the {model.stream} test videos of {data_dir} were not trained on')
-  trained_keys = {name.lower() for name in trained}
+    unchecked['training_videos'] = (
+        f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '
+        'trained on synthetic data, or exported before exports listed them): cannot '
+        f'check that the {model.stream} test videos of {data_dir} were not trained on')
+    return unchecked
   tests = manifest_lib.video_names(manifest)
-  seen = sorted(name for name in tests if name.lower() in trained_keys)
+  seen = video_lists.trained_on(trained, tests)
   if seen:
     raise TwoStreamError(f'{len(seen)} of the {len(tests)} test videos of {data_dir} are '
                          f'training videos of the {model.stream} model {model_path} (e.g. '
                          f'{seen[0]}): its accuracy on them says nothing; evaluate on the test '
                          'records of the split it was trained on', 'trained_on', data_dir,
                          len(seen))
-  return None
+  return unchecked
 
 
 def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,

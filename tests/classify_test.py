@@ -313,6 +313,22 @@ class ClassifyTest(tf.test.TestCase):
     self.assertEqual((run.error['error'], run.error['options']), ('ClassifyError', ['dataset']))
     self.assertEqual(run.stdout, '')
 
+  def test_a_flow_model_trained_on_flow_of_unknown_settings_is_refused_for_that_reason(self):
+    # As training exports a model whose flow came from another tool's layout (prepared
+    # without extract_flow's record): flow_extraction null.
+    export = os.path.join(self.root, 'unknown_flow', 'export')
+    shutil.rmtree(os.path.dirname(export), ignore_errors=True)
+    shutil.copytree(saved_model.saved_model_dir(self.model('flow')), export)
+    path = os.path.join(export, export_info.ASSETS_DIR, export_info.INFO_FILE)
+    with open(path) as f:
+      info = json.load(f)
+    with open(path, 'w') as f:
+      json.dump(dict(info, flow_extraction=None), f)
+    with self.assertRaises(classifier.ClassifyError) as caught:
+      classifier.load(self.model('rgb'), export)
+    self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.path),
+                     ('flow_not_extracted', 'flow_model', export))
+
   # --- Three crops in evaluation --------------------------------------------------------------
 
   def test_three_crops_of_frames_too_small_for_them_are_refused_before_work(self):

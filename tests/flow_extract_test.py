@@ -16,9 +16,12 @@ import numpy as np
 import tensorflow as tf
 
 from tests import program_runs
-from data_tools import extract_flow, flow_shards, make_synthetic_ucf101, prepare
+from data_tools import extract_flow, make_synthetic_ucf101, prepare
+from input_fn import flow_shards
 
-from input_fn import flow, frame_folders, video_lists
+from input_fn import data_checks, flow, frame_folders, video_lists
+from input_fn import manifest as manifest_lib
+from towers.params import make_params
 from tests.flow_testing import dataset_with_a_broken_video, tree_bytes
 
 FAST = flow.Tvl1Settings(scales=3, warps=3, epsilon=0.05)
@@ -250,6 +253,22 @@ class ExtractFlowToolTest(tf.test.TestCase):
       self.extract(self.data, out=out, shard=shard, num_shards=3)
     self.assertIsNone(flow_shards.unfinished(out))
     prepare.prepare(config, log=lambda line: None)  # merged: records are made
+    # The records keep how their flow was computed once the flow folder is gone.
+    extracted = flow.extraction_settings(out)
+    shutil.rmtree(out)
+    prepared = manifest_lib.read(config.out, 'test')
+    self.assertEqual(prepared['flow_extraction'], extracted)
+    self.assertEqual(flow.records_extraction_settings(prepared), extracted)
+    self.assertEqual(extracted['tvl1']['scales'], FAST.scales)
+
+  def test_training_on_the_flow_frames_of_an_unfinished_split_is_refused(self):
+    data = shutil.copytree(self.data, os.path.join(self.root, 'unfinished_frames'))
+    self.extract(data, shard=1, num_shards=3)  # into data/tvl1_flow: shards 0 and 2 missing
+    params = make_params(model='c3d_small', num_classes=3, stream='flow',
+                         data_source='frames', data_dir=data)
+    found = [p for p in data_checks.problems(params) if p.option == 'data_dir']
+    self.assertLen(found, 1)
+    self.assertIn('0 of 3, 2 of 3', found[0])
 
   def test_a_slurm_array_task_takes_its_share_from_the_environment(self):
     environ = {'SLURM_ARRAY_TASK_ID': '5', 'SLURM_ARRAY_TASK_MIN': '4',

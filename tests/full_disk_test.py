@@ -14,8 +14,14 @@ Each case's status events (`command_line/status_file.py`) say how it ended:
 - classify --output on a full disk: the same, naming the file, and no resume promised
   (`resumes` false: classify keeps nothing to go on from), no partial file left.
 Skips, saying why, where this is not root or mounts are not allowed.
+
+A disk quota or a file-size limit refuses a write as a full disk does, and ends the same
+way (no root needed: `prlimit --fsize` sets the limit): prepare and extract_flow exit 1 with
+a `full_disk` event, and extract_flow's rerun ends with flow for every video (the source
+record the refused write left unfinished does not swallow the next one).
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +33,7 @@ import tensorflow as tf
 
 from command_line import status_file
 from data_tools import make_synthetic_ucf101
+from tests import program_runs
 from tests.cluster_testing import TRAIN_ARGS
 
 LIMIT = 300
@@ -147,6 +154,56 @@ class FullDiskTest(tf.test.TestCase):
     self.assert_full_disk(events, path, resumes=False)
     with open(os.path.join(self.out, 'classify.ls')) as f:
       self.assertEqual(sorted(f.read().split()), ['.', '..'])  # no partial file
+
+
+class FileSizeLimitTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.out = tempfile.mkdtemp(prefix='file_size_')
+    cls.data = os.path.join(cls.out, 'ucf')
+    make_synthetic_ucf101.make_dataset(cls.data, classes=2, groups=8, width=64, height=48,
+                                       min_frames=4, max_frames=5, object_size=6)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.out, ignore_errors=True)
+    super().tearDownClass()
+
+  def limited(self, module: str, size_bytes: int, *args: str) -> program_runs.ProgramRun:
+    """`module` run with every file it writes limited to `size_bytes` (RLIMIT_FSIZE)."""
+    return program_runs.run(module, *args, prefix=('prlimit', f'--fsize={size_bytes}'),
+                            timeout=LIMIT)
+
+  def assert_refused_write(self, done: program_runs.ProgramRun, program: str,
+                           under: str) -> None:
+    self.assertEqual(done.code, 1, done.output())
+    self.assertEqual((done.error['program'], done.error['exit_code']), (program, 1))
+    full = [e for e in done.events if e['event'] == 'full_disk']
+    self.assertLen(full, 1, done.output())
+    self.assertTrue(full[0]['path'].startswith(under), full[0])
+    self.assertTrue(full[0]['resumes'])
+
+  def test_prepare_over_the_file_size_limit(self):
+    out = os.path.join(self.out, 'records')
+    done = self.limited('data_tools.prepare_main', 16 << 10, f'--data_dir={self.data}',
+                        f'--out={out}', '--short_side=0', '--workers=1')
+    self.assert_refused_write(done, 'prepare', out)
+
+  def test_extract_flow_over_the_file_size_limit_and_its_rerun(self):
+    out = os.path.join(self.out, 'flow')
+    flags = (f'--data_dir={self.data}', f'--out={out}', '--short_side=0', '--workers=1',
+             '--tvl1_scales=1', '--tvl1_warps=1')
+    self.assert_refused_write(self.limited('data_tools.extract_flow_main', 1 << 10, *flags),
+                              'extract_flow', out)
+    done = program_runs.run('data_tools.extract_flow_main', *flags, timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
+    with open(os.path.join(out, 'flow.manifest.json')) as f:
+      made = json.load(f)
+    self.assertEqual((made['num_with_flow'], made['num_found']), (16, 16))
+    with open(os.path.join(out, 'flow.txt')) as f:
+      self.assertLen(f.read().splitlines(), 16)
 
 
 if __name__ == '__main__':

@@ -7,6 +7,7 @@ on either path, and a restarted evaluator keeps a better earlier export, as one 
 does."""
 
 import dataclasses
+import json
 import os
 import signal
 import threading
@@ -80,17 +81,36 @@ class OneTrainingPathTest(tf.test.TestCase):
     best = os.path.join(self.model_dir, 'export', 'best')
     exported = os.listdir(best)
     self.assertLen(exported, 1, 'one machine exported its best')
-    with tf.Graph().as_default():  # an earlier checkpoint's evaluation, better than any
+    info_path = os.path.join(best, exported[0], 'assets.extra', 'video_model.json')
+    with open(info_path) as f:
+      info = json.load(f)
+    self.assertEqual((info['step'], info['evaluation']['eval_clips']),
+                     (2, self.params.eval_clips))  # which checkpoint, measured how
+    self.evaluate_newest_again(info_path, dict(info, top_1=1.01))  # better than any
+    self.assertEqual(os.listdir(best), exported, 'the better earlier export is kept')
+    older = {k: v for k, v in info.items() if k not in ('step', 'top_1', 'evaluation')}
+    with tf.Graph().as_default():  # an export without its record: the eval events decide
       writer = tf.compat.v1.summary.FileWriter(os.path.join(self.model_dir, 'eval'))
       writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
           tag=TOP_1, simple_value=1.01)]), global_step=1)
       writer.close()
+    self.evaluate_newest_again(info_path, older)
+    self.assertEqual(os.listdir(best), exported, 'the better earlier evaluation is kept')
+    # Measured on other test videos, its top-1 is no measure: this evaluation replaces it.
+    other = dict(info, top_1=1.01, evaluation=dict(info['evaluation'], test_videos='1 video'))
+    self.evaluate_newest_again(info_path, other)
+    self.assertNotEqual(os.listdir(best), exported)
+
+  def evaluate_newest_again(self, info_path: str, held: dict) -> None:
+    """A restarted evaluator evaluates the newest checkpoint, export/best holding an export
+    whose video_model.json is `held`."""
+    with open(info_path, 'w') as f:
+      json.dump(held, f)
     task_evaluator = evaluator.Evaluator(training.cluster_recipe(self.params), EVALUATOR)
     newest = evaluator.listed_checkpoints(self.model_dir)[-1]
     pinned = evaluator.pin(newest, os.path.join(self.model_dir, evaluator.PIN_DIR))
     task_evaluator._evaluate(newest, pinned)  # pylint: disable=protected-access
     self.assertIsNone(task_evaluator.last_failure)
-    self.assertEqual(os.listdir(best), exported, 'the better earlier export is kept')
 
   def test_every_evaluation_goes_through_export_all_on_one_machine_and_the_evaluator(self):
     final = [c for c in self.one_machine_exports if c.args[4]]

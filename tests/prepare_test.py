@@ -62,6 +62,27 @@ class PrepareTest(tf.test.TestCase):
     shutil.copytree(self.clean, data)
     return data
 
+  def test_folder_flags_of_another_source_and_a_flow_channel_as_frames_are_refused(self):
+    root = self.create_tempdir().full_path
+    for channel in ('u', 'v'):
+      os.makedirs(os.path.join(root, 'tvl1_flow', channel, 'v_A_g01_c01'))
+    folder, listing = os.path.join(root, 'tvl1_flow'), os.path.join(root, 'rgb.txt')
+    with open(listing, 'w') as f:
+      f.write('')
+    for flags, option in ((dict(flow_dir=folder), 'flow_dir'),
+                          (dict(flow_list=listing), 'flow_list'),
+                          (dict(frames_dir=folder), 'frames_dir'),
+                          (dict(frame_list=listing), 'frame_list'),
+                          (dict(source='flow', frames_dir=folder), 'frames_dir'),
+                          (dict(source='frames', videos_dir=folder), 'videos_dir'),
+                          (dict(source='frames', frames_dir=os.path.join(folder, 'u')),
+                           'frames_dir')):
+      with self.subTest(flags=flags):
+        with self.assertRaises(prepare.PrepareError) as caught:
+          prepare.check_options(prepare.PrepareOptions(data_dir=root, out=root + '/out',
+                                                       **flags))
+        self.assertEqual(caught.exception.option, option)
+
   def test_records_hold_every_frame_label_name_and_split_index(self):
     out = self.create_tempdir().full_path
     manifests = prepare.prepare(self.config(self.clean, out), log=lambda s: None)

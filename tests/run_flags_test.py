@@ -3,13 +3,14 @@ effective settings as a flagfile. Read back through the flags of //towers:train 
 same TrainParams; `train --flagfile=<it>` on the same model_dir finds it trained, and with a
 later --max_steps continues it."""
 
+import glob
 import os
 import tempfile
 
 from absl import flags
 from absl.testing import absltest
 
-from command_line.flagfile import flag_lines
+from command_line.flagfile import FlagfileError, expand_flagfiles, flag_lines
 from tests import program_runs
 from towers import flags as towers_flags
 from towers import run_flags
@@ -47,6 +48,36 @@ class FlagLinesTest(absltest.TestCase):
     self.assertEqual(again, make_params({**params.__dict__, 'model_dir': again.model_dir}))
 
 
+class FlagfileReadingTest(absltest.TestCase):
+  """A flagfile is read as every user text file is, and a recipe that includes another runs
+  from any directory."""
+
+  def test_a_bom_and_crlf_and_a_nested_recipe_beside_the_file(self):
+    root = tempfile.mkdtemp()
+    with open(os.path.join(root, 'base.flags'), 'wb') as f:
+      f.write(b'\xef\xbb\xbf# a comment\r\n--model=c3d_small\r\n\r\n--num_classes=3 \r\n')
+    with open(os.path.join(root, 'recipe.flags'), 'w', encoding='utf-8') as f:
+      f.write('--flagfile=base.flags\n--max_steps=5\n')
+    here = os.getcwd()
+    try:
+      os.chdir(tempfile.mkdtemp())  # not the recipes' directory
+      args = expand_flagfiles(['train', '--flagfile', os.path.join(root, 'recipe.flags'),
+                               '--batch_size=2'])
+    finally:
+      os.chdir(here)
+    self.assertEqual(args, ['train', '--model=c3d_small', '--num_classes=3', '--max_steps=5',
+                            '--batch_size=2'])
+
+  def test_a_file_that_includes_itself_or_is_missing_is_named(self):
+    root = tempfile.mkdtemp()
+    loop = os.path.join(root, 'loop.flags')
+    with open(loop, 'w', encoding='utf-8') as f:
+      f.write('--flagfile=loop.flags\n')
+    for args in (['--flagfile=' + loop], ['--flagfile=' + os.path.join(root, 'none.flags')]):
+      with self.assertRaises(FlagfileError):
+        expand_flagfiles(args)
+
+
 class RerunTest(absltest.TestCase):
 
   @classmethod
@@ -66,10 +97,26 @@ class RerunTest(absltest.TestCase):
                       params.lr_boundaries, params.lr_values, params.weight_decay),
                      (self.model_dir, 2, 2, (3,), (0.02, 0.005), 1e-5))
 
+  def test_a_permission_to_change_settings_is_not_kept_for_later_runs(self):
+    params = make_params(dict(model_dir=tempfile.mkdtemp(), num_classes=3,
+                              resume_changes=('lr_values',), ps_hosts=('h:1',),
+                              worker_hosts=('h:2',), task_type='worker'))
+    again = _params_from_flagfile(run_flags.write(params, '1 ps, 1 worker'), '/')
+    self.assertEqual((again.resume_changes, again.ps_hosts, again.worker_hosts,
+                      again.task_type), ((), (), (), ''))
+    self.assertEqual(again.num_classes, 3)
+
   def test_the_same_flagfile_finds_the_run_trained(self):
     self.assertEqual(self.again.code, 0, self.again.output())
     done = [e for e in self.again.events if e['event'] == 'already_trained']
     self.assertEqual([(e['step'], e['max_steps']) for e in done], [(4, 4)])
+
+  def test_the_flagfile_with_an_export_asked_exports_the_trained_model(self):
+    done = program_runs.run('towers.train_main', f'--flagfile={self.flagfile}',
+                            '--export_savedmodel=true', cwd=tempfile.mkdtemp())
+    self.assertEqual(done.code, 0, done.output())
+    best = os.path.join(self.model_dir, 'export', 'best')
+    self.assertLen(glob.glob(os.path.join(best, '*', 'saved_model.pb')), 1)
 
   def test_a_later_max_steps_continues_it(self):
     self.assertEqual(self.longer.code, 0, self.longer.output())

@@ -192,6 +192,24 @@ class TrainSettingsTest(tf.test.TestCase):
     with self.assertRaises(tf.errors.OpError):
       train(2, model_dir=self.model_dir, lr_values=[0.02, 0.002], resume_changes=['lr_values'])
     self.assertEqual(train_settings.read_record(self.model_dir), before)
+    # The binary ends with one error naming the damaged checkpoint.
+    done = program_runs.run('towers.train_main', *flags_of(TINY), '--max_steps=2',
+                            f'--model_dir={self.model_dir}', timeout=LIMIT)
+    self.assertEqual(done.code, 1, done.output())
+    self.assertEqual(done.error['error'], 'Failed', done.output())
+    self.assertIn(checkpoint, done.error['message'])
+
+  def test_a_latest_checkpoint_whose_files_are_gone_stops_before_training(self):
+    train(2, model_dir=self.model_dir)
+    for path in tf.io.gfile.glob(os.path.join(self.model_dir, 'model.ckpt-2.*')):
+      os.remove(path)
+    done = program_runs.run('towers.train_main', *flags_of(TINY), '--max_steps=3',
+                            f'--model_dir={self.model_dir}', timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual((done.error['error'], done.error_options), ('PreflightError', ['model_dir']),
+                     done.output())
+    self.assertIn('model.ckpt-1', done.error['message'])  # the one to point it at
+    self.assertFalse(tf.io.gfile.glob(os.path.join(self.model_dir, 'model.ckpt-3.*')))
 
   def test_a_damaged_or_hand_edited_record_stops_naming_the_file(self):
     path = train_settings.record_path(self.model_dir)
@@ -393,7 +411,15 @@ class SettingsTest(tf.test.TestCase):
     self.assertEqual(found.settings[0], 'train_videos')
     fresh = set(train_settings.train_video_names(params[2])) - set(earlier)
     self.assertIn(f'{len(fresh)} of them never trained on', str(found))
-    self.assertEqual(train_settings.model_dir_video_names(params[2]), sorted(earlier))
+    # What an export of a run on split 2 lists (written before that run's record): the
+    # videos of both runs while the checkpoint is there, only split 2's once it is gone.
+    split_2 = train_settings.train_video_names(params[2])
+    self.assertEqual(train_settings.model_dir_video_names(params[2]),
+                     sorted(set(earlier) | set(split_2)))
+    for path in tf.io.gfile.glob(os.path.join(model_dir, 'model.ckpt-*')) + [
+        os.path.join(model_dir, 'checkpoint')]:
+      os.remove(path)  # starting over in the same model_dir
+    self.assertEqual(train_settings.model_dir_video_names(params[2]), split_2)
 
   def trained_dir(self):
     """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""

@@ -3,14 +3,17 @@
 A model with another number of classes than its eval data, models and eval data whose class
 names differ (in name or order: the first label that differs is named), eval data of another
 split (each split of --splits checked before any is evaluated; without it, RGB and Flow
-records of one split) or of another dataset than --dataset, eval data whose test videos
-the model trained on (the split-2 test list holds split 1's training videos; the export
-lists what it trained on, so an export copied away from its model_dir still knows), a
+records of one split) or of another dataset than --dataset or than the export records,
+eval data prepared at another --short_side than the model's training frames (RGB and flow),
+eval data whose test videos the model trained on (the split-2 test list holds split 1's
+training videos; the export lists what it trained on, so an export copied away from its
+model_dir still knows; names spelled as a list dataset spells them meet UCF101's), a
 --flow_weight outside [0, 1] (or nan) and a --json_out that cannot be written each stop with
 one `evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
 before exports listed them) is evaluated with a warning saying so, and the JSON says the
-check was not made. An evaluation writes, beside its JSON, a confusion-matrix PNG per stream
-and the per-class CSV.
+check was not made; a flow model whose training flow's extraction settings are unknown is
+evaluated with the extraction check skipped and reported as such. An evaluation writes,
+beside its JSON, a confusion-matrix PNG per stream and the per-class CSV.
 """
 
 import csv
@@ -38,18 +41,27 @@ def evaluate(*args: str) -> program_runs.ProgramRun:
   return program_runs.run('serving.evaluate_two_stream_main', *args, timeout=LIMIT)
 
 
-def without_training_videos(model_dir: str, copy: str) -> str:
-  """Copies `model_dir` to `copy`, its export's video_model.json without
-  `train_video_names`, as exports made before the list have it; returns `copy`."""
+def with_export_info(model_dir: str, copy: str, removed: tuple[str, ...] = (),
+                     **changes) -> str:
+  """Copies `model_dir` to `copy`, its export's video_model.json without the fields
+  `removed` and with `changes`; returns `copy`."""
   shutil.copytree(model_dir, copy)
   path = os.path.join(saved_model.saved_model_dir(copy), export_info.ASSETS_DIR,
                       export_info.INFO_FILE)
   with open(path) as f:
     info = json.load(f)
-  del info[export_info.TRAIN_VIDEO_NAMES]
+  for name in removed:
+    del info[name]
+  info.update(changes)
   with open(path, 'w') as f:
     json.dump(info, f)
   return copy
+
+
+def without_training_videos(model_dir: str, copy: str) -> str:
+  """`model_dir` copied to `copy`, its export without `train_video_names`, as exports made
+  before the list have it."""
+  return with_export_info(model_dir, copy, removed=(export_info.TRAIN_VIDEO_NAMES,))
 
 
 def json_out(args: list[str]) -> str:
@@ -71,6 +83,10 @@ class TwoStreamChecksTest(tf.test.TestCase):
         out = os.path.join(cls.root, f'{stream}{split}')
         tiny_records.prepared(ucf, out, source=source, split=split)
         cls.data[stream, split] = out
+      # Split 1 again, its frames (flow) resized to a short side of 32: the models train at 0.
+      cls.data[stream, 'short_side_32'] = os.path.join(cls.root, f'{stream}1_32')
+      tiny_records.prepared(ucf, cls.data[stream, 'short_side_32'], source=source, split=1,
+                            short_side=32)
       params = params_lib.make_params(
           model='c3d_small', stream=stream, data_source='tfrecord', data_dir=cls.data[stream, 1],
           num_classes=3, clip_frames=4, crop_size=16, batch_size=2, num_towers=1, eval_clips=1,
@@ -237,7 +253,67 @@ class TwoStreamChecksTest(tf.test.TestCase):
       two_stream.check_stream(model, self.models['flow'], data)
     self.assertEqual(caught.exception.reason, 'flow_extraction')
     self.assertIn(f'tvl1.scales {trained_scales} vs {trained_scales + 2}', str(caught.exception))
-    self.assertIsNone(two_stream.check_stream(model, self.models['flow'], self.data['flow', 1]))
+    self.assertEqual(two_stream.check_stream(model, self.models['flow'], self.data['flow', 1]), {})
+
+  def test_records_at_another_short_side_than_the_training_frames_are_refused(self):
+    for stream in ('rgb', 'flow'):
+      with self.subTest(stream):
+        data = self.data[stream, 'short_side_32']
+        self.assertEqual(manifest_lib.read(data, 'test')['short_side'], 32)
+        self.assertEqual(export_info.read(saved_model.saved_model_dir(
+            self.models[stream]))[0]['frame_short_side'], 0)
+        model = saved_model.load_model(self.models[stream], stream)
+        with self.assertRaises(two_stream.TwoStreamError) as caught:
+          two_stream.check_stream(model, self.models[stream], data)
+        self.assertEqual((caught.exception.reason, caught.exception.path,
+                          caught.exception.option), ('short_side', data, f'{stream}_data'))
+        self.assertIn('--short_side=0', str(caught.exception))
+    self.assert_refused(self.args(rgb_data=self.data['rgb', 'short_side_32'],
+                                  flow_data=self.data['flow', 'short_side_32']),
+                        'TwoStreamError', ['rgb_data'])
+
+  def test_records_of_another_dataset_than_the_export_records_are_refused(self):
+    listed = with_export_info(self.models['rgb'],
+                              os.path.join(self.create_tempdir().full_path, 'rgb'),
+                              dataset='list')
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(saved_model.load_model(listed, 'rgb'), listed, self.data['rgb', 1])
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('dataset', 'rgb_data'))
+    self.assert_refused(self.args(rgb_model=listed), 'TwoStreamError', ['rgb_data'])
+
+  def test_training_videos_named_as_a_list_names_them_are_found_among_test_videos(self):
+    # The export's training videos spelled as a list dataset names the same files
+    # (<Class>/<stem>), the test records' as UCF101 does (<stem>).
+    trained = export_info.read(saved_model.saved_model_dir(self.models['rgb']))[0][
+        export_info.TRAIN_VIDEO_NAMES]
+    respelled = [f'{name.split("_")[1]}/{name}' for name in trained]  # v_<Class>_gGG_cCC
+    model_dir = with_export_info(self.models['rgb'],
+                                 os.path.join(self.create_tempdir().full_path, 'rgb'),
+                                 **{export_info.TRAIN_VIDEO_NAMES: respelled})
+    split_2_tests = manifest_lib.video_names(manifest_lib.read(self.data['rgb', 2], 'test'))
+    seen = len(set(trained) & set(split_2_tests))
+    self.assertGreater(seen, 0)
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(saved_model.load_model(model_dir, 'rgb'), model_dir,
+                              self.data['rgb', 2])
+    self.assertEqual((caught.exception.reason, caught.exception.count), ('trained_on', seen))
+    # Split 1's test videos are none of them, under either spelling.
+    self.assertEqual(two_stream.check_stream(saved_model.load_model(model_dir, 'rgb'), model_dir,
+                                             self.data['rgb', 1]), {})
+
+  def test_a_flow_model_whose_training_flow_settings_are_unknown_is_evaluated_unchecked(self):
+    unknown = with_export_info(self.models['flow'],
+                               os.path.join(self.create_tempdir().full_path, 'flow'),
+                               flow_extraction=None)
+    self.assertEqual(set(two_stream.check_stream(saved_model.load_model(unknown, 'flow'),
+                                                 unknown, self.data['flow', 1])),
+                     {'flow_extraction'})
+    args = self.args(flow_model=unknown)
+    done = evaluate(*args)
+    self.assertEqual(done.code, 0, done.output())
+    with open(json_out(args)) as f:
+      self.assertEqual(json.load(f)['training_videos_checked'], {'rgb': True, 'flow': True})
 
   def test_lists_of_other_lengths_are_told_by_their_class_counts(self):
     differ = two_stream.class_list_difference([('the model', ['a', 'b', 'c']),
@@ -248,11 +324,11 @@ class TwoStreamChecksTest(tf.test.TestCase):
   def test_an_export_without_its_training_videos_is_evaluated_with_a_warning(self):
     bare = without_training_videos(self.models['rgb'],
                                    os.path.join(self.create_tempdir().full_path, 'rgb'))
-    warning = two_stream.check_stream(saved_model.load_model(bare, 'rgb'), bare,
-                                      self.data['rgb', 1])
-    self.assertIsNotNone(warning)
-    self.assertIsNone(two_stream.check_stream(saved_model.load_model(self.models['rgb'], 'rgb'),
-                                              self.models['rgb'], self.data['rgb', 1]))
+    unchecked = two_stream.check_stream(saved_model.load_model(bare, 'rgb'), bare,
+                                        self.data['rgb', 1])
+    self.assertEqual(set(unchecked), {'training_videos'})
+    self.assertEqual(two_stream.check_stream(saved_model.load_model(self.models['rgb'], 'rgb'),
+                                             self.models['rgb'], self.data['rgb', 1]), {})
     args = self.args(rgb_model=bare)
     done = evaluate(*args)
     self.assertEqual(done.code, 0, done.output())

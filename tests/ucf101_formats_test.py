@@ -111,6 +111,18 @@ class SplitFilesTest(absltest.TestCase):
                      ('trainlist02.txt', 4))
     self.assertIn('out of range 1..3', problems[2].reason)
 
+  def test_a_list_whose_labels_disagree_with_classind_for_a_whole_class_stops(self):
+    classes, _ = ucf101.read_class_index(os.path.join(self.dir, 'classInd.txt'))
+    path = write(os.path.join(self.dir, 'trainlist02.txt'), [
+        'YoYo/v_YoYo_g08_c01.avi 3',
+        'HandstandPushups/v_HandstandPushups_g08_c01.avi 1',  # classInd.txt: 2
+        'HandstandPushups/v_HandstandPushups_g09_c01.avi 1',
+    ])
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      ucf101.read_split_list(path, classes)
+    self.assertEqual((caught.exception.path, caught.exception.line, caught.exception.option),
+                     (path, 2, 'split_dir'))
+
   def test_missing_list_is_an_error_naming_it(self):
     with self.assertRaises(FileNotFoundError) as caught:
       ucf101.read_split(self.dir, 3)

@@ -17,7 +17,7 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import data_checks, datasets, ucf101, video_lists
+from input_fn import data_checks, datasets, frame_folders, ucf101, video_lists
 from serving import classifier
 from towers import params as params_lib
 
@@ -113,6 +113,17 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(decorated.classes.names, ('abseiling', 'juggling'))
     self.assertEqual(entries(decorated), entries(plain))
 
+  def test_a_file_that_is_not_utf8_is_refused_naming_it_and_the_line(self):
+    for encoding, data, line in (('utf-16', 'a.avi 0\nb.avi 1\n'.encode('utf-16'), 0),
+                                 ('latin-1', 'abseiling\njuggl\xe9\n'.encode('latin-1'), 2)):
+      with self.subTest(encoding):
+        path = os.path.join(self.root, f'{encoding}.txt')
+        with open(path, 'wb') as f:
+          f.write(data)
+        with self.assertRaises(datasets.DatasetError) as caught:
+          video_lists.read_lines(path)
+        self.assertEqual((caught.exception.path, caught.exception.line), (path, line))
+
   def test_classify_video_lists(self):
     for rel in ('clips/a.mp4', 'clips/b.mp4'):
       write(os.path.join(self.root, rel), 'x')
@@ -122,6 +133,14 @@ class OneReaderTest(absltest.TestCase):
     self.assertEqual(classifier.find_videos([listed]), plain)
     self.assertTrue(all(os.path.isfile(path) for path in plain))
 
+  def test_classify_keeps_a_given_folder_without_videos_beside_other_videos(self):
+    video = write(os.path.join(self.root, 'clips', 'a.mp4'), 'x')
+    empty, pngs = (os.path.join(self.root, name) for name in ('empty', 'pngs'))
+    os.makedirs(empty)
+    write(os.path.join(pngs, 'frame000001.png'), 'x')
+    # Classifying them reports each as failed; alone they are nothing to classify.
+    self.assertEqual(classifier.find_videos([video, empty, pngs]), [video, empty, pngs])
+    self.assertEqual(classifier.find_videos([empty, pngs]), [])
 
   def test_classify_passes_over_the_flow_folders_of_a_dataset_tree(self):
     # A prepared UCF101 root holds each video three more times as folders of frames: RGB
@@ -206,11 +225,36 @@ class VideoIdentityTest(absltest.TestCase):
                          [('test.txt', 1, kind)] * (kind == 'conflicting label') +
                          [('train.txt', 2, kind)])
 
+  def test_a_list_counted_from_one_is_refused_naming_it(self):
+    for train, test, option in (('vids/v1.avi 1\nvids/v4.avi 2\n', 'vids/test.avi 1\n',
+                                 'train_list'),
+                                ('vids/v1.avi 0\n', 'vids/test.avi 2\nvids/v4.avi 1\n',
+                                 'test_list')):
+      with self.subTest(option):
+        with self.assertRaises(datasets.DatasetError) as caught:
+          self.split(train, test)
+        self.assertEqual((caught.exception.line, caught.exception.option),
+                         (train.count('\n') if option == 'train_list' else 1, option))
+    # Counted from 0 with the last class listed, or with label 0 missing only: as before.
+    self.assertLen(self.split('vids/v1.avi 0\nvids/v4.avi 1\n', 'vids/test.avi 1\n').train, 2)
+    self.assertLen(self.split('vids/v1.avi 1\n', 'vids/test.avi 1\n').train, 1)
+
   def test_two_files_differing_by_extension_are_two_videos(self):
     split = self.split('vids/test.avi 0\n', 'vids/test.mp4 1\n')
     self.assertEqual(split.problems, [])
     self.assertEqual(([e.name for e in split.train], [e.name for e in split.test]),
                      (['vids/test.avi'], ['vids/test.mp4']))
+
+  def test_a_models_training_videos_are_found_among_test_videos_named_by_another_dataset(self):
+    trained = ['MoveDownSpeed1/v_MoveDownSpeed1_g04_c01', 'walking/001', 'vids/test.avi',
+               '/data/own/Run/v_Run_g01_c02']
+    tests = ['v_MoveDownSpeed1_g04_c01', 'v_movedownspeed1_G04_c01', 'v_MoveDownSpeed1_g05_c01',
+             'running/001', 'walking/001', 'vids/test.mp4', 'own/Run/v_Run_g01_c02',
+             'v_Run_g01_c02']
+    self.assertEqual(video_lists.trained_on(trained, tests),
+                     ['own/Run/v_Run_g01_c02', 'v_MoveDownSpeed1_g04_c01', 'v_Run_g01_c02',
+                      'v_movedownspeed1_G04_c01', 'walking/001'])
+    self.assertEqual(video_lists.trained_on(tests[:1], trained), [trained[0]])
 
   def test_a_respelled_list_resumes_the_shards_already_written(self):
     fingerprints = []
@@ -313,6 +357,12 @@ class ClassNamesTest(absltest.TestCase):
         self.assertEqual((caught.exception.path, caught.exception.line,
                           caught.exception.option),
                          (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+
+  def test_classind_given_as_class_names_is_refused_naming_the_file(self):
+    with self.assertRaises(datasets.DatasetError) as caught:
+      self.read('1 ApplyEyeMakeup\r\n2 ApplyLipstick\r\n3 Archery\r\n')
+    self.assertEqual((caught.exception.line, caught.exception.option), (1, 'class_names'))
+    self.assertEqual(self.read('1 cat\ndog\n').names, ('1 cat', 'dog'))  # names as written
 
   def test_blank_lines_ending_the_file_and_inner_spaces_are_names_as_written(self):
     self.assertEqual(self.read('air drumming\nabseiling\n\n\n').names,
@@ -444,6 +494,24 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual({s: (found[s]['num_listed'], found[s]['num_records'],
                           found[s]['skipped_by_kind']) for s in ('train', 'test')},
                      {s: (2, 1, {'conflicting label': 1}) for s in ('train', 'test')})
+
+  def test_a_frame_folder_numbered_from_zero_is_never_read_without_frame_zero(self):
+    for pattern in frame_folders.FRAME_PATTERNS:
+      with self.subTest(pattern):
+        folder = os.path.join(self.root, pattern[:3])
+        for t in range(4):
+          write(os.path.join(folder, pattern % t), 'jpeg')
+        count, reason = frame_folders.count_frames(folder, pattern=pattern)
+        self.assertEqual(count, 0)
+        self.assertTrue(reason.startswith('numbered from 0'), reason)
+
+  def test_a_frame_folder_numbered_from_zero_is_skipped_not_read_without_its_first_frame(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4), ('f/z', 4)))
+    os.rename(os.path.join(self.root, 'f/z/img_00004.jpg'),
+              os.path.join(self.root, 'f/z/img_00000.jpg'))  # f/z holds frames 0..3
+    found = self.prepare_frames('f/a 4 0\nf/z 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'numbered from 0': 1}))
 
   def test_a_class_names_file_edited_in_place_is_another_dataset(self):
     self.frame_folders((('f/a', 4), ('f/t', 4)))

@@ -1,6 +1,8 @@
-"""The global step of a model_dir's latest checkpoint: the one place that reads it.
+"""The global step of a model_dir's latest checkpoint: the one place that reads it; and the
+line a restore that cannot read that checkpoint ends with.
 
     checkpoint_step(model_dir) -> int | None
+    damaged_checkpoint_line(error, model_dir) -> str | None
 """
 
 from __future__ import annotations
@@ -15,3 +17,21 @@ def checkpoint_step(model_dir: str) -> int | None:
   if checkpoint is None:
     return None
   return int(tf.train.load_variable(checkpoint, 'global_step'))
+
+
+def damaged_checkpoint_line(error: tf.errors.OpError, model_dir: str) -> str | None:
+  """One line naming model_dir's latest checkpoint and the fix when `error` is its restore
+  failing on its files (truncated or corrupt: a copy cut short, a disk error); None for any
+  other error."""
+  if 'Restore' not in (getattr(error.op, 'name', '') or '') + error.message:
+    return None
+  latest = tf.train.latest_checkpoint(model_dir) if model_dir else None
+  if latest is None:
+    return None
+  state = tf.train.get_checkpoint_state(model_dir)
+  earlier = [p for p in (state.all_model_checkpoint_paths if state else ()) if p != latest]
+  back = (f'delete its files ({latest}.*) so that the next run starts from the one before '
+          f'({earlier[-1]}), ' if earlier else '')
+  reason = error.message.strip().splitlines()[0] if error.message.strip() else type(error).__name__
+  return (f'the checkpoint {latest} cannot be read ({reason}): its files are damaged (a copy '
+          f'cut short, a disk error); {back}or train in a new --model_dir')

@@ -140,7 +140,9 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
     spec = model_fn(features, labels, mode, params, config)
     if not config.is_chief:
       return spec
-    hook = RecordSettingsHook(params, record)
+    jobs = config.cluster_spec.jobs if config.cluster_spec else []
+    cluster = ', '.join(f'{len(config.cluster_spec.job_tasks(job))} {job}' for job in jobs)
+    hook = RecordSettingsHook(params, record, cluster)
     return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
   return model_fn_recording_settings
 
@@ -150,14 +152,15 @@ class RecordSettingsHook(tf1.train.SessionRunHook):
   session exists (checkpoint restored or variables initialised): a run that fails before
   leaves the earlier ones as they were."""
 
-  def __init__(self, params: TrainParams, record: dict[str, Any]) -> None:
+  def __init__(self, params: TrainParams, record: dict[str, Any], cluster: str = '') -> None:
     self._params = params
     self._record = record
+    self._cluster = cluster  # its tasks, e.g. '1 chief, 1 ps, 1 worker'; '' on one machine
 
   def after_create_session(self, session, coord) -> None:
     del session, coord
     train_settings.write_record(self._params.model_dir, self._record)
-    run_flags.write(self._params)
+    run_flags.write(self._params, self._cluster)
 
 
 def serving_input_receiver_fn(params: TrainParams, class_names: Sequence[str] = ()):

@@ -5,13 +5,15 @@
 
 The files, their fields and the checks a reader makes are described in
 `serving/export_info.py`. `train_video_names` (video_model.json) lists, sorted, the
-canonical names of the videos the model trained on (`train_settings.model_dir_video_names`;
-None for synthetic data or a data_dir that cannot be read), so an export alone tells
+canonical names of the videos the model trained on, this run's data_dir and, on a resume,
+every earlier run's (`train_settings.model_dir_video_names`; None for synthetic data or a
+data_dir that cannot be read), so an export alone tells
 two-stream evaluation which test videos it must not be scored on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -38,7 +40,7 @@ def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any
     found = manifest.read(params.data_dir, 'test')
     names = list(found.get('classes', ()))
     short_side = int(found.get('short_side', 0))
-    flow_settings = flow.extraction_settings(found.get('source_paths', {}).get('flow_dir', ''))
+    flow_settings = flow.records_extraction_settings(found)
   elif params.data_source in ('videos', 'frames'):
     names = list(datasets.params_split(params).classes.names)
     short_side = params.frame_short_side
@@ -83,8 +85,40 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'class_names_file': CLASS_NAMES_FILE,
       'data': {'source': params.data_source, 'dir': params.data_dir},
       TRAIN_VIDEO_NAMES: train_settings.model_dir_video_names(params),
+      'evaluation': evaluation_settings(params),
   }
   return info, names
+
+
+def evaluation_settings(params: TrainParams) -> dict[str, Any]:
+  """What an evaluation's top-1 measures: the test videos (count and digest of their names)
+  and the flags that decide what is read of them. Two evaluations compare only when these
+  are equal."""
+  names = train_settings.test_video_names(params)
+  digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:12] if names else None
+  return {'test_videos': f'{len(names)} videos, sha256 {digest}' if names else None,
+          'data_source': params.data_source, 'eval_clips': params.eval_clips,
+          'eval_crops': params.eval_crops, 'max_eval_videos': params.max_eval_videos,
+          'eval_steps': params.eval_steps}
+
+
+def newest_export_record(export_path: str) -> dict[str, Any] | None:
+  """The video_model.json of the newest export under `export_path` when it records the
+  step, top-1 and evaluation it was exported at; None otherwise (none, or an older export)."""
+  found = sorted(p for p in tf.io.gfile.glob(os.path.join(export_path, '*', 'assets.extra',
+                                                         INFO_FILE))
+                 if not os.path.basename(os.path.dirname(os.path.dirname(p))).startswith('temp-'))
+  if not found:
+    return None
+  try:
+    with tf.io.gfile.GFile(found[-1]) as f:
+      held = json.load(f)
+  except (ValueError, UnicodeDecodeError, tf.errors.OpError):
+    return None
+  if not isinstance(held, dict) or not isinstance(held.get('top_1'), (int, float)) or \
+      'evaluation' not in held:
+    return None
+  return held
 
 
 def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict[str, str]:

@@ -65,10 +65,31 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
 
 def _model_dir_problems(model_dir: str) -> list[Problem]:
   """model_dir must be (or be creatable as) a writable directory
-  (`working_dir.unwritable_dir`)."""
+  (`working_dir.unwritable_dir`), and the checkpoint its `checkpoint` file names must be
+  there (else training would start over from step 0 beside the checkpoints it holds)."""
   problem = working_dir.unwritable_dir(model_dir)
-  return [Problem('model_dir', f'model_dir={model_dir} {problem}: checkpoints are written '
-                  'there; choose another --model_dir')] if problem else []
+  if problem:
+    return [Problem('model_dir', f'model_dir={model_dir} {problem}: checkpoints are written '
+                    'there; choose another --model_dir')]
+  missing = _missing_latest_checkpoint(model_dir)
+  return [Problem('model_dir', missing)] if missing else []
+
+
+def _missing_latest_checkpoint(model_dir: str) -> str | None:
+  """The problem when model_dir's `checkpoint` file names a checkpoint whose files are gone;
+  None when it names none or its files are there."""
+  if not tf.io.gfile.exists(f'{model_dir}/checkpoint'):
+    return None
+  state = tf.train.get_checkpoint_state(model_dir)
+  named = state.model_checkpoint_path if state else ''
+  if not named or tf.io.gfile.glob(f'{named}.index'):
+    return None
+  there = [p for p in state.all_model_checkpoint_paths if tf.io.gfile.glob(f'{p}.index')]
+  fix = (f'point it at {there[-1]} (the newest checkpoint there: edit model_checkpoint_path)'
+         if there else 'delete that file to start over')
+  return (f'{model_dir}/checkpoint names the checkpoint {named}, whose files are missing '
+          f'(deleted, or a copy that missed them): restore them, or {fix}, or train in a '
+          'new --model_dir')
 
 
 def _device_problems(params) -> list[Problem]:

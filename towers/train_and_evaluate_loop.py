@@ -73,25 +73,35 @@ def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
 
 
 class CleanBestExporter(tf.estimator.BestExporter):
-  """BestExporter that keeps a better earlier export and leaves nothing behind when an
-  export fails (a full disk).
+  """BestExporter that keeps a better earlier export, says which step it exported, and
+  leaves nothing behind when an export fails (a full disk).
 
-  The best rule: until it has exported once in this process (a resumed run, a rerun that
+  Each export's video_model.json records its `step`, `top_1` and `evaluation` (the test
+  videos and evaluation flags that measured it: `export_info.evaluation_settings`). The
+  best rule: until it has exported once in this process (a resumed run, a rerun that
   finishes the final evaluation, a restarted evaluator), an evaluation is exported only
-  when `<export_path>` holds no export or its top-1 beats every evaluation of an earlier
-  checkpoint (`final_evaluation.best_top_1_before`); after that, BestExporter's own
+  when `<export_path>` holds no export, or one measured otherwise (other test videos or
+  evaluation flags: its top-1 is no measure of this one; a warning says so), or its top-1
+  beats the held export's (exports without that record: every evaluation of an earlier
+  checkpoint, `final_evaluation.best_top_1_before`); after that, BestExporter's own
   (higher top-1 than the best so far). The SavedModel is written to
   `<export_path>/temp-<timestamp>` and renamed when complete; a failure or an interrupt
   (Ctrl-C) removes that partial directory, then raises."""
 
-  def __init__(self, **kwargs) -> None:
-    super().__init__(**kwargs)
+  def __init__(self, info: dict[str, Any], class_names: list[str], assets_dir: str,
+               **kwargs) -> None:
+    self._info, self._class_names, self._assets_dir = info, class_names, assets_dir
+    super().__init__(assets_extra=export_info.write_assets(info, class_names, assets_dir),
+                     **kwargs)
     self._exported = False
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
     if not self._exported and self._outdone(estimator.model_dir, export_path, eval_result):
       return None
+    step, top_1 = int(eval_result['global_step']), float(eval_result[TOP_1])
+    export_info.write_assets({**self._info, 'step': step, 'top_1': top_1},
+                             self._class_names, self._assets_dir)
     before = set(tf.io.gfile.listdir(export_path)) if tf.io.gfile.isdir(export_path) else set()
     try:
       result = super().export(estimator, export_path, checkpoint_path, eval_result,
@@ -102,16 +112,26 @@ class CleanBestExporter(tf.estimator.BestExporter):
           if name.rstrip('/').startswith('temp-'):
             tf.io.gfile.rmtree(os.path.join(export_path, name.rstrip('/')))
       raise
+    if result is not None:
+      logging.info('best model exported: step %d, top-1 %.4f, under %s', step, top_1,
+                   export_path)
     self._exported = self._exported or result is not None
     return result
 
-  @staticmethod
-  def _outdone(model_dir: str, export_path: str, eval_result: dict[str, Any]) -> bool:
-    """Whether an export in `export_path` is kept: an earlier checkpoint's top-1 is at
-    least this evaluation's."""
+  def _outdone(self, model_dir: str, export_path: str, eval_result: dict[str, Any]) -> bool:
+    """Whether the export held in `export_path` is kept (see the class docstring)."""
+    if not tf.io.gfile.glob(os.path.join(export_path, '*', 'saved_model.pb')):
+      return False
+    held = export_info.newest_export_record(export_path)
+    if held is not None:
+      if held.get('evaluation') != self._info.get('evaluation'):
+        logging.warning('%s holds the model of step %s, measured on other test videos or with '
+                        'other evaluation flags: its top-1 is no measure of this run\'s, whose '
+                        'best replaces it', export_path, held.get('step'))
+        return False
+      return eval_result[TOP_1] <= held['top_1']
     best = final_evaluation.best_top_1_before(model_dir, int(eval_result['global_step']))
-    return (best is not None and eval_result[TOP_1] <= best and
-            bool(tf.io.gfile.glob(os.path.join(export_path, '*', 'saved_model.pb'))))
+    return best is not None and eval_result[TOP_1] <= best
 
 
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
@@ -121,11 +141,10 @@ def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
   exporters = [EvaluationLine()]
   if params.export_savedmodel:
     info, class_names = export_info.describe(params)
-    assets = export_info.write_assets(info, class_names,
-                                      os.path.join(params.model_dir, 'export_assets'))
     exporters.append(CleanBestExporter(
+        info, class_names, os.path.join(params.model_dir, 'export_assets'),
         name='best', serving_input_receiver_fn=serving_input_receiver_fn(params, class_names),
-        compare_fn=_higher_top_1, assets_extra=assets, exports_to_keep=1))
+        compare_fn=_higher_top_1, exports_to_keep=1))
   return exporters
 
 
@@ -135,13 +154,13 @@ def trained_step(params: TrainParams) -> int | None:
   return step if step is not None and step >= params.max_steps else None
 
 
-def finish(params: TrainParams, network: Network | None, step: int) -> dict[str, Any]:
+def finish(params: TrainParams, network: Network | None, step: int,
+           lacking: str = 'its final evaluation') -> dict[str, Any]:
   """The final evaluation of checkpoint `step` (>= max_steps) and its export
-  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint; returns
-  the metrics."""
-  logging.info('%s holds a checkpoint at step %d >= max_steps=%d without its final '
-               'evaluation: evaluating and exporting it', params.model_dir, step,
-               params.max_steps)
+  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint, or one
+  trained without the export now asked for (`lacking` says which); returns the metrics."""
+  logging.info('%s holds a checkpoint at step %d >= max_steps=%d without %s: evaluating '
+               'and exporting it', params.model_dir, step, params.max_steps, lacking)
   return exports.evaluate_and_export(
       build_estimator(params, network), factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
@@ -155,11 +174,15 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
   A finished model_dir returns {} at once (`final_evaluation.already_trained`, as a
-  cluster's tasks decide); one trained to max_steps without its final evaluation does that
-  evaluation and export (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
+  cluster's tasks decide); one trained to max_steps without its final evaluation, or
+  without an export while `export_savedmodel` asks for one, does that evaluation and export
+  (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
   After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
   raises `StoppedBeforeTheEnd`."""
   trained = trained_step(params)
+  if trained is not None and params.export_savedmodel and not tf.io.gfile.glob(
+      os.path.join(params.model_dir, 'export', 'best', '*', 'saved_model.pb')):
+    return finish(params, network, trained, 'an export')
   if final_evaluation.already_trained(params.model_dir, params.max_steps, trained):
     return {}
   if trained is not None:
@@ -175,7 +198,4 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
                                     exporters=[exports.Exports(make_exporters(params))],
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-  metrics = result[0] if result and result[0] else {}
-  if metrics and params.export_savedmodel:
-    logging.info('best model exported under %s', os.path.join(params.model_dir, 'export', 'best'))
-  return metrics
+  return result[0] if result and result[0] else {}

@@ -42,7 +42,7 @@ def run(params: TrainParams) -> int:
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf
   from input_fn import pipeline
-  from towers import training
+  from towers import checkpoints, training
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
@@ -62,6 +62,11 @@ def run(params: TrainParams) -> int:
     if unreadable is None:
       raise
     raise entry.Failed(str(unreadable)) from unreadable
+  except tf.errors.OpError as e:
+    damaged = checkpoints.damaged_checkpoint_line(e, params.model_dir)
+    if damaged is None:
+      raise
+    raise entry.Failed(damaged) from None
   except StoppedBeforeTheEnd as e:
     print(e, file=sys.stderr)
     status_file.record('stopped', program='train', step=e.step, max_steps=params.max_steps)

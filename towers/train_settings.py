@@ -408,11 +408,8 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
   if resume.refusal is not None:
     raise resume.refusal
   new, stored = resume.new, resume.stored
-  names = train_video_names(params)
+  names = _trained_video_names(params, stored, resume.checkpoint)
   if names is not None:
-    earlier = (stored or {}).get(TRAIN_VIDEO_NAMES)
-    names = sorted(set(names) | set(
-        earlier if isinstance(earlier, list) and resume.checkpoint else ()))
     _check_no_earlier_training_video(params, names)
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
@@ -440,10 +437,9 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
 
 def _check_no_earlier_training_video(params, trained: list[str]) -> None:
   """Raises `ResumeSettingsError` (option data_dir) when a test video of data_dir is among
-  `trained`, the videos model_dir has trained on in any run (by `video_lists.same_video`):
+  `trained`, the videos model_dir has trained on in any run (by `video_lists.trained_on`):
   after --resume_changes=train_videos its evaluations would count videos it learnt."""
-  held = {video_lists.same_video(n) for n in trained}
-  seen = sorted(n for n in test_video_names(params) or () if video_lists.same_video(n) in held)
+  seen = video_lists.trained_on(trained, test_video_names(params) or ())
   if seen:
     raise ResumeSettingsError(Problem('data_dir', (
         f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
@@ -452,15 +448,29 @@ def _check_no_earlier_training_video(params, trained: list[str]) -> None:
         'on, or train in a new --model_dir')), ('train_videos',))
 
 
+def _trained_video_names(params, stored: dict[str, Any] | None,
+                         checkpoint: str | None) -> list[str] | None:
+  """The videos a model continuing `checkpoint` (None: a fresh start) on data_dir will have
+  trained on: data_dir's training videos and, when there is a checkpoint, those `stored`
+  (model_dir's record) lists from earlier runs; sorted. None when data_dir's cannot be
+  read (synthetic data)."""
+  names = train_video_names(params)
+  if names is None:
+    return None
+  earlier = (stored or {}).get(TRAIN_VIDEO_NAMES) if checkpoint else None
+  return sorted(set(names) | set(earlier if isinstance(earlier, list) else ()))
+
+
 def model_dir_video_names(params) -> list[str] | None:
-  """The videos model_dir has trained on in every run (its record's list, which a resume
-  with other training videos extends), else those of data_dir (`train_video_names`)."""
+  """The videos the model in model_dir has trained on, counting this run's data_dir: the
+  list this run's record holds (`checked_record`): the earlier runs' (its record's list)
+  only while model_dir holds their checkpoint. What exports list, written before this run's
+  record is."""
   try:
     stored = read_record(params.model_dir)
   except ResumeSettingsError:
     stored = None
-  names = (stored or {}).get(TRAIN_VIDEO_NAMES)
-  return sorted(names) if isinstance(names, list) else train_video_names(params)
+  return _trained_video_names(params, stored, tf.train.latest_checkpoint(params.model_dir))
 
 
 def write_record(model_dir: str, value: dict[str, Any]) -> None:

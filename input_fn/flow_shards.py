@@ -183,6 +183,17 @@ def unfinished(out: str) -> list[str] | None:
           if json_files.load_object(part_path(out, i, n)) is None]
 
 
+def unfinished_text(flow_dir: str, shards: list[str]) -> str:
+  """What to do about `flow_dir`'s unfinished extraction (`unfinished`'s `shards`), as the
+  end of a refusal."""
+  if shards == ['0 of 1']:
+    return (f'//data_tools:extract_flow stopped before it finished; run it again with '
+            f'--out={flow_dir} (it resumes)')
+  waiting = (f'shard(s) {", ".join(shards)} of //data_tools:extract_flow have not finished'
+             if shards else 'every shard finished but none merged them')
+  return f'{waiting}; run them, or extract_flow without --shard into it'
+
+
 def write_part(out: str, shard: int, num_shards: int, part: dict[str, Any]) -> None:
   """Records that `shard` is done, with `part` (JSON: its skipped videos)."""
   os.makedirs(os.path.join(out, PARTS_DIR), exist_ok=True)
