@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.python.util._pywrap_util_port import IsMklEnabled
 
 from data_tools import extract_flow, tvl1
-from input_fn import flow, video_io
+from input_fn import flow, flow_shards, video_io
 from tests.flow_testing import dataset_with_a_broken_video
 from tests.i3d_test_lib import TESTDATA, shared_i3d_dir
 
