@@ -27,7 +27,6 @@ from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
 MANIFEST = flow.EXTRACTION_MANIFEST
-SOURCES = '.flow_sources.jsonl'
 BACKENDS = ('tensorflow', 'opencv')
 
 
@@ -238,7 +237,7 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
   except dir_identity.IdentityDamaged as e:
     raise SettingsMismatch(
         f'{path} is damaged ({e}): delete it to extract into {out} again (flow whose '
-        f'source and settings are recorded in {SOURCES} is kept), or use another --out',
+        f'source and settings are recorded in {flow_shards.SOURCES} is kept), or use another --out',
         damaged=str(e)) from None
   found = dir_identity.differences(previous, settings) if previous is not None else []
   if found:
@@ -261,30 +260,10 @@ def _check_shard_settings(out: str, settings: dict[str, Any]) -> None:
 
 
 def source_identity(task: VideoTask, settings: dict[str, Any]) -> dict[str, Any]:
-  """What a video's flow was computed from: the .avi's size and mtime, and the settings."""
+  """What a video's flow was computed from: the .avi's size and mtime, and the settings
+  (read back by `flow_shards.read_sources` and `flow_shards.changed_videos`)."""
   stat = os.stat(task.path)
   return {'size': stat.st_size, 'mtime_ns': stat.st_mtime_ns, 'settings': settings}
-
-
-def read_sources(out: str) -> dict[str, dict[str, Any]]:
-  """{video: identity} recorded in `<out>/.flow_sources.jsonl`, then in the shards' files
-  (`flow_shards`; the last line of a video wins; unreadable lines are ignored, so their
-  videos are computed again)."""
-  recorded = {}
-  lines = []
-  for path in [os.path.join(out, SOURCES)] + flow_shards.shard_source_files(out):
-    try:
-      with open(path) as f:
-        lines += f.read().splitlines()
-    except OSError:
-      continue
-  for line in lines:
-    try:
-      row = json.loads(line)
-      recorded[row['video']] = row['source']
-    except (ValueError, KeyError, TypeError):
-      continue
-  return recorded
 
 
 def _flow_is_newer(out: str, task: VideoTask) -> bool:
@@ -296,9 +275,10 @@ def _flow_is_newer(out: str, task: VideoTask) -> bool:
 
 def _record_source(out: str, video: str, identity: dict[str, Any] | None,
                    shard: tuple[int, int] = (0, 1)) -> None:
-  """Appends a video's record to SOURCES, or to the shard's own file when split, on a line
-  of its own (after a line a failed write left unfinished, which `read_sources` ignores)."""
-  path = (os.path.join(out, SOURCES) if shard[1] == 1 else
+  """Appends a video's record to flow_shards.SOURCES, or to the shard's own file when split,
+  on a line of its own (after a line a failed write left unfinished, which
+  `flow_shards.read_sources` ignores)."""
+  path = (os.path.join(out, flow_shards.SOURCES) if shard[1] == 1 else
           flow_shards.sources_path(out, *shard))
   line = json.dumps({'video': video, 'source': identity}, sort_keys=True).encode() + b'\n'
   with open(path, 'a+b') as f:  # writes go to the end whatever the read position
@@ -362,7 +342,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
                              [t.name for t in tasks], *shard)
     if shard[0] != 0:
       skipped = []  # listing problems are reported by shard 0 only
-  recorded = read_sources(out)
+  recorded = flow_shards.read_sources(out)
   identities = {t.name: source_identity(t, settings) for t in tasks}
   adopted = [t for t in mine if t.name not in recorded and flow.has_flow(out, t.name) and
              _flow_is_newer(out, t)]
@@ -460,9 +440,9 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
 def _merge(out: str, tasks: list[VideoTask], skipped: list[InputProblem], settings: dict[str, Any],
            videos_dir: str, classes: video_lists.ClassIndex | None, options: ExtractFlowOptions,
            log: Callable[[str], None]) -> dict[str, Any]:
-  """Writes the manifest, flow.txt and SOURCES whole from what `out` holds (every shard's
+  """Writes the manifest, flow.txt and flow_shards.SOURCES whole from what `out` holds (every shard's
   records folded in), removes the shard records; returns the manifest."""
-  recorded = read_sources(out)
+  recorded = flow_shards.read_sources(out)
   identities = {t.name: source_identity(t, settings) for t in tasks}
   current = [t for t in tasks if flow.has_flow(out, t.name) and
              recorded.get(t.name) == identities[t.name]]
@@ -482,7 +462,7 @@ def _merge(out: str, tasks: list[VideoTask], skipped: list[InputProblem], settin
 
 def _write_sources(out: str, recorded: dict[str, dict[str, Any]]) -> None:
   """Rewrites the source records with one line per video that has current flow."""
-  json_files.write_text(os.path.join(out, SOURCES), ''.join(
+  json_files.write_text(os.path.join(out, flow_shards.SOURCES), ''.join(
       json.dumps({'video': name, 'source': identity}, sort_keys=True) + '\n'
       for name, identity in sorted(recorded.items())))
 

@@ -57,6 +57,18 @@ class UnfinishedFlow(PrepareError):
     self.shards = tuple(shards)
 
 
+class StaleFlow(PrepareError):
+  """--flow_dir holds flow whose source record (extract_flow's) names another size or mtime
+  than the video file under --data_dir has now: flow of an older file. `videos`: their
+  names."""
+
+  def __init__(self, flow_dir: str, videos: list[str], example: str) -> None:
+    super().__init__(f'flow of {len(videos)} videos is older than their video (e.g. '
+                     f'{example}): rerun //data_tools:extract_flow --out={flow_dir}, then '
+                     'prepare again', 'flow_dir')
+    self.videos = tuple(videos)
+
+
 LIST_FLAGS = ('train_list', 'test_list', 'class_names')
 
 
@@ -473,6 +485,8 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
     if unfinished is not None:
       raise UnfinishedFlow(source['flow_dir'], unfinished)
   split = read_split(config, source)
+  if config.source == 'flow':
+    check_flow_sources(config, source, split)
   videos_dir, frames_dir = source.get('videos_dir', ''), source.get('frames_dir', '')
   flow_dir = source.get('flow_dir', '')
   frame_list = source.get('frame_list') or source.get('flow_list', '')
@@ -527,6 +541,20 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
                      'strict': config.strict})
     plans[subset] = shards
   return split, plans
+
+
+def check_flow_sources(config: PrepareOptions, source: dict[str, str],
+                       split: video_lists.Split) -> None:
+  """Raises `StaleFlow` when the flow of a video of the prepared subsets is older than its
+  video file under --data_dir (--videos_dir): its source record in --flow_dir names another
+  size or mtime (`flow_shards.changed_videos`). Flow without source records (another
+  tool's) passes."""
+  videos_dir = config.videos_dir or datasets.videos_dir(config.dataset, source['data_dir'])
+  files = {e.name: path for subset in config.subsets for e in split.subset(subset)
+           for path in [video_lists.resolve_video(videos_dir, e)] if path}
+  changed = flow_shards.changed_videos(source['flow_dir'], files)
+  if changed:
+    raise StaleFlow(source['flow_dir'], changed, files[changed[0]])
 
 
 def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Split:

@@ -98,7 +98,8 @@ def read_split(dataset: str, split_folder: str, split: int,
                lists: ListFiles | None = None, class_root: str = '') -> Split:
   """The split of `dataset` (see the module docstring). Raises FileNotFoundError naming a
   missing split file, `DatasetError` when none of HMDB51's is there or, given the
-  `class_root` read (videos or frames), HMDB51's class folders and split files disagree."""
+  `class_root` read (videos or frames), HMDB51's class folders and split files disagree.
+  Under `class_root` videos are also compared by file (`video_lists.with_files`)."""
   if dataset == 'hmdb51':
     return read_hmdb51_split(split_folder, split, class_root)
   if dataset == 'list':
@@ -106,7 +107,7 @@ def read_split(dataset: str, split_folder: str, split: int,
       raise DatasetError('dataset=list needs --train_list, --test_list and --class_names',
                          option='train_list')
     return read_list_split(lists)
-  return ucf101.read_split(split_folder, split)
+  return ucf101.read_split(split_folder, split, class_root)
 
 
 def other_dataset(dataset: str, data_dir: str) -> str | None:
@@ -159,8 +160,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
   0, 1 or 2, or that names a video again (other than once train and once test), is an
   InputProblem (a video in the files of two classes: 'conflicting label', one per video,
-  kept out of both subsets); a video in train and test is kept out of training
-  (`video_lists.apply_split_rule`).
+  kept out of both subsets); a video in train and test, by name or by its file under
+  `class_root`, is kept out of training (`video_lists.apply_split_rule`).
   Raises `DatasetError` for a split file without a line of id 1 or 2 (empty, or all 0)
   and, when `class_root` holds class folders (of videos or of frame folders), for a split
   file without its class folder or a class folder without its split file (`check_hmdb51_classes`): either would renumber the
@@ -218,7 +219,8 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
                          f'or 2 of {len(lines)}): class {name!r} would be a label without '
                          'videos; copy the file again from test_train_splits.rar', path,
                          option='split_dir')
-  train, test = (without(subsets[subset], lambda e: e.name.lower() in conflicting)
+  train, test = (video_lists.with_files(
+      without(subsets[subset], lambda e: e.name.lower() in conflicting), class_root)
                  for subset in ('train', 'test'))
   train, test, problems = video_lists.apply_split_rule(train, test, problems)
   return Split(classes, train, test, problems, unused)
@@ -314,11 +316,11 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   InputProblem per line that is malformed, multi-label (a video file with several labels,
   VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
   folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
-  InputProblem per video, kept out with every line of it). A video is its resolved path
-  (`identity`: `./`, `..` and symlinks resolved, relative or absolute alike); its name is the
-  path below `root` without the extension (`list_name`). A list counted from 1 (no label 0,
-  and label len(classes) on some line) raises `DatasetError`: every label would be one class
-  off."""
+  InputProblem per video, kept out with every line of it). A video is its file
+  (`identity`: `video_lists.file_identity`, so `./`, `..`, symlinks and hard links are one
+  video, relative or absolute alike); its name is the path below `root` without the
+  extension (`list_name`). A list counted from 1 (no label 0, and label len(classes) on some
+  line) raises `DatasetError`: every label would be one class off."""
   entries: list[VideoEntry] = []
   labels: dict[int, int] = {}  # label -> its first line
   folders: dict[str, FrameInfo] = {}
@@ -359,7 +361,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
     if not exists:
       bad('missing file', f'{rel} not found under {root}')
       continue
-    identity = os.path.realpath(full)
+    identity = video_lists.file_identity(full)
     if identity in seen and seen[identity][1] != label:
       if identity not in conflicting:
         problems.append(video_lists.conflicting_label(path, number, rel, (
@@ -367,7 +369,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
       conflicting.add(identity)
       continue
     if identity in seen:
-      bad('duplicate', f'{rel} is the video of line {seen[identity][0]} again ({identity})')
+      bad('duplicate', f'{rel} is the video of line {seen[identity][0]} again (the same file)')
       continue
     seen[identity] = (number, label)
     name = list_name(full, root, keep_extension=fields == 3)

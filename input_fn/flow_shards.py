@@ -22,6 +22,7 @@ writing one `--out` at once record their work without a race.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 from typing import Any, Sequence, TypeVar
@@ -30,6 +31,7 @@ from command_line.options import Problem
 from input_fn import dir_identity, json_files
 
 PARTS_DIR = '.flow_parts'
+SOURCES = '.flow_sources.jsonl'  # {"video": name, "source": {"size", "mtime_ns", "settings"}}
 SHARD_SOURCES = '.flow_sources.{shard}-of-{num_shards}.jsonl'
 _SHARD_FILE = re.compile(r'(?:\.flow_sources\.)?(\d+)-of-(\d+)(?:\.started)?\.jsonl?')
 
@@ -82,6 +84,46 @@ def sources_path(out: str, shard: int, num_shards: int) -> str:
 def shard_source_files(out: str) -> list[str]:
   """Every shard's source-record file in `out`, sorted."""
   return sorted(glob.glob(os.path.join(out, '.flow_sources.*-of-*.jsonl')))
+
+
+def read_sources(out: str) -> dict[str, dict[str, Any] | None]:
+  """{video: source} recorded in `<out>/SOURCES`, then in the shards' files (the last line
+  of a video wins; unreadable lines are ignored, so their videos are computed again); a
+  source is None for a video whose flow could not be computed."""
+  recorded = {}
+  lines = []
+  for path in [os.path.join(out, SOURCES)] + shard_source_files(out):
+    try:
+      with open(path) as f:
+        lines += f.read().splitlines()
+    except OSError:
+      continue
+  for line in lines:
+    try:
+      row = json.loads(line)
+      recorded[row['video']] = row['source']
+    except (ValueError, KeyError, TypeError):
+      continue
+  return recorded
+
+
+def changed_videos(out: str, videos: dict[str, str]) -> list[str]:
+  """The names of `videos` ({name: path of its video file}) whose source record in `out`
+  (`read_sources`) names another size or mtime than the file has now: their flow is of an
+  older file. A video without a record, or without its file, is not among them. Sorted."""
+  recorded = read_sources(out)
+  changed = []
+  for name, path in sorted(videos.items()):
+    source = recorded.get(name)
+    if not isinstance(source, dict):
+      continue
+    try:
+      stat = os.stat(path)
+    except OSError:
+      continue
+    if (source.get('size'), source.get('mtime_ns')) != (stat.st_size, stat.st_mtime_ns):
+      changed.append(name)
+  return changed
 
 
 def part_path(out: str, shard: int, num_shards: int) -> str:

@@ -30,7 +30,8 @@ import os
 import re
 
 from input_fn.video_lists import (ClassIndex, DatasetError, InputProblem, Split, VideoEntry,
-                                  apply_split_rule, find_child, not_found, read_lines)
+                                  apply_split_rule, find_child, not_found, read_lines,
+                                  with_files)
 
 CLASS_INDEX_FILE = 'classInd.txt'
 SPLIT_DIR_NAMES = ('ucfTrainTestlist', '')
@@ -151,10 +152,11 @@ def read_split_list(path: str, classes: ClassIndex) -> tuple[list[VideoEntry], l
   return entries, problems
 
 
-def read_split(split_dir: str, split: int) -> Split:
+def read_split(split_dir: str, split: int, video_root: str = '') -> Split:
   """Reads classInd.txt, trainlist0<split>.txt and testlist0<split>.txt from `split_dir`.
 
-  The split rule: a video named in the test list is removed from training
+  The split rule: a video named in the test list, or whose file under `video_root` (videos
+  or frame folders, `with_files`) is a training video's, is removed from training
   (`apply_split_rule`), with an InputProblem, so no test video can ever be trained on. Entry
   indices are renumbered 0..n-1 after removal.
   """
@@ -169,7 +171,8 @@ def read_split(split_dir: str, split: int) -> Split:
     if list_path is None:
       wanted = os.path.join(split_dir, f'{subset}list{split:02d}.txt')
       raise not_found(f'{wanted} not found', wanted, 'split_dir')
-    lists[subset], list_problems = read_split_list(list_path, classes)
+    entries, list_problems = read_split_list(list_path, classes)
+    lists[subset] = with_files(entries, video_root)
     problems += list_problems
   train, test, problems = apply_split_rule(lists['train'], lists['test'], problems)
   return Split(classes, train, test, problems)

@@ -3,6 +3,7 @@ split, and the problems of bad input.
 
     read_lines(path) -> [(line number, text)]      # every list, class or info file
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
+    with_files(entries, root)                      # each entry's file identity under root
     apply_split_rule(train, test, problems)        # a test video is never trained on;
     trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
@@ -102,8 +103,8 @@ class VideoEntry:
   every match; `rel_path` the list's spelling of the file. `class_name` is the spelling of
   classInd.txt, `label` 0-based.
   `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
-  say where the entry came from. `identity`: the resolved path of the listed file or folder
-  where a list names videos by path (list datasets), '' where videos are matched by `key`.
+  say where the entry came from. `identity`: the `file_identity` of its video file or frame
+  folder when it was found, '' when not (then only its name makes it the same video).
   """
   name: str
   class_name: str
@@ -121,16 +122,29 @@ class VideoEntry:
     return self.name.lower()
 
   @property
-  def video(self) -> str:
-    """What makes two entries the same video: `identity` when known, else `same_video(name)`."""
-    return self.identity or same_video(self.name)
+  def video(self) -> tuple[tuple[str, str], ...]:
+    """What makes two entries the same video: any one of these keys in common, its name
+    (`same_video`) and, when found, its file's identity (`file_identity`)."""
+    return (('name', same_video(self.name)),) + ((('file', self.identity),) if self.identity
+                                                  else ())
 
 
 def same_video(name: str) -> str:
-  """The one rule of every train/test leakage check (prepare's split rule, training's check of
-  prepared records): two videos are the same when their names are, case included, as file
-  names on Linux are."""
+  """The rule of every train/test leakage check by name (prepare's split rule, training's
+  check of prepared records): two videos are the same when their names are, case included,
+  as file names on Linux are. Prepare's split rule also compares files (`file_identity`)."""
   return name
+
+
+def file_identity(path: str) -> str:
+  """'<st_dev>:<st_ino>' of the file or folder `path` resolves to (symlinks followed), so a
+  symlink, a hard link and every spelling of one file are one identity; '' when there is
+  none (no such file)."""
+  try:
+    found = os.stat(path)
+  except OSError:
+    return ''
+  return f'{found.st_dev}:{found.st_ino}'
 
 
 def trained_on(trained: Sequence[str], tests: Sequence[str]) -> list[str]:
@@ -182,18 +196,25 @@ def find_dir(root: str, names: Sequence[str], must_contain: str | None = None) -
   return root
 
 
-def find_child(directory: str, name: str) -> str | None:
-  """Path of the entry of `directory` called `name`, compared case-insensitively."""
+def find_child(directory: str, name: str,
+               listings: dict[str, dict[str, str]] | None = None) -> str | None:
+  """Path of the entry of `directory` called `name`, compared case-insensitively.
+  `listings` ({folder: {lower-case name: name}}), when given, keeps each folder's listing
+  for the next calls: one listing of a folder of thousands, not one per name."""
   exact = os.path.join(directory, name)
   if os.path.exists(exact):
     return exact
-  try:
-    for child in os.listdir(directory):
-      if child.lower() == name.lower():
-        return os.path.join(directory, child)
-  except OSError:
-    pass
-  return None
+  if listings is None or directory not in listings:
+    try:
+      children = {child.lower(): child for child in reversed(os.listdir(directory))}
+    except OSError:
+      children = {}
+    if listings is None:
+      found = children.get(name.lower())
+      return os.path.join(directory, found) if found else None
+    listings[directory] = children
+  found = listings[directory].get(name.lower())
+  return os.path.join(directory, found) if found else None
 
 
 @dataclasses.dataclass
@@ -216,30 +237,60 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
                      problems: list[InputProblem]
                      ) -> tuple[list[VideoEntry], list[VideoEntry], list[InputProblem]]:
   """(train, test, `problems` plus one InputProblem per video removed): a video listed for
-  testing is never trained on (compared by `VideoEntry.video`: the resolved path, else
-  `same_video` of the name); one listed in both with two labels is a 'conflicting label'
-  (`conflicting_label`), kept out of both and counted in both (one problem at each list's
-  line). Indices are renumbered 0..n-1."""
-  test_labels = {e.video: e for e in test_entries}
-  conflicting = {e.video for e in train_entries
-                 if e.video in test_labels and test_labels[e.video].label != e.label}
+  testing is never trained on (compared by `VideoEntry.video`: the same name, or the same
+  file under any name, a symlink or a hard link); one listed in both with two labels is a
+  'conflicting label' (`conflicting_label`), kept out of both and counted in both (one
+  problem at each list's line). Indices are renumbered 0..n-1."""
+  tests: dict[tuple[str, str], VideoEntry] = {}
+  for e in test_entries:
+    for key in e.video:
+      tests.setdefault(key, e)
+  pairs = [(e, next((tests[key] for key in e.video if key in tests), None))
+           for e in train_entries]
+  conflicting = {id(other) for e, other in pairs if other is not None and other.label != e.label}
   train, test, problems = [], [], list(problems)
-  for e in train_entries:
-    if e.video in conflicting:
-      other = test_labels[e.video]
+  for e, other in pairs:
+    if other is not None and id(other) in conflicting:
       labels = ((os.path.basename(e.source), e.label),
                 (os.path.basename(other.source), other.label))
       problems.append(conflicting_label(e.source, e.line, e.name, *labels, 'train'))
-      problems.append(conflicting_label(other.source, other.line, e.name, *labels, 'test'))
-    elif e.video in test_labels:
-      problems.append(InputProblem(e.source, e.line, f'{e.name} is also in the test list: '
+      problems.append(conflicting_label(other.source, other.line, other.name, *labels, 'test'))
+    elif other is not None:
+      also = '' if other.name == e.name else f' (as {other.name}, the same file)'
+      problems.append(InputProblem(e.source, e.line, f'{e.name} is also in the test list{also}: '
                               'kept out of training', 'test video in training list', 'train'))
     else:
       train.append(dataclasses.replace(e, index=len(train)))
   for e in test_entries:
-    if e.video not in conflicting:
+    if id(e) not in conflicting:
       test.append(dataclasses.replace(e, index=len(test)))
   return train, test, problems
+
+
+def with_files(entries: list[VideoEntry], root: str) -> list[VideoEntry]:
+  """`entries` whose `identity` was not known, given the `file_identity` of their video file
+  or frame folder under `root` (`locate`); `entries` as they are without a `root`."""
+  if not root:
+    return entries
+  listings: dict[str, dict[str, str]] = {}
+  return [e if e.identity else dataclasses.replace(
+      e, identity=file_identity(locate(root, e, listings) or '')) for e in entries]
+
+
+def locate(root: str, entry: VideoEntry,
+           listings: dict[str, dict[str, str]] | None = None) -> str | None:
+  """Path of `entry`'s video under `root`: its file (`resolve_video`), else its frame folder
+  `<root>/<class>/<video>/` or `<root>/<video>/` (names matched case-insensitively,
+  `find_child` with `listings`); None when there is none."""
+  found = resolve_video(root, entry, listings)
+  if found:
+    return found
+  folder = find_child(root, entry.class_name, listings)
+  for parent in ([folder] if folder else []) + [root]:
+    video = find_child(parent, entry.name, listings)
+    if video and os.path.isdir(video):
+      return video
+  return None
 
 
 def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
@@ -252,14 +303,16 @@ def conflicting_label(path: str, line: int, video: str, first: tuple[str, Any],
                  'conflicting label', subset or '')
 
 
-def resolve_video(video_root: str, entry: VideoEntry) -> str | None:
+def resolve_video(video_root: str, entry: VideoEntry,
+                  listings: dict[str, dict[str, str]] | None = None) -> str | None:
   """Path of `entry`'s video file under `video_root` (`rel_path`, e.g. `<Class>/<file>`,
-  each part matched case-insensitively; an absolute `rel_path` as it is), else None."""
+  each part matched case-insensitively, `find_child` with `listings`; an absolute
+  `rel_path` as it is), else None."""
   if os.path.isabs(entry.rel_path):
     return entry.rel_path if os.path.isfile(entry.rel_path) else None
   path = video_root
   for part in entry.rel_path.split('/'):
-    path = find_child(path, part)
+    path = find_child(path, part, listings)
     if path is None:
       return None
   return path if os.path.isfile(path) else None

@@ -207,7 +207,8 @@ class DataToolsTest(tf.test.TestCase):
 
   @classmethod
   def replace_a_video(cls) -> dict:
-    """extract_flow, replace one .avi by another video's file, extract_flow again."""
+    """extract_flow, replace one .avi by another video's file, prepare its flow (refused:
+    stale), extract_flow again (twice), prepare again."""
     data = os.path.join(cls.root, 'replaced')
     os.makedirs(data)
     shutil.copytree(os.path.join(cls.data, SPLIT), os.path.join(data, SPLIT))
@@ -216,10 +217,13 @@ class DataToolsTest(tf.test.TestCase):
     videos = os.path.join(data, 'UCF-101', 'MoveLeftSpeed1')
     shutil.copy(os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g05_c01.avi'),
                 os.path.join(videos, REPLACED + '.avi'))
+    out = os.path.join(cls.root, 'out_replaced')
+    stale = prepare(data, out, '--source=flow', '--subsets=test')
     second = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
     third = run('data_tools.extract_flow_main', f'--data_dir={data}', *SYNTHETIC_FLOW)
-    return {'first': first, 'second': second, 'third': third,
-            'flow': os.path.join(data, ucf101.FLOW_DIR_NAME)}
+    current = prepare(data, out, '--source=flow', '--subsets=test')
+    return {'first': first, 'stale': stale, 'second': second, 'third': third,
+            'current': current, 'out': out, 'flow': os.path.join(data, ucf101.FLOW_DIR_NAME)}
 
   @classmethod
   def damage_the_flow_manifest(cls) -> dict:
@@ -343,6 +347,10 @@ class DataToolsTest(tf.test.TestCase):
                      {'videos': 16, 'already_done': 15, 'to_compute': 1, 'changed': 1})
     self.assertEqual(counts('third'),
                      {'videos': 16, 'already_done': 16, 'to_compute': 0, 'changed': 0})
+    # Before the rerun prepare refuses the stale flow; after it, it reads the new flow.
+    self.assertRefused(runs['stale'], 'StaleFlow', ['flow_dir'])
+    self.assertDone(runs['current'])
+    self.assertIn(REPLACED, read_records(runs['out'], 'test'))
     # The replaced video's flow is now that of the video copied over it.
     for channel in flow.CHANNELS:
       replaced = os.path.join(runs['flow'], channel, REPLACED)

@@ -5,6 +5,7 @@ Frames are tiny (at most 40x32) and the solver runs with coarse settings, so the
 takes seconds of TV-L1.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -164,7 +165,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
   def test_flow_of_an_older_extraction_without_source_records_is_kept_unless_older_than_its_video(self):
     data = os.path.join(self.root, 'older')
     shutil.copytree(self.data, data)  # file and folder times kept
-    os.remove(os.path.join(data, 'tvl1_flow', extract_flow.SOURCES))
+    os.remove(os.path.join(data, 'tvl1_flow', flow_shards.SOURCES))
     video = os.path.join(data, 'UCF-101', 'MoveRightSpeed1', 'v_MoveRightSpeed1_g04_c01.avi')
     later = os.stat(video).st_mtime + 3600
     os.utime(video, (later, later))  # edited after its flow was computed
@@ -172,6 +173,32 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertPlan(events, already_done=15, adopted=15, to_compute=2, changed=1)
     _, events = self.extract(data)
     self.assertPlan(events, already_done=16, adopted=0, to_compute=1, changed=0)  # the bad one
+
+  def test_flow_older_than_its_video_is_refused_by_prepare_unless_no_source_records(self):
+    data = os.path.join(self.root, 'stale')
+    shutil.copytree(self.data, data)
+    videos = os.path.join(data, 'UCF-101')
+    shutil.copy(os.path.join(videos, 'MoveRightSpeed1', 'v_MoveRightSpeed1_g01_c01.avi'),
+                os.path.join(videos, 'MoveLeftSpeed1', 'v_MoveLeftSpeed1_g01_c01.avi'))
+    config = prepare.PrepareOptions(source='flow', data_dir=data, subsets=('test',),
+                                    out=os.path.join(self.root, 'stale_records'),
+                                    short_side=0, workers=1)
+    with self.assertRaises(prepare.PrepareError) as caught:  # a StaleFlow
+      prepare.prepare(config, log=lambda line: None)
+    self.assertEqual((caught.exception.option, caught.exception.videos),
+                     ('flow_dir', ('v_MoveLeftSpeed1_g01_c01',)))
+    self.assertFalse(os.path.exists(config.out))
+    sources = os.path.join(data, 'tvl1_flow', flow_shards.SOURCES)
+    with open(sources) as f:
+      recorded = f.read()
+    os.remove(sources)  # another tool's flow: read as it is
+    prepare.prepare(config, log=lambda line: None)
+    with open(sources, 'w') as f:
+      f.write(recorded)
+    _, events = self.extract(data)
+    self.assertPlan(events, changed=1)
+    prepare.prepare(dataclasses.replace(config, out=os.path.join(self.root, 'fresh_records')),
+                    log=lambda line: None)
 
   def test_three_shards_into_one_out_write_what_one_process_writes_byte_for_byte(self):
     out = os.path.join(self.root, 'sharded')

@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.python.util._pywrap_util_port import IsMklEnabled
 
 from data_tools import extract_flow, tvl1
-from input_fn import flow, video_io
+from input_fn import flow, flow_shards, video_io
 from tests.flow_testing import dataset_with_a_broken_video
 from tests.i3d_test_lib import TESTDATA, shared_i3d_dir
 
@@ -246,7 +246,7 @@ class BackendTest(tf.test.TestCase):
     listing = {b: sorted(os.path.relpath(os.path.join(d, f), o) for o in [outs[b]]
                          for d, _, files in os.walk(o) for f in files) for b in outs}
     self.assertEqual(listing['opencv'], listing['tensorflow'])
-    for name in (extract_flow.MANIFEST, 'flow.txt', extract_flow.SOURCES):
+    for name in (extract_flow.MANIFEST, 'flow.txt', flow_shards.SOURCES):
       with open(os.path.join(outs['opencv'], name)) as a, \
            open(os.path.join(outs['tensorflow'], name)) as b:
         self.assertEqual(a.read(), b.read(), name)

@@ -1,5 +1,5 @@
 """Users' own text files and paths: read alike with or without a byte-order mark, CRLF or
-trailing whitespace; a video is its resolved path; class-names lines that would shift labels,
+trailing whitespace; a video is its file (any spelling, symlink or hard link); class-names lines that would shift labels,
 HMDB51 trees that disagree with their split files, multi-label lines and rawframe counts
 that disagree with their folders are named, never silently renumbered or dropped.
 
@@ -165,7 +165,7 @@ class OneReaderTest(absltest.TestCase):
 
 
 class VideoIdentityTest(absltest.TestCase):
-  """A listed video is its resolved path, however the line spells it."""
+  """A listed video is its file, however the line spells it (symlinks and hard links too)."""
 
   def setUp(self):
     super().setUp()
@@ -216,6 +216,17 @@ class VideoIdentityTest(absltest.TestCase):
                      [('train.txt', 2, 'conflicting label', 'train'),
                       ('test.txt', 2, 'conflicting label', 'test')])
 
+  def test_a_hard_link_to_a_training_video_is_that_video(self):
+    os.link(os.path.join(self.root, 'vids', 'v4.avi'), os.path.join(self.root, 'vids', 'hard4.avi'))
+    for label, kind in ((1, 'test video in training list'), (0, 'conflicting label')):
+      with self.subTest(label=label):
+        split = self.split('vids/v1.avi 0\nvids/v4.avi 1\n', f'vids/hard4.avi {label}\n')
+        self.assertEqual([e.name for e in split.train], ['vids/v1'])
+        self.assertEqual(sorted((os.path.basename(p.source), p.line, p.kind)
+                                for p in split.problems),
+                         [('test.txt', 1, kind)] * (kind == 'conflicting label') +
+                         [('train.txt', 2, kind)])
+
   def test_a_list_counted_from_one_is_refused_naming_it(self):
     for train, test, option in (('vids/v1.avi 1\nvids/v4.avi 2\n', 'vids/test.avi 1\n',
                                  'train_list'),
@@ -257,6 +268,75 @@ class VideoIdentityTest(absltest.TestCase):
           class_names=self.classes, workers=1)
       fingerprints.append([s['fingerprint'] for s in prepare.plan(config)[1]['train']])
     self.assertEqual(fingerprints[0], fingerprints[1])
+
+
+class SameFileTest(absltest.TestCase):
+  """A test video that is a training video's file under another name (a symlink, a hard link)
+  is that video on UCF101 and HMDB51, in prepare's split and the direct route's alike."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
+
+  def both_routes(self, dataset: str, source: str) -> list[list[tuple[str, int, str]]]:
+    """[(list file, line, kind) of each problem] of the direct route's split and prepare's."""
+    params = types.SimpleNamespace(dataset=dataset, data_dir=self.root, split=1,
+                                   data_source=source)
+    config = prepare.PrepareOptions(dataset=dataset, data_dir=self.root, source=source,
+                                    out=os.path.join(self.root, 'out'), workers=1)
+    return [sorted((os.path.basename(p.source), p.line, p.kind) for p in split.problems)
+            for split in (datasets.params_split(params), prepare.plan(config)[0])]
+
+  def ucf101(self, source: str) -> str:
+    """Two classes, g08 and g09 of A for training and g01, g02, g03 for testing, one of
+    B each; returns the folder of A's videos (files) or frame folders (folders)."""
+    write(os.path.join(self.root, 'ucfTrainTestlist', 'classInd.txt'), '1 A\n2 B\n')
+    write(os.path.join(self.root, 'ucfTrainTestlist', 'trainlist01.txt'),
+          'A/v_A_g08_c01.avi 1\nA/v_A_g09_c01.avi 1\nB/v_B_g08_c01.avi 2\n')
+    write(os.path.join(self.root, 'ucfTrainTestlist', 'testlist01.txt'),
+          'A/v_A_g01_c01.avi\nA/v_A_g02_c01.avi\nA/v_A_g03_c01.avi\nB/v_B_g01_c01.avi\n')
+    for video in ('A/v_A_g08_c01', 'A/v_A_g09_c01', 'A/v_A_g03_c01', 'B/v_B_g08_c01',
+                  'B/v_B_g01_c01'):
+      if source == 'videos':
+        write(os.path.join(self.root, 'UCF-101', video + '.avi'), video)
+      else:
+        write(os.path.join(self.root, 'jpegs_256', video.split('/')[1], 'frame000001.jpg'), '')
+    return os.path.join(self.root, 'UCF-101', 'A') if source == 'videos' else os.path.join(
+        self.root, 'jpegs_256')
+
+  def test_ucf101_videos_symlinked_or_hard_linked_to_a_training_video(self):
+    folder = self.ucf101('videos')
+    os.symlink('v_A_g08_c01.avi', os.path.join(folder, 'v_A_g01_c01.avi'))
+    os.link(os.path.join(folder, 'v_A_g09_c01.avi'), os.path.join(folder, 'v_A_g02_c01.avi'))
+    for problems in self.both_routes('ucf101', 'videos'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list'),
+                                  ('trainlist01.txt', 2, 'test video in training list')])
+
+  def test_a_ucf101_frame_folder_symlinked_to_a_training_video_of_another_class(self):
+    folder = self.ucf101('frames')
+    os.symlink('v_B_g08_c01', os.path.join(folder, 'v_A_g01_c01'))
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('testlist01.txt', 1, 'conflicting label'),
+                                  ('trainlist01.txt', 3, 'conflicting label')])
+
+  def test_an_hmdb51_test_video_linked_to_a_training_video_of_another_class(self):
+    splits = hmdb51_tree(self.root)
+    train = next(text.split()[0] for _, text in video_lists.read_lines(
+        os.path.join(splits, 'catch_test_split1.txt')) if text.split()[1] == '1')
+    other = sorted(n for n in os.listdir(splits) if n.endswith('_test_split1.txt') and
+                   not n.startswith('catch'))[0]
+    other_class = other[:-len('_test_split1.txt')]
+    os.symlink(os.path.join('..', 'catch', train),
+               os.path.join(self.root, 'hmdb51_org', other_class, 'Copy_x.avi'))
+    with open(os.path.join(splits, other), 'a') as f:
+      f.write('Copy_x.avi 2 \n')
+    line = len(video_lists.read_lines(os.path.join(splits, other)))
+    train_line = next(number for number, text in video_lists.read_lines(
+        os.path.join(splits, 'catch_test_split1.txt')) if text.split()[0] == train)
+    for problems in self.both_routes('hmdb51', 'videos'):
+      self.assertEqual(problems, sorted([('catch_test_split1.txt', train_line, 'conflicting label'),
+                                         (other, line, 'conflicting label')]))
 
 
 class ClassNamesTest(absltest.TestCase):

@@ -1636,6 +1636,7 @@ TEST_DEPS = {
         "//data_tools:extract_flow_lib",
         "//data_tools:tvl1",
         "//input_fn:flow",
+        "//input_fn:flow_shards",
         "//input_fn:video_io",
     ],
     "two_stream_checks_test": [
