@@ -1642,7 +1642,6 @@ TEST_DEPS = {
     "two_stream_checks_test": [
         ":program_runs",
         ":tiny_records",
-        "//input_fn:flow",
         "//input_fn:manifest",
         "//serving:evaluate_two_stream_main",
         "//serving:export_info",
