@@ -111,7 +111,7 @@ def _layout_reads_frames(c: PrepareOptions) -> OptionProblem | None:
 
 
 # The folder and list flags each --source reads (the others would be left unread).
-_SOURCE_FLAGS = {'videos_dir': ('videos',), 'frames_dir': ('frames',),
+_SOURCE_FLAGS = {'videos_dir': ('videos', 'flow'), 'frames_dir': ('frames',),
                  'frame_list': ('frames',), 'flow_dir': ('flow',), 'flow_list': ('flow',)}
 
 

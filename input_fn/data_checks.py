@@ -24,7 +24,7 @@ import os
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import datasets, direct, flow_shards, manifest, pipeline, ucf101
+from input_fn import datasets, direct, flow_shards, manifest, pipeline, ucf101, video_lists
 from input_fn.frame_sample import frame_sample
 
 SUBSETS = manifest.SUBSETS
@@ -178,6 +178,24 @@ def _manifest_source(data_dir: str) -> str | None:
   return None
 
 
+def _stale_flow(params: Any, flow_dir: str) -> str | None:
+  """'<n> videos is older than their video (e.g. <file>)' when extract_flow's source records
+  in `flow_dir` name another size or mtime than the split's video files have now
+  (`flow_shards.changed_videos`, as prepare checks); None when none does or the split
+  cannot be read (other checks name that)."""
+  try:
+    split = datasets.params_split(params)
+  except (OSError, ValueError):
+    return None
+  videos_dir = datasets.videos_dir(params.dataset, params.data_dir)
+  files = {e.name: path for e in split.train + split.test
+           for path in [video_lists.resolve_video(videos_dir, e)] if path}
+  changed = flow_shards.changed_videos(flow_dir, files)
+  if not changed:
+    return None
+  return f'{len(changed)} videos is older than their video (e.g. {files[changed[0]]})'
+
+
 def _stream_problem(params: Any) -> Problem | None:
   """Why the files in data_dir cannot give clips of --stream (a source that cannot give
   flow at all is refused when the TrainParams is made), saying what to run; None when they
@@ -197,6 +215,11 @@ def _stream_problem(params: Any) -> Problem | None:
       return Problem('data_dir', f'stream=flow with data_source=frames reads {flow_dir}, '
                                  'which holds an unfinished extraction: '
                                  f'{flow_shards.unfinished_text(flow_dir, shards)}')
+    stale = _stale_flow(params, flow_dir)
+    if stale:
+      return Problem('data_dir', f'stream=flow with data_source=frames reads {flow_dir}, '
+                                 f'whose flow of {stale}: rerun //data_tools:extract_flow '
+                                 f'--data_dir={data_dir}')
   if source == 'tfrecord':
     prepared = _manifest_source(data_dir)
     if stream == 'flow' and prepared not in (None, 'flow'):

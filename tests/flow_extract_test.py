@@ -188,6 +188,12 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertEqual((caught.exception.option, caught.exception.videos),
                      ('flow_dir', ('v_MoveLeftSpeed1_g01_c01',)))
     self.assertFalse(os.path.exists(config.out))
+    # Training the flow of the frames route refuses the same flow.
+    stale = [p for p in data_checks.problems(make_params(
+        model='c3d_small', num_classes=3, stream='flow', data_source='frames', data_dir=data))
+             if p.option == 'data_dir']
+    self.assertLen(stale, 1)
+    self.assertIn('v_MoveLeftSpeed1_g01_c01', stale[0])
     sources = os.path.join(data, 'tvl1_flow', flow_shards.SOURCES)
     with open(sources) as f:
       recorded = f.read()

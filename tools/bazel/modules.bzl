@@ -355,6 +355,7 @@ MODULES = {
             ":manifest",
             ":pipeline",
             ":ucf101",
+            ":video_lists",
             "//command_line:options",
         ]),
         ("datasets.py", "datasets", [
