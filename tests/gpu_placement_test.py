@@ -77,27 +77,35 @@ def recipe_graph(model: str, recipe: str, gpus: int, in_cluster: bool, **changes
   return graph
 
 
-def device_of(op: tf.Operation) -> tuple:
+def device_of(op: tf.Operation, known: dict[tf.Operation, tuple]) -> tuple:
   """(job, task, device type, index) where `op` runs: a colocated op's target's device; an
-  op reading or writing a resource variable, the variable's (the placer puts it there)."""
+  op reading or writing a resource variable, the variable's (the placer puts it there).
+  `known` remembers each op's answer (one dict per graph: most ops are asked many times)."""
+  if op not in known:
+    known[op] = _placement(op, known)
+  return known[op]
+
+
+def _placement(op: tf.Operation, known: dict[tf.Operation, tuple]) -> tuple:
+  """`device_of(op)`, worked out."""
   if '_class' in op.node_def.attr and op.type != 'VarHandleOp':
     target = op.node_def.attr['_class'].list.s[0].decode()[len('loc:@'):]
     if target != op.name:
-      return device_of(op.graph.get_operation_by_name(target))
+      return device_of(op.graph.get_operation_by_name(target), known)
   resources = [t.op for t in op.inputs if t.dtype == tf.resource and t.op is not op]
   if resources:
-    return device_of(resources[0])
+    return device_of(resources[0], known)
   spec = tf.DeviceSpec.from_string(op.device)
   return (spec.job, spec.task, (spec.device_type or '').upper() or None,
           spec.device_index or 0 if spec.device_type else None)
 
 
-def variable_device(op: tf.Operation) -> tuple | None:
+def variable_device(op: tf.Operation, known: dict[tf.Operation, tuple]) -> tuple | None:
   """The device of the variable whose value `op` reads (through identities and reads)."""
   while op.type in ('ReadVariableOp', 'Identity', 'Cast') and op.inputs:
     op = op.inputs[0].op
     if op.type == 'VarHandleOp':
-      return device_of(op)
+      return device_of(op, known)
   return None
 
 
@@ -152,59 +160,72 @@ class RecipeGraphTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.gpu_kernels = cuda_kernels.read_snapshot(SNAPSHOT)[1]
+    cls.kernels_found = {}
 
   def check(self, *args, **changes) -> tf.Graph:
     graph = recipe_graph(*args, **changes)
     ops = graph.get_operations()
-    self.assertEqual([op.name for op in ops if device_of(op)[0] == 'ps'
-                      and device_of(op)[2] != 'CPU'], [], 'ops on a ps, not on its CPU')
-    self.assertEqual([f'{op.name} ({op.type})' for op in ops if device_of(op)[2] == 'GPU'
-                      and cuda_kernels.find_kernel(op.node_def, self.gpu_kernels) is None],
+    known: dict[tf.Operation, tuple] = {}
+    where = {op: device_of(op, known) for op in ops}
+    self.assertEqual([op.name for op in ops if where[op][0] == 'ps' and where[op][2] != 'CPU'],
+                     [], 'ops on a ps, not on its CPU')
+    self.assertEqual([f'{op.name} ({op.type})' for op in ops if where[op][2] == 'GPU'
+                      and self.gpu_kernel(op.node_def) is None],
                      [], 'GPU ops without a GPU kernel for their dtypes')
-    self._check_towers(ops)
-    self._check_ema(ops)
-    self._check_casts(ops)
+    self._check_towers(ops, where, known)
+    self._check_ema(ops, where)
+    self._check_casts(ops, where)
     return graph
 
-  def _check_towers(self, ops) -> None:
+  def gpu_kernel(self, node_def) -> cuda_kernels.Kernel | None:
+    """`cuda_kernels.find_kernel` in the snapshot, remembered per op type and attrs (all it
+    reads): a graph holds thousands of ops of a few hundred kinds."""
+    key = (node_def.op, tuple(sorted((name, value.SerializeToString(deterministic=True))
+                                     for name, value in node_def.attr.items())))
+    if key not in self.kernels_found:
+      self.kernels_found[key] = cuda_kernels.find_kernel(node_def, self.gpu_kernels)
+    return self.kernels_found[key]
+
+  def _check_towers(self, ops, where: dict[tf.Operation, tuple],
+                    known: dict[tf.Operation, tuple]) -> None:
     strays, crossings = [], []
     for op in ops:
       match = TOWER_OP.match(op.name)
       if not match:
         continue
-      here = device_of(op)
+      here = where[op]
       if here[2:] != ('GPU', int(match.group(2))) and op.type != 'ReadVariableOp':
         strays.append(f'{op.name} on {here}')
       for tensor in op.inputs:
         source = tensor.op
-        if device_of(source) == here or is_scalar(tensor):
+        if where[source] == here or is_scalar(tensor):
           continue
-        if is_input(source) and (source.type != 'SplitV' or device_of(source)[2] == 'CPU') \
-            or variable_device(source) is not None:
+        if is_input(source) and (source.type != 'SplitV' or where[source][2] == 'CPU') \
+            or variable_device(source, known) is not None:
           continue
         crossings.append(f'{source.name} -> {op.name}')
     self.assertEqual(strays, [], 'tower ops off their GPU')
     self.assertEqual(crossings, [], 'copies into a tower besides the input and the weights')
 
-  def _check_ema(self, ops) -> None:
+  def _check_ema(self, ops, where: dict[tf.Operation, tuple]) -> None:
     scopes = collections.defaultdict(set)
     for op in ops:
       top = op.name.split('/')[0]
       if top.startswith('ExponentialMovingAverage'):
-        scopes[top].add(device_of(op))
+        scopes[top].add(where[op])
     for scope, devices in scopes.items():
       self.assertLen(devices, 1, f'{scope} runs on {devices}')
 
-  def _check_casts(self, ops) -> None:
+  def _check_casts(self, ops, where: dict[tf.Operation, tuple]) -> None:
     for op in ops:
       if op.type != 'Cast':
         continue
       source, target = op.inputs[0].dtype, op.outputs[0].dtype
-      here, before = device_of(op), device_of(op.inputs[0].op)
+      here, before = where[op], where[op.inputs[0].op]
       if target in SIXTEEN_BITS:
         self.assertEqual(here, before, f'{op.name}: narrowed away from its value')
       elif source in SIXTEEN_BITS:
-        used = {device_of(c) for c in op.outputs[0].consumers()}
+        used = {where[c] for c in op.outputs[0].consumers()}
         if len(used) == 1:
           self.assertEqual({here}, used, f'{op.name}: widened away from its use')
         if before in used:

@@ -176,17 +176,19 @@ def nested_graphs(graph: tf.Graph):
 class DeviceLoopTest(tf.test.TestCase):
   """The loop stays on the device: same bits, few host syncs, no int32 arrays."""
 
-  def setUp(self):
-    super().setUp()
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
     golden = np.load(os.path.join(TESTDATA, 'tvl1_golden.npz'))
-    self.first, self.second = (golden[k].astype(np.float32) for k in ('first', 'second'))
+    cls.first, cls.second = (golden[k].astype(np.float32) for k in ('first', 'second'))
     # oneDNN's CPU kernels round sums their own way: the flow made with them as now.
-    self.golden_flow = golden[f'flow_onednn_{"on" if IsMklEnabled() else "off"}']
+    cls.golden_flow = golden[f'flow_onednn_{"on" if IsMklEnabled() else "off"}']
+    # The loop as built for a GPU, traced once: the bits of its run and the tensors of its
+    # graph are checked on the same function.
+    cls.device_loop = tvl1.Tvl1(*cls.first.shape[1:], check_every=tvl1.GPU_CHECK_EVERY)
 
   def test_the_same_bits_as_the_loop_that_checked_every_iteration(self):
-    height, width = self.first.shape[1:]
-    ours = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow(
-        self.first, self.second).numpy()
+    ours = self.device_loop.flow(self.first, self.second).numpy()
     differ = ours != self.golden_flow
     self.assertFalse(differ.any(), f'{differ.sum()} of {differ.size} values differ, by up '
                      f'to {np.abs(ours - self.golden_flow).max()} px')
@@ -217,9 +219,7 @@ class DeviceLoopTest(tf.test.TestCase):
     self.assertLessEqual(with_xla, 2 * iterations / every + 2 * parameters.warps + 1)
 
   def test_no_int32_array_that_a_gpu_would_copy_to_the_host(self):
-    height, width = self.first.shape[1:]
-    graph = tvl1.Tvl1(height, width, check_every=tvl1.GPU_CHECK_EVERY).flow \
-        .get_concrete_function().graph
+    graph = self.device_loop.flow.get_concrete_function().graph
     for g in nested_graphs(graph):
       for op in g.get_operations():
         for tensor in op.inputs:

@@ -1009,6 +1009,7 @@ TEST_DEPS = {
         ":program_runs",
         "//towers:checkpoints",
         "//towers:train_main",
+        "//towers:training",
     ],
     "cluster_node_test": [
         ":program_runs",
