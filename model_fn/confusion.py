@@ -116,6 +116,11 @@ def render_per_class(accuracy: np.ndarray, names: Sequence[str] | None = None,
 
 
 def write_png(path: str, image: np.ndarray) -> None:
-  """Writes the RGB uint8 `image` to `path` as PNG; raises OSError when it cannot."""
-  if not cv2.imwrite(path, cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
-    raise OSError(f'could not write {path}')
+  """Writes the RGB uint8 `image` to `path` as PNG (encoded here and written by Python,
+  whose writes report a full disk or a file-size limit; OpenCV's `imwrite` leaves a
+  truncated file and says it succeeded); raises OSError when it cannot."""
+  ok, encoded = cv2.imencode('.png', cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+  if not ok:
+    raise OSError(f'could not encode {path} as PNG')
+  with open(path, 'wb') as f:
+    f.write(encoded.tobytes())

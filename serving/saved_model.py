@@ -36,13 +36,15 @@ class ModelError(ValueError):
 
 def saved_model_dir(path: str) -> str:
   """`path` if it holds a saved_model.pb, else the newest export under `path/export/best`
-  (a model_dir trained by //towers:train) or under `path` itself (that export/best/).
+  (a model_dir trained by //towers:train) or under `path` itself (that export/best/); a
+  `temp-<timestamp>/` export a killed run left unfinished is never taken.
   Raises `ModelError` naming what to do."""
   if tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
     return path
   for best in (os.path.join(path, 'export', 'best'), path):
     exports = sorted(d for d in (tf.io.gfile.listdir(best) if tf.io.gfile.isdir(best) else [])
-                     if tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
+                     if not d.startswith('temp-')  # an export a killed run left unfinished
+                     and tf.io.gfile.exists(os.path.join(best, d.rstrip('/'), 'saved_model.pb')))
     if exports:
       break
   if not exports:

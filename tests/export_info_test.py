@@ -10,7 +10,7 @@ import tempfile
 
 import tensorflow as tf
 
-from serving import export_info
+from serving import export_info, saved_model
 from towers import export_info as export_writer
 from towers import params as params_lib
 
@@ -131,6 +131,18 @@ class ExportInfoReadTest(tf.test.TestCase):
     with self.assertRaises(export_info.ExportInfoError) as caught:
       export_info.read(self.export)
     self.assertEqual(caught.exception.copy, os.path.join(self.root, 'model', 'export_assets'))
+
+
+class NewestExportTest(tf.test.TestCase):
+
+  def test_an_unfinished_export_a_killed_run_left_is_never_the_newest(self):
+    best = os.path.join(self.create_tempdir().full_path, 'export', 'best')
+    for name in ('1796000000', 'temp-1796000100'):
+      os.makedirs(os.path.join(best, name))
+      with open(os.path.join(best, name, 'saved_model.pb'), 'wb') as f:
+        f.write(b'')
+    model_dir = os.path.dirname(os.path.dirname(best))
+    self.assertEqual(saved_model.saved_model_dir(model_dir), os.path.join(best, '1796000000'))
 
 
 if __name__ == '__main__':

@@ -185,6 +185,16 @@ class FileSizeLimitTest(tf.test.TestCase):
     self.assertTrue(full[0]['path'].startswith(under), full[0])
     self.assertTrue(full[0]['resumes'])
 
+  def test_a_png_over_the_file_size_limit_is_an_error_not_a_truncated_file(self):
+    path = os.path.join(self.out, 'confusion.png')
+    code = ('import numpy as np; from model_fn import confusion; '
+            f'confusion.write_png({path!r}, np.random.default_rng(0).integers(0, 255, '
+            '(256, 256, 3), dtype=np.uint8))')
+    done = subprocess.run(['prlimit', f'--fsize={16 << 10}', sys.executable, '-c', code],
+                          env=ENV, capture_output=True, text=True, timeout=LIMIT, check=False)
+    self.assertNotEqual(done.returncode, 0, 'the write said it succeeded')
+    self.assertIn('File too large', done.stderr)
+
   def test_prepare_over_the_file_size_limit(self):
     out = os.path.join(self.out, 'records')
     done = self.limited('data_tools.prepare_main', 16 << 10, f'--data_dir={self.data}',

@@ -1154,6 +1154,7 @@ TEST_DEPS = {
     ],
     "export_info_test": [
         "//serving:export_info",
+        "//serving:saved_model",
         "//towers:export_info",
         "//towers:params",
     ],
