@@ -210,6 +210,18 @@ class TrainSettingsTest(tf.test.TestCase):
                      done.output())
     self.assertIn('model.ckpt-1', done.error['message'])  # the one to point it at
     self.assertFalse(tf.io.gfile.glob(os.path.join(self.model_dir, 'model.ckpt-3.*')))
+    # The `checkpoint` file itself gone, empty or damaged: the same, before any step.
+    state = os.path.join(self.model_dir, 'checkpoint')
+    for text in (None, '', 'model_checkpoint_path: "model.ckpt-1\n{{{'):
+      with self.subTest(text=text):
+        if text is None:
+          os.remove(state)
+        else:
+          with open(state, 'w') as f:
+            f.write(text)
+        found = preflight.problems(make_params(TINY, model_dir=self.model_dir, max_steps=3))
+        self.assertEqual([p.option for p in found], ['model_dir'])
+        self.assertIn('model.ckpt-1', found[0])
 
   def test_a_damaged_or_hand_edited_record_stops_naming_the_file(self):
     path = train_settings.record_path(self.model_dir)

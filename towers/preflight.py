@@ -18,6 +18,8 @@ a warm-start checkpoint's names and shapes fit the graph is checked when the gra
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
 
 from command_line import disk_space, working_dir
@@ -76,19 +78,34 @@ def _model_dir_problems(model_dir: str) -> list[Problem]:
 
 
 def _missing_latest_checkpoint(model_dir: str) -> str | None:
-  """The problem when model_dir's `checkpoint` file names a checkpoint whose files are gone;
-  None when it names none or its files are there."""
+  """The problem when model_dir's `checkpoint` file is damaged, names a checkpoint whose
+  files are gone, or is gone itself while checkpoints are there (training would start over
+  from step 0 and overwrite them); None otherwise."""
+  held = sorted(tf.io.gfile.glob(f'{model_dir}/model.ckpt-*.index'),
+                key=lambda p: int(p.rsplit('-', 1)[1][:-len('.index')]))
+  newest = held[-1][:-len('.index')] if held else None
+  restore = (f'write model_checkpoint_path: "{os.path.basename(newest)}" into it (the newest '
+             'checkpoint there)' if newest else 'delete it to start over')
   if not tf.io.gfile.exists(f'{model_dir}/checkpoint'):
-    return None
-  state = tf.train.get_checkpoint_state(model_dir)
+    if newest is None:
+      return None
+    return (f'{model_dir} holds checkpoints (the newest {newest}) but no `checkpoint` file '
+            f'naming them, so training would start over from step 0 and overwrite them: '
+            f'restore that file (a line model_checkpoint_path: "{os.path.basename(newest)}"), '
+            'or train in a new --model_dir')
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except (ValueError, tf.errors.OpError) as e:
+    return (f'{model_dir}/checkpoint cannot be read ({str(e).splitlines()[0]}): {restore}, or '
+            'train in a new --model_dir')
   named = state.model_checkpoint_path if state else ''
-  if not named or tf.io.gfile.glob(f'{named}.index'):
+  if not named:
+    return (f'{model_dir}/checkpoint names no checkpoint: {restore}, or train in a new '
+            '--model_dir') if newest else None
+  if tf.io.gfile.glob(f'{named}.index'):
     return None
-  there = [p for p in state.all_model_checkpoint_paths if tf.io.gfile.glob(f'{p}.index')]
-  fix = (f'point it at {there[-1]} (the newest checkpoint there: edit model_checkpoint_path)'
-         if there else 'delete that file to start over')
   return (f'{model_dir}/checkpoint names the checkpoint {named}, whose files are missing '
-          f'(deleted, or a copy that missed them): restore them, or {fix}, or train in a '
+          f'(deleted, or a copy that missed them): restore them, or {restore}, or train in a '
           'new --model_dir')
 
 
