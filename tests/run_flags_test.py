@@ -5,6 +5,7 @@ later --max_steps continues it."""
 
 import glob
 import os
+import shutil
 import tempfile
 
 from absl import flags
@@ -117,6 +118,14 @@ class RerunTest(absltest.TestCase):
     self.assertEqual(done.code, 0, done.output())
     best = os.path.join(self.model_dir, 'export', 'best')
     self.assertLen(glob.glob(os.path.join(best, '*', 'saved_model.pb')), 1)
+
+  def test_the_flagfile_of_a_copied_model_dir_never_trains_the_original(self):
+    copy = shutil.copytree(self.model_dir, os.path.join(tempfile.mkdtemp(), 'copy'))
+    before = sorted(os.listdir(self.model_dir))
+    done = program_runs.run('towers.train_main', '--flagfile', run_flags.path(copy),
+                            '--max_steps=8')
+    self.assertEqual((done.code, done.error_options), (2, ['model_dir']), done.output())
+    self.assertEqual(sorted(os.listdir(self.model_dir)), before)  # the original untouched
 
   def test_a_later_max_steps_continues_it(self):
     self.assertEqual(self.longer.code, 0, self.longer.output())

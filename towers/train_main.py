@@ -29,6 +29,7 @@ from command_line import cli, console, status_file
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 from towers.flags import ProgramOptions
+from command_line.options import Problem
 from towers.params import ParamsError, TrainParams
 
 
@@ -42,10 +43,13 @@ def run(params: TrainParams) -> int:
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf
   from input_fn import pipeline
-  from towers import checkpoints, training
+  from towers import checkpoints, run_flags, training
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
+  copied = run_flags.copied_problem(sys.argv[1:], params.model_dir)
+  if copied:
+    raise entry.Refused(Problem('model_dir', copied))
   unnamed = [name for name in training.DATA_SETTINGS if not flags.FLAGS[name].present]
   if unnamed:  # the data says which dataset, split and classes it holds
     params = training.with_data_settings(params, unnamed)
