@@ -20,7 +20,7 @@ import tensorflow as tf
 from command_line import status_file
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, preflight, train_settings
+from towers import build_estimator, preflight, run_flags, train_settings
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -98,6 +98,12 @@ class TrainSettingsTest(tf.test.TestCase):
         random_seed=3, input_threads=2)
     self.assertEqual(preflight.problems(params), [])
     self.assertIsNone(refusal(params))
+
+  def test_the_library_on_its_own_input_fn_gets_a_record_but_no_run_flags(self):
+    # The flags cannot say what the caller's input_fn (or network) reads, so no flagfile
+    # claims to continue the run.
+    self.assertTrue(os.path.exists(train_settings.record_path(self.model_dir)))
+    self.assertFalse(os.path.exists(run_flags.path(self.model_dir)))
 
   def test_another_batch_size_stops_the_library_before_the_first_step(self):
     with self.assertRaises(train_settings.ResumeSettingsError) as caught:

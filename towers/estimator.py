@@ -96,8 +96,8 @@ def ps_cpu_device_setter(config: tf.estimator.RunConfig) -> Callable[[tf.Operati
 
 
 def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
-                    network: Network | None = None, cluster: ClusterTask | None = None
-                    ) -> tf.estimator.Estimator:
+                    network: Network | None = None, cluster: ClusterTask | None = None,
+                    *, flags_describe_run: bool = False) -> tf.estimator.Estimator:
   """An Estimator that trains a network over towers (or MirroredStrategy); in a cluster,
   as the task `cluster` (see `run_config`).
 
@@ -110,7 +110,10 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
   It trains on any input_fn yielding (clips, labels): float32
   [batch, frames, height, width, channels] in [-1, 1] and int64 [batch].
   Training records the run's learning settings in model_dir and refuses to resume a
-  model_dir trained with others (`towers/train_settings.py`).
+  model_dir trained with others (`towers/train_settings.py`). `flags_describe_run`: the
+  run's input and network are those `params` name (`towers.training`'s runs), so
+  model_dir/run.flags, the flagfile that continues it, is written too; a run on the
+  caller's own input_fn or network gets none (the flags would train something else).
   """
   params = as_params(params)
   if network is not None:
@@ -121,18 +124,21 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
                         'declares its endpoints or checkpoint (model_fn.networks.register), '
                         'not one passed as build_estimator(network=...)')
   return tf.estimator.Estimator(
-      model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy)),
+      model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy),
+                                  flags_describe_run and network is None),
       config=run_config(params, cluster), params=params)
 
 
-def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
+def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
+                       writes_flagfile: bool = False
                        ) -> Callable[..., tf.estimator.EstimatorSpec]:
   """`model_fn` that, in TRAIN mode, first decides whether the run may continue model_dir
   with its learning settings (`train_settings.checked_record`, the one place that decides
   it, for `//towers:train` and library users alike: raises `ResumeSettingsError` before
   anything is restored when a resume would mix settings), and on the chief records them
-  once the training session has started, with the run's flagfile (`RecordSettingsHook`). A cluster's workers decide
-  too (they read the record and write nothing)."""
+  once the training session has started, with the run's flagfile when `writes_flagfile`
+  (`RecordSettingsHook`). A cluster's workers decide too (they read the record and write
+  nothing)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
     if mode != tf.estimator.ModeKeys.TRAIN:
       return model_fn(features, labels, mode, params, config)
@@ -142,25 +148,29 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec]
       return spec
     jobs = config.cluster_spec.jobs if config.cluster_spec else []
     cluster = ', '.join(f'{len(config.cluster_spec.job_tasks(job))} {job}' for job in jobs)
-    hook = RecordSettingsHook(params, record, cluster)
+    hook = RecordSettingsHook(params, record, cluster if writes_flagfile else None)
     return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
   return model_fn_recording_settings
 
 
 class RecordSettingsHook(tf1.train.SessionRunHook):
-  """Writes model_dir/train_settings.json and the run's flagfile (`run_flags.py`) once the
-  session exists (checkpoint restored or variables initialised): a run that fails before
-  leaves the earlier ones as they were."""
+  """Writes model_dir/train_settings.json and the run's flagfile (`run_flags.py`, unless
+  `cluster` is None) once the session exists (checkpoint restored or variables
+  initialised): a run that fails before leaves the earlier ones as they were."""
 
-  def __init__(self, params: TrainParams, record: dict[str, Any], cluster: str = '') -> None:
+  def __init__(self, params: TrainParams, record: dict[str, Any],
+               cluster: str | None = '') -> None:
     self._params = params
     self._record = record
-    self._cluster = cluster  # its tasks, e.g. '1 chief, 1 ps, 1 worker'; '' on one machine
+    # The cluster's tasks for run.flags' comment (e.g. '1 chief, 1 ps, 1 worker'; '' on one
+    # machine); None: no run.flags (the flags do not describe the run's input or network).
+    self._cluster = cluster
 
   def after_create_session(self, session, coord) -> None:
     del session, coord
     train_settings.write_record(self._params.model_dir, self._record)
-    run_flags.write(self._params, self._cluster)
+    if self._cluster is not None:
+      run_flags.write(self._params, self._cluster)
 
 
 def serving_input_receiver_fn(params: TrainParams, class_names: Sequence[str] = ()):

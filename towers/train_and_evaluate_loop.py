@@ -162,7 +162,8 @@ def finish(params: TrainParams, network: Network | None, step: int,
   logging.info('%s holds a checkpoint at step %d >= max_steps=%d without %s: evaluating '
                'and exporting it', params.model_dir, step, params.max_steps, lacking)
   return exports.evaluate_and_export(
-      build_estimator(params, network), factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+      build_estimator(params, network, flags_describe_run=True),
+      factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
       make_exporters(params), params.max_steps)
 
@@ -187,7 +188,7 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
     return {}
   if trained is not None:
     return finish(params, network, trained)
-  estimator = build_estimator(params, network)
+  estimator = build_estimator(params, network, flags_describe_run=True)
   # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
   # StoppedBeforeTheEnd, without the evaluation that would follow it.
   train_spec = tf.estimator.TrainSpec(

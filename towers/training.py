@@ -164,7 +164,7 @@ def cluster_recipe(params: TrainParams) -> Recipe:
     return session_config(devices, devices.num_towers, params.gpu_memory_fraction)
   return Recipe(
       params=params,
-      estimator=lambda task: build_estimator(params, cluster=task),
+      estimator=lambda task: build_estimator(params, cluster=task, flags_describe_run=True),
       input_fn=lambda mode, context: factory.make_input_fn(params, mode, context),
       exporters=lambda: train_and_evaluate_loop.make_exporters(params),
       trained_step=lambda: checkpoint_step(params.model_dir),
