@@ -126,6 +126,17 @@ class TrainSettingsTest(tf.test.TestCase):
     self.assertEqual((overridden.option, overridden.settings, overridden.allowable),
                      ('resume_changes', ('batch_norm',), False))
 
+  def test_a_cosine_schedule_continued_to_more_steps_is_another_schedule(self):
+    cosine = dict(lr_schedule='cosine', lr_values=[0.05], lr_boundaries=[])
+    train(2, model_dir=self.model_dir, resume_changes=['lr_schedule', 'lr_values'], **cosine)
+    self.assertIsNone(refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2,
+                                          **cosine)))
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=4, **cosine))
+    self.assertEqual((found.option, found.settings, found.allowable),
+                     ('max_steps', ('lr_cosine_steps',), True))
+    self.assertIsNone(refusal(make_params(TINY, model_dir=self.model_dir, max_steps=4,
+                                          resume_changes=['lr_cosine_steps'], **cosine)))
+
   def test_accumulate_steps_and_lr_values_are_named_with_old_and_new_values(self):
     found = refusal(make_params(TINY, model_dir=self.model_dir, accumulate_steps=2,
                                 lr_values=[0.02, 0.001]))

@@ -60,10 +60,11 @@ DERIVED_SETTINGS = {
     'train_videos': 'the training videos in --data_dir',
     'train_data': 'what the training videos in --data_dir hold: their frames',
     'train_labels': 'the class names in label order',
+    'lr_cosine_steps': 'with --lr_schedule=cosine, the steps the rate decays over: --max_steps',
 }
 # Derived settings that records written before they existed lack: absent from the stored
 # record, they are not a difference (the new record gets them).
-RECORDED_SINCE_LATER = ('train_data', 'train_labels')
+RECORDED_SINCE_LATER = ('train_data', 'train_labels', 'lr_cosine_steps')
 SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 # Settings that decide the network's variables: a checkpoint of one cannot be continued
 # with another (resource variables would even restore into other shapes without a word), so
@@ -73,7 +74,8 @@ STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE)
 
 # The option that decides each derived setting, for a refusal's `option`.
 DERIVED_OPTIONS = {'workers_per_step': 'backup_workers', 'train_videos': 'data_dir',
-                   'train_data': 'data_dir', 'train_labels': 'data_dir'}
+                   'train_data': 'data_dir', 'train_labels': 'data_dir',
+                   'lr_cosine_steps': 'max_steps'}
 
 
 class ResumeSettingsError(ValueError):
@@ -96,6 +98,8 @@ def settings(params, num_workers: int = 1) -> dict[str, Any]:
   found = {name: getattr(params, name) for name in FIELD_SETTINGS if _relevant(params, name)}
   if params.sync_replicas and num_workers > 1:
     found['workers_per_step'] = num_workers - params.backup_workers
+  if params.lr_schedule == 'cosine':  # max_steps is where its rate reaches 0
+    found['lr_cosine_steps'] = params.max_steps
   if params.data_source != 'synthetic':
     found['train_videos'] = train_videos(params)
     found['train_data'] = train_data(params)
@@ -321,7 +325,9 @@ def _compare(params, num_workers: int) -> _Resume:
 _ON_THE_SAME_DATA = 'train on the data it was trained on (--data_dir)'
 _DERIVED_FIXES = {'workers_per_step': 'train with as many workers and --backup_workers as it was',
                   'train_videos': _ON_THE_SAME_DATA, 'train_data': _ON_THE_SAME_DATA,
-                  'train_labels': _ON_THE_SAME_DATA}
+                  'train_labels': _ON_THE_SAME_DATA,
+                  'lr_cosine_steps': 'keep the --max_steps it was trained to (where its cosine '
+                                     'schedule ends)'}
 
 
 def _described(name: str, stored: dict[str, Any], new: dict[str, Any], params) -> str:
@@ -354,7 +360,8 @@ def _described(name: str, stored: dict[str, Any], new: dict[str, Any], params) -
 # Settings that act only for some values of another (`_relevant`): allowing that one to
 # change allows them to appear, disappear or change with it.
 _GOVERNED_BY = {'momentum': 'optimizer', 'lr_boundaries': 'lr_schedule',
-                'lr_decay_steps': 'lr_schedule', 'lr_decay_rate': 'lr_schedule'}
+                'lr_decay_steps': 'lr_schedule', 'lr_decay_rate': 'lr_schedule',
+                'lr_cosine_steps': 'lr_schedule'}
 # Settings recorded on one data route only (`_relevant`): allowing --data_source to change
 # lets them appear or disappear with it (a value that changes is still a change).
 _ROUTE_SETTINGS = ('dataset', 'split', 'frame_short_side', 'synthetic_train_examples')

@@ -119,7 +119,8 @@ def _check_finished_model_dir(params: TrainParams, num_workers: int) -> None:
   another data_dir or split stops the run instead of being evaluated on, or ignored."""
   step = checkpoint_step(params.model_dir)
   if step is not None and step >= params.max_steps:
-    train_settings.checked_record(params, num_workers)
+    # Trained to `step`: a lower --max_steps trains nothing, so it changes no schedule.
+    train_settings.checked_record(dataclasses.replace(params, max_steps=step), num_workers)
 
 
 # The settings a run takes from its data when it does not name them (`with_data_settings`).
