@@ -61,7 +61,7 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem
       path = channel.path(i)
       with open(path, 'rb') as f:
         data = f.read()
-      codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+      codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE) if data else None
       if codes is None:
         return None, InputProblem(path, 0, f'undecodable flow frame ({where})', 'undecodable frame')
       resized = flow.resize_codes(codes, task['short_side'])

@@ -102,8 +102,9 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 90) -> bytes:
 
 
 def decode_jpeg(data: bytes) -> np.ndarray:
-  """uint8 RGB [H, W, 3] from JPEG bytes; raises `ValueError` if undecodable."""
-  bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+  """uint8 RGB [H, W, 3] from JPEG bytes; raises `ValueError` if undecodable (an empty file
+  too: OpenCV would raise its own error)."""
+  bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
   if bgr is None:
     raise ValueError('undecodable JPEG')
   return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)

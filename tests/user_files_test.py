@@ -507,6 +507,14 @@ class ListLinesTest(absltest.TestCase):
         self.assertEqual(count, 0)
         self.assertTrue(reason.startswith('numbered from 0'), reason)
 
+  def test_an_empty_frame_file_is_an_undecodable_frame(self):
+    self.frame_folders((('f/a', 4), ('f/e', 4), ('f/t', 4)))
+    with open(os.path.join(self.root, 'f/e/img_00002.jpg'), 'wb'):
+      pass  # what a write stopped by a full disk or a kill leaves
+    found = self.prepare_frames('f/a 4 0\nf/e 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'undecodable frame': 1}))
+
   def test_a_frame_folder_numbered_from_zero_is_skipped_not_read_without_its_first_frame(self):
     self.frame_folders((('f/a', 4), ('f/t', 4), ('f/z', 4)))
     os.rename(os.path.join(self.root, 'f/z/img_00004.jpg'),
