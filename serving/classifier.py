@@ -109,9 +109,11 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
     raise ClassifyError(f'{loaded.export} is a flow model trained on flow not written by '
                         f'//data_tools:extract_flow{where}, so the TV-L1 settings of its '
                         'training flow are unknown and classify cannot compute flow like it: '
-                        'extract the training flow with '
-                        '//data_tools:extract_flow, prepare it and train again, or classify '
-                        'with the RGB stream only', 'flow_not_extracted', loaded.export, option)
+                        + ('classify with the RGB stream only (extract_flow reads UCF101 and '
+                           'HMDB51 trees, not a list dataset)' if info.get('dataset') == 'list'
+                           else 'extract the training flow with //data_tools:extract_flow, '
+                           'prepare it and train again, or classify with the RGB stream only'),
+                        'flow_not_extracted', loaded.export, option)
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
                 (info or {}).get('records_jpeg_quality'), settings, info is not None,
                 (info or {}).get('dataset'))
