@@ -69,12 +69,15 @@ def define_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS
 
 def values_from_flags(options_type: type, flag_values: flags.FlagValues = flags.FLAGS,
                       working_dir: str | None = None) -> dict[str, Any]:
-  """The parsed flag of every field; relative path fields resolved against `working_dir`
-  (default: `user_working_dir()`)."""
+  """The parsed flag of every field; path fields with `~` expanded as a shell would (a
+  flagfile's or a quoted `--flag=~/x` reaches the program unexpanded), relative ones
+  resolved against `working_dir` (default: `user_working_dir()`)."""
   base = working_dir or user_working_dir()
   values = {}
   for f in dataclasses.fields(options_type):
     value = flag_values[f.name].value
+    if f.metadata.get(PATH) and value:
+      value = os.path.expanduser(value)
     if f.metadata.get(PATH) and value and not os.path.isabs(value):
       value = os.path.normpath(os.path.join(base, value))
     values[f.name] = value

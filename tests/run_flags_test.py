@@ -69,6 +69,13 @@ class FlagfileReadingTest(absltest.TestCase):
     self.assertEqual(args, ['train', '--model=c3d_small', '--num_classes=3', '--max_steps=5',
                             '--batch_size=2'])
 
+  def test_a_home_path_in_a_flagfile_is_the_users_home(self):
+    path = os.path.join(tempfile.mkdtemp(), 'home.flags')
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write('--model_dir=~/runs/x\n')
+    self.assertEqual(_params_from_flagfile(path, '/').model_dir,
+                     os.path.join(os.path.expanduser('~'), 'runs', 'x'))
+
   def test_a_file_that_includes_itself_or_is_missing_is_named(self):
     root = tempfile.mkdtemp()
     loop = os.path.join(root, 'loop.flags')
