@@ -172,9 +172,11 @@ class FileSizeLimitTest(tf.test.TestCase):
     super().tearDownClass()
 
   def limited(self, module: str, size_bytes: int, *args: str) -> program_runs.ProgramRun:
-    """`module` run with every file it writes limited to `size_bytes` (RLIMIT_FSIZE)."""
+    """`module` run with every file it writes limited to `size_bytes` (RLIMIT_FSIZE), and no
+    bytecode written (Python's own .pyc writes ignore a short write: a truncated .pyc would
+    break every later import of that module)."""
     return program_runs.run(module, *args, prefix=('prlimit', f'--fsize={size_bytes}'),
-                            timeout=LIMIT)
+                            timeout=LIMIT, env={'PYTHONDONTWRITEBYTECODE': '1'})
 
   def assert_refused_write(self, done: program_runs.ProgramRun, program: str,
                            under: str) -> None:
@@ -191,7 +193,8 @@ class FileSizeLimitTest(tf.test.TestCase):
             f'confusion.write_png({path!r}, np.random.default_rng(0).integers(0, 255, '
             '(256, 256, 3), dtype=np.uint8))')
     done = subprocess.run(['prlimit', f'--fsize={16 << 10}', sys.executable, '-c', code],
-                          env=ENV, capture_output=True, text=True, timeout=LIMIT, check=False)
+                          env=dict(ENV, PYTHONDONTWRITEBYTECODE='1'), capture_output=True,
+                          text=True, timeout=LIMIT, check=False)
     self.assertNotEqual(done.returncode, 0, 'the write said it succeeded')
     self.assertIn('File too large', done.stderr)
 
