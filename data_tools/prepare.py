@@ -374,6 +374,7 @@ def convert_shard(shard: dict[str, Any],
   """Writes one shard file atomically and its state file; returns the state (records,
   counts per class, skipped inputs). Raises `InputError` on bad input when strict."""
   import tensorflow as tf
+  from input_fn import records
   report = progress or (lambda n: _progress_queue.put(n) if _progress_queue else None)
   final = os.path.join(shard['out'], shard['file'])
   temporary = final + '.tmp'
@@ -388,8 +389,9 @@ def convert_shard(shard: dict[str, Any],
       else:
         writer.write(record)
         counts[task['entry']['class_name']] += 1
+        _, _, height, width = records.frame_shape(record)
         videos.append({'name': task['entry']['name'], 'label': task['entry']['label'],
-                       **(task['identity'] or {})})
+                       **(task['identity'] or {}), 'frame_size': [height, width]})
       report(1)
   os.replace(temporary, final)
   state = {'file': shard['file'], 'fingerprint': shard['fingerprint'], 'records': len(videos),

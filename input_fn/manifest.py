@@ -16,9 +16,10 @@
   id 0), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
   shards          [{'file', 'records', 'counts_per_class',
-                    'videos': [{'name', 'label', 'size', 'mtime_ns'}, ...]}]  every shard
-                  file and the videos in it; size/mtime_ns identify the source file (or
-                  frame folder) the record was made from.
+                    'videos': [{'name', 'label', 'size', 'mtime_ns', 'frame_size'}, ...]}]
+                  every shard file and the videos in it; size/mtime_ns identify the source
+                  file (or frame folder) the record was made from; frame_size is the
+                  [height, width] of its stored frames (absent in shards written before).
 
 The dataset's identity (kind, source and its paths, split and settings; `identity()`) is also written to
 `DIR/.shards/dataset.json` before the first shard, so an interrupted preparation is
@@ -197,6 +198,19 @@ def video_names(manifest: dict[str, Any]) -> list[str]:
   for shard in manifest.get('shards', ()):
     names += [v['name'] if isinstance(v, dict) else v for v in shard.get('videos', ())]
   return names
+
+
+def short_side_range(manifest: dict[str, Any]) -> tuple[int, int] | None:
+  """(smallest, largest) short side, in pixels, of the frames the records store (each
+  video's min(height, width)); None when a video's size is not recorded or there is none."""
+  sides = []
+  for shard in manifest.get('shards', ()):
+    for video in shard.get('videos', ()):
+      size = video.get('frame_size') if isinstance(video, dict) else None
+      if not size:
+        return None
+      sides.append(min(size))
+  return (min(sides), max(sides)) if sides else None
 
 
 def classes_in_records(manifest: dict[str, Any]) -> int:

@@ -57,10 +57,22 @@ class Stream:
   flow_extraction: dict | None                # flow: {short_side, bound, tvl1 {...}}
   described: bool                             # the export carries video_model.json
   dataset: str | None = None                  # the training data's (None: not recorded)
+  short_side_range: tuple[int, int] | None = None  # training frames' short sides, pixels
 
   @property
   def stream(self) -> str:
     return self.model.stream
+
+  def short_side_for(self, height: int, width: int) -> int:
+    """The short side to resize frames of `height` x `width` to (0: keep them): the
+    export's frame_short_side; for a model trained on frames as decoded, the nearest end of
+    its training frames' short sides when this video's lies outside them, so it is read at
+    a scale the model learnt (0 when inside, or when they are not recorded)."""
+    if self.frame_short_side or not self.short_side_range:
+      return self.frame_short_side
+    low, high = self.short_side_range
+    side = min(height, width)
+    return low if side < low else high if side > high else 0
 
 
 def load_stream(model: str, expect: str | None = None, option: str = 'model') -> Stream:
@@ -114,9 +126,10 @@ def load_stream(model: str, expect: str | None = None, option: str = 'model') ->
                            else 'extract the training flow with //data_tools:extract_flow, '
                            'prepare it and train again, or classify with the RGB stream only'),
                         'flow_not_extracted', loaded.export, option)
+  sides = (info or {}).get(export_info.SHORT_SIDE_RANGE)
   return Stream(loaded, tuple(names), int(info['frame_short_side']) if info else 0,
                 (info or {}).get('records_jpeg_quality'), settings, info is not None,
-                (info or {}).get('dataset'))
+                (info or {}).get('dataset'), tuple(sides) if sides else None)
 
 
 def _training_flow(info: dict) -> str:
@@ -322,15 +335,16 @@ def _resized(frames: np.ndarray, short_side: int) -> np.ndarray:
 
 def rgb_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
   """uint8 [clips, T, H, W, 3]: evaluation's clips of the frames resized to the stream's
-  short side."""
-  frames = _resized(frames, stream.frame_short_side)
+  short side (`Stream.short_side_for`)."""
+  frames = _resized(frames, stream.short_side_for(*frames.shape[1:3]))
   return frames[direct.eval_clip_indices(len(frames), stream.model.frames, clips)]
 
 
 def flow_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
   """uint8 flow codes [clips, T, H, W, 2]: TV-L1 flow (the export's extraction settings) of
   the frame pairs evaluation's clips use, of the N - 1 flow frames of N frames, resized
-  to the short side of the training records (displacements scaled with them)."""
+  to the short side of the training records (`Stream.short_side_for`; displacements scaled
+  with them)."""
   settings = stream.flow_extraction
   gray = flow.grayscale(_resized(frames, int(settings.get('short_side', 0))))
   indices = direct.eval_clip_indices(len(gray) - 1, stream.model.frames, clips)
@@ -338,8 +352,8 @@ def flow_clips(frames: np.ndarray, stream: Stream, clips: int) -> np.ndarray:
   codes = {}
   for i in np.unique(indices):
     pair = flow.to_uint8(solver.calc(gray[i], gray[i + 1], None))
-    codes[i] = np.stack([flow.resize_codes(pair[..., c], stream.frame_short_side)
-                         for c in range(2)], axis=-1)
+    side = stream.short_side_for(*pair.shape[:2])
+    codes[i] = np.stack([flow.resize_codes(pair[..., c], side) for c in range(2)], axis=-1)
   return np.stack([np.stack([codes[i] for i in row]) for row in indices])
 
 
@@ -352,7 +366,7 @@ def views(frames: np.ndarray, stream: Stream, clips: int, crops: int,
   if stream.stream == 'rgb' and stream.records_jpeg_quality:
     needed = direct.eval_clip_indices(len(frames), stream.model.frames, clips).reshape(-1)
     record, height, width = as_record(frames, jpegs, stream.records_jpeg_quality,
-                                      stream.frame_short_side, needed)
+                                      stream.short_side_for(*frames.shape[1:3]), needed)
     _check_crops(height, width, stream, crops)
     return pipeline.eval_video(tf.constant(record), stream.model.frames, stream.model.size,
                                clips, 1, 'rgb', crops)[0].numpy()

@@ -94,6 +94,10 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
       print(f'classify: warning: {stream.model.export} carries no class names nor frame '
             'size (exported before they were): classes are shown as class_<i>, frames '
             'are used as decoded', file=sys.stderr)
+    elif not stream.frame_short_side and not stream.short_side_range:
+      print(f'classify: warning: {stream.model.export} was trained on frames as decoded and '
+            'does not record their size: videos are read as decoded, which is the scale it '
+            'learnt only if they are the size of its training videos', file=sys.stderr)
   clips = options.clips or classifier.default_clips(loaded)
   results = classifier.classify(videos, loaded, clips, options.crops,
                                 options.top_k, batch_size=options.batch_size,

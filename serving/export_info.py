@@ -12,12 +12,14 @@ device pinned (`model_fn/predict_spec.py`), whatever training ran on. Beside it,
   class_names.txt     one class name per line, in label order (line i = label i)
   video_model.json    {format_version, signature, input {name, dtype, shape, range},
                        outputs, stream, model, dataset, num_classes, clip_frames, crop_size,
-                       eval_clips, eval_crops, frame_short_side, records_jpeg_quality,
-                       flow_extraction, data, train_video_names, evaluation, step,
-                       top_1}
+                       eval_clips, eval_crops, frame_short_side, frame_short_side_range,
+                       records_jpeg_quality, flow_extraction, data, train_video_names,
+                       evaluation, step, top_1}
 
 `frame_short_side` is the short side (pixels) frames were resized to before cropping in
-training (0: as decoded); `records_jpeg_quality` (RGB models trained on records) the JPEG
+training (0: as decoded); `frame_short_side_range` the [smallest, largest] short side
+(pixels) of the frames training read, or None when unknown (frames as decoded on the
+direct route, records prepared before sizes were kept); `records_jpeg_quality` (RGB models trained on records) the JPEG
 quality //data_tools:prepare stored their frames at, else None; `flow_extraction` (flow
 models) the TV-L1 settings the training flow was extracted with ({short_side, bound, tvl1
 {scales, warps, epsilon}}), or None when unknown; `train_video_names` the sorted canonical
@@ -29,7 +31,7 @@ replaced by a later one measured otherwise, whose top-1 it cannot be compared wi
 Class names come from the training data (the records'
 manifest, or the split's classInd.txt); the synthetic source has none and gets `class_<i>`.
 Exports made before a field existed lack it (`dataset`, `records_jpeg_quality`,
-`train_video_names`): `read` checks those fields only when present.
+`train_video_names`, `frame_short_side_range`): `read` checks those fields only when present.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ CLASS_NAMES_FILE = 'class_names.txt'
 INFO_FILE = 'video_model.json'
 FORMAT_VERSION = 1
 TRAIN_VIDEO_NAMES = 'train_video_names'  # video_model.json: the training videos, or null
+SHORT_SIDE_RANGE = 'frame_short_side_range'  # video_model.json: [min, max] pixels, or null
 
 
 class ExportInfoError(ValueError):
@@ -104,6 +107,10 @@ _LATER_FIELDS: dict[str, tuple[Any, str]] = {
     TRAIN_VIDEO_NAMES: (lambda v: v is None or (isinstance(v, list) and
                                                 all(isinstance(n, str) for n in v)),
                         'a list of video names or null'),
+    SHORT_SIDE_RANGE: (lambda v: v is None or (isinstance(v, list) and len(v) == 2 and
+                                               all(_is_int(n) and n > 0 for n in v) and
+                                               v[0] <= v[1]),
+                       'null or [smallest, largest], positive integers'),
 }
 _TVL1_FIELDS: dict[str, tuple[Any, str]] = {
     'scales': (_positive, 'a positive integer'),

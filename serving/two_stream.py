@@ -18,8 +18,9 @@ Before any inference the four inputs are checked to agree (`check_agreement`): b
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
 against its eval data (`check_stream`): the same stream and number of classes, the dataset
-and the frames' short side its export records (`dataset`, `frame_short_side` against the
-manifest's `dataset` and `short_side`), flow extracted with its training flow's TV-L1
+and the frames' scale its export records (`dataset` against the manifest's; the eval frames'
+short sides within `frame_short_side_range`, or else `frame_short_side` equal to the
+manifest's `short_side`), flow extracted with its training flow's TV-L1
 settings, and no test video among those its export lists as trained on (`train_video_names`
 in assets.extra/video_model.json, `serving/export_info.py`, compared by
 `video_lists.trained_on`, so a list dataset's names meet UCF101's). A check one side cannot
@@ -376,15 +377,38 @@ def _short_side_text(short_side: int) -> str:
   return f'{short_side} (frames as decoded)' if short_side == 0 else str(short_side)
 
 
+def _sides_text(sides: Sequence[int]) -> str:
+  return f'{sides[0]} pixels' if sides[0] == sides[1] else f'{sides[0]} to {sides[1]} pixels'
+
+
 def _check_short_side(model: StreamModel, info: dict[str, Any], data_dir: str,
-                      manifest: dict[str, Any]) -> None:
-  """Raises `TwoStreamError` naming both values when the frames (or flow) of `data_dir` were
-  resized to another short side (prepare's --short_side, in its manifest) than the model's
-  training data (the export's frame_short_side, which classify resizes to). Not compared
-  when either is not recorded, or the model trained on synthetic clips (no frames)."""
+                      manifest: dict[str, Any]) -> str | None:
+  """Raises `TwoStreamError` naming both sides when the frames (or flow) of `data_dir` are at
+  another scale than the model's training frames: when both record their frames' sizes
+  (the export's frame_short_side_range, `manifest_lib.short_side_range`), every eval short
+  side must lie in the training range; else prepare's --short_side (manifest) must equal
+  the export's frame_short_side (what classify resizes to). Returns a warning when neither
+  can be compared (frames as decoded on both sides, a side's sizes unknown); None when
+  checked or nothing is recorded (older exports, a model trained on synthetic clips)."""
+  if (info.get('data') or {}).get('source') == 'synthetic':
+    return None
+  trained_sides, held_sides = info.get(export_info.SHORT_SIDE_RANGE), \
+      manifest_lib.short_side_range(manifest)
+  if trained_sides and held_sides:
+    low, high = trained_sides
+    if held_sides[0] < low or held_sides[1] > high:
+      fix = (f'--short_side={low}' if low == high else
+             f'a --short_side from {low} to {high}')
+      raise TwoStreamError(f'the {model.stream} model {model.export} was trained on frames '
+                           f'of short side {_sides_text(trained_sides)} but the records of '
+                           f'{data_dir} hold frames of short side {_sides_text(held_sides)}: '
+                           'it would be scored on frames of another scale than it learnt; '
+                           f'prepare the eval data with {fix}', 'short_side', data_dir,
+                           option=f'{model.stream}_data')
+    return None
   trained, held = info.get('frame_short_side'), manifest.get('short_side')
-  if trained is None or held is None or (info.get('data') or {}).get('source') == 'synthetic':
-    return
+  if trained is None or held is None:
+    return None
   if int(trained) != int(held):
     raise TwoStreamError(f'the {model.stream} model {model.export} was trained on frames '
                          f'resized to a short side of {_short_side_text(int(trained))} but the '
@@ -393,6 +417,13 @@ def _check_short_side(model: StreamModel, info: dict[str, Any], data_dir: str,
                          'another scale than it learnt (classify reads them at its own); '
                          f'prepare the eval data with --short_side={trained}',
                          'short_side', data_dir, option=f'{model.stream}_data')
+  if int(trained) == 0:
+    unknown = (f'the export of {model.export} records none' if not trained_sides else
+               f'the records of {data_dir} record none (prepared before sizes were kept)')
+    return (f'cannot check that the {model.stream} frames of {data_dir} have the size of '
+            f'the model\'s training frames (both kept as decoded, and {unknown}); prepare '
+            'both with one --short_side to be sure')
+  return None
 
 
 def _check_flow_extraction(model: StreamModel, info: dict[str, Any], data_dir: str,
@@ -441,7 +472,8 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   model trained on (`video_lists.trained_on`: it would score them too high); raises
   `TwoStreamError` naming both sides. Returns the checks that could not be made, each with
   its warning: 'training_videos' (the export lists none), 'flow_extraction' (either side's
-  settings unknown); {} when every check was made."""
+  settings unknown), 'short_side' (frames as decoded, either side's sizes unknown); {} when
+  every check was made."""
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
@@ -455,8 +487,10 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
                          data_dir, data_classes)
   info = _export_info(model)
   _check_dataset(model, info, data_dir, manifest)
-  _check_short_side(model, info, data_dir, manifest)
   unchecked = {}
+  sizes = _check_short_side(model, info, data_dir, manifest)
+  if sizes:
+    unchecked['short_side'] = sizes
   extraction = _check_flow_extraction(model, info, data_dir, manifest)
   if extraction:
     unchecked['flow_extraction'] = extraction

@@ -98,6 +98,23 @@ class ClassifyTest(tf.test.TestCase):
                       'epsilon': synthetic['tvl1_epsilon']})
     self.assertEqual(flow_info['flow_extraction']['short_side'], synthetic['short_side'])
 
+  def test_frames_as_decoded_are_read_at_the_scale_of_the_training_frames(self):
+    """Records prepared at --short_side=0 from 24x20 videos: the export records that the
+    model saw frames of short side 20, and classify reads a 48x40 video at that scale (as
+    if the user had resized it), not at twice the scale it learnt."""
+    info, _ = export_info.read(saved_model.saved_model_dir(self.model('rgb')))
+    self.assertEqual((info['frame_short_side'], info[export_info.SHORT_SIDE_RANGE]), (0, [20, 20]))
+    stream = classifier.load_stream(self.model('rgb'), 'rgb')
+    self.assertEqual([stream.short_side_for(40, 48), stream.short_side_for(20, 24),
+                      stream.short_side_for(10, 12)], [20, 0, 20])
+    small = video_io.decode_video(self.test_videos[0])
+    large = np.stack([video_io.resize_short_side(f, 40) for f in small])
+    as_trained = np.stack([video_io.resize_short_side(f, 20) for f in large])
+    views = classifier.views(large, stream, CLIPS, 1)
+    self.assertAllEqual(views, classifier.views(as_trained, stream, CLIPS, 1))
+    unknown = dataclasses.replace(stream, short_side_range=None)  # read as decoded
+    self.assertNotAllClose(views, classifier.views(large, unknown, CLIPS, 1))
+
   def damaged_export(self, name, file, data):
     """A copy of the RGB export with assets.extra/`file` replaced by `data`."""
     export = os.path.join(self.root, 'damaged', name)

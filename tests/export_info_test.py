@@ -110,6 +110,10 @@ class ExportInfoReadTest(tf.test.TestCase):
                                   ({'train_video_names': 'v_a'}, 'train_video_names', 'v_a'),
                                   ({'train_video_names': ['v_a', 3]}, 'train_video_names',
                                    ['v_a', 3]),
+                                  ({'frame_short_side_range': [240, 200]},
+                                   'frame_short_side_range', [240, 200]),
+                                  ({'frame_short_side_range': [0, 240]},
+                                   'frame_short_side_range', [0, 240]),
                                   ({'stream': 'flow', 'flow_extraction': {
                                       'short_side': 0, 'bound': 20,
                                       'tvl1': {'scales': 5, 'warps': '5', 'epsilon': 0.01}}},

@@ -4,7 +4,8 @@ A model with another number of classes than its eval data, models and eval data 
 names differ (in name or order: the first label that differs is named), eval data of another
 split (each split of --splits checked before any is evaluated; without it, RGB and Flow
 records of one split) or of another dataset than --dataset or than the export records,
-eval data prepared at another --short_side than the model's training frames (RGB and flow),
+eval data prepared at another --short_side than the model's training frames (RGB and flow)
+or, frames kept as decoded on both sides, from videos of another size,
 eval data whose test videos the model trained on (the split-2 test list holds split 1's
 training videos; the export lists what it trained on, so an export copied away from its
 model_dir still knows; names spelled as a list dataset spells them meet UCF101's), a
@@ -93,6 +94,9 @@ class TwoStreamChecksTest(tf.test.TestCase):
           model_dir=os.path.join(cls.root, f'{stream}_model'))
       train_and_evaluate(params)
       cls.models[stream] = params.model_dir
+    cls.larger_videos = tiny_records.make(
+        os.path.join(cls.root, 'larger'), classes=3, groups=9, width=48, height=40, min_frames=6,
+        max_frames=7, object_size=16).records['videos']
     cls.four_classes = tiny_records.make(
         os.path.join(cls.root, 'four'), classes=4, groups=9, width=24, height=20, min_frames=6,
         max_frames=7, object_size=8).records['videos']
@@ -260,10 +264,31 @@ class TwoStreamChecksTest(tf.test.TestCase):
           two_stream.check_stream(model, self.models[stream], data)
         self.assertEqual((caught.exception.reason, caught.exception.path,
                           caught.exception.option), ('short_side', data, f'{stream}_data'))
-        self.assertIn('--short_side=0', str(caught.exception))
+        self.assertIn('--short_side=20', str(caught.exception))  # the training frames' side
     self.assert_refused(self.args(rgb_data=self.data['rgb', 'short_side_32'],
                                   flow_data=self.data['flow', 'short_side_32']),
                         'TwoStreamError', ['rgb_data'])
+
+  def test_frames_as_decoded_of_another_size_than_the_training_frames_are_refused(self):
+    # Both prepared with --short_side=0, the eval records from videos twice the size.
+    large = self.larger_videos
+    self.assertEqual(manifest_lib.read(large, 'test')['short_side'], 0)
+    self.assertEqual(manifest_lib.short_side_range(manifest_lib.read(large, 'test')), (40, 40))
+    self.assertEqual(export_info.read(saved_model.saved_model_dir(self.models['rgb']))[0][
+        export_info.SHORT_SIDE_RANGE], [20, 20])
+    model = saved_model.load_model(self.models['rgb'], 'rgb')
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(model, self.models['rgb'], large)
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('short_side', 'rgb_data'))
+    self.assertIn('--short_side=20', str(caught.exception))
+    self.assert_refused(self.args(rgb_data=large), 'TwoStreamError', ['rgb_data'])
+    # An export that does not record its frames' sizes is evaluated, with a warning.
+    unknown = with_export_info(self.models['rgb'],
+                               os.path.join(self.create_tempdir().full_path, 'rgb'),
+                               removed=(export_info.SHORT_SIDE_RANGE,))
+    self.assertEqual(set(two_stream.check_stream(saved_model.load_model(unknown, 'rgb'),
+                                                 unknown, large)), {'short_side'})
 
   def test_records_of_another_dataset_than_the_export_records_are_refused(self):
     listed = with_export_info(self.models['rgb'],

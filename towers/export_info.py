@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
 from input_fn import datasets, flow, manifest, ucf101
-from serving.export_info import CLASS_NAMES_FILE, FORMAT_VERSION, INFO_FILE, TRAIN_VIDEO_NAMES
+from serving.export_info import (CLASS_NAMES_FILE, FORMAT_VERSION, INFO_FILE, SHORT_SIDE_RANGE,
+                                 TRAIN_VIDEO_NAMES)
 from towers import train_settings
 from towers.params import TrainParams
 
@@ -31,24 +32,36 @@ def _channels(stream: str) -> int:
   return 2 if stream == 'flow' else 3
 
 
-def data_description(params: TrainParams) -> tuple[list[str], int, dict[str, Any] | None]:
-  """(class names of the training data, frame short side, flow extraction settings or
-  None) of `params`' data source. Names are padded with `class_<i>` up to num_classes."""
+class TrainingData(NamedTuple):
+  """What an export says about its training data: class names (padded with `class_<i>` up
+  to num_classes), the short side frames were resized to (0: as decoded), the (smallest,
+  largest) short side in pixels of the frames the model saw (None: not known, e.g. frames
+  as decoded on the direct route) and the flow's extraction settings (None: not known)."""
+  names: list[str]
+  short_side: int
+  short_side_range: tuple[int, int] | None
+  flow_settings: dict[str, Any] | None
+
+
+def data_description(params: TrainParams) -> TrainingData:
+  """The `TrainingData` of `params`' data source."""
   names: list[str] = []
-  short_side, flow_settings = 0, None
+  short_side, sides, flow_settings = 0, None, None
   if params.data_source == 'tfrecord':
     found = manifest.read(params.data_dir, 'test')
     names = list(found.get('classes', ()))
     short_side = int(found.get('short_side', 0))
     flow_settings = flow.records_extraction_settings(found)
+    sides = manifest.short_side_range(manifest.read(params.data_dir, 'train'))
   elif params.data_source in ('videos', 'frames'):
     names = list(datasets.params_split(params).classes.names)
     short_side = params.frame_short_side
+    sides = (short_side, short_side) if short_side else None
     if params.stream == 'flow':
       flow_settings = flow.extraction_settings(os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME))
   names = names[:params.num_classes]
   names += [f'class_{i}' for i in range(len(names), params.num_classes)]
-  return names, short_side, flow_settings
+  return TrainingData(names, short_side, sides, flow_settings)
 
 
 def _records_jpeg_quality(params: TrainParams) -> int | None:
@@ -63,7 +76,7 @@ def _records_jpeg_quality(params: TrainParams) -> int | None:
 
 def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
   """(video_model.json contents, class names) for a model trained with `params`."""
-  names, short_side, flow_settings = data_description(params)
+  names, short_side, sides, flow_settings = data_description(params)
   shape = [None, params.clip_frames, params.crop_size, params.crop_size,
            _channels(params.stream)]
   info = {
@@ -80,6 +93,7 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
       'clip_frames': params.clip_frames, 'crop_size': params.crop_size,
       'eval_clips': params.eval_clips, 'eval_crops': params.eval_crops,
       'frame_short_side': short_side,
+      SHORT_SIDE_RANGE: list(sides) if sides else None,
       'records_jpeg_quality': _records_jpeg_quality(params),
       'flow_extraction': flow_settings if params.stream == 'flow' else None,
       'class_names_file': CLASS_NAMES_FILE,
