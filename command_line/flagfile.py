@@ -3,6 +3,7 @@ command line read as every user text file is.
 
     flag_lines(options) -> list[str]     # '--name=value', one per field, in field order
     expand_flagfiles(argv) -> list[str]  # each --flagfile=F replaced by F's flags
+    flag_origins(argv) -> {flag: flagfile or ''}  # where each flag's value came from
 
 Values are written as `cli.define_flags` reads them back: booleans 'true'/'false', tuples
 comma-separated (empty: '--name='), floats by `repr` (exact), path fields (`option(path=
@@ -28,13 +29,27 @@ class FlagfileError(ValueError):
   names it, and the file and line that name it."""
 
 
-def expand_flagfiles(argv: list[str], _including: tuple[str, ...] = ()) -> list[str]:
+def expand_flagfiles(argv: list[str]) -> list[str]:
   """`argv` with each `--flagfile=F` replaced by F's flags, as absl expands them (one flag a
   line; blank, '#' and '//' lines skipped; nested --flagfile expanded in place), each file
   read by `text_files.read_lines` (a UTF-8 byte-order mark or CRLF read as without). A
   relative nested path that is not there from the working directory is taken beside the
   file naming it (a recipe that includes another, run from any directory). Raises
   `FlagfileError`."""
+  return [arg for arg, _ in _expanded(argv)]
+
+
+def flag_origins(argv: list[str]) -> dict[str, str]:
+  """{flag name: the flagfile its value came from, '' for the command line} for every flag
+  `argv` sets, as `expand_flagfiles` reads it: the last setting wins, as in absl, so a flag
+  given before a --flagfile that sets it again comes from the file. Raises `FlagfileError`."""
+  return {arg.lstrip('-').split('=', 1)[0]: origin for arg, origin in _expanded(argv)
+          if arg.startswith('-')}
+
+
+def _expanded(argv: list[str], _including: tuple[tuple[str, int], ...] = ()
+              ) -> list[tuple[str, str]]:
+  """(flag, the flagfile it was read from or '') for `expand_flagfiles`."""
   expanded = []
   joined = []  # '--flagfile F' as '--flagfile=F'
   for arg in argv:
@@ -44,7 +59,7 @@ def expand_flagfiles(argv: list[str], _including: tuple[str, ...] = ()) -> list[
       joined.append(arg)
   for arg in joined:
     if not arg.startswith(_DIRECTIVES):
-      expanded.append(arg)
+      expanded.append((arg, _including[-1][0] if _including else ''))
       continue
     name = arg.split('=', 1)[1]
     path = name
@@ -62,7 +77,7 @@ def expand_flagfiles(argv: list[str], _including: tuple[str, ...] = ()) -> list[
     for number, text in lines:
       text = text.strip()
       if not text.startswith(('#', '//')):
-        expanded += expand_flagfiles([text], _including + ((path, number),))
+        expanded += _expanded([text], _including + ((path, number),))
   return expanded
 
 

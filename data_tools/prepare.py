@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar
 from data_tools import flow_records, layouts
 from input_fn import flow_shards
 from input_fn import manifest as manifest_lib
-from input_fn import datasets, flow, ucf101, video_io, video_lists
+from input_fn import datasets, flow, frame_folders, ucf101, video_io, video_lists
 from input_fn.video_lists import InputError, InputProblem
 from input_fn import dir_identity, json_files
 from command_line import entry, signals, status_file
@@ -220,21 +220,11 @@ def check_options(config: PrepareOptions) -> None:
       kind = 'folder' if exists is os.path.isdir else 'file'
       raise PrepareError(f'--{name}={value} is not a {kind}'
                          f'{"" if os.path.exists(value) else " (it does not exist)"}', name)
-  channel = _flow_channel_root(config.frames_dir) if config.frames_dir else None
+  channel = frame_folders.flow_channel_root(config.frames_dir) if config.frames_dir else None
   if channel:
     raise PrepareError(f'--frames_dir={config.frames_dir} is the {channel[1]}/ folder of optical '
                        f'flow in {channel[0]}: its frames are one flow channel, not RGB; for flow '
                        f'records give --source=flow --flow_dir={channel[0]}', 'frames_dir')
-
-
-def _flow_channel_root(folder: str) -> tuple[str, str] | None:
-  """(flow root, 'u' or 'v') when `folder` is one channel of a flow root (`<root>/u` with
-  `<root>/v` beside it, or the other way round), else None."""
-  root, channel = os.path.split(os.path.normpath(os.path.abspath(folder)))
-  other = {'u': 'v', 'v': 'u'}.get(channel.lower())
-  if other and video_lists.find_child(root, other) is not None:
-    return root, channel
-  return None
 
 
 # --- One video -----------------------------------------------------------------------------
@@ -552,11 +542,11 @@ def check_flow_sources(config: PrepareOptions, source: dict[str, str],
   size or mtime (`flow_shards.changed_videos`). Flow without source records (another
   tool's) passes."""
   videos_dir = config.videos_dir or datasets.videos_dir(config.dataset, source['data_dir'])
-  files = {e.name: path for subset in config.subsets for e in split.subset(subset)
-           for path in [video_lists.resolve_video(videos_dir, e)] if path}
-  changed = flow_shards.changed_videos(source['flow_dir'], files)
+  changed, example = flow_shards.changed_videos(
+      source['flow_dir'], [e for subset in config.subsets for e in split.subset(subset)],
+      videos_dir)
   if changed:
-    raise StaleFlow(source['flow_dir'], changed, files[changed[0]])
+    raise StaleFlow(source['flow_dir'], changed, example)
 
 
 def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Split:

@@ -187,13 +187,11 @@ def _stale_flow(params: Any, flow_dir: str) -> str | None:
     split = datasets.params_split(params)
   except (OSError, ValueError):
     return None
-  videos_dir = datasets.videos_dir(params.dataset, params.data_dir)
-  files = {e.name: path for e in split.train + split.test
-           for path in [video_lists.resolve_video(videos_dir, e)] if path}
-  changed = flow_shards.changed_videos(flow_dir, files)
+  changed, example = flow_shards.changed_videos(
+      flow_dir, split.train + split.test, datasets.videos_dir(params.dataset, params.data_dir))
   if not changed:
     return None
-  return f'{len(changed)} videos is older than their video (e.g. {files[changed[0]]})'
+  return f'{len(changed)} videos is older than their video (e.g. {example})'
 
 
 def _stream_problem(params: Any) -> Problem | None:

@@ -25,10 +25,10 @@ import glob
 import json
 import os
 import re
-from typing import Any, Sequence, TypeVar
+from typing import Any, Iterable, Sequence, TypeVar
 
 from command_line.options import Problem
-from input_fn import dir_identity, json_files
+from input_fn import dir_identity, json_files, video_lists
 
 PARTS_DIR = '.flow_parts'
 SOURCES = '.flow_sources.jsonl'  # {"video": name, "source": {"size", "mtime_ns", "settings"}}
@@ -107,13 +107,17 @@ def read_sources(out: str) -> dict[str, dict[str, Any] | None]:
   return recorded
 
 
-def changed_videos(out: str, videos: dict[str, str]) -> list[str]:
-  """The names of `videos` ({name: path of its video file}) whose source record in `out`
-  (`read_sources`) names another size or mtime than the file has now: their flow is of an
-  older file. A video without a record, or without its file, is not among them. Sorted."""
+def changed_videos(out: str, entries: Iterable[video_lists.VideoEntry],
+                   videos_dir: str) -> tuple[list[str], str]:
+  """(sorted names, the video file of the first) of the `entries` whose source record in
+  `out` (`read_sources`) names another size or mtime than their video file under
+  `videos_dir` has now: their flow is of an older file. A video without a record, or
+  without its file, is not among them; ([], '') when none is."""
   recorded = read_sources(out)
+  files = {e.name: path for e in entries
+           for path in [video_lists.resolve_video(videos_dir, e)] if path}
   changed = []
-  for name, path in sorted(videos.items()):
+  for name, path in sorted(files.items()):
     source = recorded.get(name)
     if not isinstance(source, dict):
       continue
@@ -123,7 +127,7 @@ def changed_videos(out: str, videos: dict[str, str]) -> list[str]:
       continue
     if (source.get('size'), source.get('mtime_ns')) != (stat.st_size, stat.st_mtime_ns):
       changed.append(name)
-  return changed
+  return changed, files[changed[0]] if changed else ''
 
 
 def part_path(out: str, shard: int, num_shards: int) -> str:

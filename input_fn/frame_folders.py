@@ -3,11 +3,13 @@
     count_frames(folder, claimed) -> (count, None) | (0, reason)   # frames 1..count, no gap
     read_frames(folder, indices) -> uint8 [T, H, W, 3] ([T, H, W] grayscale)
     flow_folders(flow_root, video) -> (u, v); count_flow_frames(flow_root, video)
+    flow_channel_root(folder) -> (flow root, 'u' | 'v') | None  # a channel of a flow root
 
 File names are 1-based `frame%06d.jpg` (this project's and the community UCF101 release's)
 or another `FRAME_PATTERNS` entry, found per folder (`frame_pattern`); `pattern=` takes any
 `%0Nd` name (`data_tools/layouts.py`). Frame indices given to the readers are 0-based.
-Standard library only, plus numpy and OpenCV inside `read_frames`.
+Standard library only (and `video_lists.find_child`), plus numpy and OpenCV inside
+`read_frames`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 from typing import TYPE_CHECKING, Iterable
+
+from input_fn import video_lists
 
 if TYPE_CHECKING:
   import numpy as np
@@ -111,6 +115,17 @@ def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
 def flow_folders(flow_root: str, video: str) -> tuple[str, str]:
   """(u, v) folders of a video's TV-L1 flow: `<flow_root>/u/<video>`, `<flow_root>/v/<video>`."""
   return os.path.join(flow_root, 'u', video), os.path.join(flow_root, 'v', video)
+
+
+def flow_channel_root(folder: str) -> tuple[str, str] | None:
+  """(flow root, 'u' or 'v' as spelled) when `folder` is one channel of a flow root: named
+  u or v, in either case, with the other channel beside it (`<root>/u` and `<root>/v`);
+  else None."""
+  root, channel = os.path.split(os.path.normpath(os.path.abspath(folder)))
+  other = {'u': 'v', 'v': 'u'}.get(channel.lower())
+  if other and video_lists.find_child(root, other) is not None:
+    return root, channel
+  return None
 
 
 def count_flow_frames(flow_root: str, video: str) -> tuple[int, str | None]:

@@ -187,13 +187,10 @@ def _is_frame_folder(path: str) -> bool:
 
 
 def _is_flow_folder(path: str) -> bool:
-  """A folder of optical flow frames: one channel of a flow root (`<root>/u/<video>` with
-  `<root>/v/<video>` beside it, or the other way round: `frame_folders.flow_folders`), or
-  flow frames only (MMAction2's `flow_x_00001.jpg`, `flow_y_...`)."""
-  parent, video = os.path.split(os.path.normpath(path))
-  root, channel = os.path.split(parent)
-  if channel in ('u', 'v') and os.path.isdir(
-      os.path.join(root, 'v' if channel == 'u' else 'u', video)):
+  """A folder of optical flow frames: a video's folder in one channel of a flow root
+  (`<root>/u/<video>`, `frame_folders.flow_channel_root`), or flow frames only (MMAction2's
+  `flow_x_00001.jpg`, `flow_y_...`)."""
+  if frame_folders.flow_channel_root(os.path.dirname(os.path.normpath(path))):
     return True
   names = [f.lower() for f in os.listdir(path) if f.lower().endswith(FRAME_EXTENSIONS)]
   return bool(names) and all(n.startswith(('flow_x_', 'flow_y_')) for n in names)

@@ -11,7 +11,7 @@ import tempfile
 from absl import flags
 from absl.testing import absltest
 
-from command_line.flagfile import FlagfileError, expand_flagfiles, flag_lines
+from command_line.flagfile import FlagfileError, expand_flagfiles, flag_lines, flag_origins
 from tests import program_runs
 from towers import flags as towers_flags
 from towers import run_flags
@@ -68,6 +68,10 @@ class FlagfileReadingTest(absltest.TestCase):
       os.chdir(here)
     self.assertEqual(args, ['train', '--model=c3d_small', '--num_classes=3', '--max_steps=5',
                             '--batch_size=2'])
+    # Where each flag's value came from: the last setting wins, as in absl.
+    recipe, base = os.path.join(root, 'recipe.flags'), os.path.join(root, 'base.flags')
+    self.assertEqual(flag_origins(['--model=i3d', '--flagfile', recipe, '--max_steps=9']),
+                     {'model': base, 'num_classes': base, 'max_steps': ''})
 
   def test_a_home_path_in_a_flagfile_is_the_users_home(self):
     path = os.path.join(tempfile.mkdtemp(), 'home.flags')
@@ -131,6 +135,10 @@ class RerunTest(absltest.TestCase):
     before = sorted(os.listdir(self.model_dir))
     done = program_runs.run('towers.train_main', '--flagfile', run_flags.path(copy),
                             '--max_steps=8')
+    self.assertEqual((done.code, done.error_options), (2, ['model_dir']), done.output())
+    # --model_dir given before the flagfile is overridden by the file's, as absl reads them.
+    done = program_runs.run('towers.train_main', f'--model_dir={copy}', '--flagfile',
+                            run_flags.path(copy), '--max_steps=8')
     self.assertEqual((done.code, done.error_options), (2, ['model_dir']), done.output())
     self.assertEqual(sorted(os.listdir(self.model_dir)), before)  # the original untouched
 

@@ -21,8 +21,9 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from input_fn import datasets, flow, manifest, ucf101
-from serving.export_info import (CLASS_NAMES_FILE, FORMAT_VERSION, INFO_FILE, SHORT_SIDE_RANGE,
-                                 TRAIN_VIDEO_NAMES)
+from serving import saved_model
+from serving.export_info import (ASSETS_DIR, CLASS_NAMES_FILE, FORMAT_VERSION, INFO_FILE,
+                                 SHORT_SIDE_RANGE, TRAIN_VIDEO_NAMES)
 from towers import train_settings
 from towers.params import TrainParams
 
@@ -117,17 +118,14 @@ def evaluation_settings(params: TrainParams) -> dict[str, Any]:
 
 
 def newest_export_record(export_path: str) -> dict[str, Any] | None:
-  """The video_model.json of the newest export under `export_path` when it records the
-  step, top-1 and evaluation it was exported at; None otherwise (none, or an older export)."""
-  found = sorted(p for p in tf.io.gfile.glob(os.path.join(export_path, '*', 'assets.extra',
-                                                         INFO_FILE))
-                 if not os.path.basename(os.path.dirname(os.path.dirname(p))).startswith('temp-'))
-  if not found:
-    return None
+  """The video_model.json of the newest export under `export_path`
+  (`saved_model.saved_model_dir`) when it records the step, top-1 and evaluation it was
+  exported at; None otherwise (none, or an older export)."""
   try:
-    with tf.io.gfile.GFile(found[-1]) as f:
+    path = os.path.join(saved_model.saved_model_dir(export_path), ASSETS_DIR, INFO_FILE)
+    with tf.io.gfile.GFile(path) as f:
       held = json.load(f)
-  except (ValueError, UnicodeDecodeError, tf.errors.OpError):
+  except (saved_model.ModelError, ValueError, UnicodeDecodeError, tf.errors.OpError):
     return None
   if not isinstance(held, dict) or not isinstance(held.get('top_1'), (int, float)) or \
       'evaluation' not in held:

@@ -56,22 +56,17 @@ def write(params: TrainParams, cluster: str = '') -> str:
   return target
 
 
-def copied_problem(argv: list[str], model_dir: str) -> str | None:
-  """The problem when the command line (`argv`, before flagfiles are read) continues a
-  model_dir through a run.flags that lies in another directory than the `model_dir` it names
-  (the directory was copied or moved: the run would train the original), without naming
-  --model_dir itself; None otherwise."""
-  if any(a.startswith(('--model_dir', '-model_dir')) for a in argv):
-    return None  # named on the command line: what the user meant
-  for previous, arg in zip([''] + argv, argv):
-    name = (arg.split('=', 1)[1] if arg.startswith(('--flagfile=', '-flagfile=')) else
-            arg if previous in ('--flagfile', '-flagfile') else '')
-    if os.path.basename(name) != FILE:
-      continue
-    here = os.path.dirname(os.path.realpath(name))
-    if here != os.path.realpath(model_dir):
-      return (f'{name} was written for model_dir={model_dir}, not the directory it is in '
-              f'(copied or moved?): add --model_dir={here} to continue this copy, or '
-              f'--model_dir={model_dir} to continue that one')
-  return None
+def copied_problem(origin: str, model_dir: str) -> str | None:
+  """The problem when `model_dir` came from a run.flags (`origin`: the flagfile that set
+  --model_dir, `flagfile.flag_origins`; '' for the command line) that lies in another
+  directory than that model_dir (the directory was copied or moved: the run would train the
+  original); None otherwise."""
+  if os.path.basename(origin) != FILE:
+    return None
+  here = os.path.dirname(os.path.realpath(origin))
+  if here == os.path.realpath(model_dir):
+    return None
+  return (f'{origin} was written for model_dir={model_dir}, not the directory it is in '
+          f'(copied or moved?): add --model_dir={here} after --flagfile to continue this '
+          f'copy, or --model_dir={model_dir} to continue that one')
 

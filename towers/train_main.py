@@ -24,7 +24,7 @@ import sys
 
 from absl import flags
 
-from command_line import cli, console, status_file
+from command_line import cli, console, flagfile, status_file
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -47,7 +47,8 @@ def run(params: TrainParams) -> int:
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
-  copied = run_flags.copied_problem(sys.argv[1:], params.model_dir)
+  copied = run_flags.copied_problem(flagfile.flag_origins(sys.argv[1:]).get('model_dir', ''),
+                                    params.model_dir)
   if copied:
     raise entry.Refused(Problem('model_dir', copied))
   unnamed = [name for name in training.DATA_SETTINGS if not flags.FLAGS[name].present]

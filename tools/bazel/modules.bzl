@@ -326,6 +326,7 @@ MODULES = {
             "//input_fn:dir_identity",
             "//input_fn:flow",
             "//input_fn:flow_shards",
+            "//input_fn:frame_folders",
             "//input_fn:json_files",
             "//input_fn:manifest",
             "//input_fn:records",
@@ -391,9 +392,12 @@ MODULES = {
         ("flow_shards.py", "flow_shards", [
             ":dir_identity",
             ":json_files",
+            ":video_lists",
             "//command_line:options",
         ]),
-        ("frame_folders.py", "frame_folders", []),
+        ("frame_folders.py", "frame_folders", [
+            ":video_lists",
+        ]),
         ("frame_sample.py", "frame_sample", [
             ":direct",
             ":manifest",
@@ -728,6 +732,7 @@ MODULES = {
             "//input_fn:manifest",
             "//input_fn:ucf101",
             "//serving:export_info",
+            "//serving:saved_model",
         ]),
         ("flags.py", "flags", [
             ":params",
@@ -786,6 +791,7 @@ MODULES = {
             "//command_line:cli",
             "//command_line:console",
             "//command_line:entry",
+            "//command_line:flagfile",
             "//command_line:options",
             "//command_line:status_file",
             "//input_fn:pipeline",
