@@ -396,12 +396,17 @@ class ClassifyTest(tf.test.TestCase):
     for i, frame in enumerate(video_io.decode_video(self.test_videos[0])):
       with open(frame_folders.frame_path(tiny, i), 'wb') as f:
         f.write(video_io.encode_jpeg(frame[:12, :14], 100))
-    results = classifier.classify([tiny, self.test_videos[0]], self.model('rgb'), crops=3)
+    # Read as decoded (the export does not say what size its training frames were).
+    as_decoded = self.damaged_export('as_decoded', export_info.INFO_FILE, json.dumps(
+        dict(info, **{export_info.SHORT_SIDE_RANGE: None})))
+    results = classifier.classify([tiny, self.test_videos[0]], as_decoded, crops=3)
     self.assertEqual([r.ok for r in results], [False, True])
     self.assertEqual(results[0].error,  # the reason is the frames' own: 12x14 under crop 16
                      f'3 crops: {pipeline.eval_crops_problem(12, 14, S, 3)}; classify it with 1 '
                      'crop')
-    self.assertTrue(classifier.classify([tiny], self.model('rgb'), crops=1)[0].ok)
+    self.assertTrue(classifier.classify([tiny], as_decoded, crops=1)[0].ok)
+    # Read at the training frames' scale (short side 20), 3 crops fit.
+    self.assertTrue(classifier.classify([tiny], self.model('rgb'), crops=3)[0].ok)
 
   def test_three_crop_evaluation_is_the_mean_of_six_hand_cut_views(self):
     """24x20 frames, crop 16: the three windows of a wide frame are x = 0, 4, 8 at y = 2."""
