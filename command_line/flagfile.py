@@ -25,8 +25,13 @@ _DIRECTIVES = ('--flagfile=', '-flagfile=')
 
 
 class FlagfileError(ValueError):
-  """A --flagfile that cannot be read (missing, not UTF-8, including itself); the message
-  names it, and the file and line that name it."""
+  """A --flagfile that cannot be read (missing, not UTF-8, including itself), or that
+  overrides a flag typed before it; the message names it, and the file and line that name
+  it. `option`: the flag overridden, else None."""
+
+  def __init__(self, message: str, option: str | None = None) -> None:
+    super().__init__(message)
+    self.option = option
 
 
 def expand_flagfiles(argv: list[str]) -> list[str]:
@@ -35,8 +40,23 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
   read by `text_files.read_lines` (a UTF-8 byte-order mark or CRLF read as without). A
   relative nested path that is not there from the working directory is taken beside the
   file naming it (a recipe that includes another, run from any directory). Raises
-  `FlagfileError`."""
-  return [arg for arg, _ in _expanded(argv)]
+  `FlagfileError`, also for a flag typed before a --flagfile that sets it to another value:
+  absl would read the file's (the last), dropping what was typed without a word."""
+  expanded = _expanded(argv)
+  typed: dict[str, str] = {}
+  last: dict[str, tuple[str, str]] = {}
+  for arg, origin in expanded:
+    if arg.startswith('-') and '=' in arg:
+      name = arg.lstrip('-').split('=', 1)[0]
+      last[name] = (arg, origin)
+      if not origin:
+        typed[name] = arg
+  for name, (arg, origin) in last.items():
+    if origin and name in typed and typed[name] != arg:
+      raise FlagfileError(f'{typed[name]} is typed before --flagfile={origin}, which sets '
+                          f'{arg} and so overrides it (flags are read in order, the last '
+                          'wins): put the flags you type after --flagfile', name)
+  return [arg for arg, _ in expanded]
 
 
 def flag_origins(argv: list[str]) -> dict[str, str]:

@@ -72,6 +72,11 @@ class FlagfileReadingTest(absltest.TestCase):
     recipe, base = os.path.join(root, 'recipe.flags'), os.path.join(root, 'base.flags')
     self.assertEqual(flag_origins(['--model=i3d', '--flagfile', recipe, '--max_steps=9']),
                      {'model': base, 'num_classes': base, 'max_steps': ''})
+    # A flag typed before a flagfile that sets it otherwise would be dropped: refused.
+    with self.assertRaises(FlagfileError) as caught:
+      expand_flagfiles(['--max_steps=9', '--flagfile', recipe])
+    self.assertEqual(caught.exception.option, 'max_steps')
+    self.assertLen(expand_flagfiles(['--max_steps=5', '--flagfile', recipe]), 4)  # the same value
 
   def test_a_home_path_in_a_flagfile_is_the_users_home(self):
     path = os.path.join(tempfile.mkdtemp(), 'home.flags')
@@ -136,10 +141,11 @@ class RerunTest(absltest.TestCase):
     done = program_runs.run('towers.train_main', '--flagfile', run_flags.path(copy),
                             '--max_steps=8')
     self.assertEqual((done.code, done.error_options), (2, ['model_dir']), done.output())
-    # --model_dir given before the flagfile is overridden by the file's, as absl reads them.
+    # --model_dir typed before the flagfile, which would override it as absl reads them.
     done = program_runs.run('towers.train_main', f'--model_dir={copy}', '--flagfile',
                             run_flags.path(copy), '--max_steps=8')
-    self.assertEqual((done.code, done.error_options), (2, ['model_dir']), done.output())
+    self.assertEqual((done.code, done.error['error'], done.error_options),
+                     (2, 'FlagfileError', ['model_dir']), done.output())
     self.assertEqual(sorted(os.listdir(self.model_dir)), before)  # the original untouched
 
   def test_a_later_max_steps_continues_it(self):
