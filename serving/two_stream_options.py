@@ -33,7 +33,8 @@ class EvaluateTwoStreamOptions(Options):
                            'long side); a video averages eval_clips x eval_crops views.',
                            choices=datasets.EVAL_CROPS)
   eval_batch_size: int = option(16, 'Clips per model call.', valid=at_least(1))
-  json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON.',
+  json_out: str = option('two_stream_eval.json', 'Where to write the table as JSON (a .json '
+                         'path; the per-class CSV and confusion PNGs go beside it).',
                          path=True)
   splits: tuple[int, ...] = option((), 'Evaluate each of these splits (e.g. 1,2,3), `{split}` '
                                    'in --rgb_model, --flow_model, --rgb_data and --flow_data '
@@ -57,6 +58,10 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
   problem = working_dir.unwritable(options.json_out)
   if problem:
     raise entry.Refused(Problem('json_out', f'--json_out={options.json_out}: {problem}'))
+  if not options.json_out.lower().endswith('.json'):
+    raise entry.Refused(Problem('json_out', f'--json_out={options.json_out}: must end in .json '
+                                '(the table is JSON; its per-class CSV and confusion PNGs are '
+                                'named after it)'))
   placeholders = [f'--{name}' for name in PATHS if '{split}' in getattr(options, name)]
   if options.splits and len(placeholders) != len(PATHS):
     lacking = [f'--{name}' for name in PATHS if f'--{name}' not in placeholders]

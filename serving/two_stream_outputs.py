@@ -24,7 +24,7 @@ CSV_COLUMNS = ('class', 'label', 'videos', 'rgb', 'flow', 'fusion', 'fusion_gain
 
 def prefix(json_out: str, split: int | None = None) -> str:
   """The path the files of `json_out` (of `split`) start with: the JSON's without '.json'."""
-  stem = json_out[:-len('.json')] if json_out.endswith('.json') else json_out
+  stem = json_out[:-len('.json')] if json_out.lower().endswith('.json') else json_out
   return stem if split is None else f'{stem}_split{split}'
 
 

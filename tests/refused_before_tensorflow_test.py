@@ -83,6 +83,8 @@ class RefusedBeforeTensorFlowTest(absltest.TestCase):
         ([*paths, '--eval_crops=2'], 'OptionsError', ['eval_crops']),
         (paths[1:], 'Refused', ['rgb_model']),
         ([*paths, f'--json_out={self.create_tempdir().full_path}'], 'Refused', ['json_out']),
+        ([*paths, f'--json_out={self.create_tempdir().full_path}/e.csv'], 'Refused',
+         ['json_out']),
         ([*paths, '--splits=1,2'], 'Refused', ['rgb_model'])):
       with self.subTest(args):
         self.assert_refused_without_tensorflow('serving.evaluate_two_stream_main', args, error,
