@@ -84,7 +84,8 @@ class ParamsTest(tf.test.TestCase):
         (dict(momentum=float('nan')), 'momentum'),
         (dict(weight_decay=float('inf')), 'weight_decay'),
         (dict(dropout_keep=0.0), 'dropout_keep'),
-        (dict(backup_workers=1), 'backup_workers')):
+        (dict(backup_workers=1), 'backup_workers'),
+        (dict(task_index=2), 'task_index')):
       with self.subTest(values):
         self.assertEqual(self.refused_option(values), option)
         fixed = (dict(values, sync_replicas=True) if option == 'backup_workers' else

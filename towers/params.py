@@ -353,11 +353,19 @@ def _backup_workers_need_sync(p: ClusterSection) -> Problem | None:
   return None
 
 
+def _task_index_needs_task_type(p: ClusterSection) -> Problem | None:
+  if p.task_index and not p.task_type:
+    return Problem('task_index', f'task_index={p.task_index} names a cluster task but no '
+                   '--task_type says which: give --task_type (with --ps_hosts and '
+                   '--worker_hosts), or drop --task_index to train on one machine')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterSection(Section):
   """The cluster: its tasks, synchronous or not, what travels, how long a task is waited for."""
   TITLE: ClassVar[str] = 'Cluster'
-  rules = (_backup_workers_need_sync,)
+  rules = (_backup_workers_need_sync, _task_index_needs_task_type)
 
   ps_hosts: tuple[str, ...] = may_change(
       (), 'Cluster from flags: host:port of every ps task (with worker_hosts; else TF_CONFIG).')

@@ -180,8 +180,9 @@ def validate(cluster: Mapping[str, tuple[str, ...]], task_type: str, task_index:
                          f'{field}.{job}', job)
   chiefs = cluster.get('chief', ())
   if len(chiefs) != 1:
-    raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is needed',
-                       f'{field}.chief', len(chiefs))
+    alone = (' (or unset TF_CONFIG to train on one machine)' if source == 'TF_CONFIG' else '')
+    raise ClusterError(f'{field}.chief: lists {len(chiefs)} tasks; exactly one chief is '
+                       f'needed{alone}', f'{field}.chief', len(chiefs))
   if not cluster.get('ps'):
     workers = len(cluster.get('worker', ()))
     raise ClusterError(f'{field}.ps: no ps task'
