@@ -247,6 +247,23 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
         'again'), tuple(f.option for f in found))
 
 
+def _check_videos_dir(out: str, videos_dir: str, tasks: list[VideoTask]) -> None:
+  """Refuses an `out` whose manifest records another videos folder, still there, and that
+  holds the flow of videos that folder has and `tasks` do not (`SettingsMismatch`,
+  difference 'videos_dir'): two datasets' flow in one root would be listed as one. A copy
+  of the same videos, or a recorded folder that is gone (moved), passes."""
+  held = (json_files.load_object(os.path.join(out, MANIFEST)) or {}).get('videos_dir')
+  if not (isinstance(held, str) and held and os.path.isdir(held) and
+          os.path.realpath(held) != os.path.realpath(videos_dir)):
+    return
+  foreign = sorted(set(flow_shards.read_sources(out)) - {t.name for t in tasks})
+  if foreign:
+    raise SettingsMismatch(
+        f'--out={out} holds the flow of {len(foreign)} videos of {held} (e.g. {foreign[0]}) '
+        f'that {videos_dir} does not have: use another --out for these videos (and give it '
+        'to prepare as --flow_dir)', ('videos_dir',))
+
+
 def _check_shard_settings(out: str, settings: dict[str, Any]) -> None:
   """Refuses to go on beside shards of a split recorded in `out` with other settings
   (`flow_shards.other_settings`; `settings` includes the backend), naming them."""
@@ -327,6 +344,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
     raise InputError(skipped[0])
   settings = options.settings
   _check_settings(out, settings)
+  _check_videos_dir(out, videos_dir, tasks)
   backend = resolve_backend(options.backend)
   shard_settings = dict(settings, backend=backend)
   _check_shard_settings(out, shard_settings)

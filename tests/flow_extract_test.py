@@ -161,6 +161,13 @@ class ExtractFlowToolTest(tf.test.TestCase):
       self.extract(data, tvl1_epsilon=0.01)
     self.assertEqual((caught.exception.differences, caught.exception.damaged),
                      (('epsilon',), ''))
+    # The flow of other videos in that root: another dataset's would be listed with it.
+    others = os.path.join(self.root, 'others')
+    shutil.copytree(os.path.join(self.data, 'UCF-101', 'MoveRightSpeed1'),
+                    os.path.join(others, 'UCF-101', 'MoveRightSpeed1'))
+    with self.assertRaises(extract_flow.SettingsMismatch) as caught:
+      self.extract(others, out=out)
+    self.assertEqual(caught.exception.differences, ('videos_dir',))
 
   def test_flow_of_an_older_extraction_without_source_records_is_kept_unless_older_than_its_video(self):
     data = os.path.join(self.root, 'older')
