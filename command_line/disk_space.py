@@ -24,6 +24,7 @@ import contextlib
 import errno
 import os
 import re
+import resource
 import shutil
 from typing import Iterator
 
@@ -159,3 +160,15 @@ def free_space_problem(model_dir: str, latest_checkpoint: str | None) -> str | N
   return (f'model_dir={model_dir} has {human_bytes(free)} free, but training writes '
           f'checkpoints of {human_bytes(need / 3)} there (and an export of the same size): '
           f'free at least {human_bytes(need)} on that disk or choose another --model_dir')
+
+
+def file_size_limit_warning() -> str | None:
+  """A warning when this process runs under a file-size limit (`ulimit -f`, RLIMIT_FSIZE):
+  a write past it fails, and TensorFlow's event writer drops such a failure without an
+  error, so the run's TensorBoard curves would stop there unseen; None without a limit."""
+  limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+  if limit == resource.RLIM_INFINITY:
+    return None
+  return (f'a file-size limit of {human_bytes(limit)} is set (ulimit -f): an event file that '
+          'reaches it stops recording TensorBoard curves without an error; raise it '
+          '(ulimit -f unlimited) to keep them')

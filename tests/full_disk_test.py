@@ -198,6 +198,17 @@ class FileSizeLimitTest(tf.test.TestCase):
     self.assertNotEqual(done.returncode, 0, 'the write said it succeeded')
     self.assertIn('File too large', done.stderr)
 
+  def test_a_file_size_limit_is_told_before_training(self):
+    """TensorFlow's event writer drops a refused write without an error: train says
+    beforehand that a limit is set."""
+    code = 'from command_line import disk_space; print(disk_space.file_size_limit_warning())'
+    for prefix, told in ((['prlimit', f'--fsize={1 << 20}'], True), ([], False)):
+      done = subprocess.run([*prefix, sys.executable, '-c', code], env=ENV, capture_output=True,
+                            text=True, timeout=LIMIT, check=True)
+      self.assertEqual(done.stdout.strip() != 'None', told, done.stdout)
+      if told:
+        self.assertIn('1.0 MiB', done.stdout)
+
   def test_prepare_over_the_file_size_limit(self):
     out = os.path.join(self.out, 'records')
     done = self.limited('data_tools.prepare_main', 16 << 10, f'--data_dir={self.data}',

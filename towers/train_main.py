@@ -24,7 +24,7 @@ import sys
 
 from absl import flags
 
-from command_line import cli, console, flagfile, status_file
+from command_line import cli, console, disk_space, flagfile, status_file
 
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
@@ -47,6 +47,9 @@ def run(params: TrainParams) -> int:
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
   from towers.cluster.watchdog import CHIEF_LOST_EXIT_CODE
+  limited = disk_space.file_size_limit_warning()
+  if limited:
+    print(f'train: warning: {limited}', file=sys.stderr)
   copied = run_flags.copied_problem(flagfile.flag_origins(sys.argv[1:]).get('model_dir', ''),
                                     params.model_dir)
   if copied:

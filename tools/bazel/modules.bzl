@@ -790,6 +790,7 @@ MODULES = {
             ":training",
             "//command_line:cli",
             "//command_line:console",
+            "//command_line:disk_space",
             "//command_line:entry",
             "//command_line:flagfile",
             "//command_line:options",
