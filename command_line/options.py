@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 CHOICES = 'choices'
@@ -254,11 +255,12 @@ def _typed(f: dataclasses.Field, value: Any, error: type[Exception]) -> Any:
   if field_type == 'bool':
     if not isinstance(value, bool):
       raise _named(error, f'{f.name}={value!r} must be True or False', f.name)
-  elif field_type == 'int':
-    if isinstance(value, bool) or not isinstance(value, int):
+  elif field_type == 'int':  # NumPy's integers too, as Python ints
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
       raise _named(error, f'{f.name}={value!r} must be a whole number', f.name)
+    return int(value)
   elif field_type == 'float':
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
       raise _named(error, f'{f.name}={value!r} must be a number', f.name)
     return float(value)
   elif field_type == 'str' and not isinstance(value, str):

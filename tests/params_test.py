@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 from absl import flags
 
@@ -154,6 +155,12 @@ class ParamsTest(tf.test.TestCase):
     self.assertEqual(self.refused_option(num_towers='2'), 'num_towers')
     self.assertEqual(self.refused_option(batch_size=2.5), 'batch_size')
     self.assertEqual(make_params(weight_decay=0).weight_decay, 0.0)
+    # NumPy's numbers, as a notebook holds them, are the Python numbers they stand for.
+    made = make_params(batch_size=np.int64(4), num_classes=np.int32(3),
+                       weight_decay=np.float32(0.5))
+    self.assertEqual((made.batch_size, made.num_classes, made.weight_decay), (4, 3, 0.5))
+    self.assertIs(type(made.batch_size), int)
+    self.assertEqual(self.refused_option(batch_size=np.float64(4.0)), 'batch_size')
 
   def test_build_estimator_rejects_unknown_keys(self):
     with self.assertRaises(ParamsError) as caught:
