@@ -21,12 +21,14 @@ and a signal that came meanwhile is delivered then. Needs neither TensorFlow nor
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import threading
 from typing import Iterator
 
 STOP_SIGNAL = signal.SIGUSR1
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 HANDLED = (signal.SIGINT, STOP_SIGNAL)
@@ -123,10 +125,26 @@ def blocked() -> Iterator[None]:
 
 def ignored_in_worker() -> None:
   """A pool's initializer (with the pool made inside `blocked`): the worker ignores both
-  signals, which its parent alone answers (it ends the workers), then unblocks them."""
+  signals, which its parent alone answers (it ends the workers), then unblocks them; it
+  dies with its parent (`die_with_parent`)."""
+  die_with_parent()
   for signum in HANDLED:
     signal.signal(signum, signal.SIG_IGN)
   signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+
+
+def die_with_parent() -> None:
+  """In a pool worker: the kernel kills it (SIGKILL) when its parent ends, however the
+  parent ends (SIGTERM, SIGKILL), so no worker goes on writing after the program is gone.
+  Linux's PR_SET_PDEATHSIG; elsewhere nothing."""
+  parent = os.getppid()
+  try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+  except (OSError, AttributeError):
+    return
+  if os.getppid() != parent:  # the parent ended before the request took effect
+    os._exit(1)
 
 
 def blocked_in_child() -> None:

@@ -22,7 +22,7 @@ from input_fn import flow_shards
 from input_fn import datasets, flow, frame_folders, ucf101, video_io, video_lists
 from input_fn import dir_identity, json_files
 from input_fn.video_lists import InputError, InputProblem
-from command_line import disk_space, status_file
+from command_line import disk_space, signals, status_file
 from command_line.options import Options, OptionsError, above, at_least, option
 from command_line.progress import Progress
 
@@ -169,6 +169,11 @@ def dataset_videos(dataset: str, videos_dir: str, classes: video_lists.ClassInde
 def _init_worker() -> None:
   import cv2
   cv2.setNumThreads(1)  # one process per core
+
+
+def _init_pool_worker() -> None:
+  signals.die_with_parent()  # a SIGTERM to extract_flow ends its workers too
+  _init_worker()
 
 
 def resolve_backend(backend: str) -> str:
@@ -398,7 +403,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
   else:
     # fork: the workers need only OpenCV and numpy and start before this process has run
     # any of it; spawn would re-import the caller's main module (TensorFlow) in every one.
-    pool = multiprocessing.get_context('fork').Pool(workers, initializer=_init_worker)
+    pool = multiprocessing.get_context('fork').Pool(workers, initializer=_init_pool_worker)
     results = pool.imap_unordered(extract_video, jobs)
   try:
     for task, frames, problem in results:

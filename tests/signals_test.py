@@ -15,12 +15,14 @@ import glob
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
 from absl.testing import absltest
 
 from command_line import signals
+from data_tools import make_synthetic_ucf101
 from tests import program_runs, tiny_records
 from tests.cluster_testing import wait_until
 from towers.checkpoints import checkpoint_step
@@ -185,6 +187,26 @@ class SignalsTest(absltest.TestCase):
     started = self.start('data_tools.extract_flow_main', *args, blocked=True)
     started.process.send_signal(signal.SIGINT)
     self.assertInterrupted(started.finish(LIMIT), 'extract_flow')
+
+  def test_extract_flow_ended_by_sigterm_leaves_no_worker_running(self):
+    # Forked workers keep their parent's command line, so its unique --out finds them.
+    data = os.path.join(self.create_tempdir().full_path, 'big')
+    make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=160, height=120,
+                                       min_frames=30, max_frames=30, object_size=30)
+    out = os.path.join(self.create_tempdir().full_path, 'flow_sigterm')
+    started = self.start('data_tools.extract_flow_main', f'--data_dir={data}', f'--out={out}',
+                         '--workers=2', '--short_side=0', '--tvl1_scales=5', '--tvl1_warps=5')
+    wait_until(lambda: os.path.isdir(os.path.join(out, 'u')) or
+               started.process.poll() is not None, LIMIT, 'the workers', period=0.01)
+    time.sleep(0.5)  # inside their first videos
+    started.process.send_signal(signal.SIGTERM)
+    self.assertEqual(started.process.wait(LIMIT), -signal.SIGTERM)  # not its pipes' end
+    def workers() -> list[str]:
+      found = subprocess.run(['pgrep', '-f', '--', f'--out={out}'], capture_output=True,
+                             text=True, check=False)
+      self.assertIn(found.returncode, (0, 1), found.stderr)  # found, none found
+      return found.stdout.split()
+    wait_until(lambda: not workers(), 5, 'the workers to end', period=0.05)
 
   def test_prepare_refuses_the_flow_of_a_stopped_extract_flow_until_it_is_resumed(self):
     # The stopped run's folder held a manifest of settings only: prepare took it for
