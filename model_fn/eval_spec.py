@@ -11,7 +11,10 @@ counts the confusion matrix: PER_CLASS is each class's top-1 (float32 [num_class
 class with no evaluated clip), and two image summaries in the eval dir draw it
 (`model_fn/confusion.py`): CONFUSION_IMAGE (rows normalised) and PER_CLASS_IMAGE (sorted bars),
 labelled with the records' class names (`class_names`) where known. The loss is the towers' rule
-(`tower_forward.mean_loss`); with `ema_decay` the weights' averages are evaluated.
+(`tower_forward.mean_loss`); CLIP_LOSS is its mean over every evaluated clip (each batch's
+weighted by its clips), what the evaluation line reports, whatever the eval batch size: the
+Estimator's own `loss` averages the batches' means unweighted. With `ema_decay` the weights'
+averages are evaluated.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ tf1 = tf.compat.v1
 ModeKeys = tf.estimator.ModeKeys
 
 TOP_1 = 'accuracy/top_1'  # the evaluation metric that picks the best model
+CLIP_LOSS = 'loss/per_clip'  # the loss's mean over evaluated clips (the Estimator's `loss`:
+                             # the mean of its per-batch means, a short last batch weighs more)
 PER_CLASS = 'accuracy/per_class'  # float32 [num_classes], NaN: no clip of the class
 CONFUSION_IMAGE = 'eval/confusion_matrix'  # the eval dir's image summaries (tag '<name>/0')
 PER_CLASS_IMAGE = 'eval/per_class_accuracy'
@@ -107,10 +112,11 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
 
 
 def eval_spec(loss, logits, labels, features, params) -> tf.estimator.EstimatorSpec:
-  """Metrics (`eval_metrics`); given the input's `videos_listed`, also
+  """Metrics (`eval_metrics`) and CLIP_LOSS; given the input's `videos_listed`, also
   `eval/videos_evaluated` and `eval/videos_listed`, checked by an `EvalCoverageHook`."""
   _, video_index = split_features(features)
   metrics = eval_metrics(logits, labels, video_index, params)
+  metrics[CLIP_LOSS] = tf1.metrics.mean(loss, weights=tf.cast(tf.size(labels), loss.dtype))
   hooks = []
   if isinstance(features, dict) and 'videos_listed' in features and video_index is not None:
     metrics['eval/videos_evaluated'] = video_metrics.videos_evaluated(

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from input_fn import factory
+from model_fn.eval_spec import CLIP_LOSS
 from towers import build_estimator
 from towers.params import make_params
 
@@ -68,6 +69,15 @@ class EvalLastBatchTest(tf.test.TestCase):
     self.assertEqual(four['global_step'], 1)
     self.assertAllClose(four['loss'], one['loss'], atol=1e-4)
     self.assertAllClose(four['accuracy/top_1'], one['accuracy/top_1'])
+
+  def test_the_loss_is_the_mean_over_clips_whatever_the_eval_batch(self):
+    # 42 clips: batches of 8 leave a last batch of 2, which the Estimator's `loss` (a mean of
+    # per-batch means) weighs like a full one; batches of 7 divide them.
+    eights = self.evaluation(num_towers=1, eval_batch_size=8)
+    sevens = self.evaluation(num_towers=1, eval_batch_size=7)
+    self.assertAllClose(eights[CLIP_LOSS], sevens[CLIP_LOSS], atol=1e-5)
+    self.assertAllClose(sevens['loss'], sevens[CLIP_LOSS], atol=1e-5)  # equal batches
+    self.assertNotAllClose(eights['loss'], eights[CLIP_LOSS], atol=1e-5)  # what it mends
 
   def test_eval_batch_of_one_on_two_towers(self):
     one = self.evaluation(num_towers=1, eval_batch_size=1)

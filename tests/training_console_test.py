@@ -159,7 +159,7 @@ class TrainingConsoleTest(absltest.TestCase):
     line = (f'evaluation at step 6: top-1 {metrics["accuracy/top_1"]:.4f}  '
             f'top-5 {metrics["accuracy/top_5"]:.4f}  '
             f'mean per class {metrics["accuracy/mean_per_class"]:.4f}  '
-            f'loss {metrics["loss"]:.4f}')
+            f'loss {metrics["loss/per_clip"]:.4f}')  # the mean over clips
     found = [l for l in lines(done) if re.fullmatch(CLOCK + re.escape(line), l)]
     self.assertLen(found, 1, done.output())
 

@@ -22,7 +22,7 @@ from command_line import status_file
 from command_line.console import protocol
 from model_fn.networks import Network
 from input_fn import factory
-from model_fn.eval_spec import PER_CLASS, TOP_1
+from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, TOP_1
 from towers import export_info
 from towers.checkpoints import checkpoint_step
 from towers.cluster import exports, final_evaluation, time_limit
@@ -62,10 +62,11 @@ class EvaluationLine(tf.estimator.Exporter):
 def evaluation_line(metrics: dict[str, Any], views: str = '') -> str:
   """'evaluation at step N: top-1 0.8500  top-5 1.0000  ...  loss 0.4123' (the metrics
   present, in that order); with `views` (`protocol`) '... video 0.9000 (3 clips x 1 crop)'.
-  top-1, top-5 and mean per class are per view, video per video."""
+  top-1, top-5 and mean per class are per view, video per video; loss is the mean over the
+  evaluated clips (CLIP_LOSS; the Estimator's `loss` for evaluations made without it)."""
   names = [('accuracy/top_1', 'top-1'), ('accuracy/top_5', 'top-5'),
            ('accuracy/mean_per_class', 'mean per class'), ('accuracy/video', 'video'),
-           ('loss', 'loss')]
+           (CLIP_LOSS if CLIP_LOSS in metrics else 'loss', 'loss')]
   parts = [f'{label} {float(metrics[key]):.4f}' + (f' ({views})' if views and label == 'video'
                                                     else '')
            for key, label in names if key in metrics]

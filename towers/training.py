@@ -31,7 +31,7 @@ from input_fn.data_checks import DataError
 from input_fn.manifest import ManifestError
 from model_fn import confusion
 from model_fn.eval_coverage import EvalCoverageError
-from model_fn.eval_spec import PER_CLASS, class_names
+from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, class_names
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
@@ -206,9 +206,11 @@ def worst_classes_line(per_class: Any, names: list[str] | None, k: int = 5) -> s
 
 def metrics_table(metrics: dict[str, Any]) -> str:
   """The final metrics that are one number, one 'name  value' row each, names sorted
-  (floats to 4 places)."""
+  (floats to 4 places); the Estimator's `loss` (a mean of per-batch means) is left out
+  beside CLIP_LOSS, the mean over clips."""
+  hidden = {'loss'} if CLIP_LOSS in metrics else set()
   rows = {k: f'{float(v):.4f}' if isinstance(v, float) or hasattr(v, 'dtype') and
           v.dtype.kind == 'f' else str(v) for k, v in metrics.items()
-          if k in train_and_evaluate_loop.scalars(metrics)}
+          if k in train_and_evaluate_loop.scalars(metrics) and k not in hidden}
   width = max(map(len, rows))
   return '\n'.join(f'  {name:<{width}}  {rows[name]:>10}' for name in sorted(rows))
