@@ -88,6 +88,11 @@ def confusion_metrics(labels: tf.Tensor, predictions: tf.Tensor, num_classes: in
   }
 
 
+def views_per_video(params) -> int:
+  """The views the evaluation input gives each video: eval_clips x eval_crops."""
+  return params.eval_clips * params.eval_crops
+
+
 def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | None,
                  params) -> dict:
   """Top-1, top-5 (top-k for fewer classes), mean per-class accuracy (over the classes
@@ -107,7 +112,7 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
   }
   if video_index is not None:
     metrics['accuracy/video'] = video_metrics.video_accuracy(
-        video_index, logits, labels, params.max_eval_videos)
+        video_index, logits, labels, params.max_eval_videos, views_per_video(params))
   return metrics
 
 
@@ -120,7 +125,7 @@ def eval_spec(loss, logits, labels, features, params) -> tf.estimator.EstimatorS
   hooks = []
   if isinstance(features, dict) and 'videos_listed' in features and video_index is not None:
     metrics['eval/videos_evaluated'] = video_metrics.videos_evaluated(
-        video_index, params.max_eval_videos)
+        video_index, params.max_eval_videos, views_per_video(params))
     metrics['eval/videos_listed'] = tf1.metrics.mean(
         tf.cast(features['videos_listed'], tf.float32))
     hooks.append(eval_coverage.EvalCoverageHook(

@@ -5,7 +5,8 @@ The evaluation input (`input_fn/pipeline.py`) yields several clips per video, ea
 accumulates softmax probabilities per video across evaluation batches and reports the
 accuracy over the videos seen so far; clip-level accuracy is the ordinary
 `tf.compat.v1.metrics.accuracy` on the same logits. `mean_per_class_accuracy` averages over
-the classes present in the evaluated labels; `videos_evaluated` counts distinct videos.
+the classes present in the evaluated labels; `videos_evaluated` counts distinct videos. A
+video counts once all its views (eval clips x crops) were evaluated.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _local_variable(name: str, shape: list[int], dtype: tf.DType) -> tf.Variable
 
 
 def video_accuracy(video_index: tf.Tensor, logits: tf.Tensor, labels: tf.Tensor,
-                   max_videos: int, name: str = 'video_accuracy'
+                   max_videos: int, views_per_video: int = 1, name: str = 'video_accuracy'
                    ) -> tuple[tf.Tensor, tf.Tensor]:
   """Streaming video-level accuracy, a `tf.compat.v1.metrics`-style (value_op, update_op).
 
@@ -31,11 +32,14 @@ def video_accuracy(video_index: tf.Tensor, logits: tf.Tensor, labels: tf.Tensor,
     logits: float [batch, num_classes] (num_classes must be static).
     labels: int [batch], the clip's (= its video's) 0-based label.
     max_videos: size of the accumulators, at least the number of eval videos.
+    views_per_video: the views (clips x crops) the input gives each video; a video counts
+      once all of them were evaluated (an evaluation cut short by eval_steps leaves the
+      last video part-read: it is not scored on a part of its views).
 
   Local variables (reset by the local-variables initializer, like every v1 metric):
   `probability_sums` float32 [max_videos, num_classes] (softmax summed with scatter_add),
   `video_labels` int64 [max_videos], `clip_counts` float32 [max_videos]. `value_op` is the
-  fraction of videos with at least one clip whose argmax of summed (= of averaged)
+  fraction of videos with all their views whose argmax of summed (= of averaged)
   probabilities equals their label; 0 before any update. Indices outside
   [0, max_videos) fail the update with an error naming max_videos.
   """
@@ -60,7 +64,7 @@ def video_accuracy(video_index: tf.Tensor, logits: tf.Tensor, labels: tf.Tensor,
           tf1.scatter_add(counts, index, tf.ones_like(index, tf.float32)))
 
     def value() -> tf.Tensor:
-      seen = counts > 0
+      seen = counts >= views_per_video
       correct = tf.logical_and(seen, tf.equal(tf.argmax(sums, axis=1), video_labels))
       return tf.math.divide_no_nan(tf.reduce_sum(tf.cast(correct, tf.float32)),
                                    tf.reduce_sum(tf.cast(seen, tf.float32)))
@@ -104,17 +108,21 @@ def mean_per_class_accuracy(labels: tf.Tensor, predictions: tf.Tensor, num_class
   return value_op, update_op
 
 
-def videos_evaluated(video_index: tf.Tensor, max_videos: int, name: str = 'videos_evaluated'
-                     ) -> tuple[tf.Tensor, tf.Tensor]:
-  """Streaming count of distinct videos seen (float32), a (value_op, update_op) pair.
-  video_index: int [batch] in [0, max_videos) (indices beyond are ignored here;
-  `video_accuracy` reports them). Local variable `seen` float32 [max_videos]."""
+def videos_evaluated(video_index: tf.Tensor, max_videos: int, views_per_video: int = 1,
+                     name: str = 'videos_evaluated') -> tuple[tf.Tensor, tf.Tensor]:
+  """Streaming count (float32) of distinct videos with all their `views_per_video` views
+  seen, a (value_op, update_op) pair. video_index: int [batch] in [0, max_videos) (indices
+  beyond are ignored here; `video_accuracy` reports them). Local variable `views` float32
+  [max_videos]."""
   with tf1.variable_scope(None, default_name=name):
-    seen = _local_variable('seen', [max_videos], tf.float32)
+    views = _local_variable('views', [max_videos], tf.float32)
     index = tf.cast(tf.reshape(video_index, [-1]), tf.int64)
     index = tf.boolean_mask(index, index < max_videos)
-    update = tf1.scatter_update(seen, index, tf.ones_like(index, tf.float32))
-    value_op = tf.reduce_sum(seen)
+    update = tf1.scatter_add(views, index, tf.ones_like(index, tf.float32))
+
+    def value() -> tf.Tensor:
+      return tf.reduce_sum(tf.cast(views >= views_per_video, tf.float32))
+    value_op = value()
     with tf.control_dependencies([update]):
-      update_op = tf.reduce_sum(seen)
+      update_op = value()
   return value_op, update_op

@@ -80,6 +80,24 @@ class VideosEvaluatedTest(tf.test.TestCase):
         self.assertEqual(sess.run(update, {index: [5, 0]}), 3.0)
         self.assertEqual(sess.run(value), 3.0)
 
+  def test_a_video_counts_once_all_its_views_were_evaluated(self):
+    # 3 views a video: an evaluation cut after 2 of video 1's views (--eval_steps) counts
+    # and scores video 0 alone, not video 1 on a part of its views.
+    with tf.Graph().as_default():
+      index = tf1.placeholder(tf.int64, [None])
+      logits = tf1.placeholder(tf.float32, [None, 2])
+      labels = tf1.placeholder(tf.int64, [None])
+      _, evaluated = video_metrics.videos_evaluated(index, max_videos=4, views_per_video=3)
+      _, accuracy = video_metrics.video_accuracy(index, logits, labels, max_videos=4,
+                                                 views_per_video=3)
+      with self.session() as sess:
+        sess.run(tf1.local_variables_initializer())
+        batch = {index: [0, 0, 0, 1, 1], labels: [0, 0, 0, 1, 1],
+                 logits: [[0, 1.0]] * 3 + [[0, 1.0]] * 2}  # video 0 wrong, video 1 right
+        self.assertEqual(sess.run([evaluated, accuracy], batch), [1.0, 0.0])
+        batch = {index: [1], labels: [1], logits: [[0, 1.0]]}  # video 1's last view
+        self.assertEqual(sess.run([evaluated, accuracy], batch), [2.0, 0.5])
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -308,8 +308,10 @@ class RunSection(Section):
       valid=at_least(0))
   max_steps: int = may_change(1000, 'Stop training at this global step.', valid=at_least(1),
                               key=True)
-  eval_steps: int = may_change(0, 'Evaluation batches per evaluation; 0 means the whole eval set.',
-      valid=at_least(0))
+  eval_steps: int = may_change(
+      0, 'Evaluation batches per evaluation; 0 means the whole eval set. The first batches of '
+      'the test list (ordered by class) are read; a video whose views the last batch cuts is '
+      'neither counted nor scored.', valid=at_least(0))
   strict_eval: bool = may_change(
       False, 'An evaluation that saw fewer videos than the test list holds (videos prepare '
       'skipped, records lost to damage, unreadable videos on the direct route) is an error '
