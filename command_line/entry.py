@@ -45,6 +45,7 @@ if getattr(sys.modules.get('__main__'), '__file__', '').endswith('_main.py'):
   signals.install()  # a program starts: before absl, TensorFlow or anything slow
 
 import dataclasses
+import threading
 from typing import Any, Callable, Sequence
 
 from absl import flags
@@ -166,7 +167,18 @@ class Program:
       except (flags.Error, flagfile.FlagfileError) as e:
         sys.exit(self._error(e, REFUSED))
 
+    threading.excepthook = self._thread_exception
     cli.run(self.main, parse)
+
+  def _thread_exception(self, args: threading.ExceptHookArgs) -> None:
+    """A write a disk refused in a background thread (TensorFlow's event writer) is one
+    warning line naming the file, not the thread's traceback (the main thread ends with
+    the error line when that writer is next used); anything else keeps Python's report."""
+    line = disk_space.full_disk_line(args.exc_value) if args.exc_value else None
+    if line is None:
+      threading.__excepthook__(args)
+      return
+    print(f'{self.name}: warning: {line}', file=sys.stderr, flush=True)
 
   def _error(self, message: Any, code: int, error: BaseException | None = None) -> int:
     """Prints the one error line and records it (`error` is the exception behind `message`

@@ -38,6 +38,7 @@ PROGRAM = textwrap.dedent('''
       late: bool = option(False, 'Refuse in run.')
       code: int = option(0, 'Exit code of the run.')
       lost: bool = option(False, 'Lose the peer.')
+      thread: str = option('', 'A background thread raises: full (a refused write) or bug.')
 
     @dataclasses.dataclass(frozen=True)
     class Extra(Options):
@@ -48,6 +49,16 @@ PROGRAM = textwrap.dedent('''
         return Problem('size', f'--size must be >= 1, got {options.size}')
 
     def run(options):
+      if options.thread:
+        import errno, threading
+        error = (OSError(errno.EFBIG, 'File too large', '/tmp/events.out') if
+                 options.thread == 'full' else ValueError('a bug'))
+        def fail():
+          raise error
+        worker = threading.Thread(target=fail)
+        worker.start()
+        worker.join()
+        return 0
       if options.late:
         raise ToolError('--late: refused')
       if options.fail:
@@ -107,6 +118,15 @@ class EntryTest(absltest.TestCase):
 
   def test_an_ending_with_its_own_exit_code_is_one_line_and_that_code(self):
     self.assert_one_line(run_tool('--lost'), 5, 'tool: error: peer 1 stopped answering')
+
+  def test_a_write_refused_in_a_background_thread_is_one_warning_line(self):
+    done = run_tool('--thread=full')
+    self.assertEqual(done.returncode, 0, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    self.assertLen(lines, 1, done.stderr)
+    self.assertTrue(lines[0].startswith('tool: warning: file too large writing /tmp/events.out'),
+                    lines[0])
+    self.assertIn('Traceback', run_tool('--thread=bug').stderr)  # a bug keeps its report
 
 
   def test_every_ending_is_recorded_with_its_code_type_and_options(self):
