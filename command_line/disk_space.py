@@ -40,6 +40,7 @@ REFUSED_WRITES = {
 }
 _PATH = re.compile(r'(/[^;\n]*); (' + '|'.join(m for m, _, _ in REFUSED_WRITES.values()) + ')')
 RESUMES = 'what was complete before is kept, and a rerun goes on from it'
+STARTS_OVER = 'nothing is kept to go on from: the same command starts over'
 
 
 class FullDisk(OSError):
@@ -122,22 +123,24 @@ def full_disk_path(error: BaseException) -> str | None:
   return match.group(1) if match else ''
 
 
-def resumes(error: BaseException) -> bool:
-  """Whether a rerun goes on from what a full disk's `error` left (its `after` is RESUMES)."""
-  return getattr(_full_disk_error(error), 'after', RESUMES) == RESUMES
+def resumes(error: BaseException, after: str = RESUMES) -> bool:
+  """Whether a rerun goes on from what a full disk's `error` left (its `after`, else the
+  program's `after`, is RESUMES)."""
+  return getattr(_full_disk_error(error), 'after', after) == RESUMES
 
 
-def full_disk_line(error: BaseException) -> str | None:
+def full_disk_line(error: BaseException, after: str = RESUMES) -> str | None:
   """'no space left on device writing <path> (<free> free there): <fix>; <after>' when
   `error` (or its cause) is a write a disk refused (the words and fix of its REFUSED_WRITES
-  entry), ending with its `after` (`FullDisk`; else RESUMES); None otherwise."""
+  entry), ending with its own `after` (`FullDisk`), else `after` (the program's: RESUMES,
+  or STARTS_OVER for a program that keeps nothing to go on from); None otherwise."""
   path = full_disk_path(error)
   if path is None:
     return None
   found = _full_disk_error(error)
   _, what, fix = REFUSED_WRITES[_refused_code(found)]
   where = f' writing {path} ({human_bytes(free_bytes(path))} free there)' if path else ''
-  return f'{what}{where}: {fix}; {getattr(found, "after", RESUMES)}'
+  return f'{what}{where}: {fix}; {getattr(found, "after", after)}'
 
 
 def checkpoint_bytes(model_dir: str, prefix: str) -> int:

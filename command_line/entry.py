@@ -90,7 +90,9 @@ class Program:
   (one flag per field, `command_line.cli`), `check(options)` raising or returning a problem
   before any work, and `run`. `refused` / `failed`: the exception types that end it with exit
   2 / 1. `stops_at_once`: SIGUSR1 ends it at once (exit 75); False: `run` acts on
-  `signals.STOP` (set however early the signal came) and returns its own code."""
+  `signals.STOP` (set however early the signal came) and returns its own code. `resumes`:
+  a rerun goes on from the work a stop or a refused write left (False: the program keeps
+  nothing to go on from, and its lines say the same command starts over)."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
@@ -101,6 +103,7 @@ class Program:
   verbose: bool = False
   extra_options: tuple[type, ...] = ()
   stops_at_once: bool = True
+  resumes: bool = True
 
   def define_flags(self) -> None:
     """Defines the options' flags, --verbose when `verbose`, then `extra_options`' flags."""
@@ -135,18 +138,21 @@ class Program:
       return self._error(KeyboardInterrupt('interrupted (SIGINT)'),
                          signals.INTERRUPTED_EXIT_CODE)
     except signals.TimeLimit:
-      print(f'{self.name}: stopped for the job\'s time limit (SIGUSR1): the work finished is '
-            'kept; the same command continues it', file=sys.stderr, flush=True)
+      after = ('the work finished is kept; the same command continues it' if self.resumes
+               else disk_space.STARTS_OVER)
+      print(f'{self.name}: stopped for the job\'s time limit (SIGUSR1): {after}',
+            file=sys.stderr, flush=True)
       status_file.record('stopped', program=self.name, step=None, max_steps=None)
       return signals.STOPPED_EXIT_CODE
     except Exception as e:  # pylint: disable=broad-except
-      line = disk_space.full_disk_line(e)
+      after = disk_space.RESUMES if self.resumes else disk_space.STARTS_OVER
+      line = disk_space.full_disk_line(e, after)
       if line is None:
         raise
       path = disk_space.full_disk_path(e)
       status_file.record('full_disk', path=path,
                          free_bytes=disk_space.free_bytes(path) if path else None,
-                         resumes=disk_space.resumes(e))
+                         resumes=disk_space.resumes(e, after))
       return self._error(line, FAILED, e)
     finally:
       signals.work_done()

@@ -118,7 +118,8 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
 
 
 PROGRAM = entry.Program('classify', run, ClassifyOptions, check=check_options,
-                        refused=(ClassifyError, DatasetError), arguments=True, verbose=True)
+                        refused=(ClassifyError, DatasetError), arguments=True, verbose=True,
+                        resumes=False)
 
 
 if __name__ == '__main__':

@@ -76,7 +76,7 @@ def _evaluate(options: EvaluateTwoStreamOptions) -> None:
 
 
 PROGRAM = entry.Program('evaluate_two_stream', run, EvaluateTwoStreamOptions,
-                        check=check_options, verbose=True)
+                        check=check_options, verbose=True, resumes=False)
 
 
 if __name__ == '__main__':

@@ -13,7 +13,7 @@ import textwrap
 
 from absl.testing import absltest
 
-from command_line import entry, progress, status_file  # entry: also what the program runs
+from command_line import disk_space, entry, progress, status_file  # entry: also what the program runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +49,9 @@ PROGRAM = textwrap.dedent('''
         return Problem('size', f'--size must be >= 1, got {options.size}')
 
     def run(options):
+      if options.thread == 'main':
+        import errno
+        raise OSError(errno.EFBIG, 'File too large', '/tmp/table.json')
       if options.thread:
         import errno, threading
         error = (OSError(errno.EFBIG, 'File too large', '/tmp/events.out') if
@@ -68,14 +71,16 @@ PROGRAM = textwrap.dedent('''
       print('ran', cli.options_from_flags(Extra).note, flush=True)
       return options.code
 
+    import os
     entry.Program('tool', run, ToolOptions, check=check, refused=(ToolError,),
-                  extra_options=(Extra,)).start()
+                  extra_options=(Extra,), resumes=os.environ.get('TOOL_RESUMES') != '0').start()
 ''')
 
 
-def run_tool(*args: str, events: str = '') -> subprocess.CompletedProcess:
-  """Runs the program; with `events`, its status file is that path."""
-  env = dict(os.environ, PYTHONPATH=ROOT)
+def run_tool(*args: str, events: str = '', resumes: bool = True) -> subprocess.CompletedProcess:
+  """Runs the program; with `events`, its status file is that path; `resumes`: the
+  Program's."""
+  env = dict(os.environ, PYTHONPATH=ROOT, TOOL_RESUMES='1' if resumes else '0')
   env.pop(status_file.STATUS_FILE_ENV, None)
   if events:
     env[status_file.STATUS_FILE_ENV] = events
@@ -127,6 +132,12 @@ class EntryTest(absltest.TestCase):
     self.assertTrue(lines[0].startswith('tool: warning: file too large writing /tmp/events.out'),
                     lines[0])
     self.assertIn('Traceback', run_tool('--thread=bug').stderr)  # a bug keeps its report
+
+  def test_a_refused_write_says_whether_a_rerun_goes_on_from_the_work_kept(self):
+    for resumes, after in ((True, disk_space.RESUMES), (False, disk_space.STARTS_OVER)):
+      done = run_tool('--thread=main', resumes=resumes)
+      self.assertEqual(done.returncode, entry.FAILED, done.stderr)
+      self.assertTrue(done.stderr.strip().endswith(after), done.stderr)
 
 
   def test_every_ending_is_recorded_with_its_code_type_and_options(self):
