@@ -190,10 +190,12 @@ def report(rgb: StreamPredictions, flow: StreamPredictions, flow_weight: float =
            class_names: Sequence[str] | None = None) -> dict[str, Any]:
   """The evaluation as a JSON-able dict: rows rgb/flow/fusion with their video metrics on the
   shared videos, per_class (`per_class_rows`, labelled with `class_names` when given), the
-  counts, and the videos only one stream has."""
+  counts (`videos` evaluated by both streams, of `videos_in_records`: the larger stream's
+  records, damaged ones included), and the videos only one stream has."""
   matched, fused = _shared(rgb, flow, flow_weight)
   return {
       'videos': len(matched.names), 'flow_weight': flow_weight,
+      'videos_in_records': max(len(p.names) + p.skipped_records for p in (rgb, flow)),
       'rows': {'rgb': video_metrics(matched.rgb, matched.labels),
                'flow': video_metrics(matched.flow, matched.labels),
                'fusion': video_metrics(fused, matched.labels)},
@@ -209,7 +211,10 @@ def report(rgb: StreamPredictions, flow: StreamPredictions, flow_weight: float =
 def format_table(result: dict[str, Any]) -> str:
   """The three-row table, with the counts the rows rest on."""
   rgb = result['streams']['rgb']
-  lines = [f'two-stream evaluation on {result["videos"]} videos (flow_weight '
+  held = result.get('videos_in_records', result['videos'])
+  videos = (f'{result["videos"]} videos' if held == result['videos'] else
+            f'{result["videos"]} of {held} test videos')
+  lines = [f'two-stream evaluation on {videos} (flow_weight '
            f'{result["flow_weight"]:g}; video = mean softmax of '
            f'{protocol(rgb["clips_per_video"], rgb.get("crops_per_video", 1))})',
            '| stream | video top-1 | video top-5 | mean per-class |',
@@ -224,7 +229,8 @@ def format_table(result: dict[str, Any]) -> str:
     if only or skipped:
       lines.append(f'{stream}: {len(only)} video(s) not in the other stream, left out of every '
                    f'row{" (e.g. " + only[0] + ")" if only else ""}; {skipped} bad record(s) '
-                   'skipped')
+                   'skipped' + (' (damaged shards: run prepare again with the same flags; it '
+                                'rewrites a shard changed since it wrote it)' if skipped else ''))
   return '\n'.join(lines)
 
 

@@ -179,16 +179,17 @@ class TrainingConsoleTest(absltest.TestCase):
         'flow', '/models/flow', (*VIDEOS, 'v_D_g01_c01'), np.array([0, 1, 2, 0]),
         np.array([[.4, .3, .3], [.1, .8, .1], [.2, .2, .6], [1, 0, 0]], np.float32), 2, 1)
     table = two_stream.format_table(two_stream.report(RGB, flow))
-    self.assertEqual(table.splitlines(), [
-        'two-stream evaluation on 3 videos (flow_weight 0.5; video = mean softmax of 2 clips '
-        'x 1 crop)',
+    self.assertEqual(table.splitlines(), [  # 3 of the flow records' 5 videos
+        'two-stream evaluation on 3 of 5 test videos (flow_weight 0.5; video = mean softmax '
+        'of 2 clips x 1 crop)',
         '| stream | video top-1 | video top-5 | mean per-class |',
         '|---|---|---|---|',
         '| RGB | 0.6667 | 1.0000 | 0.6667 |',
         '| Flow | 1.0000 | 1.0000 | 1.0000 |',
         '| Fusion | 1.0000 | 1.0000 | 1.0000 |',
         'flow: 1 video(s) not in the other stream, left out of every row (e.g. v_D_g01_c01); '
-        '1 bad record(s) skipped'])
+        '1 bad record(s) skipped (damaged shards: run prepare again with the same flags; it '
+        'rewrites a shard changed since it wrote it)'])
 
   def test_the_classes_where_fusion_helps_and_hurts_most(self):
     # Fusion gets Biking right where neither stream did, and Diving wrong where RGB did.
