@@ -1,12 +1,14 @@
-"""`evaluate(paths, options)` -> the table of `two_stream.report` for one split: both
-streams' models on their eval data, fused per video (method: serving/two_stream.py), after
-checking --eval_crops against the records' frames. The options and the checks made before
+"""`check(paths, options)` then `evaluate(paths, options, prefix, checked)` -> the table of
+`two_stream.report` for one split: both streams' models on their eval data, fused per video
+(method: serving/two_stream.py), once every check (of every split: the program checks them
+all before the first inference) has passed, --eval_crops against the records' frames too. The options and the checks made before
 TensorFlow loads: serving/two_stream_options.py. The program and its whole description:
 serving/evaluate_two_stream_main.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from command_line import entry
@@ -30,17 +32,20 @@ def _check_crops(data_dir: str, crop_size: int, crops: int) -> None:
           'records prepared with a larger --short_side'))
 
 
-def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
-             path_prefix: str, split: int | None = None) -> dict:
-  """Checks that the four `paths` agree (`two_stream.check_agreement`: --dataset, `split`
-  when given, class names), loads both models of `paths`, checks each against its eval data
-  (`two_stream.check_stream`; a check it cannot make is one warning line each), predicts
-  every test video of each
-  stream, writes the confusion PNGs and per-class CSV (`two_stream_outputs`, paths starting
-  with `path_prefix`) and returns the table (`two_stream.report`, classes named by the RGB
-  records) with `training_videos_checked`: stream -> whether its model_dir listed its
-  training videos, so none of them could be among the test videos (False: evaluated with a
-  warning, unchecked), and `files`: the paths written."""
+@dataclasses.dataclass(frozen=True)
+class Checked:
+  """Both streams' models of one evaluation, loaded and checked against their eval data;
+  `training_videos_checked`: stream -> whether its export listed its training videos."""
+  models: dict[str, saved_model.StreamModel]
+  training_videos_checked: dict[str, bool]
+
+
+def check(paths: dict[str, str], options: EvaluateTwoStreamOptions,
+          split: int | None = None) -> Checked:
+  """Before any inference: the four `paths` agree (`two_stream.check_agreement`: --dataset,
+  `split` when given, class names), both models load and each agrees with its eval data
+  (`two_stream.check_stream`: a check it cannot make is one warning line each; the crops
+  fit its frames). Raises what `check_stream` raises."""
   two_stream.check_agreement(paths, split, options.dataset)
   models = {stream: saved_model.load_model(paths[f'{stream}_model'], stream)
             for stream in ('rgb', 'flow')}
@@ -53,6 +58,18 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
   for stream, model in models.items():
     _check_crops(paths[f'{stream}_data'], model.size, options.eval_crops)
+  return Checked(models, checked)
+
+
+def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
+             path_prefix: str, checked: Checked) -> dict:
+  """Predicts every test video of each stream with the `checked` models of `paths`
+  (`check`), writes the confusion PNGs and per-class CSV (`two_stream_outputs`, paths
+  starting with `path_prefix`) and returns the table (`two_stream.report`, classes named by
+  the RGB records) with `training_videos_checked`: stream -> whether its model_dir listed
+  its training videos, so none of them could be among the test videos (False: evaluated
+  with a warning, unchecked), and `files`: the paths written."""
+  models = checked.models
   rgb, flow = (two_stream.predict_stream(models[stream], paths[f'{stream}_data'],
                                          options.eval_clips, options.eval_batch_size,
                                          crops_per_video=options.eval_crops)
@@ -61,4 +78,4 @@ def evaluate(paths: dict[str, str], options: EvaluateTwoStreamOptions,
   result = two_stream.report(rgb, flow, options.flow_weight, names)
   files = two_stream_outputs.write(
       result, two_stream.confusion_matrices(rgb, flow, options.flow_weight), names, path_prefix)
-  return dict(result, training_videos_checked=checked, files=files)
+  return dict(result, training_videos_checked=checked.training_videos_checked, files=files)

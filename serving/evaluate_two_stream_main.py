@@ -49,22 +49,24 @@ def _evaluate(options: EvaluateTwoStreamOptions) -> None:
   """Evaluates the two streams (each split of --splits), prints and writes the tables."""
   # pylint: disable=import-outside-toplevel
   from serving import two_stream, two_stream_outputs
-  from serving.evaluate_two_stream import evaluate
+  from serving.evaluate_two_stream import check, evaluate
   os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
   if not options.splits:
-    output = evaluate({name: getattr(options, name) for name in PATHS}, options,
-                      two_stream_outputs.prefix(options.json_out))
+    paths = {name: getattr(options, name) for name in PATHS}
+    output = evaluate(paths, options, two_stream_outputs.prefix(options.json_out),
+                      check(paths, options))
     print(two_stream.format_table(output))
     print(two_stream_outputs.format_fusion_changes(output))
   else:
     runs = {split: {name: getattr(options, name).replace('{split}', str(split))
                     for name in PATHS} for split in options.splits}
-    for split, paths in runs.items():  # every split before the first inference
+    for split, paths in runs.items():  # every split agrees before a model loads
       two_stream.check_agreement(paths, split, options.dataset)
+    checked = {split: check(paths, options, split) for split, paths in runs.items()}
     results = {}
-    for split, paths in runs.items():
+    for split, paths in runs.items():  # each once every split's checks have passed
       results[split] = evaluate(paths, options, two_stream_outputs.prefix(options.json_out,
-                                                                          split), split)
+                                                                          split), checked[split])
       print(f'split {split}: ' + two_stream.format_table(results[split]))
       print(two_stream_outputs.format_fusion_changes(results[split]))
     mean = two_stream.mean_over_splits(results)

@@ -245,7 +245,8 @@ class Hmdb51Test(tf.test.TestCase):
     paths = {'rgb_model': os.path.join(self.root, 'model_hmdb51'), 'rgb_data': hmdb,
              'flow_model': flow_model, 'flow_data': flow_records}
     fused = evaluate_two_stream.evaluate(paths, options,
-                                         os.path.join(self.root, 'two_stream_eval'))
+                                         os.path.join(self.root, 'two_stream_eval'),
+                                         evaluate_two_stream.check(paths, options))
     self.assertEqual(fused['videos'], len(split_videos(self.data, 1)[0]['test']))
     self.assertGreater(fused['rows']['rgb']['top_1'], 0.8)
     mean = two_stream.mean_over_splits({1: fused})

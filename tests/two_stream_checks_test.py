@@ -144,14 +144,17 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertAllClose(np.mean([r['fusion'] for r in result['per_class']]),
                         result['rows']['fusion']['mean_per_class'])
 
-  def split_links(self, data_of_split: dict[int, int]) -> dict[str, str]:
+  def split_links(self, data_of_split: dict[int, int], listed: bool = False) -> dict[str, str]:
     """The four `{split}` paths of a --splits=1,2 run: split k's data is the records of split
     `data_of_split[k]`; split 1's models are the trained ones, split 2's copies of them whose
     exports list no training videos (evaluated with a warning: split 2's test videos were
-    trained on)."""
+    trained on), or with `listed` the trained ones too (refused: they list them)."""
     root = self.create_tempdir().full_path
     for stream in ('rgb', 'flow'):
-      without_training_videos(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
+      if listed:
+        os.symlink(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
+      else:
+        without_training_videos(self.models[stream], os.path.join(root, f'{stream}_model_s2'))
       os.symlink(self.models[stream], os.path.join(root, f'{stream}_model_s1'))
       for split, prepared in data_of_split.items():
         os.symlink(self.data[stream, prepared], os.path.join(root, f'{stream}_data_s{split}'))
@@ -180,6 +183,11 @@ class TwoStreamChecksTest(tf.test.TestCase):
                      **self.split_links({1: 1, 2: 1}))
     self.assert_refused(args, 'TwoStreamError', ['rgb_data'])
     self.assertEqual(os.listdir(out_dir), [])  # split 1 was not evaluated either
+    # Split 2's models trained on split 2's test videos: refused before split 1's inference.
+    args = self.args(splits='1,2', json_out=os.path.join(out_dir, 'splits.json'),
+                     **self.split_links({1: 1, 2: 2}, listed=True))
+    self.assert_refused(args, 'TwoStreamError', [])
+    self.assertEqual(os.listdir(out_dir), [])
     # Without --splits, the RGB and Flow records must be of one split.
     self.assert_refused(self.args(flow_data=self.data['flow', 2]), 'TwoStreamError',
                         ['flow_data'])
