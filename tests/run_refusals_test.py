@@ -5,7 +5,8 @@ alike) refuses counts below their minimum (--eval_clips=0, --input_threads=-1,
 --shuffle_buffer=0, --eval_steps=-1), an empty --model_dir, and options that
 --strategy=mirrored does not apply (--transfer_dtype=float16 among them). The
 preflight refuses --tower_devices naming GPUs the machine does not have (soft placement
-would put those towers on the CPU without a word), a model_dir that cannot be written and
+would put those towers on the CPU without a word), a model_dir that cannot be written or is
+the data_dir, and
 --backup_workers that leave no worker to aggregate. The binary prints one
 `train: error: ...` line and exits 2, without a traceback; so it does for a misspelt flag or
 a stray argument.
@@ -17,7 +18,7 @@ import tensorflow as tf
 
 from towers import build_estimator, preflight
 from towers.params import ParamsError, make_params
-from tests import program_runs
+from tests import program_runs, tiny_records
 
 LIMIT = 240
 TINY = dict(model='c3d_small', num_classes=3, clip_frames=4, crop_size=16, batch_size=2,
@@ -94,6 +95,17 @@ class RunRefusalsTest(tf.test.TestCase):
     done = self.refused(f'--model_dir={model_dir}')
     self.assertEqual((done.error['error'], done.error_options), ('PreflightError', ['model_dir']))
     self.assertFalse(os.path.exists(model_dir))
+
+  def test_a_model_dir_that_is_the_data_dir_is_refused(self):
+    records = tiny_records.make(self.create_tempdir().full_path, ('videos',), classes=3,
+                                groups=8, width=24, height=20, min_frames=4, max_frames=5,
+                                object_size=8).records['videos']
+    params = make_params(TINY, data_source='tfrecord', data_dir=records,
+                         model_dir=os.path.join(records, '.'))  # another spelling of it
+    self.assertIn('model_dir', [p.option for p in preflight.problems(params)])
+    params = make_params(TINY, data_source='tfrecord', data_dir=records,
+                         model_dir=os.path.join(records, 'run'))  # beside its shards: allowed
+    self.assertNotIn('model_dir', [p.option for p in preflight.problems(params)])
 
   def test_backup_workers_that_leave_no_gradient_are_refused(self):
     params = make_params(TINY, sync_replicas=True, backup_workers=2,

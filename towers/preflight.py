@@ -53,6 +53,11 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
       found.append(Problem(e.option, str(e)))
   found += data_checks.problems(params)
   found += _model_dir_problems(params.model_dir)
+  if params.data_source != 'synthetic' and params.data_dir and \
+      os.path.realpath(params.model_dir) == os.path.realpath(params.data_dir):
+    found.append(Problem('model_dir', f'model_dir={params.model_dir} is the data_dir: '
+                         'checkpoints, events and exports would be written among the data; '
+                         'choose another --model_dir'))
   found += _device_problems(params)
   backup = spec.backup_workers_problem(params.sync_replicas, params.backup_workers,
                                        num_workers)

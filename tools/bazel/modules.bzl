@@ -264,6 +264,7 @@ MODULES = {
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:signals",
             "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
@@ -1136,6 +1137,7 @@ TEST_DEPS = {
         "//input_fn:video_lists",
     ],
     "entry_test": [
+        "//command_line:disk_space",
         "//command_line:entry",
         "//command_line:progress",
         "//command_line:status_file",
@@ -1157,6 +1159,7 @@ TEST_DEPS = {
     ],
     "eval_last_batch_test": [
         "//input_fn:factory",
+        "//model_fn:eval_spec",
         "//model_fn:tower_model_fn",
         "//towers",
         "//towers:params",
@@ -1521,6 +1524,7 @@ TEST_DEPS = {
     ],
     "run_refusals_test": [
         ":program_runs",
+        ":tiny_records",
         "//towers",
         "//towers:params",
         "//towers:preflight",
@@ -1548,6 +1552,7 @@ TEST_DEPS = {
         ":tiny_records",
         "//command_line:signals",
         "//data_tools:extract_flow_main",
+        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_main",
         "//towers/cluster:local_cluster_main",
         "//towers:checkpoints",
