@@ -457,5 +457,13 @@ class SettingsTest(tf.test.TestCase):
     return model_dir
 
 
+class RerunAdviceTest(tf.test.TestCase):
+
+  def test_a_setting_the_model_dir_lacked_is_a_flag_to_leave_out(self):
+    self.assertEqual(train_settings._rerun(['data_source', 'split'], {'data_source': 'tfrecord'}),
+                     'Rerun with --data_source=tfrecord and without --split')
+    self.assertEqual(train_settings._rerun(['split'], {}), 'Rerun without --split')
+
+
 if __name__ == '__main__':
   tf.test.main()

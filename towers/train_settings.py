@@ -307,7 +307,7 @@ def _compare(params, num_workers: int) -> _Resume:
   told = ([f'{was}, now {now}'] if flags else []) + [
       f'{name} ({DERIVED_SETTINGS[name]}) {_described(name, stored, new, params)}'
       for name in derived]
-  fixes = ([f'Rerun with {was}'] if flags else []) + list(
+  fixes = ([_rerun(flags, old)] if flags else []) + list(
       dict.fromkeys(_DERIVED_FIXES[name] for name in derived)) + ['use a new --model_dir']
   allowable = not any(name in STRUCTURE_SETTINGS or name in adding for name in changed)
   if allowable:
@@ -389,6 +389,15 @@ def _new_variables(names: list[str], new: dict[str, Any]) -> str:
 
 def _changes(names: list[str], old: dict[str, Any], new: dict[str, Any]) -> str:
   return ', '.join(f'{name} {old.get(name)} -> {new.get(name)}' for name in names)
+
+
+def _rerun(names: list[str], old: dict[str, Any]) -> str:
+  """'Rerun with --a=1 and without --b': the flags `names` as the model_dir was trained
+  (a setting it did not have is a flag to leave out, not a value to type)."""
+  given = ' '.join(_as_flag(n, old[n]) for n in names if old.get(n) is not None)
+  dropped = ', '.join(f'--{n}' for n in names if old.get(n) is None)
+  return ('Rerun' + (f' with {given}' if given else '') + (' and' if given and dropped else '') +
+          (f' without {dropped}' if dropped else ''))
 
 
 def _as_flag(name: str, value: Any) -> str:
