@@ -65,6 +65,13 @@ class PinTest(tf.test.TestCase):
     save_checkpoints(model_dir, 10, 20)
     self.assertEqual([c.step for c in evaluator.listed_checkpoints(model_dir)], [10, 20])
 
+  def test_the_initial_weights_are_never_evaluated(self):
+    model_dir = self.create_tempdir().full_path
+    save_checkpoints(model_dir, 0)
+    self.assertEqual(evaluator.candidates(model_dir), [])
+    save_checkpoints(model_dir, 0, 4)
+    self.assertEqual([c.step for c in evaluator.candidates(model_dir)], [4])
+
 
 class LaggingEvaluatorTest(tf.test.TestCase):
 

@@ -80,6 +80,13 @@ def listed_checkpoints(model_dir: str) -> list[Checkpoint]:
   return sorted(found, key=lambda c: c.step)
 
 
+def candidates(model_dir: str) -> list[Checkpoint]:
+  """The listed checkpoints the evaluator evaluates, oldest first: all but the chief's
+  step-0 one (the initial weights), as on one machine, where evaluations follow training
+  steps; evaluated, the untrained model could be exported as the best."""
+  return [c for c in listed_checkpoints(model_dir) if c.step > 0]
+
+
 def pin(checkpoint: Checkpoint, pin_dir: str) -> str | None:
   """Hard-links (or copies) the checkpoint's `.index` and `.data-*` files into `pin_dir`;
   returns the pinned prefix, or None (and nothing left in pin_dir) when a file of it was
@@ -174,8 +181,9 @@ class Evaluator:
     return metrics
 
   def _newest(self) -> Checkpoint | None:
-    """The newest checkpoint if it is newer than the last one evaluated, else None."""
-    listed = listed_checkpoints(self._params.model_dir)
+    """The newest of the `candidates` if it is newer than the last one evaluated, else
+    None."""
+    listed = candidates(self._params.model_dir)
     if not listed or (self.last_step is not None and listed[-1].step <= self.last_step):
       return None
     newest = listed[-1]
