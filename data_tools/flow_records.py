@@ -65,7 +65,7 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem
       if codes is None:
         return None, InputProblem(path, 0, f'undecodable flow frame ({where})', 'undecodable frame')
       resized = flow.resize_codes(codes, task['short_side'])
-      if resized is not codes:
+      if resized is not codes or not video_io.is_jpeg(data):  # records hold JPEGs only
         data = video_io.encode_jpeg(resized, task['jpeg_quality'])
       if height and resized.shape != (height, width):
         return None, InputProblem(path, 0, f'flow frame of {resized.shape[1]}x{resized.shape[0]} '

@@ -324,7 +324,7 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | No
       except ValueError:
         return None, InputProblem(path, 0, f'undecodable frame ({where})', 'undecodable frame')
       resized = video_io.resize_short_side(image, task['short_side'])
-      if resized is not image:
+      if resized is not image or not video_io.is_jpeg(data):  # records hold JPEGs only
         data = video_io.encode_jpeg(resized, task['jpeg_quality'])
       height, width = resized.shape[:2]
       jpegs.append(data)

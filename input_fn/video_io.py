@@ -22,6 +22,12 @@ class VideoError(IOError):
     self.kind = kind
 
 
+def is_jpeg(data: bytes) -> bool:
+  """Whether `data` starts as a JPEG file does (SOI marker FF D8 FF): the only image
+  format records hold; a PNG or BMP frame file is decoded and encoded again."""
+  return data[:3] == b'\xff\xd8\xff'
+
+
 def resize_short_side(frame: np.ndarray, short_side: int) -> np.ndarray:
   """Resizes so that min(height, width) == short_side (aspect kept); 0 keeps the frame."""
   h, w = frame.shape[:2]

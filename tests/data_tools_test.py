@@ -37,7 +37,7 @@ import tensorflow as tf
 from command_line import status_file
 from data_tools import extract_flow, layouts, make_synthetic_ucf101
 
-from input_fn import direct, flow, frame_folders, manifest, records, ucf101
+from input_fn import direct, flow, frame_folders, manifest, records, ucf101, video_io
 from tests import program_runs
 from towers import params as params_lib
 
@@ -163,6 +163,8 @@ class DataToolsTest(tf.test.TestCase):
         'inside': lambda: prepare(cls.data, at('out_inside'), '--source=flow',
                                   f'--flow_dir={at("inside")}'),
         'png': lambda: prepare(at('png'), at('out_png'), '--source=frames'),
+        'png_named': lambda: prepare(at('png'), at('out_png_named'), '--source=frames',
+                                     '--layout={video}/image-%04d.png', '--subsets=test'),
         'mixed': lambda: prepare(at('mixed'), at('out_mixed'), '--source=frames'),
         'broken': lambda: prepare(at('broken'), at('out_broken')),
         'damaged_flow_manifest': cls.damage_the_flow_manifest,
@@ -444,6 +446,17 @@ class DataToolsTest(tf.test.TestCase):
     self.assertEqual((caught.exception.option, caught.exception.found,
                       caught.exception.expected),
                      ('frames_dir', '{video}/image-%04d.png', layouts.FRAME_LAYOUTS))
+
+  def test_png_frames_named_by_layout_are_stored_as_jpeg(self):
+    # At --short_side=0 no resize re-encodes them: the PNG bytes went into the records,
+    # which nothing could decode as JPEG.
+    done = self.results['png_named']
+    self.assertEqual(done.code, 0, done.output())
+    stored = read_records(os.path.join(self.root, 'out_png_named'), 'test')
+    self.assertNotEmpty(stored)
+    for record in stored.values():
+      self.assertTrue(video_io.is_jpeg(record['frames'][0].numpy()))
+      tf.io.decode_jpeg(record['frames'][0])
 
   def test_a_tree_mixing_two_frame_layouts_is_refused_by_prepare_and_read_by_the_direct_route(
       self):
