@@ -206,12 +206,12 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
     return None, None
   info_data, names_data = (_read_bytes(p) for p in (info_path, names_path))
   try:
-    info = json.loads(info_data.decode('utf-8'))
+    info = json.loads(info_data.decode('utf-8-sig'))  # a byte-order mark read as none
   except (ValueError, UnicodeDecodeError) as e:
     raise _damaged(info_path, f'not JSON ({e})', 'not_json') from e
   info = _check_info(info_path, info)
   try:
-    text = names_data.decode('utf-8')
+    text = names_data.decode('utf-8-sig')
   except UnicodeDecodeError as e:
     raise _damaged(names_path, f'not UTF-8 text ({e})', 'not_text') from e
   if '\x00' in text:

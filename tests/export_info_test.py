@@ -57,6 +57,12 @@ class ExportInfoReadTest(tf.test.TestCase):
     self.assertIsNone(info[export_info.TRAIN_VIDEO_NAMES])  # synthetic data: no videos
     self.write(self.names_path, 'A\r\nB\r\nC\r\nD\r\n\r\n')  # CRLF, trailing blank line
     self.assertEqual(export_info.read(self.export)[1], ['A', 'B', 'C', 'D'])
+    self.write(self.names_path, b'\xef\xbb\xbfA\r\nB\r\nC\r\nD\r\n')  # saved by Notepad
+    self.assertEqual(export_info.read(self.export)[1], ['A', 'B', 'C', 'D'])
+    with open(self.info_path, 'rb') as f:
+      info = f.read()
+    self.write(self.info_path, b'\xef\xbb\xbf' + info)
+    self.assertEqual(export_info.read(self.export)[0]['num_classes'], 4)
 
   def test_an_export_without_metadata_reads_as_none(self):
     os.remove(self.info_path)
