@@ -478,8 +478,9 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   model trained on (`video_lists.trained_on`: it would score them too high); raises
   `TwoStreamError` naming both sides. Returns the checks that could not be made, each with
   its warning: 'training_videos' (the export lists none), 'flow_extraction' (either side's
-  settings unknown), 'short_side' (frames as decoded, either side's sizes unknown); {} when
-  every check was made."""
+  settings unknown), 'short_side' (frames as decoded, either side's sizes unknown),
+  'jpeg_quality' (RGB frames stored at another JPEG quality than the training records');
+  {} when every check was made."""
   manifest = _manifest(data_dir)
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
@@ -497,6 +498,14 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   sizes = _check_short_side(model, info, data_dir, manifest)
   if sizes:
     unchecked['short_side'] = sizes
+  trained_quality, held_quality = info.get('records_jpeg_quality'), manifest.get('jpeg_quality')
+  if model.stream == 'rgb' and trained_quality and held_quality and \
+      int(trained_quality) != int(held_quality):
+    unchecked['jpeg_quality'] = (
+        f'the rgb model {model.export} was trained on frames stored at JPEG quality '
+        f'{trained_quality} but the records of {data_dir} store theirs at {held_quality}: '
+        'its figures may shift a little; prepare the eval data with '
+        f'--jpeg_quality={trained_quality} to measure it as trained')
   extraction = _check_flow_extraction(model, info, data_dir, manifest)
   if extraction:
     unchecked['flow_extraction'] = extraction

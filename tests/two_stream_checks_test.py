@@ -297,6 +297,13 @@ class TwoStreamChecksTest(tf.test.TestCase):
                                removed=(export_info.SHORT_SIDE_RANGE,))
     self.assertEqual(set(two_stream.check_stream(saved_model.load_model(unknown, 'rgb'),
                                                  unknown, large)), {'short_side'})
+    # Frames stored at another JPEG quality than the training records': said, evaluated.
+    quality = manifest_lib.read(self.data['rgb', 1], 'test')['jpeg_quality']
+    other = with_export_info(self.models['rgb'],
+                             os.path.join(self.create_tempdir().full_path, 'rgb'),
+                             records_jpeg_quality=quality - 40)
+    self.assertEqual(set(two_stream.check_stream(saved_model.load_model(other, 'rgb'), other,
+                                                 self.data['rgb', 1])), {'jpeg_quality'})
 
   def test_records_of_another_dataset_than_the_export_records_are_refused(self):
     listed = with_export_info(self.models['rgb'],
