@@ -22,8 +22,20 @@ import numpy as np
 
 from data_tools import layouts
 
-from input_fn import flow, video_io, video_lists
+from input_fn import flow, frame_folders, video_io, video_lists
 from input_fn.video_lists import InputProblem
+
+
+def _flow_fix(channel: layouts.FrameFiles, info: dict | None) -> str:
+  """What to do about a flow folder that lacks frames: a list row counting exactly one
+  frame more than the folder holds counts the video's frames, not its flow's (flow of N
+  frames is N - 1 frames: give the flow annotation list); else extract the flow again."""
+  if info and info.get('num_frames'):
+    held, _ = frame_folders.count_frames(channel.folder, pattern=channel.name)
+    if held == info['num_frames'] - 1:
+      return ('the list counts the video\'s frames, one more than its flow has: give the '
+              'list of flow frame counts (MMAction2\'s flow annotation file)')
+  return 'run //data_tools:extract_flow, or give a flow folder that holds them'
 
 
 def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | None]:
@@ -44,8 +56,8 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem
     if reason:
       kind = 'missing flow folder' if reason.startswith('missing frame folder') else (
           'missing flow frames')
-      return None, InputProblem(channel.folder, 0, f'{reason} ({where}): run '
-                           '//data_tools:extract_flow', kind)
+      return None, InputProblem(channel.folder, 0, f'{reason} ({where}): '
+                                f'{_flow_fix(channel, info)}', kind)
     counts.append(count)
   if counts[0] != counts[1]:
     where_u, where_v = (os.path.join(f.folder, f.name) for f in files)

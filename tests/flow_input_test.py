@@ -15,6 +15,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from data_tools import flow_records, layouts
 from input_fn import data_checks, direct, factory, flow, pipeline, ucf101, video_lists
 from tests import tiny_records
 from towers import params as params_lib
@@ -189,6 +190,19 @@ class FlowInputTest(tf.test.TestCase):
       self.assertIn('stream', [p.option for p in data_checks.problems(params)], params)
     self.assertEqual(preflight.problems(self.params()), [])
     self.assertEqual(data_checks.problems(self.params()), [])
+
+
+class FlowFixTest(tf.test.TestCase):
+
+  def test_a_list_counting_the_videos_frames_is_told_apart_from_missing_flow(self):
+    folder = self.create_tempdir().full_path
+    for n in range(1, 4):  # flow of 4 frames: 3 flow frames
+      with open(os.path.join(folder, f'flow_x_{n:05d}.jpg'), 'wb') as f:
+        f.write(b'\xff\xd8\xff')
+    channel = layouts.FrameFiles(folder, 'flow_x_%05d.jpg')
+    self.assertIn('flow annotation', flow_records._flow_fix(channel, {'num_frames': 4}))
+    self.assertIn('extract_flow', flow_records._flow_fix(channel, {'num_frames': 9}))
+    self.assertIn('extract_flow', flow_records._flow_fix(channel, None))
 
 
 if __name__ == '__main__':

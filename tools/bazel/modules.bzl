@@ -295,6 +295,7 @@ MODULES = {
         ("flow_records.py", "flow_records", [
             ":layouts",
             "//input_fn:flow",
+            "//input_fn:frame_folders",
             "//input_fn:records",
             "//input_fn:video_io",
             "//input_fn:video_lists",
@@ -1130,6 +1131,7 @@ TEST_DEPS = {
         "//input_fn:manifest",
         "//input_fn:records",
         "//input_fn:ucf101",
+        "//input_fn:video_io",
         "//towers:params",
     ],
     "datasets_test": [
@@ -1201,6 +1203,8 @@ TEST_DEPS = {
     ],
     "flow_input_test": [
         ":tiny_records",
+        "//data_tools:flow_records",
+        "//data_tools:layouts",
         "//input_fn:data_checks",
         "//input_fn:direct",
         "//input_fn:factory",
