@@ -28,6 +28,7 @@ from command_line.options import Options, at_least, option
 HOST = '127.0.0.1'  # loopback only: TensorFlow's gRPC servers have no authentication
 EVALUATOR = 'evaluator'
 CHIEF_READY = 'session_ready'  # the status event of a chief whose model is initialised
+STOP_GRACE_SECS = 30.0  # once the chief stopped for the time limit, how long the others may take
 
 
 @dataclasses.dataclass
@@ -246,12 +247,23 @@ class LocalCluster:
     one line too, but training goes on. Returns 0 when every ps and trainer exited 0, 1
     when one failed or `timeout_secs` passed, 130 on Ctrl-C, STOPPED_EXIT_CODE (75) when
     the chief or the evaluator stopped for the time limit (SIGUSR1, passed on to every
-    task): run it again to continue."""
+    task): run it again to continue. Once the chief has stopped, the other tasks get
+    STOP_GRACE_SECS to end, then are stopped; a task that fails meanwhile (still starting,
+    it waited for a ps the chief sent home) is not a failure of the run."""
     deadline = None if timeout_secs is None else time.time() + timeout_secs
     evaluator_reported = False
+    chief_stopped_at = None
     try:
       self.start_all()
       while any(t.process.poll() is None for t in self.tasks.values()):
+        if 'chief' in self.stopped_tasks():
+          # The run stopped for the time limit: a task still starting (it may wait for a ps
+          # the chief sent home) gets a grace period, then is stopped; none counts as failed.
+          chief_stopped_at = chief_stopped_at or time.time()
+          if time.time() - chief_stopped_at > STOP_GRACE_SECS:
+            break
+          time.sleep(poll_secs)
+          continue
         failed = self.failed_tasks()
         if EVALUATOR in failed and not evaluator_reported:
           self._report_evaluator()
@@ -270,6 +282,11 @@ class LocalCluster:
       return 130
     finally:
       self.stop_all()
+    stopped = self.stopped_tasks()
+    if 'chief' in stopped:
+      print('local_cluster: stopped for the time limit: the chief wrote a checkpoint; run '
+            'the same command again to continue from it', file=sys.stderr)
+      return STOPPED_EXIT_CODE
     failed = [name for name in self.failed_tasks() if name != EVALUATOR]
     if EVALUATOR in self.failed_tasks() and not evaluator_reported:
       self._report_evaluator()
@@ -281,11 +298,6 @@ class LocalCluster:
           f'{" (also " + ", ".join(failed[1:]) + ")" if failed[1:] else ""}; '
           f'its log: {self._log_hint(first)}'), file=sys.stderr)
       return 1
-    stopped = self.stopped_tasks()
-    if 'chief' in stopped:
-      print('local_cluster: stopped for the time limit: the chief wrote a checkpoint; run '
-            'the same command again to continue from it', file=sys.stderr)
-      return STOPPED_EXIT_CODE
     if EVALUATOR in stopped:
       print('local_cluster: training ended cleanly; the evaluator stopped for the time limit '
             'before the final evaluation: run the same command again to evaluate',
