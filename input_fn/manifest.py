@@ -122,9 +122,8 @@ def class_difference(first: Sequence[str], second: Sequence[str], first_name: st
     return ''
   label = next(i for i in range(max(len(first), len(second)))
                if first[i:i + 1] != second[i:i + 1])
-  def name(names: list[str]) -> str:
-    return names[label] if label < len(names) else '(none)'
-  return (f'label {label} is {name(first)} {first_name}, {name(second)} {second_name} '
+  one, other = (names[label] if label < len(names) else '(none)' for names in (first, second))
+  return (f'label {label} is {one} {first_name}, {other} {second_name} '
           f'(of {len(first)} and {len(second)} classes)')
 
 
