@@ -296,13 +296,14 @@ def _flow_is_newer(out: str, task: VideoTask) -> bool:
 
 
 def _record_source(out: str, video: str, identity: dict[str, Any] | None,
-                   shard: tuple[int, int] = (0, 1)) -> None:
-  """Appends a video's record to flow_shards.SOURCES, or to the shard's own file when split,
-  on a line of its own (after a line a failed write left unfinished, which
-  `flow_shards.read_sources` ignores)."""
+                   shard: tuple[int, int] = (0, 1), written: list[int] | None = None) -> None:
+  """Appends a video's record (`written`: `flow.written` of its folders, when just computed)
+  to flow_shards.SOURCES, or to the shard's own file when split, on a line of its own
+  (after a line a failed write left unfinished, which `flow_shards.read_sources` ignores)."""
   path = (os.path.join(out, flow_shards.SOURCES) if shard[1] == 1 else
           flow_shards.sources_path(out, *shard))
-  line = json.dumps({'video': video, 'source': identity}, sort_keys=True).encode() + b'\n'
+  row = {'video': video, 'source': identity, **({'written': written} if written else {})}
+  line = json.dumps(row, sort_keys=True).encode() + b'\n'
   with open(path, 'a+b') as f:  # writes go to the end whatever the read position
     size = f.seek(0, os.SEEK_END)
     if size:
@@ -310,6 +311,19 @@ def _record_source(out: str, video: str, identity: dict[str, Any] | None,
       if f.read(1) != b'\n':
         line = b'\n' + line
     f.write(line)
+
+
+def _damaged(out: str, tasks: list[VideoTask]) -> list[VideoTask]:
+  """Those of `tasks` (flow present and current) whose folders are not as written: their
+  `flow.written` differs from the record's, or, recorded without it, u and v hold other
+  numbers of files."""
+  recorded = flow_shards.read_written(out)
+  found = []
+  for task in tasks:
+    now = flow.written(out, task.name)
+    if (now != recorded[task.name] if task.name in recorded else now[0] != now[1]):
+      found.append(task)
+  return found
 
 
 def _remove_flow(out: str, video: str) -> None:
@@ -374,11 +388,14 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
     recorded[task.name] = identities[task.name]
   changed = [t for t in mine if flow.has_flow(out, t.name) and
              recorded.get(t.name) != identities[t.name]]
-  todo = [t for t in mine if not flow.has_flow(out, t.name)] + changed
+  damaged = _damaged(out, [t for t in mine if flow.has_flow(out, t.name) and t not in changed])
+  todo = [t for t in mine if not flow.has_flow(out, t.name)] + changed + damaged
   workers = (1 if backend == 'tensorflow' else
              min(options.workers or os.cpu_count() or 1, max(len(todo), 1)))
   again = (f' ({len(changed)} whose video changed since its flow was computed: computed '
-           'again)' if changed else '')
+           'again)' if changed else '') + (
+               f' ({len(damaged)} whose flow folders lost, emptied or cut frames since: '
+               'computed again)' if damaged else '')
   kept = (f' ({len(adopted)} without a source record but newer than their video: kept)'
           if adopted else '')
   share = f', shard {shard[0]} of {shard[1]}: {len(mine)} of them' if split else ''
@@ -414,7 +431,7 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
           raise InputError(problem)
         skipped.append(problem)
       else:
-        _record_source(out, task.name, identities[task.name], shard)
+        _record_source(out, task.name, identities[task.name], shard, flow.written(out, task.name))
       progress.add(1, frames)
   finally:
     if pool is not None:
@@ -469,7 +486,7 @@ def _merge(out: str, tasks: list[VideoTask], skipped: list[InputProblem], settin
   identities = {t.name: source_identity(t, settings) for t in tasks}
   current = [t for t in tasks if flow.has_flow(out, t.name) and
              recorded.get(t.name) == identities[t.name]]
-  _write_sources(out, {t.name: recorded[t.name] for t in current})
+  _write_sources(out, {t.name: recorded[t.name] for t in current}, flow_shards.read_written(out))
   flow_shards.remove_records(out)
   manifest = _manifest(out, tasks, current, skipped, settings, videos_dir)
   json_files.write_json(os.path.join(out, MANIFEST), manifest)
@@ -483,10 +500,14 @@ def _merge(out: str, tasks: list[VideoTask], skipped: list[InputProblem], settin
   return manifest
 
 
-def _write_sources(out: str, recorded: dict[str, dict[str, Any]]) -> None:
-  """Rewrites the source records with one line per video that has current flow."""
+def _write_sources(out: str, recorded: dict[str, dict[str, Any]],
+                   written: dict[str, list[int]]) -> None:
+  """Rewrites the source records with one line per video that has current flow (with what
+  was `written` of it, when recorded)."""
   json_files.write_text(os.path.join(out, flow_shards.SOURCES), ''.join(
-      json.dumps({'video': name, 'source': identity}, sort_keys=True) + '\n'
+      json.dumps({'video': name, 'source': identity,
+                  **({'written': written[name]} if name in written else {})},
+                 sort_keys=True) + '\n'
       for name, identity in sorted(recorded.items())))
 
 

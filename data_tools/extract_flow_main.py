@@ -35,9 +35,11 @@ to --short_side, like //data_tools:prepare), converts the frames to grayscale an
   found, already done, to compute, changed) and what was computed are also `flow_plan` and
   `flow_computed` status events (`command_line/status_file.py`).
 * Resumable: a video's u and v folders are renamed into place only when complete, then its
-  source identity is recorded; a rerun skips every video whose flow is there and whose .avi
-  is the one recorded, and computes the rest: missing ones, and replaced or edited videos
-  (counted as changed). Flow without a record (an earlier version of this tool) is kept
+  source identity is recorded (with the files and bytes written); a rerun skips every video
+  whose flow is there as written and whose .avi is the one recorded, and computes the rest:
+  missing ones, replaced or edited videos (counted as changed), and folders that lost,
+  emptied or cut a frame since (u and v of other lengths, for records without what was
+  written). Flow without a record (an earlier version of this tool) is kept
   when it is newer than its video, and counted. A rerun into an
   `<out>` extracted with other settings stops with one line (flow of two settings is never
   mixed).

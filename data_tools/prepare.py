@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import queue as queue_module
 import time
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 from data_tools import flow_records, layouts
 from input_fn import flow_shards
@@ -448,12 +448,14 @@ def record_kind(source: str) -> str:
   return 'flow' if source == 'flow' else 'rgb'
 
 
-def dataset_identity(config: PrepareOptions) -> dict[str, Any]:
-  """What makes --out the same dataset (see `input_fn/manifest.py`)."""
+def dataset_identity(config: PrepareOptions,
+                     classes: Sequence[str] | None = None) -> dict[str, Any]:
+  """What makes --out the same dataset (see `input_fn/manifest.py`); `classes`: the split's
+  class names in label order (None before the split is read: not compared)."""
   return manifest_lib.identity(record_kind(config.source), config.source,
                                _source_paths(config), config.split, config.short_side,
                                config.jpeg_quality, config.videos_per_shard, config.dataset,
-                               _class_names_digest(config))
+                               _class_names_digest(config), classes)
 
 
 def _class_names_digest(config: PrepareOptions) -> str:
@@ -580,28 +582,31 @@ def _other_problems(split: video_lists.Split) -> list[InputProblem]:
   return [p for p in split.problems if not _problem_subset(p)]
 
 
-def check_out_dir(config: PrepareOptions) -> None:
+def check_out_dir(config: PrepareOptions, classes: Sequence[str] | None = None) -> None:
   """Raises `PrepareError` naming the differences when --out holds another dataset (or
-  data without identity) and --overwrite is not given. Writes nothing."""
+  data without identity) and --overwrite is not given; `classes` as in
+  `dataset_identity`. Writes nothing."""
   here = manifest_lib.read_identity(config.out) if os.path.isdir(config.out) else None
   existing = manifest_lib.dataset_files(config.out) if os.path.isdir(config.out) else []
   if here is None and existing:
     found = ['it holds prepared files without a dataset identity (an older prepare, or '
              'another tool)']
   else:
-    found = (dir_identity.differences(here, dataset_identity(config),
-                                      manifest_lib.IDENTITY_FIELDS) if here is not None else [])
+    found = (manifest_lib.identity_differences(here, dataset_identity(config, classes))
+             if here is not None else [])
   if found and not config.overwrite:
     raise PrepareError(dir_identity.refusal(f'--out={config.out}', 'another dataset', found,
                                             'use another --out, or --overwrite to replace it'),
                        'out', tuple(f.option for f in found if getattr(f, 'option', None)))
 
 
-def claim_out_dir(config: PrepareOptions, log: Callable[[str], None]) -> None:
-  """Makes --out hold this dataset: stops naming the differences when it holds another
-  one (or data without identity). --overwrite removes whatever dataset it holds first."""
-  check_out_dir(config)
-  asked = dataset_identity(config)
+def claim_out_dir(config: PrepareOptions, classes: Sequence[str],
+                  log: Callable[[str], None]) -> None:
+  """Makes --out hold this dataset of `classes` (names in label order): stops naming the
+  differences when it holds another one (or data without identity). --overwrite removes
+  whatever dataset it holds first."""
+  check_out_dir(config, classes)
+  asked = dataset_identity(config, classes)
   existing = manifest_lib.dataset_files(config.out) if os.path.isdir(config.out) else []
   if config.overwrite and existing:
     removed = manifest_lib.remove_dataset(config.out)
@@ -622,7 +627,7 @@ def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
   split, plans = plan(config)
   if config.strict and split.problems:
     raise InputError(split.problems[0])
-  claim_out_dir(config, log)
+  claim_out_dir(config, split.classes.names, log)
   out = config.out
   os.makedirs(os.path.join(out, SHARD_STATE_DIR), exist_ok=True)
   workers = config.workers or os.cpu_count() or 1
@@ -728,7 +733,7 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
                        'counts_per_class': state['counts_per_class'],
                        'videos': [dict(sorted(v.items())) for v in state['videos']]})
   other = [p.to_json() for p in _other_problems(split)]
-  identity = dataset_identity(config)
+  identity = dataset_identity(config, split.classes.names)
   return {
       'format_version': manifest_lib.FORMAT_VERSION, **identity, 'subset': subset,
       'layout': layout,
@@ -736,7 +741,7 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
       'num_unused': split.unused,
       'num_records': sum(r['records'] for r in shard_rows),
       'num_skipped': len(skipped),
-      'num_classes': len(split.classes), 'classes': list(split.classes.names),
+      'num_classes': len(split.classes),
       'counts_per_class': {name: counts.get(name, 0) for name in split.classes.names},
       'shards': shard_rows,
       'skipped_by_kind': dict(sorted(collections.Counter(s['kind'] for s in skipped).items())),

@@ -99,6 +99,21 @@ def has_flow(flow_root: str, video: str) -> bool:
   return all(os.path.isdir(f) for f in frame_folders.flow_folders(flow_root, video))
 
 
+def written(flow_root: str, video: str) -> list[int]:
+  """[files in u, files in v, bytes of them all] of `video`'s flow folders as they are now
+  (a folder that is missing counts 0): a frame lost, emptied or cut short since its flow
+  was written changes it."""
+  found = [0, 0, 0]
+  for channel, folder in enumerate(frame_folders.flow_folders(flow_root, video)):
+    try:
+      entries = [e for e in os.scandir(folder) if e.is_file()]
+    except OSError:
+      continue
+    found[channel] = len(entries)
+    found[2] += sum(e.stat().st_size for e in entries)
+  return found
+
+
 def find_flow_folders(flow_root: str, video: str, listed_path: str | None = None
                       ) -> tuple[str, str]:
   """(u folder, v folder) of `video`: `listed_path.format('u')` / `('v')` when a flow-list row

@@ -31,7 +31,9 @@ from command_line.options import Problem
 from input_fn import dir_identity, json_files, video_lists
 
 PARTS_DIR = '.flow_parts'
-SOURCES = '.flow_sources.jsonl'  # {"video": name, "source": {"size", "mtime_ns", "settings"}}
+# {"video": name, "source": {"size", "mtime_ns", "settings"}, "written": [u frames, v frames,
+# bytes of their files]} ("written" absent in records made before it was kept)
+SOURCES = '.flow_sources.jsonl'
 SHARD_SOURCES = '.flow_sources.{shard}-of-{num_shards}.jsonl'
 _SHARD_FILE = re.compile(r'(?:\.flow_sources\.)?(\d+)-of-(\d+)(?:\.started)?\.jsonl?')
 
@@ -90,6 +92,18 @@ def read_sources(out: str) -> dict[str, dict[str, Any] | None]:
   """{video: source} recorded in `<out>/SOURCES`, then in the shards' files (the last line
   of a video wins; unreadable lines are ignored, so their videos are computed again); a
   source is None for a video whose flow could not be computed."""
+  return {video: row['source'] for video, row in _records(out).items()}
+
+
+def read_written(out: str) -> dict[str, list[int]]:
+  """{video: [u frames, v frames, bytes of their files]} as its flow was written (the same
+  lines as `read_sources`); videos recorded without it are absent."""
+  return {video: row['written'] for video, row in _records(out).items()
+          if isinstance(row.get('written'), list)}
+
+
+def _records(out: str) -> dict[str, dict[str, Any]]:
+  """{video: its last readable record line} of `<out>/SOURCES` then the shards' files."""
   recorded = {}
   lines = []
   for path in [os.path.join(out, SOURCES)] + shard_source_files(out):
@@ -101,7 +115,8 @@ def read_sources(out: str) -> dict[str, dict[str, Any] | None]:
   for line in lines:
     try:
       row = json.loads(line)
-      recorded[row['video']] = row['source']
+      if 'source' in row:
+        recorded[row['video']] = row
     except (ValueError, KeyError, TypeError):
       continue
   return recorded

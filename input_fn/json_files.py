@@ -14,12 +14,12 @@ def write_json(path: str, value: Any, sort_keys: bool = False) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-  """Writes `text` to `path` atomically: to a temporary file named after this host and
+  """Writes `text` to `path` (UTF-8) atomically: to a temporary file named after this host and
   process, then renamed over `path`, so a reader sees the old file or the whole new one,
   and processes on several nodes writing the same path at once never mix their bytes."""
   temporary = f'{path}.tmp-{socket.gethostname()}-{os.getpid()}'
   try:
-    with open(temporary, 'w') as f:
+    with open(temporary, 'w', encoding='utf-8') as f:
       f.write(text)
     os.replace(temporary, path)
   finally:

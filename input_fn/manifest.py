@@ -9,6 +9,7 @@
   source_paths    {'data_dir', 'split_dir', and 'videos_dir' | 'frames_dir', 'frame_list' |
                    'flow_dir', 'flow_list'}: the resolved paths they were read from
   class_names     list datasets: 'sha256 <16 hex>' of the --class_names file; else ''
+  classes         the class names in label order (every dataset): one list per directory
   split, short_side, jpeg_quality, videos_per_shard   the settings
   layout          frames/flow: the file layout read (`data_tools/layouts.py`); '' for videos
   subset, num_listed (lines of the subset's split list: every video it names, whatever
@@ -21,14 +22,15 @@
                   file (or frame folder) the record was made from; frame_size is the
                   [height, width] of its stored frames (absent in shards written before).
 
-The dataset's identity (kind, source and its paths, split and settings; `identity()`) is also written to
+The dataset's identity (kind, source and its paths, classes, split and settings; `identity()`) is also written to
 `DIR/.shards/dataset.json` before the first shard, so an interrupted preparation is
 recognised too (`input_fn/dir_identity.py`: the directory's identity file, compared
-field by field in IDENTITY_FIELDS order).
+field by field in IDENTITY_FIELDS order; `identity_differences`). An identity written before
+`classes` was part of it takes the class list of the directory's manifests.
 
 Readers use `shard_paths()`: exactly the files the manifest lists, all checked to exist.
 `training_data_problems()` checks a directory before training: labels below num_classes,
-train and test disjoint by video.
+train and test of one class list, disjoint by video.
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ STATE_DIR = '.shards'
 IDENTITY_FILE = 'dataset.json'
 SUBSETS = ('train', 'test')
 # Identity fields, in the order differences are reported.
-IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'class_names', 'split',
-                   'short_side', 'jpeg_quality', 'videos_per_shard')
-# What an identity written before a field existed holds in its stead.
-IDENTITY_DEFAULTS = {'dataset': 'ucf101', 'class_names': ''}
+IDENTITY_FIELDS = ('dataset', 'kind', 'source', 'source_paths', 'class_names', 'classes',
+                   'split', 'short_side', 'jpeg_quality', 'videos_per_shard')
+# What an identity written before a field existed holds in its stead (classes: None, not
+# known, when no manifest records them either).
+IDENTITY_DEFAULTS = {'dataset': 'ucf101', 'class_names': '', 'classes': None}
 DEFAULT_DATASET = IDENTITY_DEFAULTS['dataset']  # of directories prepared before datasets were named
 
 
@@ -83,13 +86,45 @@ class ManifestError(ValueError):
 
 def identity(kind: str, source: str, source_paths: dict[str, str], split: int,
              short_side: int, jpeg_quality: int, videos_per_shard: int,
-             dataset: str = DEFAULT_DATASET, class_names: str = '') -> dict[str, Any]:
+             dataset: str = DEFAULT_DATASET, class_names: str = '',
+             classes: Sequence[str] | None = None) -> dict[str, Any]:
   """The fields that make two preparations the same dataset (the subsets may differ).
   `class_names`: what the --class_names file of a list dataset holds ('sha256 <16 hex>' of
-  its bytes: the same path edited in place is another dataset), '' for other datasets."""
+  its bytes: the same path edited in place is another dataset), '' for other datasets.
+  `classes`: the class names in label order (None: not read yet, compared with nothing)."""
   return {'dataset': dataset, 'kind': kind, 'source': source, 'source_paths': dict(source_paths),
-          'class_names': class_names, 'split': split, 'short_side': short_side,
-          'jpeg_quality': jpeg_quality, 'videos_per_shard': videos_per_shard}
+          'class_names': class_names, 'classes': None if classes is None else list(classes),
+          'split': split, 'short_side': short_side, 'jpeg_quality': jpeg_quality,
+          'videos_per_shard': videos_per_shard}
+
+
+def identity_differences(here: dict[str, Any], asked: dict[str, Any]) -> list[Problem]:
+  """`dir_identity.differences` in IDENTITY_FIELDS order, the class lists as their first
+  label that differs (`class_difference`; not compared when either is None). Each is a
+  `Problem` naming the field (a `source_paths` entry by its key)."""
+  found = []
+  for name in IDENTITY_FIELDS:
+    if name != 'classes':
+      found += dir_identity.differences(here, asked, (name,))
+    elif here.get(name) is not None and asked.get(name) is not None:
+      differs = class_difference(here[name], asked[name], 'here', 'asked')
+      found += [Problem(name, f'classes: {differs}')] if differs else []
+  return found
+
+
+def class_difference(first: Sequence[str], second: Sequence[str], first_name: str,
+                     second_name: str) -> str:
+  """'' when the two class lists are equal, else their first label that differs:
+  'label 0 is MoveRightSpeed1 <first_name>, MoveLeftSpeed1 <second_name> (of 3 and 3 classes)'
+  ('(none)' past the end of the shorter list)."""
+  first, second = list(first), list(second)
+  if first == second:
+    return ''
+  label = next(i for i in range(max(len(first), len(second)))
+               if first[i:i + 1] != second[i:i + 1])
+  one, other = (names[label] if label < len(names) else '(none)' for names in (first, second))
+  return (f'label {label} is {one} {first_name}, {other} {second_name} '
+          f'(of {len(first)} and {len(second)} classes)')
 
 
 def manifest_path(directory: str, subset: str) -> str:
@@ -104,14 +139,17 @@ def read_identity(directory: str) -> dict[str, Any] | None:
     found = dir_identity.read(identity_path(directory))
   except dir_identity.IdentityDamaged:
     found = None
+  manifests = [m for subset in SUBSETS
+               for m in [json_files.load_object(manifest_path(directory, subset))]
+               if m and m.get('format_version') == FORMAT_VERSION]
   if found is not None:
     found = {**IDENTITY_DEFAULTS, **found}
+    if found['classes'] is None and manifests:  # written before classes were part of it
+      found['classes'] = manifests[0].get('classes')
   if found is not None and all(name in found for name in IDENTITY_FIELDS):
     return found
-  for subset in SUBSETS:
-    manifest = json_files.load_object(manifest_path(directory, subset))
-    if manifest and manifest.get('format_version') == FORMAT_VERSION:
-      return {name: manifest.get(name, IDENTITY_DEFAULTS.get(name)) for name in IDENTITY_FIELDS}
+  if manifests:
+    return {name: manifests[0].get(name, IDENTITY_DEFAULTS.get(name)) for name in IDENTITY_FIELDS}
   return None
 
 
@@ -227,7 +265,8 @@ def training_data_problems(directory: str, num_classes: int,
                            split: int | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` or another split than `split` (when given and the
-  manifest records one; names both),
+  manifest records one; names both), train and test of other class lists (the first label
+  that differs; then nothing else is reported),
   another number of classes than num_classes (a manifest that does not record it: a label
   >= num_classes; names --num_classes and the data's class count), or a video in
   both train and test (`same_video`; count, an example and the list files that name it:
@@ -239,6 +278,14 @@ def training_data_problems(directory: str, num_classes: int,
       manifests[subset] = read(directory, subset)
     except ManifestError as e:
       found.append(Problem('data_dir', str(e)))
+  if len(manifests) == 2 and all(m.get('classes') for m in manifests.values()):
+    differs = class_difference(manifests['train']['classes'], manifests['test']['classes'],
+                               'in train', 'in test')
+    if differs:
+      found.append(Problem('data_dir', f'the train and test records of {directory} have other '
+                           f'classes ({differs}): their labels do not match; prepare them '
+                           'again into a fresh --out (or with --overwrite)'))
+      return found
   for subset, manifest in manifests.items():
     held = manifest.get('dataset', DEFAULT_DATASET)
     if dataset is not None and held != dataset:

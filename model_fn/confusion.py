@@ -9,7 +9,7 @@
         dark blue 1), row labels 'index name', column labels the index
     render_per_class(accuracy, names) -> uint8 [H, W, 3] RGB: one bar per present class,
         sorted lowest first, labelled 'accuracy  name  (examples)'
-    write_png(path, image)
+    write_png(path, image): the whole PNG or no file (a temporary name renamed when complete)
 
 Both pictures stay readable at 101 classes (a few pixels per cell, one text line per class).
 `names[i]` is class i's name; without names (None) classes are labelled by their index.
@@ -17,6 +17,7 @@ Both pictures stay readable at 101 classes (a few pixels per cell, one text line
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import cv2
@@ -116,11 +117,21 @@ def render_per_class(accuracy: np.ndarray, names: Sequence[str] | None = None,
 
 
 def write_png(path: str, image: np.ndarray) -> None:
-  """Writes the RGB uint8 `image` to `path` as PNG (encoded here and written by Python,
-  whose writes report a full disk or a file-size limit; OpenCV's `imwrite` leaves a
-  truncated file and says it succeeded); raises OSError when it cannot."""
+  """Writes the RGB uint8 `image` to `path` as PNG, whole or not at all: encoded here and
+  written by Python (whose writes report a full disk or a file-size limit; OpenCV's
+  `imwrite` leaves a truncated file and says it succeeded) to a temporary name in the same
+  folder, renamed to `path` when complete. Raises OSError (naming `path`) when it cannot;
+  then neither `path` nor the temporary file is left."""
   ok, encoded = cv2.imencode('.png', cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
   if not ok:
     raise OSError(f'could not encode {path} as PNG')
-  with open(path, 'wb') as f:
-    f.write(encoded.tobytes())
+  temporary = f'{path}.tmp-{os.getpid()}'
+  try:
+    with open(temporary, 'wb') as f:
+      f.write(encoded.tobytes())
+    os.replace(temporary, path)
+  except OSError as e:
+    raise OSError(e.errno, e.strerror, path) from e
+  finally:
+    if os.path.exists(temporary):
+      os.remove(temporary)

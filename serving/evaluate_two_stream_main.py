@@ -21,7 +21,6 @@ the library: serving/evaluate_two_stream.py.
 
 from __future__ import annotations
 
-import json
 import os
 
 from command_line import console
@@ -29,7 +28,7 @@ from command_line import console
 console.quiet_native_logs()  # before TensorFlow is imported: it reads the level once
 
 # pylint: disable=wrong-import-position
-from command_line import entry
+from command_line import disk_space, entry
 from serving.two_stream_options import PATHS, EvaluateTwoStreamOptions, check_options
 
 
@@ -48,6 +47,7 @@ def run(options: EvaluateTwoStreamOptions) -> None:
 def _evaluate(options: EvaluateTwoStreamOptions) -> None:
   """Evaluates the two streams (each split of --splits), prints and writes the tables."""
   # pylint: disable=import-outside-toplevel
+  from input_fn import json_files
   from serving import two_stream, two_stream_outputs
   from serving.evaluate_two_stream import check, evaluate
   os.makedirs(os.path.dirname(options.json_out) or '.', exist_ok=True)
@@ -72,8 +72,8 @@ def _evaluate(options: EvaluateTwoStreamOptions) -> None:
     mean = two_stream.mean_over_splits(results)
     print(two_stream.format_splits_table(results, mean))
     output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
-  with open(options.json_out, 'w') as f:
-    json.dump(output, f, indent=1)
+  with disk_space.writing(options.json_out, two_stream_outputs.NOTHING_KEPT):
+    json_files.write_json(options.json_out, output)
   print(f'written to {options.json_out}')
 
 

@@ -12,14 +12,19 @@ For a --json_out of `out.json` (one split: `out_split<k>`):
 from __future__ import annotations
 
 import csv
-import os
+import io
 from typing import Any, Sequence
 
 import numpy as np
 
+from command_line import disk_space
+from input_fn import json_files
 from model_fn import confusion
 
 CSV_COLUMNS = ('class', 'label', 'videos', 'rgb', 'flow', 'fusion', 'fusion_gain')
+# The end of the error line when a disk refuses one of these files.
+NOTHING_KEPT = ('no part of that file was kept (the files written before it are whole); '
+                'evaluate_two_stream keeps nothing to resume from: a rerun evaluates again')
 
 
 def prefix(json_out: str, split: int | None = None) -> str:
@@ -30,18 +35,22 @@ def prefix(json_out: str, split: int | None = None) -> str:
 
 def write(result: dict[str, Any], matrices: dict[str, np.ndarray],
           class_names: Sequence[str] | None, path_prefix: str) -> list[str]:
-  """Writes the three confusion PNGs of `matrices` and the per-class CSV of `result`;
-  returns their paths."""
+  """Writes the three confusion PNGs of `matrices` and the per-class CSV of `result`, each
+  whole or not at all (a temporary name renamed when complete); returns their paths. A full
+  disk (or a quota or file-size limit) raises `disk_space.FullDisk` naming the file."""
   written = []
   for stream, matrix in matrices.items():
     path = f'{path_prefix}_{stream}_confusion.png'
-    confusion.write_png(path, confusion.render_matrix(matrix, class_names))
+    with disk_space.writing(path, NOTHING_KEPT):
+      confusion.write_png(path, confusion.render_matrix(matrix, class_names))
     written.append(path)
   path = f'{path_prefix}_per_class.csv'
-  with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.DictWriter(f, CSV_COLUMNS)
-    writer.writeheader()
-    writer.writerows(result['per_class'])
+  rows = io.StringIO(newline='')
+  writer = csv.DictWriter(rows, CSV_COLUMNS)
+  writer.writeheader()
+  writer.writerows(result['per_class'])
+  with disk_space.writing(path, NOTHING_KEPT):
+    json_files.write_text(path, rows.getvalue())
   return written + [path]
 
 

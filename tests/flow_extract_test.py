@@ -169,6 +169,39 @@ class ExtractFlowToolTest(tf.test.TestCase):
       self.extract(others, out=out)
     self.assertEqual(caught.exception.differences, ('videos_dir',))
 
+  def test_a_flow_folder_that_lost_emptied_or_cut_a_frame_is_computed_again(self):
+    data = os.path.join(self.root, 'damaged')
+    shutil.copytree(self.data, data)
+    out = os.path.join(data, 'tvl1_flow')
+    lost, emptied, cut = (f'v_MoveRightSpeed1_g0{g}_c01' for g in (3, 4, 5))
+    def sizes(name: str) -> list[int]:  # of every u and v file, in order
+      return [os.path.getsize(os.path.join(folder, file))
+              for folder in frame_folders.flow_folders(out, name)
+              for file in sorted(os.listdir(folder))]
+    whole = {name: sizes(name) for name in (lost, emptied, cut)}
+    os.remove(os.path.join(out, 'u', lost, 'frame000002.jpg'))
+    open(os.path.join(out, 'u', emptied, 'frame000001.jpg'), 'wb').close()
+    path = os.path.join(out, 'v', cut, 'frame000001.jpg')
+    with open(path, 'rb') as f:
+      head = f.read(300)
+    with open(path, 'wb') as f:
+      f.write(head)
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=13, to_compute=4, changed=0)  # 3 + the bad video
+    self.assertEqual({name: sizes(name) for name in whole}, whole)
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=16, to_compute=1)
+    # Records written before the counts were kept: u and v of other lengths still tell.
+    path = os.path.join(out, flow_shards.SOURCES)
+    with open(path) as f:
+      rows = [json.loads(line) for line in f]
+    with open(path, 'w') as f:
+      f.write(''.join(json.dumps({'video': r['video'], 'source': r['source']}) + '\n'
+                      for r in rows))
+    os.remove(os.path.join(out, 'v', lost, 'frame000001.jpg'))
+    _, events = self.extract(data)
+    self.assertPlan(events, already_done=15, to_compute=2)
+
   def test_flow_of_an_older_extraction_without_source_records_is_kept_unless_older_than_its_video(self):
     data = os.path.join(self.root, 'older')
     shutil.copytree(self.data, data)  # file and folder times kept

@@ -17,7 +17,8 @@ Skips, saying why, where this is not root or mounts are not allowed.
 
 A disk quota or a file-size limit refuses a write as a full disk does, and ends the same
 way (no root needed: `prlimit --fsize` sets the limit): prepare and extract_flow exit 1 with
-a `full_disk` event, and extract_flow's rerun ends with flow for every video (the source
+a `full_disk` event, evaluate_two_stream's PNGs and CSV are whole or absent and the line
+names the file, and extract_flow's rerun ends with flow for every video (the source
 record the refused write left unfinished does not swallow the next one).
 """
 
@@ -197,6 +198,29 @@ class FileSizeLimitTest(tf.test.TestCase):
                           text=True, timeout=LIMIT, check=False)
     self.assertNotEqual(done.returncode, 0, 'the write said it succeeded')
     self.assertIn('File too large', done.stderr)
+    self.assertFalse([n for n in os.listdir(self.out) if n.startswith('confusion.png')],
+                     'a truncated or temporary PNG was left')
+
+  def test_two_stream_files_over_the_limit_name_the_file_and_leave_no_part_of_it(self):
+    """evaluate_two_stream's confusion PNGs and CSV: the error line names the file refused
+    (`disk_space.full_disk_line`) and promises no resume; no truncated file is left."""
+    folder = os.path.join(self.out, 'two_stream')
+    os.makedirs(folder)
+    prefix = os.path.join(folder, 'e')
+    code = ('import numpy as np; from command_line import disk_space; '
+            'from serving import two_stream_outputs\n'
+            'try:\n'
+            '  two_stream_outputs.write({"per_class": []}, {"rgb": np.random.default_rng(0)'
+            f'.random((60, 60))}}, None, {prefix!r})\n'
+            'except OSError as e:\n'
+            '  print(disk_space.full_disk_line(e), disk_space.resumes(e)); raise SystemExit(3)')
+    done = subprocess.run(['prlimit', f'--fsize={4 << 10}', sys.executable, '-c', code],
+                          env=dict(ENV, PYTHONDONTWRITEBYTECODE='1'), capture_output=True,
+                          text=True, timeout=LIMIT, check=False)
+    self.assertEqual(done.returncode, 3, done.stdout + done.stderr)
+    self.assertIn(f'file too large writing {prefix}_rgb_confusion.png (', done.stdout)
+    self.assertTrue(done.stdout.strip().endswith('False'), done.stdout)
+    self.assertEqual(os.listdir(folder), [])
 
   def test_a_file_size_limit_is_told_before_training(self):
     """TensorFlow's event writer drops a refused write without an error: train says

@@ -167,6 +167,27 @@ class Hmdb51Test(tf.test.TestCase):
     self.assertEqual(options_named(caught.exception), ['dataset'])
     self.assertEqual(manifest.read(out, 'train')['dataset'], 'hmdb51')
 
+  def test_a_class_folder_added_between_subsets_stops_before_the_test_labels_shift(self):
+    data = os.path.join(self.create_tempdir().full_path, 'hmdb51')
+    shutil.copytree(self.data, data)
+    out = self.create_tempdir().full_path
+    held = self.prepare(out, data_dir=data, subsets=('train',))['train']['classes']
+    videos, splits = (os.path.join(data, d) for d in ('hmdb51_org', 'testTrainMulti_7030_splits'))
+    shutil.copytree(os.path.join(videos, held[0]), os.path.join(videos, 'aaa_new'))
+    for name in os.listdir(os.path.join(videos, 'aaa_new')):
+      os.rename(os.path.join(videos, 'aaa_new', name), os.path.join(videos, 'aaa_new', 'a' + name))
+    for split in (1, 2, 3):
+      with open(os.path.join(splits, f'{held[0]}_test_split{split}.txt')) as f:
+        rows = [line for line in f if line.strip()]
+      with open(os.path.join(splits, f'aaa_new_test_split{split}.txt'), 'w') as f:
+        f.write(''.join('a' + row for row in rows))
+    with self.assertRaises(prepare.PrepareError) as caught:
+      self.prepare(out, data_dir=data, subsets=('test',))
+    self.assertEqual((caught.exception.option, caught.exception.differences), ('out', ('classes',)))
+    self.assertIn(f'label 0 is {held[0]} here, aaa_new asked (of {CLASSES} and {CLASSES + 1} '
+                  'classes)', str(caught.exception))
+    self.assertFalse(os.path.exists(manifest.manifest_path(out, 'test')))
+
   def test_the_direct_route_reads_the_official_layout(self):
     params = params_lib.make_params(dataset='hmdb51', data_source='videos', data_dir=self.data,
                                     num_classes=3, clip_frames=4, crop_size=16, batch_size=4,

@@ -11,6 +11,7 @@ Data: a synthetic UCF101 of 4 classes x 9 groups (split 1: 8 train, 28 test vide
 """
 
 import glob
+import json
 import os
 import shutil
 import tempfile
@@ -97,6 +98,46 @@ class PreparedDatasetTest(tf.test.TestCase):
     self.assert_out_refused(lambda: prepare_quietly(self.copy(), out), 'data_dir')
     self.assert_out_refused(lambda: prepare_quietly(self.clean, out, source='frames'), 'source')
     self.assertLen(videos_in_files(out, 'train'), 8)
+
+  def test_a_changed_class_index_between_subsets_stops_and_mixed_records_do_not_train(self):
+    data = self.copy()
+    out = self.create_tempdir().full_path
+    prepare_quietly(data, out, subsets=('train',))
+    lists = os.path.join(data, 'ucfTrainTestlist')
+    names = manifest.read(out, 'train')['classes']
+    swapped = [names[1], names[0]] + names[2:]  # labels 0 and 1 trade places
+    with open(os.path.join(lists, 'classInd.txt'), 'w') as f:
+      f.write(''.join(f'{i + 1} {name}\r\n' for i, name in enumerate(swapped)))
+    with open(os.path.join(lists, 'trainlist01.txt')) as f:
+      rows = [line.split() for line in f if line.strip()]
+    with open(os.path.join(lists, 'trainlist01.txt'), 'w') as f:
+      f.write(''.join(f'{path} {swapped.index(path.split("/")[0]) + 1}\r\n' for path, _ in rows))
+    with self.assertRaises(prepare.PrepareError) as caught:
+      prepare_quietly(data, out, subsets=('test',))
+    self.assertEqual((caught.exception.option, caught.exception.differences), ('out', ('classes',)))
+    self.assertIn(f'label 0 is {names[0]} here, {names[1]} asked', str(caught.exception))
+    self.assertFalse(os.path.exists(manifest.manifest_path(out, 'test')))
+    # Records mixed by hand (or by an older prepare) are refused before training.
+    other = self.create_tempdir().full_path
+    prepare_quietly(data, other, subsets=('test',))
+    for name in os.listdir(other):
+      if name.startswith('test'):
+        shutil.copy(os.path.join(other, name), out)
+    found = manifest.training_data_problems(out, 4)
+    self.assertEqual([p.option for p in found], ['data_dir'])
+    self.assertIn(f'label 0 is {names[0]} in train, {names[1]} in test', found[0])
+    # An identity written before classes were part of it takes its manifests' class list.
+    path = manifest.identity_path(other)
+    with open(path) as f:
+      held = json.load(f)
+    del held['classes']
+    with open(path, 'w') as f:
+      json.dump(held, f)
+    self.assertEqual(manifest.read_identity(other)['classes'], swapped)
+    prepare_quietly(data, other, subsets=('test',))  # the same classes: resumed
+    shutil.rmtree(lists)
+    shutil.copytree(os.path.join(self.clean, 'ucfTrainTestlist'), lists)
+    self.assert_out_refused(lambda: prepare_quietly(data, other, subsets=('test',)), 'classes')
 
   def test_the_pipeline_reads_exactly_the_listed_shards_and_all_of_them(self):
     out = self.create_tempdir().full_path

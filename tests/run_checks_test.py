@@ -2,7 +2,8 @@
 option to fix (each problem a `Problem` with its option; the binary's `error` event).
 
 Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
-the prepared data other than --num_classes (without it, theirs), a --split other than the records' (without --split,
+the prepared data other than --num_classes (without it, theirs), train and test records of
+other class lists (whatever --num_classes), a --split other than the records' (without --split,
 theirs), train and test sharing videos (by prepare's rule: names compared case included;
 the two list files named), a resumed
 model_dir whose checkpoint does not fit the graph (towers/checkpoint_shapes.py), a model_dir
@@ -118,6 +119,30 @@ class RunChecksTest(tf.test.TestCase):
         video['name'] = video['name'].upper()
     manifest.write(mixed, test_manifest)
     self.assertEqual(manifest.training_data_problems(mixed, 4), [])
+
+  def test_train_and_test_of_other_class_lists_stop_naming_the_label_whatever_num_classes(self):
+    mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
+    shutil.copytree(self.data, mixed)
+    test = manifest.read(mixed, 'test')  # as if a class folder sorting first had been added
+    test['classes'] = ['aaa_new'] + test['classes']
+    test['num_classes'] += 1
+    test['counts_per_class']['aaa_new'] = 0
+    manifest.write(mixed, test)
+    train_first = manifest.read(mixed, 'train')['classes'][0]
+    for num_classes in (4, 5):
+      found = preflight.problems(make_params(data_source='tfrecord', data_dir=mixed,
+                                             num_classes=num_classes,
+                                             model_dir=self.create_tempdir().full_path))
+      self.assertEqual([p.option for p in found], ['data_dir'])
+      self.assertIn(f'label 0 is {train_first} in train, aaa_new in test (of 4 and 5 classes)',
+                    found[0])
+    model_dir = self.create_tempdir().full_path
+    done = program_runs.run('towers.train_main', '--data_source=tfrecord',
+                            f'--data_dir={mixed}', f'--model_dir={model_dir}', '--max_steps=1',
+                            timeout=LIMIT)
+    self.assertEqual(done.code, 2, done.output())
+    self.assertEqual(done.error_options, ['data_dir'])
+    self.assertIsNone(tf.train.latest_checkpoint(model_dir))
 
   def test_a_split_other_than_the_records_is_refused_naming_both_and_none_takes_theirs(self):
     split_2 = prepared(self.root, split=2)

@@ -620,7 +620,9 @@ MODULES = {
             ":two_stream_options",
             ":two_stream_outputs",
             "//command_line:console",
+            "//command_line:disk_space",
             "//command_line:entry",
+            "//input_fn:json_files",
         ]),
         ("export_info.py", "export_info", [
             "//input_fn:datasets",
@@ -643,6 +645,8 @@ MODULES = {
             "//input_fn:datasets",
         ]),
         ("two_stream_outputs.py", "two_stream_outputs", [
+            "//command_line:disk_space",
+            "//input_fn:json_files",
             "//model_fn:confusion",
         ]),
     ],
