@@ -1383,6 +1383,8 @@ TEST_DEPS = {
     ],
     "local_cluster_stop_test": [
         "//benchmarks:program_cluster",
+        "//towers/cluster:local_cluster_lib",
+        "//towers/cluster:time_limit",
     ],
     "local_cluster_test": [
         ":cluster_testing",
