@@ -472,8 +472,11 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
         f'{manifest["num_found"]} videos have flow in {out}; skipped {manifest["num_skipped"]}')
   if not options.data_dir or os.path.realpath(out) != os.path.realpath(
       os.path.join(options.data_dir, ucf101.FLOW_DIR_NAME)):
-    log(f'extract_flow: to make flow records of it: //data_tools:prepare --source=flow '
-        f'--flow_dir={out}')
+    dataset = f' --dataset={options.dataset}' if options.dataset != 'ucf101' else ''
+    data_dir = options.data_dir or '<the root holding the split files>'
+    log(f'extract_flow: to make flow records of it: bazel run //data_tools:prepare -- '
+        f'--source=flow{dataset} --data_dir={data_dir} --flow_dir={out} '
+        '--out=<a new directory>')
   return manifest
 
 

@@ -114,8 +114,9 @@ class DataToolsConsoleTest(absltest.TestCase):
     self.assertRegex(lines[1], r'^extract_flow: 16 of 16 videos have flow in \S+; computed '
                      r'\d+ flow frames of 16 videos in [\d.]+ s = [\d.]+ flow frames/s per core '
                      r'\(1 process\(es\)\); skipped 0$')
-    self.assertEqual(lines[2], 'extract_flow: to make flow records of it: //data_tools:prepare '
-                     f'--source=flow --flow_dir={self.flow}')
+    self.assertEqual(lines[2], 'extract_flow: to make flow records of it: bazel run '
+                     f'//data_tools:prepare -- --source=flow --data_dir={self.data} '
+                     f'--flow_dir={self.flow} --out=<a new directory>')
     progress = self.extracted.stderr.strip().splitlines()
     self.assertRegex(progress[-1], r'^extract_flow: 16/16 videos \(100%\)  [\d.]+ videos/s  '
                      r'[\d.]+ flow frames/s  ETA 0s$')
