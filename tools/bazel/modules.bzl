@@ -264,6 +264,7 @@ MODULES = {
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:progress",
+            "//command_line:signals",
             "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:dir_identity",
@@ -714,6 +715,11 @@ MODULES = {
             "//model_fn:tower_model_fn",
         ]),
         ("checkpoints.py", "checkpoints", []),
+        ("earlier_run.py", "earlier_run", [
+            "//command_line:status_file",
+            "//towers/cluster:final_evaluation",
+            "//towers/cluster:lineage",
+        ]),
         ("estimator.py", "estimator", [
             ":params",
             ":run_flags",
@@ -780,6 +786,7 @@ MODULES = {
             "//towers/cluster:evaluator",
             "//towers/cluster:exports",
             "//towers/cluster:final_evaluation",
+            "//towers/cluster:lineage",
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
@@ -809,9 +816,11 @@ MODULES = {
             "//input_fn:frame_sample",
             "//input_fn:manifest",
             "//input_fn:video_lists",
+            "//towers/cluster:lineage",
         ]),
         ("training.py", "training", [
             ":checkpoints",
+            ":earlier_run",
             ":estimator",
             ":model_dir_lock",
             ":params",
@@ -831,6 +840,7 @@ MODULES = {
             "//model_fn:eval_spec",
             "//towers/cluster:base_runner",
             "//towers/cluster:evaluator",
+            "//towers/cluster:lineage",
             "//towers/cluster:runners",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
@@ -858,12 +868,15 @@ MODULES = {
             ":final_evaluation",
         ]),
         ("final_evaluation.py", "final_evaluation", [
+            ":lineage",
             "//command_line:status_file",
             "//input_fn:json_files",
-            "//model_fn:eval_spec",
         ]),
         ("gpus.py", "gpus", [
             ":spec",
+        ]),
+        ("lineage.py", "lineage", [
+            "//input_fn:json_files",
         ]),
         ("local_cluster.py", "local_cluster_lib", [
             ":spec",
@@ -1548,6 +1561,7 @@ TEST_DEPS = {
         ":tiny_records",
         "//command_line:signals",
         "//data_tools:extract_flow_main",
+        "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_main",
         "//towers/cluster:local_cluster_main",
         "//towers:checkpoints",
