@@ -1424,11 +1424,13 @@ TEST_DEPS = {
         "//towers/cluster:evaluator",
         "//towers/cluster:exports",
         "//towers/cluster:final_evaluation",
+        "//towers/cluster:lineage",
         "//towers/cluster:runners",
         "//towers/cluster:spec",
         "//towers/cluster:time_limit",
         "//towers:params",
         "//towers:train_and_evaluate_loop",
+        "//towers:train_settings",
         "//towers:training",
     ],
     "optimization_test": [
@@ -1629,6 +1631,7 @@ TEST_DEPS = {
         "//towers:run_flags",
         "//towers:train_main",
         "//towers:train_settings",
+        "//towers:training",
     ],
     "train_view_test": [
         "//input_fn:flow_colors",
