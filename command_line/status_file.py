@@ -20,6 +20,10 @@ Events, generated from `EVENTS` by `bazel run //tools:status_events_doc` ([optio
   cluster_task {source: str, task_type: str, index: int, address: str | None}
       a cluster task starts its role: where its cluster came from ('flags' or 'TF_CONFIG'),
       its job and index, its host:port (None for the evaluator)
+  earlier_run_set_aside {model_dir: str, moved_to: str, names: list}
+      a run starting from step 0 in a model_dir without a checkpoint moved what an earlier
+      run left there (`names`: export, eval, final_evaluation.json, ...) into `moved_to`
+      (towers/earlier_run.py)
   emulated_step {index: int, end: float, seconds: float}
       a step of the cluster emulator's tasks: its index, when it ended (unix seconds) and
       how long it took
@@ -136,6 +140,10 @@ EVENTS: dict[str, Event] = {
                            'address': str | None},
         "a cluster task starts its role: where its cluster came from ('flags' or "
         "'TF_CONFIG'), its job and index, its host:port (None for the evaluator)"),
+    'earlier_run_set_aside': Event({'model_dir': str, 'moved_to': str, 'names': list},
+        'a run starting from step 0 in a model_dir without a checkpoint moved what an earlier '
+        'run left there (`names`: export, eval, final_evaluation.json, ...) into `moved_to` '
+        '(towers/earlier_run.py)'),
     'emulated_step': Event({'index': int, 'end': float, 'seconds': float},
         "a step of the cluster emulator's tasks: its index, when it ended (unix seconds) and "
         'how long it took'),

@@ -14,7 +14,7 @@ device pinned (`model_fn/predict_spec.py`), whatever training ran on. Beside it,
                        outputs, stream, model, dataset, num_classes, clip_frames, crop_size,
                        eval_clips, eval_crops, frame_short_side, frame_short_side_range,
                        records_jpeg_quality, flow_extraction, data, train_video_names,
-                       evaluation, step, top_1}
+                       evaluation, step, top_1, lineage}
 
 `frame_short_side` is the short side (pixels) frames were resized to before cropping in
 training (0: as decoded); `frame_short_side_range` the [smallest, largest] short side
@@ -27,7 +27,9 @@ names of the training videos (None: synthetic data), so the export alone says wh
 it must not be evaluated on; `step` and `top_1` the checkpoint exported and its
 evaluation's top-1, measured on `evaluation` ({test_videos: '<n> videos, sha256 <12 hex>',
 data_source, eval_clips, eval_crops, max_eval_videos, eval_steps}: the best export is
-replaced by a later one measured otherwise, whose top-1 it cannot be compared with).
+replaced by a later one measured otherwise, whose top-1 it cannot be compared with);
+`lineage` the training run whose model it is (`towers/cluster/lineage.py`: an export of
+another run, or without one, is replaced by the next evaluation of this run's model).
 Class names come from the training data (the records'
 manifest, or the split's classInd.txt); the synthetic source has none and gets `class_<i>`.
 Exports made before a field existed lack it (`dataset`, `records_jpeg_quality`,

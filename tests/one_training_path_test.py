@@ -4,11 +4,16 @@ evaluation (`exports.export_all`, which records the final one) and the time-limi
 (`time_limit.stop_trainer`, `time_limit.stopped_before_the_end`) are each written once:
 spied on, every path goes through them, a checkpoint at max_steps alone finishes no run
 on either path, and a restarted evaluator keeps a better earlier export, as one machine
-does."""
+does. Exports and final evaluations count only for the model of their lineage: those of
+another training run (or written before lineages were recorded) are replaced, and a run
+that starts over in a model_dir whose checkpoints were deleted sets aside what the earlier
+run left."""
 
 import dataclasses
+import glob
 import json
 import os
+import shutil
 import signal
 import threading
 from unittest import mock
@@ -17,8 +22,8 @@ import tensorflow as tf
 
 from command_line import status_file
 from model_fn.eval_spec import TOP_1
-from towers import train_and_evaluate_loop, training
-from towers.cluster import evaluator, exports, final_evaluation, runners, time_limit
+from towers import train_and_evaluate_loop, train_settings, training
+from towers.cluster import evaluator, exports, final_evaluation, lineage, runners, time_limit
 from towers.cluster.spec import ClusterTask
 from towers.params import make_params
 
@@ -84,22 +89,26 @@ class OneTrainingPathTest(tf.test.TestCase):
     info_path = os.path.join(best, exported[0], 'assets.extra', 'video_model.json')
     with open(info_path) as f:
       info = json.load(f)
-    self.assertEqual((info['step'], info['evaluation']['eval_clips']),
-                     (2, self.params.eval_clips))  # which checkpoint, measured how
+    self.assertEqual((info['step'], info['evaluation']['eval_clips'], info['lineage']),
+                     (2, self.params.eval_clips, lineage.of_model_dir(self.model_dir)))
     self.evaluate_newest_again(info_path, dict(info, top_1=1.01))  # better than any
     self.assertEqual(os.listdir(best), exported, 'the better earlier export is kept')
-    older = {k: v for k, v in info.items() if k not in ('step', 'top_1', 'evaluation')}
-    with tf.Graph().as_default():  # an export without its record: the eval events decide
-      writer = tf.compat.v1.summary.FileWriter(os.path.join(self.model_dir, 'eval'))
-      writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
-          tag=TOP_1, simple_value=1.01)]), global_step=1)
-      writer.close()
-    self.evaluate_newest_again(info_path, older)
-    self.assertEqual(os.listdir(best), exported, 'the better earlier evaluation is kept')
-    # Measured on other test videos, its top-1 is no measure: this evaluation replaces it.
-    other = dict(info, top_1=1.01, evaluation=dict(info['evaluation'], test_videos='1 video'))
-    self.evaluate_newest_again(info_path, other)
-    self.assertNotEqual(os.listdir(best), exported)
+    # Its top-1 is no measure of this one's when it was measured on other test videos, or
+    # is the model of another training run, or of one exported before lineages were
+    # recorded (with or without its evaluation's record): this evaluation replaces it.
+    unrecorded = {k: v for k, v in info.items() if k != 'lineage'}
+    for held in (dict(info, top_1=1.01, evaluation=dict(info['evaluation'],
+                                                         test_videos='1 video')),
+                 dict(info, top_1=1.01, lineage='0123456789abcdef'),
+                 dict(unrecorded, top_1=1.01),
+                 {k: v for k, v in unrecorded.items() if k not in ('step', 'top_1')}):
+      with self.subTest(held=held):
+        self.evaluate_newest_again(info_path, held)
+        self.assertNotEqual(os.listdir(best), exported)
+        exported = os.listdir(best)
+        info_path = os.path.join(best, exported[0], 'assets.extra', 'video_model.json')
+        with open(info_path) as f:
+          self.assertEqual(json.load(f)['lineage'], lineage.of_model_dir(self.model_dir))
 
   def evaluate_newest_again(self, info_path: str, held: dict) -> None:
     """A restarted evaluator evaluates the newest checkpoint, export/best holding an export
@@ -111,6 +120,79 @@ class OneTrainingPathTest(tf.test.TestCase):
     pinned = evaluator.pin(newest, os.path.join(self.model_dir, evaluator.PIN_DIR))
     task_evaluator._evaluate(newest, pinned)  # pylint: disable=protected-access
     self.assertIsNone(task_evaluator.last_failure)
+
+  def copy_of_the_run(self) -> str:
+    """A copy of the trained model_dir (its `checkpoint` file names the copy's), finished:
+    its final evaluation recorded."""
+    copy = shutil.copytree(self.model_dir, os.path.join(self.create_tempdir(), 'run'))
+    state = os.path.join(copy, 'checkpoint')
+    with open(state) as f:
+      text = f.read()
+    with open(state, 'w') as f:
+      f.write(text.replace(self.model_dir, copy))
+    final_evaluation.write(copy, 2, {})
+    return copy
+
+  def export_infos(self, model_dir: str) -> list[dict]:
+    return [json.load(open(path)) for path in
+            glob.glob(os.path.join(model_dir, 'export', 'best', '*', 'assets.extra',
+                                   'video_model.json'))]
+
+  def test_a_final_evaluation_of_another_run_finishes_nothing(self):
+    # A run started over from step 0 in this model_dir and killed after its checkpoint at
+    # max_steps, before its final evaluation: the earlier run's final evaluation is not it.
+    copy = self.copy_of_the_run()
+    params = dataclasses.replace(self.params, model_dir=copy)
+    self.assertEqual(final_evaluation.evaluated_step(copy), 2)
+    record = train_settings.read_record(copy)
+    train_settings.write_record(copy, dict(record, lineage='0123456789abcdef'))
+    self.assertIsNone(final_evaluation.evaluated_step(copy))
+    metrics = train_and_evaluate_loop.run(params)
+    self.assertEqual(int(metrics['global_step']), 2, 'the final checkpoint is evaluated')
+    self.assertEqual(final_evaluation.evaluated_step(copy), 2)
+    self.assertEqual([i['lineage'] for i in self.export_infos(copy)], ['0123456789abcdef'])
+    # Written before lineages were recorded (neither file has one): evaluated once more,
+    # the model given a lineage, then finished.
+    del record['lineage']
+    train_settings.write_record(copy, record)
+    with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
+      final = json.load(f)
+    del final['lineage']
+    with open(os.path.join(copy, final_evaluation.FILE_NAME), 'w') as f:
+      json.dump(final, f)
+    self.assertTrue(training.train_and_evaluate(params))
+    self.assertIsNotNone(lineage.of_model_dir(copy))
+    self.assertEqual(training.train_and_evaluate(params), {})
+    self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2])
+
+  def test_a_run_started_over_sets_aside_what_the_earlier_run_left(self):
+    copy = self.copy_of_the_run()
+    earlier = lineage.of_model_dir(copy)
+    [info_path] = glob.glob(os.path.join(copy, 'export', 'best', '*', 'assets.extra',
+                                         'video_model.json'))
+    with open(info_path) as f:
+      info = json.load(f)
+    with open(info_path, 'w') as f:
+      json.dump(dict(info, top_1=1.01), f)  # better than any evaluation of the new run
+    for path in glob.glob(os.path.join(copy, 'model.ckpt-*')) + [
+        os.path.join(copy, 'checkpoint')]:
+      os.remove(path)  # the usual start over
+    params = dataclasses.replace(self.params, model_dir=copy, lr_values=(0.001,))
+    metrics = training.train_and_evaluate(params)
+    self.assertEqual(int(metrics['global_step']), 2)
+    [aside] = self.recorded('earlier_run_set_aside')
+    self.assertEqual(aside['model_dir'], copy)
+    self.assertContainsSubset(['export', 'eval', final_evaluation.FILE_NAME], aside['names'])
+    self.assertEqual([i['top_1'] for i in self.export_infos(aside['moved_to'])], [1.01],
+                     'the earlier export is kept aside')
+    now = lineage.of_model_dir(copy)
+    self.assertNotIn(now, (None, earlier))
+    [exported] = self.export_infos(copy)
+    self.assertEqual((exported['lineage'], exported['top_1']),
+                     (now, metrics[TOP_1]), 'this run exported its own model')
+    self.assertEqual(final_evaluation.evaluated_step(copy), 2)
+    self.assertLen(glob.glob(os.path.join(copy, 'eval', 'events.out.tfevents.*')), 1,
+                   'only this run\'s evaluations')
 
   def test_every_evaluation_goes_through_export_all_on_one_machine_and_the_evaluator(self):
     final = [c for c in self.one_machine_exports if c.args[4]]

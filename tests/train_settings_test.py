@@ -6,7 +6,10 @@ Training records its learning settings in model_dir/train_settings.json
 and the fix, through the library (`build_estimator(...).train`) and `//towers:train`
 alike. Continuing for more --max_steps, or on another tower count, is a resume; a change
 made on purpose with --resume_changes is kept in the record's history; a model_dir
-trained before records existed resumes with a warning and gets one.
+trained before records existed resumes with a warning and gets one. A model_dir trained by
+`build_estimator` on the caller's own input_fn records that (data_source 'input_fn'):
+`//towers:train` refuses it before any step, whatever its --data_source, and the caller's
+input_fn refuses a model_dir the flags' data trained.
 """
 
 import dataclasses
@@ -15,12 +18,13 @@ import os
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from command_line import status_file
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, preflight, run_flags, train_settings
+from towers import build_estimator, preflight, run_flags, train_settings, training
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -31,10 +35,18 @@ TINY = dict(model='c3d_small', num_classes=4, clip_frames=4, crop_size=16, batch
 
 
 def train(max_steps: int, **changes) -> None:
-  """Trains TINY (with `changes`) to --max_steps=`max_steps` through the library."""
+  """Trains TINY (with `changes`) to --max_steps=`max_steps` through the library, on the
+  input the params name (as `towers.training` does)."""
   params = make_params(TINY, max_steps=max_steps, **changes)
-  build_estimator(params).train(factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN),
-                                max_steps=max_steps)
+  build_estimator(params, flags_describe_run=True).train(
+      factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN), max_steps=max_steps)
+
+
+def own_input_fn():
+  """A caller's own input: random clips in [-1, 1] of TINY's shape, labels < num_classes."""
+  clips = np.random.RandomState(0).uniform(-1, 1, (8, 4, 16, 16, 3)).astype(np.float32)
+  labels = np.arange(8, dtype=np.int64) % TINY['num_classes']
+  return tf.data.Dataset.from_tensor_slices((clips, labels)).repeat().batch(TINY['batch_size'])
 
 
 def refusal(params) -> train_settings.ResumeSettingsError | None:
@@ -101,9 +113,33 @@ class TrainSettingsTest(tf.test.TestCase):
 
   def test_the_library_on_its_own_input_fn_gets_a_record_but_no_run_flags(self):
     # The flags cannot say what the caller's input_fn (or network) reads, so no flagfile
-    # claims to continue the run.
-    self.assertTrue(os.path.exists(train_settings.record_path(self.model_dir)))
-    self.assertFalse(os.path.exists(run_flags.path(self.model_dir)))
+    # claims to continue the run, and the record says the data was the caller's.
+    own = os.path.join(self.create_tempdir(), 'own')
+    build_estimator(make_params(TINY, model_dir=own)).train(own_input_fn, max_steps=1)
+    self.assertFalse(os.path.exists(run_flags.path(own)))
+    settings = train_settings.read_record(own)['settings']
+    self.assertEqual(settings['data_source'], train_settings.CALLER_INPUT)
+    self.assertNotIn('synthetic_train_examples', settings)
+    # //towers:train (its default data_source, or any other) stops before work.
+    for data in ({}, {'data_source': 'synthetic', 'synthetic_train_examples': 8}):
+      with self.subTest(data=data):
+        with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+          training.train_and_evaluate(dict(TINY, model_dir=own, max_steps=2, **data))
+        self.assertEqual((caught.exception.option, caught.exception.settings,
+                          caught.exception.allowable), ('model_dir', ('data_source',), False))
+        self.assertIn('your own input_fn', str(caught.exception))
+        self.assertNotIn('--data_source=', str(caught.exception))
+    self.assertEqual(step_of(own), 1)
+    self.assertFalse(os.path.exists(os.path.join(own, 'export')))
+    build_estimator(make_params(TINY, model_dir=own)).train(own_input_fn, max_steps=2)
+    self.assertEqual(step_of(own), 2)  # the caller's input_fn continues it
+    # ... and never continues a model_dir trained on the data the flags name.
+    with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+      build_estimator(make_params(TINY, model_dir=self.model_dir)).train(own_input_fn,
+                                                                         max_steps=2)
+    self.assertEqual((caught.exception.option, caught.exception.settings),
+                     ('model_dir', ('data_source',)))
+    self.assertEqual(step_of(self.model_dir), 1)
 
   def test_another_batch_size_stops_the_library_before_the_first_step(self):
     with self.assertRaises(train_settings.ResumeSettingsError) as caught:

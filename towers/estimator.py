@@ -113,7 +113,9 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
   model_dir trained with others (`towers/train_settings.py`). `flags_describe_run`: the
   run's input and network are those `params` name (`towers.training`'s runs), so
   model_dir/run.flags, the flagfile that continues it, is written too; a run on the
-  caller's own input_fn or network gets none (the flags would train something else).
+  caller's own input_fn or network gets none (the flags would train something else), and
+  without it the record says the data came from the caller's input_fn
+  (`train_settings.CALLER_INPUT`): `//towers:train` then refuses that model_dir.
   """
   params = as_params(params)
   if network is not None:
@@ -125,12 +127,13 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
                         'not one passed as build_estimator(network=...)')
   return tf.estimator.Estimator(
       model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy),
-                                  flags_describe_run and network is None),
+                                  flags_describe_run and network is None,
+                                  caller_input=not flags_describe_run),
       config=run_config(params, cluster), params=params)
 
 
 def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
-                       writes_flagfile: bool = False
+                       writes_flagfile: bool = False, caller_input: bool = False
                        ) -> Callable[..., tf.estimator.EstimatorSpec]:
   """`model_fn` that, in TRAIN mode, first decides whether the run may continue model_dir
   with its learning settings (`train_settings.checked_record`, the one place that decides
@@ -138,11 +141,13 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
   anything is restored when a resume would mix settings), and on the chief records them
   once the training session has started, with the run's flagfile when `writes_flagfile`
   (`RecordSettingsHook`). A cluster's workers decide too (they read the record and write
-  nothing)."""
+  nothing). `caller_input`: the run reads the caller's own input_fn
+  (`train_settings.settings`)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
     if mode != tf.estimator.ModeKeys.TRAIN:
       return model_fn(features, labels, mode, params, config)
-    record = train_settings.checked_record(params, config.num_worker_replicas or 1)
+    record = train_settings.checked_record(params, config.num_worker_replicas or 1,
+                                           caller_input)
     spec = model_fn(features, labels, mode, params, config)
     if not config.is_chief:
       return spec

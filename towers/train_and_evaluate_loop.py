@@ -25,7 +25,7 @@ from input_fn import factory
 from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, TOP_1
 from towers import export_info
 from towers.checkpoints import checkpoint_step
-from towers.cluster import exports, final_evaluation, time_limit
+from towers.cluster import exports, final_evaluation, lineage, time_limit
 from towers.cluster.evaluator import step_of
 from towers.cluster.final_evaluation import scalars
 from towers.estimator import build_estimator, serving_input_receiver_fn
@@ -77,14 +77,15 @@ class CleanBestExporter(tf.estimator.BestExporter):
   """BestExporter that keeps a better earlier export, says which step it exported, and
   leaves nothing behind when an export fails (a full disk).
 
-  Each export's video_model.json records its `step`, `top_1` and `evaluation` (the test
-  videos and evaluation flags that measured it: `export_info.evaluation_settings`). The
-  best rule: until it has exported once in this process (a resumed run, a rerun that
-  finishes the final evaluation, a restarted evaluator), an evaluation is exported only
-  when `<export_path>` holds no export, or one measured otherwise (other test videos or
-  evaluation flags: its top-1 is no measure of this one; a warning says so), or its top-1
-  beats the held export's (exports without that record: every evaluation of an earlier
-  checkpoint, `final_evaluation.best_top_1_before`); after that, BestExporter's own
+  Each export's video_model.json records its `step`, `top_1`, `evaluation` (the test
+  videos and evaluation flags that measured it: `export_info.evaluation_settings`) and
+  `lineage` (the model_dir's model it exported: `towers/cluster/lineage.py`). The best
+  rule: until it has exported once in this process (a resumed run, a rerun that finishes
+  the final evaluation, a restarted evaluator), an evaluation is exported only when
+  `<export_path>` holds no export, or one of another lineage or none recorded (another
+  run's model, or one exported before lineages were recorded), or one measured otherwise
+  (other test videos or evaluation flags), whose top-1 is no measure of this one (a
+  warning says so), or its top-1 beats the held export's; after that, BestExporter's own
   (higher top-1 than the best so far). The SavedModel is written to
   `<export_path>/temp-<timestamp>` and renamed when complete; a failure or an interrupt
   (Ctrl-C) removes that partial directory, then raises."""
@@ -101,7 +102,8 @@ class CleanBestExporter(tf.estimator.BestExporter):
     if not self._exported and self._outdone(estimator.model_dir, export_path, eval_result):
       return None
     step, top_1 = int(eval_result['global_step']), float(eval_result[TOP_1])
-    export_info.write_assets({**self._info, 'step': step, 'top_1': top_1},
+    export_info.write_assets({**self._info, 'step': step, 'top_1': top_1,
+                              lineage.KEY: lineage.of_model_dir(estimator.model_dir)},
                              self._class_names, self._assets_dir)
     before = set(tf.io.gfile.listdir(export_path)) if tf.io.gfile.isdir(export_path) else set()
     try:
@@ -123,16 +125,19 @@ class CleanBestExporter(tf.estimator.BestExporter):
     """Whether the export held in `export_path` is kept (see the class docstring)."""
     if not tf.io.gfile.glob(os.path.join(export_path, '*', 'saved_model.pb')):
       return False
-    held = export_info.newest_export_record(export_path)
-    if held is not None:
-      if held.get('evaluation') != self._info.get('evaluation'):
-        logging.warning('%s holds the model of step %s, measured on other test videos or with '
-                        'other evaluation flags: its top-1 is no measure of this run\'s, whose '
-                        'best replaces it', export_path, held.get('step'))
-        return False
-      return eval_result[TOP_1] <= held['top_1']
-    best = final_evaluation.best_top_1_before(model_dir, int(eval_result['global_step']))
-    return best is not None and eval_result[TOP_1] <= best
+    held = export_info.newest_export_record(export_path) or {}
+    current = lineage.of_model_dir(model_dir)
+    if current is None or held.get(lineage.KEY) != current:
+      logging.warning('%s holds a model of another training run (or one exported before runs '
+                      'were told apart): its top-1 is no measure of this run\'s, whose best '
+                      'replaces it', export_path)
+      return False
+    if held.get('evaluation') != self._info.get('evaluation'):
+      logging.warning('%s holds the model of step %s, measured on other test videos or with '
+                      'other evaluation flags: its top-1 is no measure of this run\'s, whose '
+                      'best replaces it', export_path, held.get('step'))
+      return False
+    return eval_result[TOP_1] <= held['top_1']
 
 
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:

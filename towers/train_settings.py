@@ -22,6 +22,13 @@ without a record resumes with one warning (and an `unrecorded_settings` status e
 record also lists the training videos' names (TRAIN_VIDEO_NAMES), as each export does, and
 the class names in label order (TRAIN_CLASS_NAMES), so a refusal names what moved.
 In a cluster every trainer checks; only the chief writes.
+The record also holds the model's lineage (`towers/cluster/lineage.py`): drawn when training
+starts from step 0, kept by every resume (a checkpoint whose record has none gets one), so
+exports and final evaluations of another run never count for this one.
+A run of `build_estimator` on the caller's own input_fn records `data_source` as
+CALLER_INPUT ('input_fn') without the settings of a data route: the flags cannot say what
+it read, so `//towers:train` (any data_source) and such a run never continue each other's
+model_dir (`_input_refusal`).
 """
 
 from __future__ import annotations
@@ -40,9 +47,12 @@ from command_line.options import Problem
 
 from input_fn import datasets, frame_sample, manifest, video_lists
 from towers import params as params_lib
+from towers.cluster import lineage
 from towers.checkpoints import checkpoint_step
 
-RECORD_FILE = 'train_settings.json'
+RECORD_FILE = lineage.RECORD_FILE
+# The recorded data_source of a run on the caller's own input_fn (`build_estimator`).
+CALLER_INPUT = 'input_fn'
 # Key of the record's list of the training videos' canonical names (not a setting: the
 # settings hold their count and digest); exports list them too (towers/export_info.py).
 TRAIN_VIDEO_NAMES = 'train_video_names'
@@ -93,14 +103,19 @@ class ResumeSettingsError(ValueError):
     self.allowable = allowable
 
 
-def settings(params, num_workers: int = 1) -> dict[str, Any]:
-  """This run's learning settings, as JSON values (tuples as lists), by name."""
-  found = {name: getattr(params, name) for name in FIELD_SETTINGS if _relevant(params, name)}
+def settings(params, num_workers: int = 1, caller_input: bool = False) -> dict[str, Any]:
+  """This run's learning settings, as JSON values (tuples as lists), by name.
+  `caller_input`: the run reads the caller's own input_fn, not the data `params` name
+  (data_source CALLER_INPUT, no data route's settings)."""
+  found = {name: getattr(params, name) for name in FIELD_SETTINGS if _relevant(params, name)
+           and not (caller_input and name in _ROUTE_SETTINGS)}
   if params.sync_replicas and num_workers > 1:
     found['workers_per_step'] = num_workers - params.backup_workers
   if params.lr_schedule == 'cosine':  # max_steps is where its rate reaches 0
     found['lr_cosine_steps'] = params.max_steps
-  if params.data_source != 'synthetic':
+  if caller_input:
+    found['data_source'] = CALLER_INPUT
+  elif params.data_source != 'synthetic':
     found['train_videos'] = train_videos(params)
     found['train_data'] = train_data(params)
     found['train_labels'] = train_labels(params)
@@ -260,9 +275,9 @@ class _Resume:
   refusal: ResumeSettingsError | None = None
 
 
-def _compare(params, num_workers: int) -> _Resume:
+def _compare(params, num_workers: int, caller_input: bool = False) -> _Resume:
   """Reads model_dir's checkpoint and record and this run's settings once."""
-  new = settings(params, num_workers)
+  new = settings(params, num_workers, caller_input)
   unknown = [name for name in params.resume_changes if name not in SETTING_NAMES]
   if unknown:
     return _Resume(None, None, new, ResumeSettingsError(Problem(
@@ -284,6 +299,9 @@ def _compare(params, num_workers: int) -> _Resume:
   if stored is None:
     return _Resume(checkpoint, None, new)
   old = stored['settings']
+  refusal = _input_refusal(params.model_dir, old, new)
+  if refusal is not None:
+    return _Resume(checkpoint, stored, new, refusal)
   adding = _adding_variables(old, new)
   allowed_adding = [name for name in adding if name in params.resume_changes]
   if allowed_adding:
@@ -319,6 +337,23 @@ def _compare(params, num_workers: int) -> _Resume:
       f'{params.model_dir} was trained with other learning settings: {"; ".join(told)}. '
       f'Resuming would mix two in one model_dir ({record_path(params.model_dir)}). '
       f'{fix[0].upper()}{fix[1:]}'), tuple(changed), allowable))
+
+
+def _input_refusal(model_dir: str, old: dict[str, Any], new: dict[str, Any]
+                   ) -> ResumeSettingsError | None:
+  """The refusal when one of the record `old` and this run's settings `new` read the
+  caller's own input_fn (CALLER_INPUT) and the other the data the flags name: no flag can
+  make one the other. None otherwise."""
+  if (old.get('data_source') == CALLER_INPUT) == (new.get('data_source') == CALLER_INPUT):
+    return None
+  if old.get('data_source') == CALLER_INPUT:
+    text = (f'{model_dir} was trained by build_estimator on your own input_fn, which no '
+            '--data_source reads: continue it there, or use a new --model_dir')
+  else:
+    text = (f'{model_dir} was trained on --data_source={old.get("data_source")} (by '
+            '//towers:train or train_and_evaluate), not on your own input_fn: continue it '
+            'there, or train build_estimator in a new model_dir')
+  return ResumeSettingsError(Problem('model_dir', text), ('data_source',))
 
 
 # The fix that restores each derived setting.
@@ -413,18 +448,20 @@ def _as_flag(name: str, value: Any) -> str:
   return f'--{name}={text}' if name in FIELD_SETTINGS else f'{name}={text}'
 
 
-def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
+def checked_record(params, num_workers: int = 1, caller_input: bool = False
+                   ) -> dict[str, Any]:
   """When training is about to start, before anything is restored: raises
   `ResumeSettingsError` if resuming model_dir would mix learning settings; else returns the
   record of this run's settings (with a history entry for each change --resume_changes
-  allowed, and a warning when a checkpoint had no record), for `write_record` once the
-  session has started: a run that fails before (e.g. restoring) leaves the old record in
-  place."""
-  resume = _compare(params, num_workers)
+  allowed, and a warning when a checkpoint had no record) and the model's lineage (the
+  record's on a resume, a new one from step 0), for `write_record` once the session has
+  started: a run that fails before (e.g. restoring) leaves the old record in place.
+  `caller_input`: see `settings`."""
+  resume = _compare(params, num_workers, caller_input)
   if resume.refusal is not None:
     raise resume.refusal
   new, stored = resume.new, resume.stored
-  names = _trained_video_names(params, stored, resume.checkpoint)
+  names = None if caller_input else _trained_video_names(params, stored, resume.checkpoint)
   if names is not None:
     _check_no_earlier_training_video(params, names)
   history = stored.get('history', []) if stored else []
@@ -442,10 +479,12 @@ def checked_record(params, num_workers: int = 1) -> dict[str, Any]:
       logging.warning('%s: continuing from step %d with changed learning settings (%s), as '
                       '--resume_changes allows; recorded in %s', params.model_dir, step,
                       ', '.join(changed), RECORD_FILE)
-  value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history}
+  kept = (stored or {}).get(lineage.KEY) if resume.checkpoint else None
+  value = {'format_version': FORMAT_VERSION, 'settings': new, 'history': history,
+           lineage.KEY: kept if isinstance(kept, str) and kept else lineage.new()}
   if names is not None:
     value[TRAIN_VIDEO_NAMES] = names
-  classes = train_class_names(params)
+  classes = None if caller_input else train_class_names(params)
   if classes is not None:
     value[TRAIN_CLASS_NAMES] = classes
   return value

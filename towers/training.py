@@ -35,9 +35,9 @@ from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, class_names
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
-from towers import train_settings
+from towers import earlier_run, train_settings
 from towers.checkpoints import checkpoint_step
-from towers.cluster import runners
+from towers.cluster import lineage, runners
 from towers.cluster import spec as cluster_spec
 from towers.cluster import time_limit
 from towers.cluster.base_runner import Recipe, assign_gpus
@@ -98,7 +98,10 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       devices = resolve_tower_devices(params.num_towers, params.tower_devices)
       for line in run_summary.lines(params, devices, task, checkpoint_step(params.model_dir)):
         logging.info('%s', line)
-      _check_finished_model_dir(params, task.num_workers if task else 1)
+      writes = task is None or task.task_type == 'chief'
+      _check_finished_model_dir(params, task.num_workers if task else 1, writes)
+      if writes:
+        earlier_run.set_aside(params.model_dir)
     if task is None:
       if threading.current_thread() is threading.main_thread():
         time_limit.stop_trainer('train', lambda: checkpoint_step(params.model_dir),
@@ -112,15 +115,21 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       time_limit.ignore_signal()  # the work is done: nothing left to stop
 
 
-def _check_finished_model_dir(params: TrainParams, num_workers: int) -> None:
+def _check_finished_model_dir(params: TrainParams, num_workers: int, writes: bool) -> None:
   """A model_dir trained to max_steps is only evaluated, exported or left as it is, so the
   check training makes in its model_fn (`train_settings.checked_record`: the learning
   settings and data it was trained with, and no test video it trained on) is made here:
-  another data_dir or split stops the run instead of being evaluated on, or ignored."""
+  another data_dir or split stops the run instead of being evaluated on, or ignored.
+  When `writes` (model_dir's writer) and its record has no lineage (trained before they
+  were recorded), the checked record is written, giving the model one: its final
+  evaluation and export are then made again and count."""
   step = checkpoint_step(params.model_dir)
   if step is not None and step >= params.max_steps:
     # Trained to `step`: a lower --max_steps trains nothing, so it changes no schedule.
-    train_settings.checked_record(dataclasses.replace(params, max_steps=step), num_workers)
+    record = train_settings.checked_record(dataclasses.replace(params, max_steps=step),
+                                           num_workers)
+    if writes and lineage.of_model_dir(params.model_dir) is None:
+      train_settings.write_record(params.model_dir, record)
 
 
 # The settings a run takes from its data when it does not name them (`with_data_settings`).

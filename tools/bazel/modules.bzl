@@ -720,6 +720,11 @@ MODULES = {
             "//model_fn:tower_model_fn",
         ]),
         ("checkpoints.py", "checkpoints", []),
+        ("earlier_run.py", "earlier_run", [
+            "//command_line:status_file",
+            "//towers/cluster:final_evaluation",
+            "//towers/cluster:lineage",
+        ]),
         ("estimator.py", "estimator", [
             ":params",
             ":run_flags",
@@ -786,6 +791,7 @@ MODULES = {
             "//towers/cluster:evaluator",
             "//towers/cluster:exports",
             "//towers/cluster:final_evaluation",
+            "//towers/cluster:lineage",
             "//towers/cluster:time_limit",
         ]),
         ("train_main.py", "train_main", [
@@ -815,9 +821,11 @@ MODULES = {
             "//input_fn:frame_sample",
             "//input_fn:manifest",
             "//input_fn:video_lists",
+            "//towers/cluster:lineage",
         ]),
         ("training.py", "training", [
             ":checkpoints",
+            ":earlier_run",
             ":estimator",
             ":model_dir_lock",
             ":params",
@@ -837,6 +845,7 @@ MODULES = {
             "//model_fn:eval_spec",
             "//towers/cluster:base_runner",
             "//towers/cluster:evaluator",
+            "//towers/cluster:lineage",
             "//towers/cluster:runners",
             "//towers/cluster:shutdown",
             "//towers/cluster:spec",
@@ -864,12 +873,15 @@ MODULES = {
             ":final_evaluation",
         ]),
         ("final_evaluation.py", "final_evaluation", [
+            ":lineage",
             "//command_line:status_file",
             "//input_fn:json_files",
-            "//model_fn:eval_spec",
         ]),
         ("gpus.py", "gpus", [
             ":spec",
+        ]),
+        ("lineage.py", "lineage", [
+            "//input_fn:json_files",
         ]),
         ("local_cluster.py", "local_cluster_lib", [
             ":spec",
@@ -1424,11 +1436,13 @@ TEST_DEPS = {
         "//towers/cluster:evaluator",
         "//towers/cluster:exports",
         "//towers/cluster:final_evaluation",
+        "//towers/cluster:lineage",
         "//towers/cluster:runners",
         "//towers/cluster:spec",
         "//towers/cluster:time_limit",
         "//towers:params",
         "//towers:train_and_evaluate_loop",
+        "//towers:train_settings",
         "//towers:training",
     ],
     "optimization_test": [
@@ -1630,6 +1644,7 @@ TEST_DEPS = {
         "//towers:run_flags",
         "//towers:train_main",
         "//towers:train_settings",
+        "//towers:training",
     ],
     "train_view_test": [
         "//input_fn:flow_colors",

@@ -3,20 +3,22 @@
     already_trained(model_dir, max_steps, trained) -> bool   a rerun's one decision
     write(model_dir, step, metrics)           once the final evaluation and export are done
     evaluated_step(model_dir) -> int | None   the checkpoint step that file is about
-    best_top_1_before(model_dir, step)        the best top-1 of the evaluations before `step`
 
 A checkpoint at max_steps alone does not finish a run, on one machine or on a cluster: the
 final evaluation and the best export follow it (`towers/cluster/exports.py` writes this
 file after them), and a run interrupted during them (Ctrl-C) does them on its next start.
 The file is written last and atomically: {step: the checkpoint's global step, metrics:
-{name: float}} (the final evaluation's one-number metrics).
+{name: float} (the final evaluation's one-number metrics), lineage: the model's
+(`towers/cluster/lineage.py`)}. It counts only for the model of its lineage: the file of
+another run (a model_dir whose checkpoints were deleted and trained again from step 0), or
+one written before lineages were recorded, finishes nothing; the final checkpoint is then
+evaluated and exported again.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-from typing import Any, Iterator
+from typing import Any
 
 import tensorflow as tf
 
@@ -24,7 +26,7 @@ from absl import logging
 
 from command_line import status_file
 from input_fn import json_files
-from model_fn.eval_spec import TOP_1
+from towers.cluster import lineage
 
 FILE_NAME = 'final_evaluation.json'
 
@@ -50,31 +52,19 @@ def scalars(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def write(model_dir: str, step: int, metrics: dict[str, float]) -> None:
-  """Records that checkpoint `step` was evaluated (and exported) as the run's last."""
-  json_files.write_json(os.path.join(model_dir, FILE_NAME), {'step': step, 'metrics': metrics})
+  """Records that checkpoint `step` of model_dir's model (its lineage) was evaluated (and
+  exported) as the run's last."""
+  json_files.write_json(os.path.join(model_dir, FILE_NAME),
+                        {'step': step, 'metrics': metrics,
+                         lineage.KEY: lineage.of_model_dir(model_dir)})
 
 
 def evaluated_step(model_dir: str) -> int | None:
-  """The step `write` recorded; None when the file is absent or unreadable."""
+  """The step `write` recorded for model_dir's model; None when the file is absent or
+  unreadable, or measured a model of another lineage (or of none recorded)."""
   record: dict[str, Any] | None = json_files.load_object(os.path.join(model_dir, FILE_NAME))
-  step = record.get('step') if record else None
+  current = lineage.of_model_dir(model_dir)
+  if record is None or current is None or record.get(lineage.KEY) != current:
+    return None
+  step = record.get('step')
   return step if isinstance(step, int) else None
-
-
-def best_top_1_before(model_dir: str, step: int) -> float | None:
-  """The highest top-1 the evaluations of checkpoints before `step` wrote to
-  `<model_dir>/eval` (the Estimator's event files); None when there was none."""
-  found = [top_1 for path in glob.glob(os.path.join(model_dir, 'eval', 'events.out.tfevents.*'))
-           for at, top_1 in _top_1s(path) if at < step]
-  return max(found) if found else None
-
-
-def _top_1s(path: str) -> Iterator[tuple[int, float]]:
-  """(step, top-1) of each evaluation in one event file, up to a record cut short."""
-  try:
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        if value.tag == TOP_1:
-          yield event.step, value.simple_value
-  except tf.errors.DataLossError:  # the writer was interrupted: what came before counts
-    return
