@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from command_line import status_file
 from model_fn.eval_spec import TOP_1
-from towers import train_and_evaluate_loop, train_settings, training
+from towers import export_info, train_and_evaluate_loop, train_settings, training
 from towers.cluster import evaluator, exports, final_evaluation, lineage, runners, time_limit
 from towers.cluster.spec import ClusterTask
 from towers.params import make_params
@@ -165,6 +165,23 @@ class OneTrainingPathTest(tf.test.TestCase):
     self.assertEqual(training.train_and_evaluate(params), {})
     self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2])
 
+  def test_a_final_evaluation_made_otherwise_is_made_again_as_asked(self):
+    # The run's final evaluation read 1 batch (--eval_steps=1); a rerun asking for the
+    # whole test set evaluates the final checkpoint again, then is finished.
+    copy = self.copy_of_the_run()
+    partial = dataclasses.replace(self.params, model_dir=copy, eval_steps=1)
+    os.remove(os.path.join(copy, final_evaluation.FILE_NAME))
+    self.assertTrue(train_and_evaluate_loop.run(partial))
+    with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
+      self.assertEqual(json.load(f)['evaluation']['eval_steps'], 1)
+    self.assertEqual(train_and_evaluate_loop.run(partial), {})  # measured as asked: finished
+    whole = dataclasses.replace(partial, eval_steps=0)
+    metrics = train_and_evaluate_loop.run(whole)
+    self.assertEqual(int(metrics['global_step']), 2, 'evaluated again')
+    with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
+      self.assertEqual(json.load(f)['evaluation']['eval_steps'], 0)
+    self.assertEqual(train_and_evaluate_loop.run(whole), {})
+
   def test_a_run_started_over_sets_aside_what_the_earlier_run_left(self):
     copy = self.copy_of_the_run()
     earlier = lineage.of_model_dir(copy)
@@ -219,7 +236,8 @@ class OneTrainingPathTest(tf.test.TestCase):
       self.assertEqual(train_and_evaluate_loop.run(self.params), {})
       self.assertEqual(evaluator.evaluate_until_final(recipe, EVALUATOR), {})
       self.assertEqual(self.chief(self.params).start(), {})
-    self.assertEqual([c.args for c in spy.call_args_list], [(self.model_dir, 2, 2)] * 3)
+    self.assertEqual([c.args for c in spy.call_args_list],  # measured as asked, on each path
+                     [(self.model_dir, 2, 2, export_info.evaluation_settings(self.params))] * 3)
     self.assertEqual([(e['step'], e['max_steps']) for e in self.recorded('already_trained')],
                      [(2, 2)] * 3)
 

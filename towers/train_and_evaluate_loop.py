@@ -171,7 +171,7 @@ def finish(params: TrainParams, network: Network | None, step: int,
       build_estimator(params, network, flags_describe_run=True),
       factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
-      make_exporters(params), params.max_steps)
+      make_exporters(params), params.max_steps, export_info.evaluation_settings(params))
 
 
 def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
@@ -190,7 +190,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   if trained is not None and params.export_savedmodel and not tf.io.gfile.glob(
       os.path.join(params.model_dir, 'export', 'best', '*', 'saved_model.pb')):
     return finish(params, network, trained, 'an export')
-  if final_evaluation.already_trained(params.model_dir, params.max_steps, trained):
+  if final_evaluation.already_trained(params.model_dir, params.max_steps, trained,
+                                     export_info.evaluation_settings(params)):
     return {}
   if trained is not None:
     return finish(params, network, trained)
@@ -202,7 +203,9 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
       hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None,
-                                    exporters=[exports.Exports(make_exporters(params))],
+                                    exporters=[exports.Exports(
+                                        make_exporters(params),
+                                        export_info.evaluation_settings(params))],
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   return result[0] if result and result[0] else {}

@@ -35,7 +35,7 @@ from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, class_names
 from model_fn.networks import Network
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
-from towers import earlier_run, train_settings
+from towers import earlier_run, export_info, train_settings
 from towers.checkpoints import checkpoint_step
 from towers.cluster import lineage, runners
 from towers.cluster import spec as cluster_spec
@@ -178,7 +178,8 @@ def cluster_recipe(params: TrainParams) -> Recipe:
       input_fn=lambda mode, context: factory.make_input_fn(params, mode, context),
       exporters=lambda: train_and_evaluate_loop.make_exporters(params),
       trained_step=lambda: checkpoint_step(params.model_dir),
-      session_config=trainer_session_config)
+      session_config=trainer_session_config,
+      evaluation=export_info.evaluation_settings(params))
 
 
 def _writer_lock(params: TrainParams, task: cluster_spec.ClusterTask | None

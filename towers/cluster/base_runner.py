@@ -35,6 +35,7 @@ class Recipe:
   exporters: Callable[[], list[tf.estimator.Exporter]]  # what follows each evaluation
   trained_step: Callable[[], int | None]  # the latest checkpoint's global step, None if none
   session_config: Callable[[], tf.compat.v1.ConfigProto]  # a trainer's devices and threads
+  evaluation: dict[str, Any] | None = None  # what measures the run (final_evaluation.json)
 
 
 class Runner:

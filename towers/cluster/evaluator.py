@@ -138,6 +138,7 @@ class Evaluator:
     self._estimator = recipe.estimator(task)
     self._input_fn = recipe.input_fn(tf.estimator.ModeKeys.EVAL, None)
     self._exporters = recipe.exporters()
+    self._evaluation = recipe.evaluation
     self._pin_dir = os.path.join(params.model_dir, PIN_DIR)
     self.last_step: int | None = None
     self.last_failure: str | None = None
@@ -203,7 +204,8 @@ class Evaluator:
     try:
       metrics = exports.evaluate_and_export(self._estimator, self._input_fn,
                                             self._params.eval_steps or None, pinned,
-                                            self._exporters, self._params.max_steps)
+                                            self._exporters, self._params.max_steps,
+                                            self._evaluation)
       self.last_failure = None
       return metrics
     except Exception as e:  # pylint: disable=broad-except
@@ -221,7 +223,8 @@ def evaluate_until_final(recipe: Recipe, task: ClusterTask) -> dict[str, Any]:
   """The evaluator task's life: see the module docstring. A finished run
   (`final_evaluation.already_trained`) returns {} at once."""
   params = recipe.params
-  if final_evaluation.already_trained(params.model_dir, params.max_steps, recipe.trained_step()):
+  if final_evaluation.already_trained(params.model_dir, params.max_steps, recipe.trained_step(),
+                                     recipe.evaluation):
     return {}
   evaluator = Evaluator(recipe, task)
   time_limit.exit_on_signal('evaluator', evaluator.final_due)

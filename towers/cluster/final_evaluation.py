@@ -1,18 +1,22 @@
 """The file that says a run is finished: `<model_dir>/final_evaluation.json`.
 
-    already_trained(model_dir, max_steps, trained) -> bool   a rerun's one decision
-    write(model_dir, step, metrics)           once the final evaluation and export are done
-    evaluated_step(model_dir) -> int | None   the checkpoint step that file is about
+    already_trained(model_dir, max_steps, trained, evaluation) -> bool   a rerun's one decision
+    write(model_dir, step, metrics, evaluation)  once the final evaluation and export are done
+    evaluated_step(model_dir, evaluation) -> int | None   the checkpoint step that file is about
 
 A checkpoint at max_steps alone does not finish a run, on one machine or on a cluster: the
 final evaluation and the best export follow it (`towers/cluster/exports.py` writes this
 file after them), and a run interrupted during them (Ctrl-C) does them on its next start.
 The file is written last and atomically: {step: the checkpoint's global step, metrics:
 {name: float} (the final evaluation's one-number metrics), lineage: the model's
-(`towers/cluster/lineage.py`)}. It counts only for the model of its lineage: the file of
-another run (a model_dir whose checkpoints were deleted and trained again from step 0), or
-one written before lineages were recorded, finishes nothing; the final checkpoint is then
-evaluated and exported again.
+(`towers/cluster/lineage.py`), evaluation: what measured it (the test videos and the
+evaluation flags, `towers/export_info.evaluation_settings`)}. It counts only for the model
+of its lineage: the file of another run (a model_dir whose checkpoints were deleted and
+trained again from step 0), or one written before lineages were recorded, finishes
+nothing; the final checkpoint is then evaluated and exported again. So does a file whose
+evaluation differs from the one asked (other --eval_clips, --eval_crops, --eval_steps,
+--max_eval_videos or test videos): a partial `--eval_steps` evaluation does not stand for
+the full one a later rerun asks for.
 """
 
 from __future__ import annotations
@@ -31,12 +35,20 @@ from towers.cluster import lineage
 FILE_NAME = 'final_evaluation.json'
 
 
-def already_trained(model_dir: str, max_steps: int, trained: int | None) -> bool:
+def already_trained(model_dir: str, max_steps: int, trained: int | None,
+                    evaluation: dict[str, Any] | None = None) -> bool:
   """Whether the run in `model_dir` is finished: its latest checkpoint (step `trained`,
-  None when none) is at or past `max_steps` and this file names it. Then one line says
-  there is nothing to do and the `already_trained` event is recorded; a rerun of a finished
-  run (one machine, or any cluster task but the ps) does nothing more."""
-  if trained is None or trained < max_steps or evaluated_step(model_dir) != trained:
+  None when none) is at or past `max_steps` and this file names it, measured as
+  `evaluation` asks (None: however it was). Then one line says there is nothing to do and
+  the `already_trained` event is recorded; a rerun of a finished run (one machine, or any
+  cluster task but the ps) does nothing more."""
+  if trained is None or trained < max_steps:
+    return False
+  if evaluated_step(model_dir) == trained and evaluated_step(model_dir, evaluation) is None:
+    logging.info('%s holds the final evaluation of step %d, measured with other evaluation '
+                 'flags or test videos: evaluating it again as asked', model_dir, trained)
+    return False
+  if evaluated_step(model_dir, evaluation) != trained:
     return False
   logging.info('%s already holds a checkpoint at step %d >= max_steps=%d and its final '
                'evaluation: nothing to do', model_dir, trained, max_steps)
@@ -51,20 +63,25 @@ def scalars(metrics: dict[str, Any]) -> dict[str, float]:
           if not isinstance(v, bytes) and getattr(v, 'size', 1) == 1}
 
 
-def write(model_dir: str, step: int, metrics: dict[str, float]) -> None:
+def write(model_dir: str, step: int, metrics: dict[str, float],
+          evaluation: dict[str, Any] | None = None) -> None:
   """Records that checkpoint `step` of model_dir's model (its lineage) was evaluated (and
-  exported) as the run's last."""
+  exported) as the run's last, as `evaluation` says it was measured."""
   json_files.write_json(os.path.join(model_dir, FILE_NAME),
                         {'step': step, 'metrics': metrics,
-                         lineage.KEY: lineage.of_model_dir(model_dir)})
+                         lineage.KEY: lineage.of_model_dir(model_dir),
+                         'evaluation': evaluation})
 
 
-def evaluated_step(model_dir: str) -> int | None:
+def evaluated_step(model_dir: str, evaluation: dict[str, Any] | None = None) -> int | None:
   """The step `write` recorded for model_dir's model; None when the file is absent or
-  unreadable, or measured a model of another lineage (or of none recorded)."""
+  unreadable, or measured a model of another lineage (or of none recorded), or, given
+  `evaluation`, was measured otherwise (a file that records none is taken as measured so)."""
   record: dict[str, Any] | None = json_files.load_object(os.path.join(model_dir, FILE_NAME))
   current = lineage.of_model_dir(model_dir)
   if record is None or current is None or record.get(lineage.KEY) != current:
+    return None
+  if evaluation is not None and record.get('evaluation') not in (None, evaluation):
     return None
   step = record.get('step')
   return step if isinstance(step, int) else None

@@ -71,7 +71,7 @@ class TrainerRunner(Runner):
     server = self.start_server()
     self.watch(server)
     if final_evaluation.already_trained(params.model_dir, params.max_steps,
-                                        self.recipe.trained_step()):
+                                        self.recipe.trained_step(), self.recipe.evaluation):
       self.finish(server.target, f'{params.model_dir} was already trained')
       return {}
     ps_watchdog(task.cluster.get('ps', ()), params.ps_unreachable_secs).start()
