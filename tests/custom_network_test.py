@@ -61,6 +61,11 @@ class ReadmeExampleTest(tf.test.TestCase):
     self.assertGreater(abs(moving_mean).max(), 1e-3)
     self.assertGreater(abs(moving_variance - 1.0).max(), 1e-3)
     self.assertTrue(os.listdir(os.path.join(model_dir, 'export', 'best')))
+    # The same network continues its model_dir (the checkpoint is checked against it, not
+    # against --model).
+    more = namespace['train_and_evaluate'](dict(namespace['params'], max_steps=62),
+                                           network=namespace['my_network'])
+    self.assertEqual(more['global_step'], 62)
 
 
 class RefusedNetworksTest(tf.test.TestCase):

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from command_line.options import Problem
 from model_fn import networks, tower_model_fn
-from model_fn.networks import input_channels
+from model_fn.networks import Network, input_channels
 
 tf1 = tf.compat.v1
 
@@ -40,23 +40,26 @@ class CheckpointMismatch(Problem):
     return made
 
 
-def graph_variables(params) -> dict[str, list[int]]:
-  """{name: shape} of the model variables `params` builds (PREDICT graph, no weights)."""
+def graph_variables(params, network: Network | None = None) -> dict[str, list[int]]:
+  """{name: shape} of the model variables `params` builds with `network` (None: the
+  registered `params.model`): PREDICT graph, no weights."""
   with tf.Graph().as_default():
     clips = tf1.placeholder(tf.float32, [None, params.clip_frames, params.crop_size,
                                          params.crop_size, input_channels(params)])
-    tower_model_fn.make_model_fn()({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT, params)
+    tower_model_fn.make_model_fn(network)({'clips': clips}, None, tf.estimator.ModeKeys.PREDICT,
+                                          params)
     return {v.op.name: v.shape.as_list() for v in tf1.global_variables()}
 
 
-def problems(params) -> list[CheckpointMismatch]:
-  """Why model_dir's latest checkpoint cannot be resumed with `params` (at most one message
-  per kind of mismatch); [] when there is no checkpoint or it fits."""
+def problems(params, network: Network | None = None) -> list[CheckpointMismatch]:
+  """Why model_dir's latest checkpoint cannot be resumed with `params` and `network` (the
+  caller's own, as training builds it; None: `params.model`), at most one message per kind
+  of mismatch; [] when there is no checkpoint or it fits."""
   checkpoint = tf.train.latest_checkpoint(params.model_dir)
   if checkpoint is None or params.strategy != 'towers':
     return []
   stored = dict(tf.train.list_variables(checkpoint))
-  wanted = graph_variables(params)
+  wanted = graph_variables(params, network)
   missing = sorted(name for name in wanted if name not in stored)
   reshaped = sorted(name for name in wanted
                     if name in stored and list(stored[name]) != wanted[name])

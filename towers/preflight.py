@@ -26,6 +26,7 @@ from command_line import disk_space, working_dir
 from command_line.options import Problem
 from input_fn import data_checks
 from model_fn import warm_start
+from model_fn.networks import Network
 from towers import checkpoint_shapes
 from towers.cluster import spec
 
@@ -40,7 +41,8 @@ class PreflightError(ValueError):
     self.problems = list(found)
 
 
-def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]:
+def problems(params, num_workers: int = 1, trains: bool = True,
+             network: Network | None = None) -> list[Problem]:
   """Every problem found, each naming its option; empty when the run can start.
   `num_workers`: the cluster's training workers, chief included (sync_replicas aggregates
   them). `trains`: False for a cluster's evaluator, which never warm-starts, so
@@ -63,7 +65,7 @@ def problems(params, num_workers: int = 1, trains: bool = True) -> list[Problem]
                                        num_workers)
   found += [backup] if backup else []
   if not found and _has_checkpoint(params.model_dir):
-    found += checkpoint_shapes.problems(params)
+    found += checkpoint_shapes.problems(params, network)
     space = disk_space.free_space_problem(params.model_dir,
                                           tf.train.latest_checkpoint(params.model_dir))
     found += [Problem('model_dir', space)] if space else []
@@ -131,9 +133,11 @@ def _device_problems(params) -> list[Problem]:
   return []
 
 
-def check(params, num_workers: int = 1, trains: bool = True) -> None:
-  """Raises `PreflightError` listing every problem, one per paragraph (`problems`)."""
-  found = problems(params, num_workers, trains)
+def check(params, num_workers: int = 1, trains: bool = True,
+          network: Network | None = None) -> None:
+  """Raises `PreflightError` listing every problem, one per paragraph (`problems`;
+  `network`: the caller's own, which a checkpoint is checked against)."""
+  found = problems(params, num_workers, trains, network)
   if found:
     raise PreflightError(found)
 

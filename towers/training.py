@@ -94,7 +94,7 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
   try:
     if task is None or task.task_type != 'ps':  # a ps needs neither data nor checkpoint
       preflight.check(params, task.num_workers if task else 1,
-                      trains=task is None or task.task_type != 'evaluator')
+                      trains=task is None or task.task_type != 'evaluator', network=network)
       devices = resolve_tower_devices(params.num_towers, params.tower_devices)
       for line in run_summary.lines(params, devices, task, checkpoint_step(params.model_dir)):
         logging.info('%s', line)

@@ -763,6 +763,7 @@ MODULES = {
             "//command_line:options",
             "//command_line:working_dir",
             "//input_fn:data_checks",
+            "//model_fn/networks",
             "//model_fn:warm_start",
             "//towers/cluster:spec",
         ]),
