@@ -371,8 +371,13 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
     if identity in seen:
       bad('duplicate', f'{rel} is the video of line {seen[identity][0]} again (the same file)')
       continue
-    seen[identity] = (number, label)
     name = list_name(full, root, keep_extension=fields == 3)
+    if fields == 3 and name.lower() in folders:  # frame folders are found by name, any case
+      bad('duplicate name', f'{rel} differs only by case from {folders[name.lower()].name} '
+          f'(line {folders[name.lower()].line}): the two frame folders would be read as one '
+          'video; rename one')
+      continue
+    seen[identity] = (number, label)
     entries.append(VideoEntry(name, classes.names[label], label, 0, 0, rel, len(entries), path,
                               number, identity))
     if fields == 3:

@@ -178,6 +178,16 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual((os.path.basename(first.source), first.line, first.kind),
                      ('train.txt', 2, 'label out of range'))  # problems in line order
 
+  def test_frame_folders_whose_names_differ_only_by_case_are_not_read_as_one(self):
+    # Frame folders are found by name in any case: the second would read the first's.
+    os.makedirs(os.path.join(self.root, 'frames/A1'))
+    split = datasets.read_list_split(self.lists('frames/j1 25 1\n',
+                                                'frames/a1 30 0\nframes/A1 12 0\n'))
+    self.assertEqual([e.name for e in split.test], ['frames/a1'])
+    self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
+                     [('test.txt', 2, 'duplicate name')])
+    self.assertEqual(split.frame_folders['frames/a1'].num_frames, 30)
+
   def test_a_class_named_twice_or_a_missing_file_is_one_error(self):
     write(self.classes, 'abseiling\njuggling\nabseiling\n')
     with self.assertRaises(datasets.DatasetError) as caught:
