@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from command_line import status_file
 from model_fn.eval_spec import TOP_1
-from towers import export_info, train_and_evaluate_loop, train_settings, training
+from towers import earlier_run, export_info, train_and_evaluate_loop, train_settings, training
 from towers.cluster import evaluator, exports, final_evaluation, lineage, runners, time_limit
 from towers.cluster.spec import ClusterTask
 from towers.params import make_params
@@ -181,6 +181,13 @@ class OneTrainingPathTest(tf.test.TestCase):
     with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
       self.assertEqual(json.load(f)['evaluation']['eval_steps'], 0)
     self.assertEqual(train_and_evaluate_loop.run(whole), {})
+
+  def test_an_empty_export_folder_is_nothing_an_earlier_run_left(self):
+    # Say a disk mounted at model_dir/export for the exports: a mount point cannot be moved.
+    model_dir = self.create_tempdir().full_path
+    os.makedirs(os.path.join(model_dir, 'export'))
+    self.assertIsNone(earlier_run.set_aside(model_dir))
+    self.assertEqual(os.listdir(model_dir), ['export'])
 
   def test_a_run_started_over_sets_aside_what_the_earlier_run_left(self):
     copy = self.copy_of_the_run()

@@ -31,13 +31,30 @@ EVENTS_PATTERN = 'events.out.tfevents.*'
 PREFIX = 'earlier_run_'
 
 
+class EarlierRunError(ValueError):
+  """What an earlier run left cannot be moved aside (e.g. a mount point); names it and the
+  fix. `option`: 'model_dir'."""
+
+  def __init__(self, message: str, option: str = 'model_dir') -> None:
+    super().__init__(message)
+    self.option = option
+
+
+def _holds_something(path: str) -> bool:
+  """A file, or a directory that is not empty: an empty folder (say a disk mounted at
+  model_dir/export for the exports) holds nothing an earlier run left."""
+  if not tf.io.gfile.exists(path):
+    return False
+  return not tf.io.gfile.isdir(path) or bool(tf.io.gfile.listdir(path))
+
+
 def set_aside(model_dir: str) -> str | None:
   """When model_dir holds no checkpoint but what an earlier run left (LEFT_BEHIND, training
   event files), moves them into a new `earlier_run_<UTC time>/` in it and returns that
   directory; None when there was nothing to move (or a checkpoint: a resume keeps all)."""
   if not tf.io.gfile.isdir(model_dir) or tf.train.latest_checkpoint(model_dir) is not None:
     return None
-  names = [name for name in LEFT_BEHIND if tf.io.gfile.exists(os.path.join(model_dir, name))]
+  names = [name for name in LEFT_BEHIND if _holds_something(os.path.join(model_dir, name))]
   names += sorted(os.path.basename(path) for path in
                   tf.io.gfile.glob(os.path.join(model_dir, EVENTS_PATTERN)))
   if not names:
@@ -48,7 +65,16 @@ def set_aside(model_dir: str) -> str | None:
   tf.io.gfile.makedirs(aside)
   _close_event_writers(model_dir)
   for name in names:
-    tf.io.gfile.rename(os.path.join(model_dir, name), os.path.join(aside, name))
+    try:
+      tf.io.gfile.rename(os.path.join(model_dir, name), os.path.join(aside, name))
+    except (OSError, tf.errors.OpError) as e:
+      if not tf.io.gfile.listdir(aside):
+        tf.io.gfile.rmtree(aside)
+      raise EarlierRunError(
+          f'{model_dir} holds no checkpoint but what an earlier run left, and '
+          f'{os.path.join(model_dir, name)} cannot be moved aside to {aside} '
+          f'({getattr(e, "message", None) or e}): move or delete it yourself, or use a new '
+          '--model_dir', option='model_dir') from None
   logging.warning('%s holds no checkpoint but what an earlier run left (%s): this run starts '
                   'from step 0 and moved them to %s', model_dir, ', '.join(names), aside)
   status_file.record('earlier_run_set_aside', model_dir=model_dir, moved_to=aside,

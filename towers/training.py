@@ -48,7 +48,8 @@ from towers.params import ParamsError, TrainParams
 
 # What stops a run: before training, nothing trained (the binary exits 2) ...
 START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,
-                DataError, model_dir_lock.ModelDirBusy, train_settings.ResumeSettingsError)
+                DataError, model_dir_lock.ModelDirBusy, train_settings.ResumeSettingsError,
+                earlier_run.EarlierRunError)
 # ... or after it started, when it cannot end in right numbers (the binary exits 1).
 END_ERRORS = (EvalCoverageError, TrainingIncomplete, EvaluationFailed)
 

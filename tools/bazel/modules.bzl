@@ -1442,6 +1442,7 @@ TEST_DEPS = {
         "//towers/cluster:runners",
         "//towers/cluster:spec",
         "//towers/cluster:time_limit",
+        "//towers:earlier_run",
         "//towers:export_info",
         "//towers:params",
         "//towers:train_and_evaluate_loop",
