@@ -71,6 +71,11 @@ class RunRefusalsTest(tf.test.TestCase):
         done = self.refused(*(f'--{f}' for f in flags.split()))
         self.assertEqual((done.error['error'], done.error_options), ('ParamsError', [option]))
 
+  def test_a_data_dir_without_a_data_source_is_refused(self):
+    # The default source is synthetic: the data_dir would be left unread.
+    done = self.refused(f'--data_dir={self.create_tempdir().full_path}')
+    self.assertEqual((done.error['error'], done.error_options), ('Refused', ['data_source']))
+
   def test_a_misspelt_flag_or_a_stray_argument_is_refused_in_one_line(self):
     misspelt = self.refused('--num_tower=2')
     self.assertEqual((misspelt.error['error'], misspelt.error_options),
