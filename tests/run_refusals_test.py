@@ -75,6 +75,12 @@ class RunRefusalsTest(tf.test.TestCase):
     # The default source is synthetic: the data_dir would be left unread.
     done = self.refused(f'--data_dir={self.create_tempdir().full_path}')
     self.assertEqual((done.error['error'], done.error_options), ('Refused', ['data_source']))
+    # Named on purpose (a recipe's data_dir left set, synthetic clips asked): it passes.
+    flags = [f'--{k}={v}' for k, v in TINY.items()]
+    done = program_runs.run('towers.train_main', *flags, '--check_flags',
+                            f'--data_dir={self.create_tempdir().full_path}',
+                            '--data_source=synthetic', timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
 
   def test_a_misspelt_flag_or_a_stray_argument_is_refused_in_one_line(self):
     misspelt = self.refused('--num_tower=2')
