@@ -407,7 +407,9 @@ def list_name(full: str, root: str, keep_extension: bool = False) -> str:
 
 def read_list_split(lists: ListFiles) -> Split:
   """A list dataset's split: the class names, the train and test lists (see
-  `read_annotation_list`); a video in both lists is kept out of training. Two videos whose
+  `read_annotation_list`); a video in both lists is kept out of training, and so is a UCF101
+  clip (`v_<Class>_gGG_cCC`) of a group with a clip in the test list
+  (`ucf101.apply_group_rule`). Two videos whose
   names differ only by extension (`a.avi`, `a.mp4`) are named with it."""
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
@@ -426,6 +428,7 @@ def read_list_split(lists: ListFiles) -> Split:
       e, name=list_name(os.path.join(lists.root, e.rel_path), lists.root, True))
                   for e in entries] for entries in (train, test))
   train, test, problems = video_lists.apply_split_rule(train, test, found + test_found)
+  train, problems = ucf101.apply_group_rule(train, test, problems)
   return Split(classes, train, test, problems, 0, {**folders, **test_folders})
 
 

@@ -15,7 +15,8 @@ line ends and trailing whitespace are ignored, and so are blank lines):
 
 Names are matched case-insensitively everywhere: the official lists spell
 `HandStandPushups` where the class index and the video files say `HandstandPushups`.
-A video that is listed for testing is never used for training, whatever the spelling.
+A video that is listed for testing is never used for training, whatever the spelling, and
+neither is another clip of its group (one long video).
 
 Nothing here raises on bad input: readers return what they could read plus a list of
 `InputProblem`s (`input_fn/video_lists.py`, with what every layout shares; frame folders:
@@ -26,6 +27,7 @@ flags before any of those load.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -157,8 +159,9 @@ def read_split(split_dir: str, split: int, video_root: str = '') -> Split:
 
   The split rule: a video named in the test list, or whose file under `video_root` (videos
   or frame folders, `with_files`) is a training video's, is removed from training
-  (`apply_split_rule`), with an InputProblem, so no test video can ever be trained on. Entry
-  indices are renumbered 0..n-1 after removal.
+  (`apply_split_rule`), and so is a clip of a group with a clip in the test list
+  (`apply_group_rule`), each with an InputProblem, so no test video, nor another clip of its
+  video, can ever be trained on. Entry indices are renumbered 0..n-1 after removal.
   """
   class_path = find_child(split_dir, CLASS_INDEX_FILE)
   if class_path is None:
@@ -175,7 +178,35 @@ def read_split(split_dir: str, split: int, video_root: str = '') -> Split:
     lists[subset] = with_files(entries, video_root)
     problems += list_problems
   train, test, problems = apply_split_rule(lists['train'], lists['test'], problems)
+  train, problems = apply_group_rule(train, test, problems)
   return Split(classes, train, test, problems)
+
+
+def apply_group_rule(train: list[VideoEntry], test: list[VideoEntry],
+                     problems: list[InputProblem]) -> tuple[list[VideoEntry], list[InputProblem]]:
+  """(train, `problems` plus one 'test group in training list' per entry removed): a
+  training clip of a UCF101 group with a clip in `test` (`v_<Class>_gGG_...`, the file name
+  of an entry's name, class case-insensitive) is kept out of training. A group's clips are
+  cut from one long video, so training on one scores the others on their own footage. Names
+  that are not UCF101 names are left as they are; indices are renumbered 0..n-1."""
+  tested: dict[tuple[str, int], str] = {}
+  for e in test:
+    parsed = parse_video_name(e.name.rsplit('/', 1)[-1])
+    if parsed is not None:
+      tested.setdefault((parsed[0].lower(), parsed[1]), e.name)
+  kept, problems = [], list(problems)
+  for e in train:
+    parsed = parse_video_name(e.name.rsplit('/', 1)[-1])
+    other = tested.get((parsed[0].lower(), parsed[1])) if parsed is not None else None
+    if other is None:
+      kept.append(dataclasses.replace(e, index=len(kept)))
+      continue
+    problems.append(InputProblem(
+        e.source, e.line, f'{e.name} is of group g{parsed[1]:02d} of {parsed[0]}, whose clip '
+        f'{other} is in the test list: clips of a group are cut from one video, so it is kept '
+        'out of training (the official splits keep each group in one list)',
+        'test group in training list', 'train'))
+  return kept, problems
 
 
 def test_groups(split: int) -> range:

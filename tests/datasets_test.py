@@ -155,6 +155,17 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual(frames.frame_folders['frames/j1'].path, os.path.join(self.root, 'frames/j1'))
     self.assertEqual(frames.frame_folders['frames/a1'].num_frames, 30)
 
+  def test_a_list_of_ucf101_clips_keeps_a_test_group_out_of_training(self):
+    for rel in ('YoYo/v_YoYo_g08_c01.avi', 'YoYo/v_YoYo_g08_c02.avi', 'YoYo/v_YoYo_g09_c01.avi'):
+      write(os.path.join(self.root, rel), 'x')
+    self.classes = write(os.path.join(self.root, 'classes.txt'), 'abseiling\nYoYo\n')
+    split = datasets.read_list_split(self.lists(
+        'YoYo/v_YoYo_g08_c01.avi 1\nYoYo/v_YoYo_g09_c01.avi 1\nabseiling/a1.mp4 0\n',
+        'YoYo/v_YoYo_g08_c02.avi 1\n'))
+    self.assertEqual([e.name for e in split.train], ['YoYo/v_YoYo_g09_c01', 'abseiling/a1'])
+    self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
+                     [('train.txt', 1, 'test group in training list')])
+
   def test_every_bad_line_names_its_file_and_line(self):
     split = datasets.read_list_split(self.lists(
         'abseiling/a1.mp4 0\n'

@@ -89,6 +89,26 @@ class SplitFilesTest(absltest.TestCase):
     self.assertEqual([p.kind for p in split.problems], ['test video in training list'])
     self.assertEqual(split.problems[0].line, 1)
 
+  def test_a_group_with_clips_in_the_test_list_is_kept_out_of_training(self):
+    # Clips of one group are cut from one long video: a user's own split that trains on
+    # g08_c01 and tests on g08_c02 would score the test clip on its own footage.
+    write(os.path.join(self.dir, 'trainlist01.txt'),
+          ['YoYo/v_YoYo_g08_c01.avi 3', 'YoYo/v_YoYo_g09_c01.avi 3',
+           'HandStandPushups/v_HandStandPushups_g08_c03.avi 2',
+           'ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1'])
+    write(os.path.join(self.dir, 'testlist01.txt'),
+          ['YoYo/v_YoYo_g08_c02.avi', 'HandstandPushups/v_HandstandPushups_g08_c01.avi'])
+    split = ucf101.read_split(self.dir, 1)
+    self.assertEqual([e.name for e in split.train],
+                     ['v_YoYo_g09_c01', 'v_ApplyEyeMakeup_g08_c01'])  # another class's g08 stays
+    self.assertEqual([e.index for e in split.train], [0, 1])
+    self.assertEqual([e.name for e in split.test],
+                     ['v_YoYo_g08_c02', 'v_HandstandPushups_g08_c01'])
+    self.assertEqual([(p.line, p.kind, p.subset) for p in split.problems],
+                     [(1, 'test group in training list', 'train'),
+                      (3, 'test group in training list', 'train')])
+    self.assertIn('v_YoYo_g08_c02', split.problems[0].reason)
+
   def test_every_bad_line_is_reported_with_file_line_and_kind(self):
     classes, _ = ucf101.read_class_index(os.path.join(self.dir, 'classInd.txt'))
     path = write(os.path.join(self.dir, 'trainlist02.txt'), [
