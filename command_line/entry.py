@@ -160,9 +160,14 @@ class Program:
 
   def start(self, flags_parser: Callable[[list[str]], list[str]] | None = None,
             define: bool = True) -> None:
-    """Defines the flags (unless `define` is False: the module defined them when imported)
-    and runs `main` from the user's working directory (`cli.run`); exits with its code.
+    """Refuses a status file it cannot write (`status_file.unwritable`: exit 2, one line,
+    nothing recorded), defines the flags (unless `define` is False: the module defined them
+    when imported) and runs `main` from the user's working directory (`cli.run`); exits with its code.
     `flags_parser(argv)` -> remaining argv, default absl's full parse (`flags.FLAGS(argv)`)."""
+    problem = status_file.unwritable()  # every ending below records into it
+    if problem:
+      print(error_line(self.name, problem), file=sys.stderr, flush=True)
+      sys.exit(REFUSED)
     if define:
       self.define_flags()
     parser = flags_parser or (lambda argv: flags.FLAGS(argv))

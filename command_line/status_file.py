@@ -271,6 +271,22 @@ def type_name(kind: Any) -> str:
   return ' | '.join('None' if k in (None, type(None)) else k.__name__ for k in kinds)
 
 
+def unwritable() -> str | None:
+  """The problem, as `<STATUS_FILE_ENV>=<path>: <why>; <fix>`, when the status file the
+  variable names cannot be appended to (its directory missing, a directory, no
+  permission); None when it can, or without the variable. A file it can write is created
+  (empty) if missing, as the first `record` would."""
+  path = os.environ.get(STATUS_FILE_ENV)
+  if not path:
+    return None
+  try:
+    os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+  except OSError as e:
+    return (f'{STATUS_FILE_ENV}={path}: cannot append to it ({e.strerror}): name a file in '
+            'a directory that exists, or unset the variable')
+  return None
+
+
 def record(event: str, **values: Any) -> None:
   """Appends `event` with `values` (JSON-serialisable) to this process's status file, if
   one is set; one `write` of one line, so a reader never sees half an event. Raises

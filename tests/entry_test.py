@@ -140,6 +140,20 @@ class EntryTest(absltest.TestCase):
       self.assertTrue(done.stderr.strip().endswith(after), done.stderr)
 
 
+  def test_a_status_file_that_cannot_be_written_is_refused_before_any_work(self):
+    root = self.create_tempdir().full_path
+    for events in (os.path.join(root, 'missing', 'events.jsonl'), root):
+      for args in ((), ('--size=0',), ('--sise=2',)):
+        with self.subTest(events=events, args=args):
+          done = run_tool(*args, events=events)
+          self.assertEqual(done.returncode, entry.REFUSED, done.stderr)
+          self.assertEqual(done.stdout, '')  # nothing ran
+          lines = done.stderr.strip().splitlines()
+          self.assertLen(lines, 1, done.stderr)
+          self.assertTrue(lines[0].startswith(
+              f'tool: error: {status_file.STATUS_FILE_ENV}={events}: '), lines[0])
+    self.assertFalse(os.path.exists(os.path.join(root, 'missing')))
+
   def test_every_ending_is_recorded_with_its_code_type_and_options(self):
     expected = {
         ('--size=0',): (entry.REFUSED, 'Refused', ['size']),
