@@ -18,7 +18,7 @@ from towers.cluster.local_cluster import LocalCluster
 TRAIN_ARGS = ['--model=c3d_small', '--data_source=synthetic', '--num_classes=3',
               '--clip_frames=4', '--crop_size=16', '--batch_size=8', '--num_towers=2',
               '--lr_schedule=constant', '--lr_values=0.02', '--save_checkpoints_steps=40',
-              '--log_every_steps=10', '--synthetic_eval_examples=32']
+              '--log_every_steps=10', '--synthetic_eval_examples=32', '--data_dir=']
 
 
 def make_cluster(model_dir: str, num_ps: int, num_workers: int, max_steps: int,

@@ -175,9 +175,11 @@ class FlowInputTest(tf.test.TestCase):
     os.makedirs(no_flow, exist_ok=True)
     # Sources that give RGB clips: refused when the params are made, before any file is read.
     # The same sources with the RGB stream are accepted: the stream is what is refused.
-    for values in (dict(data_source='videos', data_dir=self.data), dict(data_source='synthetic')):
-      with self.assertRaises(params_lib.ParamsError):
+    for values in (dict(data_source='videos', data_dir=self.data),
+                   dict(data_source='synthetic', data_dir='')):
+      with self.assertRaises(params_lib.ParamsError) as raised:
         self.params(**values)
+      self.assertEqual(raised.exception.option, 'stream')
       self.assertEqual(self.params(stream='rgb', **values).stream, 'rgb')
     # Data that cannot give the stream's clips: the stream's data problem among the found.
     cases = [self.params(data_source='frames', data_dir=no_flow),

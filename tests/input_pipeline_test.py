@@ -228,7 +228,8 @@ class PipelineTest(tf.test.TestCase):
       if error is data_checks.DataError:
         self.assertEqual(options_named(caught.exception), list(bad))
     synthetic = factory.make_input_fn(params_lib.make_params(
-        self.params.__dict__, data_source='synthetic', synthetic_train_examples=8), TRAIN)
+        self.params.__dict__, data_source='synthetic', data_dir='', synthetic_train_examples=8),
+        TRAIN)
     self.assertEqual(synthetic(None).element_spec[0].shape.as_list(), [4, T, S, S, 3])
 
 

@@ -139,6 +139,15 @@ class ParamsTest(tf.test.TestCase):
     self.assertEqual(self.refused_option(strict_eval=True, eval_steps=3), 'strict_eval')
     self.assertTrue(make_params(strict_eval=True, eval_steps=0).strict_eval)
 
+  def test_a_data_dir_with_the_synthetic_source_is_refused(self):
+    # The default source reads no files: records named without data_source would be left
+    # unread and the run would train on built-in clips.
+    with self.assertRaises(ParamsError) as raised:
+      make_params({'data_dir': '/data/ucf101/tfrecord', 'num_classes': 101})
+    self.assertEqual(raised.exception.option, 'data_source')
+    self.assertIn('data_dir=/data/ucf101/tfrecord', str(raised.exception))
+    make_params({'data_dir': '/data/ucf101/tfrecord', 'data_source': 'tfrecord'})
+
   def test_lr_values_must_match_boundaries(self):
     self.assertEqual(self.refused_option(lr_boundaries=[10, 20], lr_values=[0.1, 0.01]),
                      'lr_values')

@@ -71,15 +71,19 @@ class RunRefusalsTest(tf.test.TestCase):
         done = self.refused(*(f'--{f}' for f in flags.split()))
         self.assertEqual((done.error['error'], done.error_options), ('ParamsError', [option]))
 
-  def test_a_data_dir_without_a_data_source_is_refused(self):
+  def test_a_data_dir_with_the_synthetic_source_is_refused(self):
     # The default source is synthetic: the data_dir would be left unread.
     done = self.refused(f'--data_dir={self.create_tempdir().full_path}')
-    self.assertEqual((done.error['error'], done.error_options), ('Refused', ['data_source']))
-    # Named on purpose (a recipe's data_dir left set, synthetic clips asked): it passes.
+    self.assertEqual((done.error['error'], done.error_options), ('ParamsError', ['data_source']))
+    # A recipe's data_dir with the synthetic source asked (the TFJob pods' tiny runs) is
+    # refused the same: they clear it with --data_dir=.
     flags = [f'--{k}={v}' for k, v in TINY.items()]
+    done = self.refused(f'--data_dir={self.create_tempdir().full_path}',
+                        '--data_source=synthetic')
+    self.assertEqual(done.error_options, ['data_source'])
     done = program_runs.run('towers.train_main', *flags, '--check_flags',
                             f'--data_dir={self.create_tempdir().full_path}',
-                            '--data_source=synthetic', timeout=LIMIT)
+                            '--data_source=synthetic', '--data_dir=', timeout=LIMIT)
     self.assertEqual(done.code, 0, done.output())
 
   def test_a_misspelt_flag_or_a_stray_argument_is_refused_in_one_line(self):

@@ -420,11 +420,20 @@ def _list_needs_records(p: DataSection) -> Problem | None:
   return None
 
 
+def _synthetic_reads_no_files(p: DataSection) -> Problem | None:
+  if p.data_source == 'synthetic' and p.data_dir:
+    return Problem('data_source', f'data_dir={p.data_dir} is given, but data_source=synthetic '
+                   '(the default source) reads no files: it would train on built-in clips; for '
+                   'that data set data_source=tfrecord (prepared records), videos or frames; for '
+                   'the built-in clips leave data_dir empty')
+  return None
+
+
 @dataclasses.dataclass(frozen=True)
 class DataSection(Section):
   """Where the clips come from and how training and evaluation read them."""
   TITLE: ClassVar[str] = 'Data'
-  rules = (_crops_need_video_data, _list_needs_records)
+  rules = (_synthetic_reads_no_files, _crops_need_video_data, _list_needs_records)
 
   data_source: str = must_match(
       'synthetic', 'synthetic: a built-in learnable clip source (no files). tfrecord: '

@@ -37,12 +37,6 @@ def run(params: TrainParams) -> int:
   """Trains `params` (the flags, already a valid TrainParams: flags that cannot work were
   refused before TensorFlow loads); prints the final metrics. A damaged input that leaves no
   readable record is `entry.Failed`; the time limit's stop is a status line, not an error."""
-  if params.data_source == 'synthetic' and params.data_dir and \
-      not flags.FLAGS['data_source'].present:  # synthetic by default, not by choice
-    raise entry.Refused(Problem(
-        'data_source', f'--data_dir={params.data_dir} is given but --data_source is '
-        'synthetic (the default), which reads no files: it would train on built-in clips; '
-        'add --data_source=tfrecord (prepared records), videos or frames'))
   if cli.options_from_flags(ProgramOptions).check_flags:
     return 0
   # TensorFlow loads here, once the flags are known to make a TrainParams.
