@@ -10,11 +10,16 @@ comma-separated (empty: '--name='), floats by `repr` (exact), path fields (`opti
 True)`) made absolute, so the file means the same from any working directory. Reading the
 lines with `--flagfile` gives an object equal to `options` (strings holding a comma or a
 newline are outside this contract: no option holds one).
+
+A command line's flagfiles are read once per process (and working directory): every later
+`expand_flagfiles` or `flag_origins` of the same argv answers from that reading, so what a
+program asks of its flags agrees with what it parsed, even if a file changes meanwhile.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Any
 
@@ -42,7 +47,7 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
   file naming it (a recipe that includes another, run from any directory). Raises
   `FlagfileError`, also for a flag typed before a --flagfile that sets it to another value:
   absl would read the file's (the last), dropping what was typed without a word."""
-  expanded = _expanded(argv)
+  expanded = _read(tuple(argv), os.getcwd())
   typed: dict[str, str] = {}
   last: dict[str, tuple[str, str]] = {}
   for arg, origin in expanded:
@@ -63,8 +68,15 @@ def flag_origins(argv: list[str]) -> dict[str, str]:
   """{flag name: the flagfile its value came from, '' for the command line} for every flag
   `argv` sets, as `expand_flagfiles` reads it: the last setting wins, as in absl, so a flag
   given before a --flagfile that sets it again comes from the file. Raises `FlagfileError`."""
-  return {arg.lstrip('-').split('=', 1)[0]: origin for arg, origin in _expanded(argv)
-          if arg.startswith('-')}
+  return {arg.lstrip('-').split('=', 1)[0]: origin
+          for arg, origin in _read(tuple(argv), os.getcwd()) if arg.startswith('-')}
+
+
+@functools.lru_cache(maxsize=None)
+def _read(argv: tuple[str, ...], cwd: str) -> tuple[tuple[str, str], ...]:
+  """`_expanded(argv)` read once per argv and working directory `cwd` (the current one)."""
+  del cwd  # part of the key: relative paths are read from it
+  return tuple(_expanded(list(argv)))
 
 
 def _expanded(argv: list[str], _including: tuple[tuple[str, int], ...] = ()

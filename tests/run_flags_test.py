@@ -78,6 +78,19 @@ class FlagfileReadingTest(absltest.TestCase):
     self.assertEqual(caught.exception.option, 'max_steps')
     self.assertLen(expand_flagfiles(['--max_steps=5', '--flagfile', recipe]), 4)  # the same value
 
+  def test_a_command_lines_flagfiles_are_read_once(self):
+    # The program parses the flags once; where --model_dir came from is asked later: both
+    # answers come from one reading, even if the file changes in between.
+    path = os.path.join(tempfile.mkdtemp(), 'once.flags')
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write('--model_dir=/runs/a\n')
+    argv = ['train', f'--flagfile={path}']
+    self.assertEqual(expand_flagfiles(argv), ['train', '--model_dir=/runs/a'])
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write('--max_steps=3\n')
+    self.assertEqual(flag_origins(argv), {'model_dir': path})
+    self.assertEqual(expand_flagfiles(argv), ['train', '--model_dir=/runs/a'])
+
   def test_a_home_path_in_a_flagfile_is_the_users_home(self):
     path = os.path.join(tempfile.mkdtemp(), 'home.flags')
     with open(path, 'w', encoding='utf-8') as f:

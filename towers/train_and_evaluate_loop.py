@@ -161,17 +161,18 @@ def trained_step(params: TrainParams) -> int | None:
 
 
 def finish(params: TrainParams, network: Network | None, step: int,
-           lacking: str = 'its final evaluation') -> dict[str, Any]:
+           evaluation: dict[str, Any], lacking: str = 'its final evaluation') -> dict[str, Any]:
   """The final evaluation of checkpoint `step` (>= max_steps) and its export
-  (`towers/cluster/exports.py`), for a run interrupted after its last checkpoint, or one
-  trained without the export now asked for (`lacking` says which); returns the metrics."""
+  (`towers/cluster/exports.py`), recorded as measured as `evaluation` says
+  (`export_info.evaluation_settings`), for a run interrupted after its last checkpoint, or
+  one trained without the export now asked for (`lacking` says which); returns the metrics."""
   logging.info('%s holds a checkpoint at step %d >= max_steps=%d without %s: evaluating '
                'and exporting it', params.model_dir, step, params.max_steps, lacking)
   return exports.evaluate_and_export(
       build_estimator(params, network, flags_describe_run=True),
       factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
-      make_exporters(params), params.max_steps, export_info.evaluation_settings(params))
+      make_exporters(params), params.max_steps, evaluation)
 
 
 def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
@@ -187,14 +188,14 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
   raises `StoppedBeforeTheEnd`."""
   trained = trained_step(params)
+  evaluation = export_info.evaluation_settings(params)
   if trained is not None and params.export_savedmodel and not tf.io.gfile.glob(
       os.path.join(params.model_dir, 'export', 'best', '*', 'saved_model.pb')):
-    return finish(params, network, trained, 'an export')
-  if final_evaluation.already_trained(params.model_dir, params.max_steps, trained,
-                                     export_info.evaluation_settings(params)):
+    return finish(params, network, trained, evaluation, 'an export')
+  if final_evaluation.already_trained(params.model_dir, params.max_steps, trained, evaluation):
     return {}
   if trained is not None:
-    return finish(params, network, trained)
+    return finish(params, network, trained, evaluation)
   estimator = build_estimator(params, network, flags_describe_run=True)
   # The time-limit signal (towers/cluster/time_limit.py): a checkpoint, then
   # StoppedBeforeTheEnd, without the evaluation that would follow it.
@@ -203,9 +204,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
       hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None,
-                                    exporters=[exports.Exports(
-                                        make_exporters(params),
-                                        export_info.evaluation_settings(params))],
+                                    exporters=[exports.Exports(make_exporters(params),
+                                                               evaluation)],
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
   return result[0] if result and result[0] else {}

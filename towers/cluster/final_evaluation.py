@@ -44,11 +44,12 @@ def already_trained(model_dir: str, max_steps: int, trained: int | None,
   cluster task but the ps) does nothing more."""
   if trained is None or trained < max_steps:
     return False
-  if evaluated_step(model_dir) == trained and evaluated_step(model_dir, evaluation) is None:
+  step, measured = _recorded(model_dir)
+  if step != trained:
+    return False
+  if not _measured_as(measured, evaluation):
     logging.info('%s holds the final evaluation of step %d, measured with other evaluation '
                  'flags or test videos: evaluating it again as asked', model_dir, trained)
-    return False
-  if evaluated_step(model_dir, evaluation) != trained:
     return False
   logging.info('%s already holds a checkpoint at step %d >= max_steps=%d and its final '
                'evaluation: nothing to do', model_dir, trained, max_steps)
@@ -77,11 +78,22 @@ def evaluated_step(model_dir: str, evaluation: dict[str, Any] | None = None) -> 
   """The step `write` recorded for model_dir's model; None when the file is absent or
   unreadable, or measured a model of another lineage (or of none recorded), or, given
   `evaluation`, was measured otherwise (a file that records none is taken as measured so)."""
+  step, measured = _recorded(model_dir)
+  return step if _measured_as(measured, evaluation) else None
+
+
+def _recorded(model_dir: str) -> tuple[int | None, dict[str, Any] | None]:
+  """(step, evaluation) the file records for model_dir's model, read once; (None, None)
+  when it is absent or unreadable, or about a model of another lineage (or of none)."""
   record: dict[str, Any] | None = json_files.load_object(os.path.join(model_dir, FILE_NAME))
   current = lineage.of_model_dir(model_dir)
   if record is None or current is None or record.get(lineage.KEY) != current:
-    return None
-  if evaluation is not None and record.get('evaluation') not in (None, evaluation):
-    return None
+    return None, None
   step = record.get('step')
-  return step if isinstance(step, int) else None
+  return (step if isinstance(step, int) else None), record.get('evaluation')
+
+
+def _measured_as(measured: dict[str, Any] | None, asked: dict[str, Any] | None) -> bool:
+  """Whether an evaluation recorded as `measured` (None: not recorded) stands for the one
+  `asked` (None: any)."""
+  return asked is None or measured in (None, asked)
