@@ -348,6 +348,18 @@ def extract(options: ExtractFlowOptions, log: Callable[[str], None] = print
     return _extract_into(out, videos_dir, options, log)
 
 
+def _refuse_all_skipped(dataset: str, videos_dir: str, skipped: list[InputProblem]) -> None:
+  """Raises `DatasetError` (option 'dataset' when every video's name is not UCF101's,
+  else 'videos_dir') naming how many videos under `videos_dir` were found and why the first
+  cannot be used: flow of none of them would be an empty, exit-0 extraction."""
+  names = dataset == 'ucf101' and all(p.kind == 'malformed file name' for p in skipped)
+  fix = ('; for HMDB51 add --dataset=hmdb51' if names else
+         '; give the videos of the dataset, or --dataset of these')
+  raise video_lists.DatasetError(
+      f'none of the {len(skipped)} videos under {videos_dir} can be used ({skipped[0]})'
+      f'{fix}', videos_dir, option='dataset' if names else 'videos_dir')
+
+
 def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
                   log: Callable[[str], None]) -> dict[str, Any]:
   """`extract` once its folders are found."""
@@ -359,6 +371,8 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
     raise video_lists.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir',
                            videos_dir, 'videos_dir' if options.videos_dir else 'data_dir')
+  if not tasks:
+    _refuse_all_skipped(options.dataset, videos_dir, skipped)
   if options.strict and skipped:
     raise InputError(skipped[0])
   settings = options.settings

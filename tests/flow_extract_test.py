@@ -356,5 +356,18 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertEqual((caught.exception.path, caught.exception.option), (lists, 'videos_dir'))
 
 
+  def test_a_folder_of_videos_none_named_as_the_dataset_names_them_is_refused(self):
+    # HMDB51's videos without --dataset=hmdb51: every one skipped, and exit 0 said "0 of 3".
+    videos = os.path.join(self.create_tempdir().full_path, 'hmdb51_org')
+    for rel in ('chew/clip_1.avi', 'kick/clip_2.avi', 'kick/clip_3.avi'):
+      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
+      with open(os.path.join(videos, rel), 'wb') as f:
+        f.write(b'x')
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      self.extract('', videos_dir=videos, out=self.create_tempdir().full_path)
+    self.assertEqual(caught.exception.option, 'dataset')
+    self.assertIn('none of the 3 videos', str(caught.exception))
+    self.assertIn('--dataset=hmdb51', str(caught.exception))
+
 if __name__ == '__main__':
   tf.test.main()
