@@ -49,6 +49,18 @@ class RunChecksTest(tf.test.TestCase):
     cls.root = tempfile.mkdtemp()
     cls.data = prepared(cls.root)
 
+  def test_a_model_dir_inside_another_runs_model_dir_is_refused(self):
+    # <run>/eval holds that run's evaluation events: training there mixes two runs.
+    run = self.create_tempdir().full_path
+    with open(os.path.join(run, 'checkpoint'), 'w', encoding='utf-8') as f:
+      f.write('model_checkpoint_path: "model.ckpt-5"\n')
+    for inside in ('eval', 'export/best'):
+      found = preflight.problems(make_params(model_dir=os.path.join(run, inside)))
+      self.assertEqual([p.option for p in found], ['model_dir'], inside)
+      self.assertIn(f'inside the model_dir {run}', str(found[0]))
+    self.assertEqual(preflight.problems(make_params(
+        model_dir=os.path.join(self.create_tempdir().full_path, 'runs', 'mine'))), [])
+
   # --- Labels and leakage -------------------------------------------------------------------
 
   def test_labels_beyond_num_classes_stop_naming_both_counts(self):

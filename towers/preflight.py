@@ -27,7 +27,7 @@ from command_line.options import Problem
 from input_fn import data_checks
 from model_fn import warm_start
 from model_fn.networks import Network
-from towers import checkpoint_shapes
+from towers import checkpoint_shapes, run_flags
 from towers.cluster import spec
 
 
@@ -74,14 +74,30 @@ def problems(params, num_workers: int = 1, trains: bool = True,
 
 def _model_dir_problems(model_dir: str) -> list[Problem]:
   """model_dir must be (or be creatable as) a writable directory
-  (`working_dir.unwritable_dir`), and the checkpoint its `checkpoint` file names must be
+  (`working_dir.unwritable_dir`) outside another run's model_dir (`_enclosing_run`), and the checkpoint its `checkpoint` file names must be
   there (else training would start over from step 0 beside the checkpoints it holds)."""
   problem = working_dir.unwritable_dir(model_dir)
   if problem:
     return [Problem('model_dir', f'model_dir={model_dir} {problem}: checkpoints are written '
                     'there; choose another --model_dir')]
+  outer = _enclosing_run(model_dir)
+  if outer:
+    return [Problem('model_dir', f'model_dir={model_dir} lies inside the model_dir {outer} '
+                    'of another run (its checkpoints, evaluations and exports): the two runs\' '
+                    'events would mix; choose a directory outside it')]
   missing = _missing_latest_checkpoint(model_dir)
   return [Problem('model_dir', missing)] if missing else []
+
+
+def _enclosing_run(model_dir: str) -> str | None:
+  """The nearest directory above `model_dir` (resolved) that is a run's model_dir (holds
+  a `checkpoint` file or `run.flags`), else None."""
+  folder = os.path.realpath(model_dir)
+  while os.path.dirname(folder) != folder:
+    folder = os.path.dirname(folder)
+    if any(os.path.isfile(os.path.join(folder, name)) for name in ('checkpoint', run_flags.FILE)):
+      return folder
+  return None
 
 
 def _missing_latest_checkpoint(model_dir: str) -> str | None:
