@@ -614,6 +614,31 @@ def claim_out_dir(config: PrepareOptions, classes: Sequence[str],
   manifest_lib.write_identity(config.out, asked)
 
 
+def check_kept_subsets(config: PrepareOptions, split: video_lists.Split) -> None:
+  """Raises `PrepareError` (option 'subsets') when --out holds records of a subset not
+  prepared now that the split, as read now, no longer gives that subset: its lists changed
+  since (a test video, or a clip of a test video's UCF101 group, added; a video moved),
+  so the two subsets would not come from one split and training could hold a test video."""
+  for subset in manifest_lib.SUBSETS:
+    if subset in config.subsets or not os.path.exists(manifest_lib.manifest_path(config.out,
+                                                                                 subset)):
+      continue
+    try:
+      kept = manifest_lib.video_names(manifest_lib.read(config.out, subset))
+    except manifest_lib.ManifestError:
+      continue  # damaged: training names it
+    listed = {video_lists.same_video(e.name) for e in split.subset(subset)}
+    gone = [name for name in kept if video_lists.same_video(name) not in listed]
+    if gone:
+      why = next((f' ({p.kind})' for p in split.problems
+                  if p.subset == subset and gone[0] in p.reason), '')
+      raise PrepareError(
+          f'--out={config.out} holds {len(gone)} {subset} records that the split, as its '
+          f'lists read now, does not give the {subset} subset (e.g. {gone[0]}{why}): the lists '
+          f'changed since they were prepared; add {subset} to --subsets '
+          f'(--subsets=train,test) so both come from one split', 'subsets')
+
+
 def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
             stop_after_shards: int = 0) -> dict[str, Any]:
   """Runs the preparation; returns {subset: manifest}. See the module docstring.
@@ -628,6 +653,7 @@ def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
   if config.strict and split.problems:
     raise InputError(split.problems[0])
   claim_out_dir(config, split.classes.names, log)
+  check_kept_subsets(config, split)
   out = config.out
   os.makedirs(os.path.join(out, SHARD_STATE_DIR), exist_ok=True)
   workers = config.workers or os.cpu_count() or 1

@@ -41,7 +41,7 @@ import shutil
 from typing import Any, Sequence
 
 from command_line.options import Problem
-from input_fn import dir_identity, json_files, video_lists
+from input_fn import dir_identity, json_files, ucf101, video_lists
 
 # File names in a prepared directory (`input_fn/records.py` writes the shards).
 SHARD_GLOB = '{subset}-*-of-*.tfrecord'
@@ -316,6 +316,14 @@ def training_data_problems(directory: str, num_classes: int,
           f'(e.g. {shared[0]}, listed in {lists[0]} and in {lists[1]}): train and test '
           'overlap; remove each from one of the two lists (or prepare both subsets from one '
           'split into one --out) and prepare again with --overwrite', shared, lists))
+      return found
+    grouped = shared_groups(manifests['train'], manifests['test'])
+    if grouped:
+      found.append(SharedVideos(
+          f'{len(grouped)} train records of {directory} are UCF101 clips of a group with a '
+          f'clip in the test records (e.g. {grouped[0]}; {lists[0]} and {lists[1]}): a '
+          "group's clips are cut from one video, so the test would score training footage; "
+          'keep each group in one list and prepare again with --overwrite', grouped, lists))
   return found
 
 
@@ -324,6 +332,17 @@ def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
   `video_lists.same_video` (prepare's split rule: case-sensitive), sorted."""
   held = {video_lists.same_video(n) for n in video_names(train)}
   return sorted(n for n in video_names(test) if video_lists.same_video(n) in held)
+
+
+def shared_groups(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
+  """Names of the `train` manifest's UCF101 clips whose group has a clip in the `test`
+  manifest (`ucf101.apply_group_rule`, prepare's rule), sorted."""
+  entries = {subset: [video_lists.VideoEntry(name, '', 0, 0, 0, '', i, '', 0)
+                      for i, name in enumerate(video_names(manifest))]
+             for subset, manifest in (('train', train), ('test', test))}
+  kept, _ = ucf101.apply_group_rule(entries['train'], entries['test'], [])
+  held = {e.name for e in kept}
+  return sorted(e.name for e in entries['train'] if e.name not in held)
 
 
 def list_file(manifest: dict[str, Any], subset: str) -> str:

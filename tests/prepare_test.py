@@ -4,6 +4,7 @@ resume after an interruption, idempotent reruns."""
 import glob
 import json
 import os
+import re
 import shutil
 import tempfile
 from typing import Any
@@ -242,6 +243,25 @@ class PrepareTest(tf.test.TestCase):
     plan = prepare_plan(self.config(self.clean, out, subsets=('train',), short_side=32,
                                     overwrite=True))
     self.assertEqual((plan['videos'], plan['shards'], plan['workers']), (4, 2, 1))
+
+  def test_a_subset_kept_from_before_the_lists_changed_is_refused(self):
+    # --subsets=train, then a clip of a training group added to the test list, then
+    # --subsets=test: the train records would hold a clip the split now keeps out.
+    data, out = self.copy(), self.create_tempdir().full_path
+    prepare.prepare(self.config(data, out, subsets=('train',)), log=lambda s: None)
+    lists = os.path.join(data, 'ucfTrainTestlist')
+    trained = ucf101.read_split(lists, 1).train[0]
+    append_lines(os.path.join(lists, 'testlist01.txt'),
+                 [re.sub(r'_c\d+\.avi$', '_c99.avi', trained.rel_path)])
+    with self.assertRaises(prepare.PrepareError) as caught:
+      prepare.prepare(self.config(data, out, subsets=('test',)), log=lambda s: None)
+    self.assertEqual(caught.exception.option, 'subsets')
+    self.assertIn(trained.name, str(caught.exception))
+    self.assertIn('test group in training list', str(caught.exception))
+    self.assertFalse(os.path.exists(os.path.join(out, 'test.manifest.json')))
+    # Both subsets prepared again: the clip is out of training.
+    prepare.prepare(self.config(data, out, subsets=('train', 'test')), log=lambda s: None)
+    self.assertNotIn(trained.name, [r['video'] for r in read_records(out, 'train')])
 
   def test_process_pool_gives_the_same_records(self):
     one = self.create_tempdir().full_path

@@ -12,7 +12,9 @@ starts nothing, the cluster evaluator waits between checkpoint checks.
 """
 
 import dataclasses
+import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -104,6 +106,23 @@ class RunChecksTest(tf.test.TestCase):
     self.assertEqual(done.error_options, ['num_classes', 'num_classes'])
     self.assertIsNone(tf.train.latest_checkpoint(model_dir))
 
+  def test_train_records_of_a_test_clips_group_stop_naming_one(self):
+    # Records prepared elsewhere (another version, another tool) with one UCF101 group in
+    # both subsets: the test clip's own footage was trained on.
+    mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
+    shutil.copytree(self.data, mixed)
+    train = manifest.read(mixed, 'train')
+    clip = manifest.video_names(train)[0]
+    test = manifest.read(mixed, 'test')
+    test['shards'][0]['videos'][0]['name'] = re.sub(r'_c\d+$', '_c99', clip)
+    with open(manifest.manifest_path(mixed, 'test'), 'w', encoding='utf-8') as f:
+      json.dump(test, f)
+    found = manifest.training_data_problems(mixed, 4)
+    self.assertLen(found, 1)
+    self.assertIsInstance(found[0], manifest.SharedVideos)
+    self.assertEqual(found[0].videos, [clip])
+    self.assertIn('group', str(found[0]))
+
   def test_train_and_test_sharing_videos_stop_with_count_and_example(self):
     mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
     shutil.copytree(self.data, mixed)
@@ -124,13 +143,18 @@ class RunChecksTest(tf.test.TestCase):
     ucf_lists = os.path.join(self.root, 'ucf', 'ucfTrainTestlist')
     self.assertEqual(found[0].lists, (os.path.join(ucf_lists, 'trainlist01.txt'),
                                       os.path.join(ucf_lists, 'testlist02.txt')))
-    # Names that differ only in case are two videos, as in prepare's split rule.
+    # Names that differ only in case are two videos, as in prepare's split rule; still
+    # clips of the same UCF101 groups (classes compare in any case, as the official lists
+    # spell them), so the group rule names the train clips.
     test_manifest = manifest.read(mixed, 'test')
     for shard in test_manifest['shards']:
       for video in shard['videos']:
         video['name'] = video['name'].upper()
     manifest.write(mixed, test_manifest)
-    self.assertEqual(manifest.training_data_problems(mixed, 4), [])
+    found = manifest.training_data_problems(mixed, 4)
+    self.assertLen(found, 1)
+    self.assertIn('group', str(found[0]))
+    self.assertEqual(found[0].videos, sorted(train & test))
 
   def test_train_and_test_of_other_class_lists_stop_naming_the_label_whatever_num_classes(self):
     mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
