@@ -200,6 +200,17 @@ class TrainSettingsTest(tf.test.TestCase):
                                   resume_changes=['learning_rate']))
     self.assertEqual((unknown.option, unknown.settings), ('resume_changes', ('learning_rate',)))
 
+  def test_a_lost_record_of_a_run_that_recorded_one_stops_the_resume(self):
+    # Its final evaluation carries the lineage only a recording run writes: continuing
+    # would compare neither the settings nor the videos it trained on.
+    with open(os.path.join(self.model_dir, 'final_evaluation.json'), 'w') as f:
+      json.dump({'step': 1, 'metrics': {}, 'lineage': 'abcdef0123456789'}, f)
+    os.remove(train_settings.record_path(self.model_dir))
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+    self.assertIsNotNone(found)
+    self.assertEqual(found.option, 'model_dir')
+    self.assertIn('final_evaluation.json', str(found))
+
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
     os.remove(train_settings.record_path(self.model_dir))
     with program_runs.recorded_events() as events:
@@ -485,6 +496,31 @@ class SettingsTest(tf.test.TestCase):
         os.path.join(model_dir, 'checkpoint')]:
       os.remove(path)  # starting over in the same model_dir
     self.assertEqual(train_settings.model_dir_video_names(params[2]), split_2)
+
+  def test_a_warm_start_from_a_model_that_learnt_the_test_videos_is_refused(self):
+    # Split 1 trained in one model_dir; a fresh split-2 run warm-started from it would test
+    # on videos those weights learnt (split 2's test groups are split 1's training groups).
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    ucf = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
+    params = {}
+    for split in (1, 2):
+      out = os.path.join(root, f'tfr{split}')
+      tiny_records.prepared(ucf, out, split=split)
+      params[split] = make_params(TINY, data_source='tfrecord', data_dir=out, split=split,
+                                  model_dir=os.path.join(root, f'run{split}'))
+    source = shutil.copytree(self.trained_dir(), params[1].model_dir, dirs_exist_ok=True)
+    train_settings.write_record(source, record_of(params[1]))
+    fresh = dataclasses.replace(params[2], model='i3d', warm_start_from=source)
+    with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+      train_settings.checked_record(fresh)
+    self.assertEqual(caught.exception.option, 'warm_start_from')
+    self.assertIn(os.path.join(source, train_settings.RECORD_FILE), str(caught.exception))
+    # The same warm start for split 1 passes, and its record lists what the weights learnt.
+    record = train_settings.checked_record(dataclasses.replace(
+        params[1], model='i3d', warm_start_from=source, model_dir=os.path.join(root, 'again')))
+    self.assertEqual(record[train_settings.TRAIN_VIDEO_NAMES],
+                     train_settings.train_video_names(params[1]))
 
   def trained_dir(self):
     """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""

@@ -45,7 +45,9 @@ from absl import logging
 from command_line import status_file
 from command_line.options import Problem
 
-from input_fn import datasets, frame_sample, manifest, video_lists
+from input_fn import datasets, frame_sample, json_files, manifest, video_lists
+from model_fn import warm_start
+from serving.export_info import ASSETS_DIR, INFO_FILE
 from towers import params as params_lib
 from towers.cluster import lineage
 from towers.checkpoints import checkpoint_step
@@ -252,8 +254,8 @@ def read_record(model_dir: str) -> dict[str, Any] | None:
                '"history")')
   if problem:
     raise ResumeSettingsError(Problem(
-        'model_dir', f'{path} cannot be read: {problem}. Restore it, or delete it to record '
-        'this run\'s flags as the settings of the checkpoint in that model_dir'))
+        'model_dir', f'{path} cannot be read: {problem}. Restore it, or train in a new '
+        f'--model_dir (--warm_start_from={model_dir} starts from its weights)'))
   return stored
 
 
@@ -461,9 +463,11 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
   if resume.refusal is not None:
     raise resume.refusal
   new, stored = resume.new, resume.stored
+  if resume.checkpoint and stored is None:
+    _check_record_not_lost(params.model_dir)
   names = None if caller_input else _trained_video_names(params, stored, resume.checkpoint)
   if names is not None:
-    _check_no_earlier_training_video(params, names)
+    _check_no_earlier_training_video(params, stored, resume.checkpoint)
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
     status_file.record('unrecorded_settings', model_dir=params.model_dir)
@@ -490,30 +494,86 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
   return value
 
 
-def _check_no_earlier_training_video(params, trained: list[str]) -> None:
-  """Raises `ResumeSettingsError` (option data_dir) when a test video of data_dir is among
-  `trained`, the videos model_dir has trained on in any run (by `video_lists.trained_on`):
-  after --resume_changes=train_videos its evaluations would count videos it learnt."""
-  seen = video_lists.trained_on(trained, test_video_names(params) or ())
-  if seen:
+def _check_no_earlier_training_video(params, stored: dict[str, Any] | None,
+                                    checkpoint: str | None) -> None:
+  """Raises `ResumeSettingsError` when a test video of data_dir is among the videos the
+  model has trained on before this run (`_earlier_video_names`: model_dir's record on a
+  resume, the warm-start source's on a fresh start; by `video_lists.trained_on`): its
+  evaluations would count videos it learnt."""
+  earlier, source = _earlier_video_names(params, stored, checkpoint)
+  seen = video_lists.trained_on(earlier, test_video_names(params) or ())
+  if not seen:
+    return
+  if checkpoint:
     raise ResumeSettingsError(Problem('data_dir', (
         f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
         f'on in {params.model_dir} by an earlier run ({RECORD_FILE} lists them): its '
         'evaluations would count videos it learnt; evaluate on test videos it never trained '
         'on, or train in a new --model_dir')), ('train_videos',))
+  raise ResumeSettingsError(Problem('warm_start_from', (
+      f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
+      f'on by the model --warm_start_from={params.warm_start_from} starts from '
+      f'({os.path.join(source, RECORD_FILE)} lists them): its evaluations would count videos '
+      'it learnt; warm-start from a model that never trained on them (the Kinetics '
+      'checkpoint, or a run of this split)')))
+
+
+def _earlier_video_names(params, stored: dict[str, Any] | None,
+                         checkpoint: str | None) -> tuple[list[str], str]:
+  """(the videos the model trained on before this run, the model_dir whose record lists
+  them): model_dir's `stored` record when continuing `checkpoint`; on a fresh start, the
+  record beside the checkpoint `--warm_start_from` names, when it is a model_dir of this
+  library ([] and '' otherwise: DeepMind's checkpoints record none)."""
+  if checkpoint:
+    record, source = stored, params.model_dir
+  else:
+    source = _warm_start_dir(params)
+    try:
+      record = read_record(source) if source else None
+    except ResumeSettingsError:
+      record = None  # a damaged record of another model_dir: nothing to compare
+  earlier = (record or {}).get(TRAIN_VIDEO_NAMES)
+  return (list(earlier) if isinstance(earlier, list) else []), source
+
+
+def _warm_start_dir(params) -> str:
+  """The directory of the checkpoint `--warm_start_from` names ('' without one, or when
+  it cannot be resolved: the preflight names that)."""
+  if not params.warm_start_from:
+    return ''
+  try:
+    return os.path.dirname(warm_start.resolve_checkpoint(params.warm_start_from, params.stream))
+  except warm_start.WarmStartError:
+    return ''
+
+
+def _check_record_not_lost(model_dir: str) -> None:
+  """Raises `ResumeSettingsError` (option model_dir) when model_dir holds a checkpoint but
+  no record while a file only a recording run writes shows one existed (its
+  final_evaluation.json or an export's video_model.json carries a lineage): the record was
+  lost, and continuing would compare neither the settings nor the videos it trained on."""
+  found = [os.path.join(model_dir, final) for final in ('final_evaluation.json',)] + sorted(
+      tf.io.gfile.glob(os.path.join(model_dir, 'export', '*', '*', ASSETS_DIR, INFO_FILE)))
+  for path in found:
+    record = json_files.load_object(path) if tf.io.gfile.exists(path) else None
+    if record and record.get(lineage.KEY):
+      raise ResumeSettingsError(Problem('model_dir', (
+          f'{model_dir} holds a checkpoint but no {RECORD_FILE}, though {path} shows the run '
+          'that trained it recorded one: it was lost, so neither its learning settings nor '
+          f'the videos it trained on can be compared; restore {RECORD_FILE}, or train in a '
+          f'new --model_dir (--warm_start_from={model_dir} starts from its weights)')))
 
 
 def _trained_video_names(params, stored: dict[str, Any] | None,
                          checkpoint: str | None) -> list[str] | None:
   """The videos a model continuing `checkpoint` (None: a fresh start) on data_dir will have
-  trained on: data_dir's training videos and, when there is a checkpoint, those `stored`
-  (model_dir's record) lists from earlier runs; sorted. None when data_dir's cannot be
-  read (synthetic data)."""
+  trained on: data_dir's training videos and those it trained on before
+  (`_earlier_video_names`: model_dir's record, or the warm-start source's); sorted. None
+  when data_dir's cannot be read (synthetic data)."""
   names = train_video_names(params)
   if names is None:
     return None
-  earlier = (stored or {}).get(TRAIN_VIDEO_NAMES) if checkpoint else None
-  return sorted(set(names) | set(earlier if isinstance(earlier, list) else ()))
+  return sorted(set(names) | set(_earlier_video_names(params, stored, checkpoint)[0]))
 
 
 def model_dir_video_names(params) -> list[str] | None:

@@ -409,6 +409,7 @@ MODULES = {
         ("manifest.py", "manifest", [
             ":dir_identity",
             ":json_files",
+            ":ucf101",
             ":video_lists",
             "//command_line:options",
         ]),
@@ -759,6 +760,7 @@ MODULES = {
         ]),
         ("preflight.py", "preflight", [
             ":checkpoint_shapes",
+            ":run_flags",
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:working_dir",
@@ -820,8 +822,11 @@ MODULES = {
             "//command_line:status_file",
             "//input_fn:datasets",
             "//input_fn:frame_sample",
+            "//input_fn:json_files",
             "//input_fn:manifest",
             "//input_fn:video_lists",
+            "//model_fn:warm_start",
+            "//serving:export_info",
             "//towers/cluster:lineage",
         ]),
         ("training.py", "training", [
