@@ -49,15 +49,26 @@ class InputBatchError(ValueError):
 def micro_batches(tensor: tf.Tensor, accumulate_steps: int, batch_size: int
                   ) -> list[tf.Tensor]:
   """`tensor` [k*b, ...] as k micro-batches [b, ...] (k = `accumulate_steps`, b =
-  `batch_size`). With k > 1 a static batch other than k*b is a ValueError: an input
-  batched by batch_size alone would silently train on micro-batches of b/k clips."""
+  `batch_size`). With k > 1 a batch other than k*b is refused: an input batched by
+  batch_size alone would silently train on micro-batches of b/k clips. A static batch is an
+  `InputBatchError` now; a dynamic one (`dataset.batch(n)`) fails the step that reads it
+  (InvalidArgumentError with the same message)."""
+  if accumulate_steps == 1:
+    return batch_split.split_batch(tensor, accumulate_steps)
+  expected = accumulate_steps * batch_size
+  needs = (f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
+           f'batch_size={batch_size} = {expected} clips per training batch')
+  fix = ('batch the input by params.examples_per_step with drop_remainder=True (as '
+         'input_fn.factory.make_input_fn does)')
   static = tensor.shape[0]
-  if accumulate_steps > 1 and static is not None and static != accumulate_steps * batch_size:
-    raise InputBatchError(f'accumulate_steps={accumulate_steps} needs {accumulate_steps} x '
-                          f'batch_size={batch_size} = {accumulate_steps * batch_size} clips '
-                          f'per training batch, the input gives {static}: batch the input by '
-                          'params.examples_per_step (as input_fn.factory.make_input_fn does)',
-                          expected=accumulate_steps * batch_size, given=int(static))
+  if static is not None and static != expected:
+    raise InputBatchError(f'{needs}, the input gives {static}: {fix}', expected=expected,
+                          given=int(static))
+  if static is None:
+    check = tf.debugging.assert_equal(tf.shape(tensor)[0], expected,
+                                      message=f'{needs}: {fix}; the input gave')
+    with tf.control_dependencies([check]):
+      tensor = tf.identity(tensor)
   return batch_split.split_batch(tensor, accumulate_steps)
 
 

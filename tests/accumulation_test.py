@@ -164,6 +164,16 @@ class AccumulationInputTest(tf.test.TestCase):
                                        _params(batch_size=4, accumulate_steps=2))
     self.assertEqual((caught.exception.expected, caught.exception.given), (8, 4))
 
+  def test_a_dynamic_batch_of_batch_size_alone_fails_its_step(self):
+    # dataset.batch(4) without drop_remainder: the batch dimension is None in the graph.
+    with tf.Graph().as_default():
+      clips = tf.compat.v1.placeholder(tf.float32, [None, 2, 3])
+      parts = accumulation.micro_batches(clips, 2, 4)
+      with tf.compat.v1.Session() as session:
+        self.assertLen(session.run(parts, {clips: np.zeros((8, 2, 3))}), 2)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, 'accumulate_steps=2 needs'):
+          session.run(parts, {clips: np.zeros((4, 2, 3))})
+
   def test_a_step_reads_k_micro_batches(self):
     params = _params(batch_size=4, accumulate_steps=3, synthetic_train_examples=32)
     dataset = factory.make_input_fn(params, tf.estimator.ModeKeys.TRAIN)()
