@@ -310,8 +310,10 @@ class RunSection(Section):
                               key=True)
   eval_steps: int = may_change(
       0, 'Evaluation batches per evaluation; 0 means the whole eval set. The first batches of '
-      'the test list (ordered by class) are read; a video whose views the last batch cuts is '
-      'neither counted nor scored.', valid=at_least(0))
+      'the test list (ordered by class) are read. Clip metrics (top-1, top-5, mean per class, '
+      'per class, loss/per_clip) count every view read; a video whose views the last batch '
+      'cuts is left out of the video accuracy and the evaluated-videos count.',
+      valid=at_least(0))
   strict_eval: bool = may_change(
       False, 'An evaluation that saw fewer videos than the test list holds (videos prepare '
       'skipped, records lost to damage, unreadable videos on the direct route) is an error '
