@@ -160,9 +160,12 @@ class OneTrainingPathTest(tf.test.TestCase):
     del final['lineage']
     with open(os.path.join(copy, final_evaluation.FILE_NAME), 'w') as f:
       json.dump(final, f)
-    self.assertTrue(training.train_and_evaluate(params))
+    evaluated = training.train_and_evaluate(params)
+    self.assertTrue(evaluated)
     self.assertIsNotNone(lineage.of_model_dir(copy))
-    self.assertEqual(training.train_and_evaluate(params), {})
+    # Finished: the rerun returns the recorded metrics without evaluating.
+    self.assertEqual(training.train_and_evaluate(params),
+                     final_evaluation.scalars(evaluated))
     self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2])
 
   def test_a_final_evaluation_made_otherwise_is_made_again_as_asked(self):
@@ -174,13 +177,14 @@ class OneTrainingPathTest(tf.test.TestCase):
     self.assertTrue(train_and_evaluate_loop.run(partial))
     with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
       self.assertEqual(json.load(f)['evaluation']['eval_steps'], 1)
-    self.assertEqual(train_and_evaluate_loop.run(partial), {})  # measured as asked: finished
+    train_and_evaluate_loop.run(partial)  # measured as asked: finished
     whole = dataclasses.replace(partial, eval_steps=0)
     metrics = train_and_evaluate_loop.run(whole)
     self.assertEqual(int(metrics['global_step']), 2, 'evaluated again')
     with open(os.path.join(copy, final_evaluation.FILE_NAME)) as f:
       self.assertEqual(json.load(f)['evaluation']['eval_steps'], 0)
-    self.assertEqual(train_and_evaluate_loop.run(whole), {})
+    train_and_evaluate_loop.run(whole)
+    self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2, 2])
 
   def test_an_empty_export_folder_is_nothing_an_earlier_run_left(self):
     # Say a disk mounted at model_dir/export for the exports: a mount point cannot be moved.
@@ -236,11 +240,13 @@ class OneTrainingPathTest(tf.test.TestCase):
                      'the evaluator records the run as finished, as one machine does')
 
   def test_a_rerun_is_decided_by_already_trained_on_every_path(self):
-    final_evaluation.write(self.model_dir, 2, {})
+    final_evaluation.write(self.model_dir, 2, {'accuracy/top_1': 0.5, 'global_step': 2.0})
     recipe = training.cluster_recipe(self.params)
     with mock.patch.object(final_evaluation, 'already_trained',
                            wraps=final_evaluation.already_trained) as spy:
-      self.assertEqual(train_and_evaluate_loop.run(self.params), {})
+      # One machine returns what the finished run's final evaluation recorded.
+      self.assertEqual(train_and_evaluate_loop.run(self.params),
+                       {'accuracy/top_1': 0.5, 'global_step': 2.0})
       self.assertEqual(evaluator.evaluate_until_final(recipe, EVALUATOR), {})
       self.assertEqual(self.chief(self.params).start(), {})
     self.assertEqual([c.args for c in spy.call_args_list],  # measured as asked, on each path

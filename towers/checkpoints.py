@@ -7,6 +7,8 @@ line a restore that cannot read that checkpoint ends with.
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
 
 
@@ -30,8 +32,9 @@ def damaged_checkpoint_line(error: tf.errors.OpError, model_dir: str) -> str | N
     return None
   state = tf.train.get_checkpoint_state(model_dir)
   earlier = [p for p in (state.all_model_checkpoint_paths if state else ()) if p != latest]
-  back = (f'delete its files ({latest}.*) so that the next run starts from the one before '
-          f'({earlier[-1]}), ' if earlier else '')
+  back = (f'delete its files ({latest}.*) and write model_checkpoint_path: '
+          f'"{os.path.basename(earlier[-1])}" into {os.path.join(model_dir, "checkpoint")} so '
+          f'that the next run starts from the one before ({earlier[-1]}), ' if earlier else '')
   reason = error.message.strip().splitlines()[0] if error.message.strip() else type(error).__name__
   return (f'the checkpoint {latest} cannot be read ({reason}): its files are damaged (a copy '
           f'cut short, a disk error); {back}or train in a new --model_dir')

@@ -148,8 +148,9 @@ class ModelSection(Section):
       400, 'head=stack: classes of the checkpoint\'s Logits layer (400 Kinetics-400, '
       '600 Kinetics-600).', valid=at_least(1))
   trainable_from: str = must_match(
-      '', 'Freeze every endpoint of the network before this one (they keep their '
-      'warm-start values); empty trains all variables. Endpoints: ' + '; '.join(
+      '', 'Freeze every endpoint of the network before this one (their weights keep their '
+      'warm-start values; their batch norm moving statistics still follow the training '
+      'data); empty trains all variables. Endpoints: ' + '; '.join(
           f'model={name}: {", ".join(networks.spec(name).endpoints)}' for name in networks.names()
           if networks.spec(name).endpoints) + '.')
 

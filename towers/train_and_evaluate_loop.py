@@ -181,8 +181,8 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
   model to `model_dir/export/best` (with class names and input settings,
   `towers/export_info.py`); returns the final evaluation metrics. `network` is the user's
   own `network(clips, ctx) -> logits` (see `build_estimator`); None trains `params.model`.
-  A finished model_dir returns {} at once (`final_evaluation.already_trained`, as a
-  cluster's tasks decide); one trained to max_steps without its final evaluation, or
+  A finished model_dir returns at once the one-number metrics its final evaluation recorded
+  (`final_evaluation.already_trained`, as a cluster's tasks decide); one trained to max_steps without its final evaluation, or
   without an export while `export_savedmodel` asks for one, does that evaluation and export
   (`finish`). Every evaluation's exports: `towers/cluster/exports.py`.
   After the time-limit signal (`towers/cluster/time_limit.py`) it writes a checkpoint and
@@ -193,7 +193,7 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
       os.path.join(params.model_dir, 'export', 'best', '*', 'saved_model.pb')):
     return finish(params, network, trained, evaluation, 'an export')
   if final_evaluation.already_trained(params.model_dir, params.max_steps, trained, evaluation):
-    return {}
+    return final_evaluation.recorded_metrics(params.model_dir)
   if trained is not None:
     return finish(params, network, trained, evaluation)
   estimator = build_estimator(params, network, flags_describe_run=True)

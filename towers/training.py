@@ -58,9 +58,9 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
                        network: Network | None = None) -> dict[str, Any]:
   """Trains `params` (a TrainParams, or a dict of flag names to values: missing keys take
   the flags' defaults) to `max_steps` with periodic evaluation, exports the best top-1
-  model to model_dir/export/best and returns the final evaluation metrics ({} when model_dir
-  already holds a checkpoint at max_steps, and for cluster tasks other than the
-  evaluator). `network(clips, ctx) -> logits` is the user's own network (see
+  model to model_dir/export/best and returns the final evaluation metrics (for a model_dir
+  already finished, the one-number metrics its final_evaluation.json recorded; {} for
+  cluster tasks other than the evaluator). `network(clips, ctx) -> logits` is the user's own network (see
   `build_estimator`; one machine only); None trains `params.model`.
 
   A dict without 'dataset', 'split' or 'num_classes' trains on those its data holds, as

@@ -3,6 +3,7 @@
     already_trained(model_dir, max_steps, trained, evaluation) -> bool   a rerun's one decision
     write(model_dir, step, metrics, evaluation)  once the final evaluation and export are done
     evaluated_step(model_dir, evaluation) -> int | None   the checkpoint step that file is about
+    recorded_metrics(model_dir) -> {name: float}   what a finished run's rerun returns
 
 A checkpoint at max_steps alone does not finish a run, on one machine or on a cluster: the
 final evaluation and the best export follow it (`towers/cluster/exports.py` writes this
@@ -80,6 +81,18 @@ def evaluated_step(model_dir: str, evaluation: dict[str, Any] | None = None) -> 
   `evaluation`, was measured otherwise (a file that records none is taken as measured so)."""
   step, measured = _recorded(model_dir)
   return step if _measured_as(measured, evaluation) else None
+
+
+def recorded_metrics(model_dir: str) -> dict[str, float]:
+  """The one-number metrics of model_dir's final evaluation as `write` recorded them (no
+  per-class vector, no images); {} when the file is absent, unreadable or of another
+  lineage."""
+  record = json_files.load_object(os.path.join(model_dir, FILE_NAME))
+  if record is None or record.get(lineage.KEY) != lineage.of_model_dir(model_dir):
+    return {}
+  metrics = record.get('metrics')
+  return {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))} \
+      if isinstance(metrics, dict) else {}
 
 
 def _recorded(model_dir: str) -> tuple[int | None, dict[str, Any] | None]:

@@ -142,8 +142,10 @@ def from_tf_config(text: str) -> ClusterTask:
   if not isinstance(task, dict) or 'type' not in task:
     raise ClusterError('TF_CONFIG.task.type: missing', 'TF_CONFIG.task.type')
   if task['type'] not in TASK_TYPES:
+    master = (': a TFJob\'s Master replica is its chief here, name that replica Chief'
+              if str(task['type']).lower() == 'master' else '')
     raise ClusterError(f'TF_CONFIG.task.type={task["type"]!r} is not one of '
-                       f'{", ".join(TASK_TYPES)}', 'TF_CONFIG.task.type', task['type'])
+                       f'{", ".join(TASK_TYPES)}{master}', 'TF_CONFIG.task.type', task['type'])
   if 'index' not in task:  # TensorFlow's RunConfig would stop on it with a traceback
     raise ClusterError(f'TF_CONFIG.task.index: missing; say which {task["type"]} this '
                        'process is (0 for the first)', 'TF_CONFIG.task.index')
