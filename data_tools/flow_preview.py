@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from command_line.options import at_least, option, Options, OptionsError
-from input_fn import flow, flow_colors, frame_folders
+from input_fn import flow, flow_colors, frame_folders, ucf101
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +45,10 @@ def check_options(options: FlowPreviewOptions) -> None:
   missing = [v for v in options.videos if not all(
       os.path.isdir(f) for f in flow.find_flow_folders(options.flow_dir, v))]
   if missing:
+    inner = os.path.join(options.flow_dir, ucf101.FLOW_DIR_NAME)
+    if all(os.path.isdir(f) for v in missing for f in flow.find_flow_folders(inner, v)):
+      raise OptionsError(f'--flow_dir={options.flow_dir} holds the flow one level down: give '
+                         f'--flow_dir={inner}', 'flow_dir')
     raise OptionsError(
         f'{len(missing)} of {len(options.videos)} videos have no flow in {options.flow_dir} '
         f'(u/<video>/ and v/<video>/): {", ".join(missing[:5])}; extract it first '

@@ -80,5 +80,11 @@ class FlowPreviewTest(absltest.TestCase):
     self.assertFalse(os.path.exists(self.out))
 
 
+  def test_the_dataset_root_as_flow_dir_names_the_flow_folder_in_it(self):
+    with self.assertRaises(OptionsError) as raised:
+      flow_preview.check_options(self.options(flow_dir=self.root))
+    self.assertEqual(raised.exception.option, 'flow_dir')
+    self.assertIn(f'--flow_dir={self.flow_dir}', str(raised.exception))
+
 if __name__ == '__main__':
   absltest.main()

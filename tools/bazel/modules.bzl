@@ -286,6 +286,7 @@ MODULES = {
             "//input_fn:flow",
             "//input_fn:flow_colors",
             "//input_fn:frame_folders",
+            "//input_fn:ucf101",
         ]),
         ("flow_preview_main.py", "flow_preview_main", [
             ":flow_preview_lib",
