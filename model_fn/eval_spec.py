@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from input_fn import datasets
 from input_fn import manifest as manifest_lib
 from model_fn import confusion, eval_coverage, video_metrics
 from model_fn.ema_weights import ema_scaffold
@@ -41,13 +42,23 @@ PER_CLASS_IMAGE = 'eval/per_class_accuracy'
 
 
 def class_names(params) -> list[str] | None:
-  """The class names of the records in `params.data_dir` (their test manifest's `classes`,
-  in label order); None when the data are not prepared records or name no classes."""
-  if getattr(params, 'data_source', None) != 'tfrecord':
-    return None
-  try:
-    names = manifest_lib.read(params.data_dir, 'test').get('classes')
-  except manifest_lib.ManifestError:  # the preflight names it
+  """The class names of `params.data_dir`, in label order: the test manifest's `classes`
+  of prepared records, the dataset's class files (classInd.txt, HMDB51's split files) on
+  the direct routes (videos, frames); None for other sources, or when they name none or
+  another number than num_classes."""
+  source = getattr(params, 'data_source', None)
+  if source == 'tfrecord':
+    try:
+      names = manifest_lib.read(params.data_dir, 'test').get('classes')
+    except manifest_lib.ManifestError:  # the preflight names it
+      return None
+  elif source in ('videos', 'frames'):
+    try:
+      index, _ = datasets.read_classes(params.dataset, params.data_dir)
+    except (OSError, ValueError):  # the preflight names it
+      return None
+    names = list(index.names) if index is not None else None
+  else:
     return None
   return list(names) if names and len(names) == params.num_classes else None
 

@@ -110,5 +110,15 @@ class ConfusionTest(tf.test.TestCase):
         data_source='synthetic', data_dir=data_dir, num_classes=2)))
 
 
+  def test_class_names_on_the_direct_routes_come_from_the_class_index(self):
+    data_dir = self.get_temp_dir()
+    os.makedirs(os.path.join(data_dir, 'ucfTrainTestlist'), exist_ok=True)
+    with open(os.path.join(data_dir, 'ucfTrainTestlist', 'classInd.txt'), 'w') as f:
+      f.write('1 Archery\r\n2 Biking\r\n')
+    for source in ('videos', 'frames'):
+      params = types.SimpleNamespace(data_source=source, dataset='ucf101', data_dir=data_dir,
+                                     num_classes=2)
+      self.assertEqual(eval_spec.class_names(params), ['Archery', 'Biking'])
+
 if __name__ == '__main__':
   tf.test.main()

@@ -455,6 +455,7 @@ MODULES = {
             ":eval_coverage",
             ":tower_forward",
             ":video_metrics",
+            "//input_fn:datasets",
             "//input_fn:manifest",
         ]),
         ("freezing.py", "freezing", [
