@@ -500,5 +500,32 @@ def params_split(params: Any) -> Split:
   roots = {'videos': videos_dir, 'frames': frames_dir}
   class_root = (roots[params.data_source](params.dataset, params.data_dir)
                 if params.data_source in roots else '')
-  return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
-                    class_root=class_root)
+  split = read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
+                     class_root=class_root)
+  if params.data_source != 'frames':
+    return split
+  infos = direct_frame_list(params, len(split.classes))[0]
+  return video_lists.apply_folder_rule(split, lambda e: direct_folder(params, e,
+                                                                      infos.get(e.key)))
+
+
+def direct_frame_list(params: Any, num_classes: int
+                      ) -> tuple[dict[str, FrameInfo], list[InputProblem]]:
+  """The rows of the direct route's frame list (`video_lists.read_frame_list`):
+  `<data_dir>/rgb.txt`, for the flow stream `<data_dir>/flow.txt`; none without one."""
+  path = video_lists.find_child(params.data_dir, ucf101.FLOW_LIST_NAME if params.stream ==
+                                'flow' else ucf101.FRAME_LIST_NAME)
+  return video_lists.read_frame_list(path, num_classes) if path else ({}, [])
+
+
+def direct_folder(params: Any, entry: VideoEntry, info: FrameInfo | None) -> str | None:
+  """The folder the direct route reads `entry`'s frames from, as `input_fn/direct.py` finds
+  it: the flow stream's u folder (a flow row's path with `{:s}`, else
+  `<data_dir>/tvl1_flow/u/<video>`); an RGB row's folder when it exists; None for an RGB
+  video without one (its own folder, the entry's identity)."""
+  if params.stream == 'flow':
+    if info and '{:s}' in info.path:
+      return info.path.format('u')
+    root = os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME, 'u')
+    return video_lists.find_child(root, entry.name) or os.path.join(root, entry.name)
+  return info.path if info and os.path.isdir(info.path) else None

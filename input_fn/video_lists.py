@@ -5,6 +5,7 @@ split, and the problems of bad input.
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
     with_files(entries, root)                      # each entry's file identity under root
     apply_split_rule(train, test, problems)        # a test video is never trained on;
+    apply_folder_rule(split, folder_of)            # ... nor read from a test video's folder
     trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from command_line import text_files
 
@@ -265,6 +266,21 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
     if id(e) not in conflicting:
       test.append(dataclasses.replace(e, index=len(test)))
   return train, test, problems
+
+
+def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None]) -> Split:
+  """`split` with the split rule (`apply_split_rule`) applied again to the folders its
+  videos' frames are read from: `folder_of(entry)` (a frame or flow list's row may name
+  another folder than the video's own; None: the entry's `identity` as it is). A training
+  video read from a test video's folder is kept out of training ('test video in training
+  list'; with two labels, 'conflicting label' in both subsets); each entry's `identity`
+  becomes its folder's."""
+  def read_from(entry: VideoEntry) -> VideoEntry:
+    folder = folder_of(entry)
+    return dataclasses.replace(entry, identity=file_identity(folder)) if folder else entry
+  train, test, problems = apply_split_rule([read_from(e) for e in split.train],
+                                           [read_from(e) for e in split.test], split.problems)
+  return dataclasses.replace(split, train=train, test=test, problems=problems)
 
 
 def with_files(entries: list[VideoEntry], root: str) -> list[VideoEntry]:

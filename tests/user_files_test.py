@@ -280,9 +280,11 @@ class SameFileTest(absltest.TestCase):
     self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
 
   def both_routes(self, dataset: str, source: str) -> list[list[tuple[str, int, str]]]:
-    """[(list file, line, kind) of each problem] of the direct route's split and prepare's."""
+    """[(list file, line, kind) of each problem] of the direct route's split and prepare's
+    (source 'flow': the direct route's frames of the flow stream)."""
     params = types.SimpleNamespace(dataset=dataset, data_dir=self.root, split=1,
-                                   data_source=source)
+                                   data_source='frames' if source == 'flow' else source,
+                                   stream='flow' if source == 'flow' else 'rgb')
     config = prepare.PrepareOptions(dataset=dataset, data_dir=self.root, source=source,
                                     out=os.path.join(self.root, 'out'), workers=1)
     return [sorted((os.path.basename(p.source), p.line, p.kind) for p in split.problems)
@@ -319,6 +321,41 @@ class SameFileTest(absltest.TestCase):
     for problems in self.both_routes('ucf101', 'frames'):
       self.assertEqual(problems, [('testlist01.txt', 1, 'conflicting label'),
                                   ('trainlist01.txt', 3, 'conflicting label')])
+
+  def frame_list(self, rows: dict[str, str]) -> None:
+    """rgb.txt naming each frame folder of `ucf101('frames')` (one frame each), but the
+    videos of `rows` ({video: the folder its row names instead})."""
+    videos = ('v_A_g08_c01 0', 'v_A_g09_c01 0', 'v_A_g03_c01 0', 'v_B_g08_c01 1',
+              'v_B_g01_c01 1')
+    write(os.path.join(self.root, 'rgb.txt'), ''.join(
+        f'{video} jpegs_256/{rows.get(video, video)} 1 {label}\n'
+        for video, label in (v.split() for v in videos)))
+
+  def test_a_frame_list_row_naming_a_test_videos_folder_for_a_training_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_A_g08_c01': 'v_A_g03_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
+
+  def test_a_frame_list_row_naming_a_test_video_of_another_class_for_a_training_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_B_g08_c01': 'v_A_g03_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('testlist01.txt', 3, 'conflicting label'),
+                                  ('trainlist01.txt', 3, 'conflicting label')])
+
+  def test_a_flow_list_row_naming_a_test_videos_flow_for_a_training_video(self):
+    self.ucf101('videos')
+    rows = []
+    for video, label in (('v_A_g08_c01', 0), ('v_A_g09_c01', 0), ('v_A_g03_c01', 0),
+                         ('v_B_g08_c01', 1), ('v_B_g01_c01', 1)):
+      for channel in 'uv':
+        write(os.path.join(self.root, 'tvl1_flow', channel, video, 'frame000001.jpg'), '')
+      folder = 'v_A_g03_c01' if video == 'v_A_g09_c01' else video
+      rows.append(f'{video} tvl1_flow/{{:s}}/{folder} 1 {label}\n')
+    write(os.path.join(self.root, 'flow.txt'), ''.join(rows))
+    for problems in self.both_routes('ucf101', 'flow'):
+      self.assertEqual(problems, [('trainlist01.txt', 2, 'test video in training list')])
 
   def test_an_hmdb51_test_video_linked_to_a_training_video_of_another_class(self):
     splits = hmdb51_tree(self.root)
