@@ -239,6 +239,8 @@ def _frames_problem_kind(reason: str) -> str:
     return 'frame count mismatch'
   if reason.startswith('numbered from 0'):
     return 'numbered from 0'
+  if reason.startswith('two frame patterns'):
+    return 'two frame patterns'
   return 'missing frames'
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import data_checks, datasets, frame_folders, ucf101, video_lists
+from input_fn import data_checks, datasets, frame_folders, ucf101, video_io, video_lists
 from serving import classifier
 from towers import params as params_lib
 
@@ -543,6 +543,30 @@ class ListLinesTest(absltest.TestCase):
         count, reason = frame_folders.count_frames(folder, pattern=pattern)
         self.assertEqual(count, 0)
         self.assertTrue(reason.startswith('numbered from 0'), reason)
+
+  def mixed_folder(self, video: str) -> str:
+    """Frame folder `video` of img_00001-4.jpg (`frame_folders`) and frame000005-6.jpg: the
+    frames of two extraction runs in one folder."""
+    self.frame_folders(((video, 4),))
+    folder = os.path.join(self.root, video)
+    for t in (5, 6):
+      shutil.copy(os.path.join(folder, 'img_00001.jpg'), os.path.join(folder, f'frame{t:06d}.jpg'))
+    return folder
+
+  def test_a_frame_folder_of_two_frame_patterns_is_skipped_by_prepare(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4)))
+    self.mixed_folder('f/m')
+    found = self.prepare_frames('f/a 4 0\nf/m 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'two frame patterns': 1}))
+
+  def test_a_frame_folder_of_two_frame_patterns_is_a_failed_video_for_classify(self):
+    folder = self.mixed_folder('m')
+    with self.assertRaises(video_io.VideoError) as caught:
+      classifier.read_frames(folder)
+    self.assertEqual(str(caught.exception),
+                     f'two frame patterns: {folder} holds 4 img_%05d.jpg and 2 frame%06d.jpg '
+                     'files (two runs of frame extraction?): keep the frames of one')
 
   def test_an_empty_frame_file_is_an_undecodable_frame(self):
     self.frame_folders((('f/a', 4), ('f/e', 4), ('f/t', 4)))

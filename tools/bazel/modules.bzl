@@ -409,6 +409,7 @@ MODULES = {
         ("manifest.py", "manifest", [
             ":dir_identity",
             ":json_files",
+            ":ucf101",
             ":video_lists",
             "//command_line:options",
         ]),
@@ -759,6 +760,7 @@ MODULES = {
         ]),
         ("preflight.py", "preflight", [
             ":checkpoint_shapes",
+            ":run_flags",
             "//command_line:disk_space",
             "//command_line:options",
             "//command_line:working_dir",
@@ -1730,6 +1732,7 @@ TEST_DEPS = {
         "//input_fn:datasets",
         "//input_fn:frame_folders",
         "//input_fn:ucf101",
+        "//input_fn:video_io",
         "//input_fn:video_lists",
         "//serving:classifier",
         "//towers:params",
