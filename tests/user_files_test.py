@@ -344,6 +344,30 @@ class SameFileTest(absltest.TestCase):
       self.assertEqual(problems, [('testlist01.txt', 3, 'conflicting label'),
                                   ('trainlist01.txt', 3, 'conflicting label')])
 
+  def test_frame_list_rows_shifted_by_one_never_train_on_a_test_videos_folder(self):
+    self.ucf101('frames')  # rows: train A g08, A g09, B g08; test A g03, B g01
+    self.frame_list({'v_A_g09_c01': 'v_A_g03_c01', 'v_A_g03_c01': 'v_B_g01_c01',
+                     'v_B_g01_c01': 'v_B_g08_c01', 'v_B_g08_c01': 'v_A_g08_c01',
+                     'v_A_g08_c01': 'v_A_g09_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('testlist01.txt', 3, 'conflicting label'),
+                                  ('testlist01.txt', 4, 'conflicting label'),
+                                  ('trainlist01.txt', 2, 'test video in training list'),
+                                  ('trainlist01.txt', 3, 'test video in training list')])
+
+  def test_two_training_rows_naming_one_folder_are_one_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_A_g09_c01': 'v_A_g08_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 2, 'duplicate')])
+
+  def test_two_training_rows_of_two_classes_naming_one_folder_are_a_conflicting_label(self):
+    self.ucf101('frames')
+    self.frame_list({'v_B_g08_c01': 'v_A_g08_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'conflicting label'),
+                                  ('trainlist01.txt', 3, 'conflicting label')])
+
   def test_a_flow_list_row_naming_a_test_videos_flow_for_a_training_video(self):
     self.ucf101('videos')
     rows = []
