@@ -239,6 +239,8 @@ def _frames_problem_kind(reason: str) -> str:
     return 'frame count mismatch'
   if reason.startswith('numbered from 0'):
     return 'numbered from 0'
+  if reason.startswith('two frame patterns'):
+    return 'two frame patterns'
   return 'missing frames'
 
 
@@ -250,6 +252,14 @@ def listed_folder(source: str, info: dict[str, Any] | None) -> str | None:
   if source == 'flow' or os.path.isdir(info['path']):
     return info['path']
   return None
+
+
+def read_folder(source: str, layout: str, root: str, entry: video_lists.VideoEntry,
+                info: video_lists.FrameInfo | None) -> str:
+  """The folder a frames or flow task of `entry` reads (flow: its u folder), by the
+  `layout` pattern under `root` and its info-list row `info`, as `frame_files` finds it."""
+  listed = listed_folder(source, dataclasses.asdict(info) if info else None)
+  return layouts.Layout(layout).files(root, entry.name, listed)[0].folder
 
 
 def frame_files(task: dict[str, Any]) -> list[layouts.FrameFiles]:
@@ -490,9 +500,9 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
     split.problems.extend(list_problems)
   if config.source in ('frames', 'flow'):
     # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).
-    everyone = [e for subset in config.subsets for e in split.subset(subset)]
     root = flow_dir if config.source == 'flow' else frames_dir
-    infos = {**datasets.class_folder_frames(root, everyone), **split.frame_folders, **infos}
+    infos = {**datasets.class_folder_frames(root, split.train + split.test),
+             **split.frame_folders, **infos}
   layout = ''
   if config.source in ('frames', 'flow'):
     listed = {e.name: folder for subset in config.subsets for e in split.subset(subset)
@@ -506,6 +516,8 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
           listed, config.source == 'flow', flag).pattern
     except layouts.LayoutError as e:
       raise PrepareError(str(e), e.option) from None
+    split = video_lists.apply_folder_rule(split, lambda e: read_folder(
+        config.source, layout, root, e, infos.get(e.key)))
   from input_fn import records
   plans = {}
   for subset in config.subsets:

@@ -159,9 +159,10 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   """Reads every `<class>_test_split<split>.txt` of `folder`: classes sorted from 0, id 1
   train, 2 test, 0 neither (`Split.unused`). A line that is not `<video>.avi <id>` with id
   0, 1 or 2, or that names a video again (other than once train and once test), is an
-  InputProblem (a video in the files of two classes: 'conflicting label', one per video,
-  kept out of both subsets); a video in train and test, by name or by its file under
-  `class_root`, is kept out of training (`video_lists.apply_split_rule`).
+  InputProblem (a video in the files of two classes: 'conflicting label', one per video in
+  each subset that a line lists it in, kept out of both subsets); a video in train and
+  test, by name or by its file under `class_root`, is kept out of training
+  (`video_lists.apply_split_rule`).
   Raises `DatasetError` for a split file without a line of id 1 or 2 (empty, or all 0)
   and, when `class_root` holds class folders (of videos or of frame folders), for a split
   file without its class folder or a class folder without its split file (`check_hmdb51_classes`): either would renumber the
@@ -177,8 +178,9 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
   classes = ClassIndex(tuple(names))
   subsets: dict[str, list[VideoEntry]] = {'train': [], 'test': []}
   problems: list[InputProblem] = []
-  seen: dict[str, tuple[str | None, str, str]] = {}  # video -> (subset, file, class)
-  conflicting: set[str] = set()
+  # video -> (subset, file, class, path, line) of its last line read
+  seen: dict[str, tuple[str | None, str, str, str, int]] = {}
+  conflicting: dict[str, set[str | None]] = {}  # video -> subsets its problem is counted in
   unused = 0
   for label, name in enumerate(names):
     path = files[name]
@@ -198,16 +200,15 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       stem = parts[0][:-4]
       prior = seen.get(stem.lower())
       if prior is not None and prior[2] != name:
-        if stem.lower() not in conflicting:
-          problems.append(video_lists.conflicting_label(
-              path, number, stem, (prior[1], prior[2]), (os.path.basename(path), name), subset))
-        conflicting.add(stem.lower())
+        problems.extend(_conflicting_lines(conflicting.setdefault(stem.lower(), set()), stem,
+                                           prior, (subset, os.path.basename(path), name, path,
+                                                   number)))
         continue
       if prior is not None and {prior[0], subset} != {'train', 'test'}:  # train + test: below
         problems.append(InputProblem(path, number, f'video {stem!r} is listed again (first in '
                                 f'{prior[1]})', 'duplicate', subset or ''))
         continue
-      seen[stem.lower()] = (subset, os.path.basename(path), name)
+      seen[stem.lower()] = (subset, os.path.basename(path), name, path, number)
       if subset is None:
         unused += 1
         continue
@@ -224,6 +225,27 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
                  for subset in ('train', 'test'))
   train, test, problems = video_lists.apply_split_rule(train, test, problems)
   return Split(classes, train, test, problems, unused)
+
+
+def _conflicting_lines(counted: set[str | None], video: str,
+                       first: tuple[str | None, str, str, str, int],
+                       again: tuple[str | None, str, str, str, int]) -> list[InputProblem]:
+  """The 'conflicting label' problems of an HMDB51 `video` whose line `again` (subset, file,
+  class, path, line) names another class than an earlier line `first`: one per subset
+  (train, test) that the two lines list it in and that has none yet in `counted` (updated),
+  each at a line of that subset (`again` when both are); one without a subset when neither
+  line names a subset (ids 0) and none is counted yet."""
+  labels = ((first[1], first[2]), (again[1], again[2]))
+  found = []
+  for subset, path, number in ((again[0], again[3], again[4]),
+                               (first[0], first[3], first[4])):
+    if subset is not None and subset not in counted:
+      counted.add(subset)
+      found.append(video_lists.conflicting_label(path, number, video, *labels, subset))
+  if not counted:
+    counted.add(None)
+    found.append(video_lists.conflicting_label(again[3], again[4], video, *labels, None))
+  return found
 
 
 def without(entries: list[VideoEntry], dropped: Callable[[VideoEntry], bool]
@@ -478,5 +500,32 @@ def params_split(params: Any) -> Split:
   roots = {'videos': videos_dir, 'frames': frames_dir}
   class_root = (roots[params.data_source](params.dataset, params.data_dir)
                 if params.data_source in roots else '')
-  return read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
-                    class_root=class_root)
+  split = read_split(params.dataset, split_dir(params.dataset, params.data_dir), params.split,
+                     class_root=class_root)
+  if params.data_source != 'frames':
+    return split
+  infos = direct_frame_list(params, len(split.classes))[0]
+  return video_lists.apply_folder_rule(split, lambda e: direct_folder(params, e,
+                                                                      infos.get(e.key)))
+
+
+def direct_frame_list(params: Any, num_classes: int
+                      ) -> tuple[dict[str, FrameInfo], list[InputProblem]]:
+  """The rows of the direct route's frame list (`video_lists.read_frame_list`):
+  `<data_dir>/rgb.txt`, for the flow stream `<data_dir>/flow.txt`; none without one."""
+  path = video_lists.find_child(params.data_dir, ucf101.FLOW_LIST_NAME if params.stream ==
+                                'flow' else ucf101.FRAME_LIST_NAME)
+  return video_lists.read_frame_list(path, num_classes) if path else ({}, [])
+
+
+def direct_folder(params: Any, entry: VideoEntry, info: FrameInfo | None) -> str | None:
+  """The folder the direct route reads `entry`'s frames from, as `input_fn/direct.py` finds
+  it: the flow stream's u folder (a flow row's path with `{:s}`, else
+  `<data_dir>/tvl1_flow/u/<video>`); an RGB row's folder when it exists; None for an RGB
+  video without one (its own folder, the entry's identity)."""
+  if params.stream == 'flow':
+    if info and '{:s}' in info.path:
+      return info.path.format('u')
+    root = os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME, 'u')
+    return video_lists.find_child(root, entry.name) or os.path.join(root, entry.name)
+  return info.path if info and os.path.isdir(info.path) else None

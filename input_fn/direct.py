@@ -69,10 +69,8 @@ class VideoSource:
     self.frames_dir = datasets.frames_dir(params.dataset, root)
     self.flow_dir = os.path.join(root, ucf101.FLOW_DIR_NAME)
     self.infos: dict[str, video_lists.FrameInfo] = {}
-    frame_list = video_lists.find_child(
-        root, ucf101.FLOW_LIST_NAME if self.stream == 'flow' else ucf101.FRAME_LIST_NAME)
-    if self.kind == 'frames' and frame_list:
-      self.infos, problems = video_lists.read_frame_list(frame_list, len(self.split.classes))
+    if self.kind == 'frames':
+      self.infos, problems = datasets.direct_frame_list(params, len(self.split.classes))
       for problem in problems:
         logging.warning('input_fn: frame list: %s', problem)
     if self.kind == 'frames' and self.stream == 'rgb':  # <class>/<video>/ folders too

@@ -50,7 +50,10 @@ def count_frames(folder: str, claimed: int | None = None,
   """Usable frames of a folder of `pattern` files (1-based numbers): (count, None) or
   (0, reason).
 
-  Frames must be 1..count without a gap (a frame 0 is a reason too: it would be left out). A folder holding up to `tolerance` frames fewer
+  Frames must be 1..count without a gap (a frame 0 is a reason too: it would be left out).
+  A folder holding files of `pattern` and of another `FRAME_PATTERNS` entry (two runs of
+  frame extraction) gives a reason starting 'two frame patterns'. A folder holding up to
+  `tolerance` frames fewer
   than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
   shortfall, a gap, an empty or missing folder give a reason instead, and with `exact` any
   count other than `claimed` does (reason starting 'the list says').
@@ -58,13 +61,22 @@ def count_frames(folder: str, claimed: int | None = None,
   if not os.path.isdir(folder):
     return 0, f'missing frame folder {folder}'
   regex = FRAME_RE if pattern == FRAME_PATTERN else name_regex(pattern)
+  others = {other: name_regex(other) for other in FRAME_PATTERNS
+            if pattern in FRAME_PATTERNS and other != pattern}
   indices = set()
+  other_files = dict.fromkeys(others, 0)
   for child in os.listdir(folder):
     m = regex.match(child)
     if m:
       indices.add(int(m.group(1)))
+    for other, other_regex in others.items():
+      other_files[other] += bool(other_regex.match(child))
   if not indices:
     return 0, f'no {pattern} files in {folder}'
+  mixed = next(((other, n) for other, n in other_files.items() if n), None)
+  if mixed:
+    return 0, (f'two frame patterns: {folder} holds {len(indices)} {pattern} and {mixed[1]} '
+               f'{mixed[0]} files (two runs of frame extraction?): keep the frames of one')
   if 0 in indices:
     return 0, (f'numbered from 0: {folder} holds {pattern % 0}, but frames are read from '
                f'{pattern % 1}, so its first frame would be left out; number them from 1')

@@ -5,6 +5,7 @@ split, and the problems of bad input.
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
     with_files(entries, root)                      # each entry's file identity under root
     apply_split_rule(train, test, problems)        # a test video is never trained on;
+    apply_folder_rule(split, folder_of)            # ... nor read from a test video's folder
     trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from command_line import text_files
 
@@ -105,6 +106,8 @@ class VideoEntry:
   `index` is the position among the usable entries of the list (0..n-1); `source`/`line`
   say where the entry came from. `identity`: the `file_identity` of its video file or frame
   folder when it was found, '' when not (then only its name makes it the same video).
+  `read_from`: the `file_identity` of the folder its frames are read from when a frame or
+  flow list's row names another than `identity` (`apply_folder_rule`), else ''.
   """
   name: str
   class_name: str
@@ -116,6 +119,7 @@ class VideoEntry:
   source: str
   line: int
   identity: str = ''
+  read_from: str = ''
 
   @property
   def key(self) -> str:
@@ -124,9 +128,10 @@ class VideoEntry:
   @property
   def video(self) -> tuple[tuple[str, str], ...]:
     """What makes two entries the same video: any one of these keys in common, its name
-    (`same_video`) and, when found, its file's identity (`file_identity`)."""
-    return (('name', same_video(self.name)),) + ((('file', self.identity),) if self.identity
-                                                  else ())
+    (`same_video`) and, when found, its file's identity (`file_identity`) and that of the
+    folder its frames are read from (`read_from`)."""
+    return (('name', same_video(self.name)),) + tuple(
+        ('file', identity) for identity in (self.identity, self.read_from) if identity)
 
 
 def same_video(name: str) -> str:
@@ -265,6 +270,62 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
     if id(e) not in conflicting:
       test.append(dataclasses.replace(e, index=len(test)))
   return train, test, problems
+
+
+def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None]) -> Split:
+  """`split` with the split rule (`apply_split_rule`) applied again with the folders its
+  videos' frames are read from: `folder_of(entry)` (a frame or flow list's row may name
+  another folder than the video's own; None: its own), kept as `read_from`. Two entries are
+  one video when either's own file or folder is the other's, or the one the other is read
+  from: a training video read from a test video's folder, or from whose folder a test video
+  is read, is kept out of training ('test video in training list'; with two labels,
+  'conflicting label' in both subsets), and so are such videos within one subset
+  (`one_per_folder`)."""
+  def read_from(entry: VideoEntry) -> VideoEntry:
+    folder = folder_of(entry)
+    identity = file_identity(folder) if folder else ''
+    return (dataclasses.replace(entry, read_from=identity)
+            if identity and identity != entry.identity else entry)
+  train, test, problems = apply_split_rule([read_from(e) for e in split.train],
+                                           [read_from(e) for e in split.test], split.problems)
+  train = one_per_folder(train, 'train', problems)
+  test = one_per_folder(test, 'test', problems)
+  return dataclasses.replace(split, train=train, test=test, problems=problems)
+
+
+def one_per_folder(entries: list[VideoEntry], subset: str, problems: list[InputProblem]
+                   ) -> list[VideoEntry]:
+  """`entries` of `subset` but those sharing a file or folder (`identity` or `read_from`)
+  with an earlier entry: a 'duplicate' when its label is the same; with another label, both
+  are a 'conflicting label' (kept out). Problems are appended to `problems`; indices
+  renumbered 0..n-1."""
+  first: dict[str, VideoEntry] = {}
+  for e in entries:
+    for key in (e.identity, e.read_from):
+      if key:
+        first.setdefault(key, e)
+  earlier = {id(e): next((first[k] for k in (e.identity, e.read_from)
+                          if k and first[k] is not e), None) for e in entries}
+  other_label: dict[int, VideoEntry] = {}
+  for e in entries:
+    other = earlier[id(e)]
+    if other is not None and other.label != e.label:
+      other_label.setdefault(id(e), other)
+      other_label.setdefault(id(other), e)
+  kept: list[VideoEntry] = []
+  for e in entries:
+    other = other_label.get(id(e)) or earlier[id(e)]
+    if id(e) in other_label:
+      where = [f'{os.path.basename(o.source)}:{o.line}' for o in (e, other)]
+      problems.append(conflicting_label(e.source, e.line, e.name, (where[0], e.label),
+                                        (f'{where[1]}, the same folder', other.label), subset))
+    elif other is not None:
+      problems.append(InputProblem(e.source, e.line, f'{e.name} and {other.name} '
+                                   f'({os.path.basename(other.source)}:{other.line}) are read '
+                                   'from one folder: counted once', 'duplicate', subset))
+    else:
+      kept.append(dataclasses.replace(e, index=len(kept)))
+  return kept
 
 
 def with_files(entries: list[VideoEntry], root: str) -> list[VideoEntry]:

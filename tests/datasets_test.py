@@ -88,6 +88,17 @@ class Hmdb51SplitTest(absltest.TestCase):
     self.assertEqual([e.index for e in before.train], list(range(len(before.train))))
     self.assertLen(before.train, 5)
 
+  def test_a_video_in_two_classes_for_test_and_train_is_counted_in_both_subsets(self):
+    kick = 'Goal_1_&_2_kick_ball_f_cm_np1_fr_goo_2'  # id 1 (train) in kick_test_split1.txt
+    with open(os.path.join(self.splits, 'chew_test_split1.txt'), 'a') as f:
+      f.write(f'{kick}.avi 2 \n')  # line 5: the same video for testing, as chew
+    split = datasets.read_split('hmdb51', self.splits, 1)
+    self.assertEqual(sorted((os.path.basename(p.source), p.line, p.kind, p.subset)
+                            for p in split.problems),
+                     [('chew_test_split1.txt', 5, 'conflicting label', 'test'),
+                      ('kick_test_split1.txt', 1, 'conflicting label', 'train')])
+    self.assertNotIn(kick, [e.name for e in split.train + split.test])
+
   def test_bad_lines_are_named_by_file_and_line_and_a_test_video_never_trains(self):
     chew = os.path.join(self.splits, 'chew_test_split1.txt')
     with open(chew, 'a') as f:

@@ -17,7 +17,7 @@ import numpy as np
 from absl.testing import absltest
 
 from data_tools import prepare
-from input_fn import data_checks, datasets, frame_folders, ucf101, video_lists
+from input_fn import data_checks, datasets, frame_folders, ucf101, video_io, video_lists
 from serving import classifier
 from towers import params as params_lib
 
@@ -280,9 +280,11 @@ class SameFileTest(absltest.TestCase):
     self.addCleanup(shutil.rmtree, self.root, ignore_errors=True)
 
   def both_routes(self, dataset: str, source: str) -> list[list[tuple[str, int, str]]]:
-    """[(list file, line, kind) of each problem] of the direct route's split and prepare's."""
+    """[(list file, line, kind) of each problem] of the direct route's split and prepare's
+    (source 'flow': the direct route's frames of the flow stream)."""
     params = types.SimpleNamespace(dataset=dataset, data_dir=self.root, split=1,
-                                   data_source=source)
+                                   data_source='frames' if source == 'flow' else source,
+                                   stream='flow' if source == 'flow' else 'rgb')
     config = prepare.PrepareOptions(dataset=dataset, data_dir=self.root, source=source,
                                     out=os.path.join(self.root, 'out'), workers=1)
     return [sorted((os.path.basename(p.source), p.line, p.kind) for p in split.problems)
@@ -319,6 +321,65 @@ class SameFileTest(absltest.TestCase):
     for problems in self.both_routes('ucf101', 'frames'):
       self.assertEqual(problems, [('testlist01.txt', 1, 'conflicting label'),
                                   ('trainlist01.txt', 3, 'conflicting label')])
+
+  def frame_list(self, rows: dict[str, str]) -> None:
+    """rgb.txt naming each frame folder of `ucf101('frames')` (one frame each), but the
+    videos of `rows` ({video: the folder its row names instead})."""
+    videos = ('v_A_g08_c01 0', 'v_A_g09_c01 0', 'v_A_g03_c01 0', 'v_B_g08_c01 1',
+              'v_B_g01_c01 1')
+    write(os.path.join(self.root, 'rgb.txt'), ''.join(
+        f'{video} jpegs_256/{rows.get(video, video)} 1 {label}\n'
+        for video, label in (v.split() for v in videos)))
+
+  def test_a_frame_list_row_naming_a_test_videos_folder_for_a_training_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_A_g08_c01': 'v_A_g03_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
+
+  def test_a_frame_list_row_naming_a_test_video_of_another_class_for_a_training_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_B_g08_c01': 'v_A_g03_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('testlist01.txt', 3, 'conflicting label'),
+                                  ('trainlist01.txt', 3, 'conflicting label')])
+
+  def test_frame_list_rows_shifted_by_one_never_train_on_a_test_videos_folder(self):
+    self.ucf101('frames')  # rows: train A g08, A g09, B g08; test A g03, B g01
+    self.frame_list({'v_A_g09_c01': 'v_A_g03_c01', 'v_A_g03_c01': 'v_B_g01_c01',
+                     'v_B_g01_c01': 'v_B_g08_c01', 'v_B_g08_c01': 'v_A_g08_c01',
+                     'v_A_g08_c01': 'v_A_g09_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('testlist01.txt', 3, 'conflicting label'),
+                                  ('testlist01.txt', 4, 'conflicting label'),
+                                  ('trainlist01.txt', 2, 'test video in training list'),
+                                  ('trainlist01.txt', 3, 'test video in training list')])
+
+  def test_two_training_rows_naming_one_folder_are_one_video(self):
+    self.ucf101('frames')
+    self.frame_list({'v_A_g09_c01': 'v_A_g08_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 2, 'duplicate')])
+
+  def test_two_training_rows_of_two_classes_naming_one_folder_are_a_conflicting_label(self):
+    self.ucf101('frames')
+    self.frame_list({'v_B_g08_c01': 'v_A_g08_c01'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'conflicting label'),
+                                  ('trainlist01.txt', 3, 'conflicting label')])
+
+  def test_a_flow_list_row_naming_a_test_videos_flow_for_a_training_video(self):
+    self.ucf101('videos')
+    rows = []
+    for video, label in (('v_A_g08_c01', 0), ('v_A_g09_c01', 0), ('v_A_g03_c01', 0),
+                         ('v_B_g08_c01', 1), ('v_B_g01_c01', 1)):
+      for channel in 'uv':
+        write(os.path.join(self.root, 'tvl1_flow', channel, video, 'frame000001.jpg'), '')
+      folder = 'v_A_g03_c01' if video == 'v_A_g09_c01' else video
+      rows.append(f'{video} tvl1_flow/{{:s}}/{folder} 1 {label}\n')
+    write(os.path.join(self.root, 'flow.txt'), ''.join(rows))
+    for problems in self.both_routes('ucf101', 'flow'):
+      self.assertEqual(problems, [('trainlist01.txt', 2, 'test video in training list')])
 
   def test_an_hmdb51_test_video_linked_to_a_training_video_of_another_class(self):
     splits = hmdb51_tree(self.root)
@@ -506,6 +567,30 @@ class ListLinesTest(absltest.TestCase):
         count, reason = frame_folders.count_frames(folder, pattern=pattern)
         self.assertEqual(count, 0)
         self.assertTrue(reason.startswith('numbered from 0'), reason)
+
+  def mixed_folder(self, video: str) -> str:
+    """Frame folder `video` of img_00001-4.jpg (`frame_folders`) and frame000005-6.jpg: the
+    frames of two extraction runs in one folder."""
+    self.frame_folders(((video, 4),))
+    folder = os.path.join(self.root, video)
+    for t in (5, 6):
+      shutil.copy(os.path.join(folder, 'img_00001.jpg'), os.path.join(folder, f'frame{t:06d}.jpg'))
+    return folder
+
+  def test_a_frame_folder_of_two_frame_patterns_is_skipped_by_prepare(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4)))
+    self.mixed_folder('f/m')
+    found = self.prepare_frames('f/a 4 0\nf/m 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'two frame patterns': 1}))
+
+  def test_a_frame_folder_of_two_frame_patterns_is_a_failed_video_for_classify(self):
+    folder = self.mixed_folder('m')
+    with self.assertRaises(video_io.VideoError) as caught:
+      classifier.read_frames(folder)
+    self.assertEqual(str(caught.exception),
+                     f'two frame patterns: {folder} holds 4 img_%05d.jpg and 2 frame%06d.jpg '
+                     'files (two runs of frame extraction?): keep the frames of one')
 
   def test_an_empty_frame_file_is_an_undecodable_frame(self):
     self.frame_folders((('f/a', 4), ('f/e', 4), ('f/t', 4)))

@@ -1737,6 +1737,7 @@ TEST_DEPS = {
         "//input_fn:datasets",
         "//input_fn:frame_folders",
         "//input_fn:ucf101",
+        "//input_fn:video_io",
         "//input_fn:video_lists",
         "//serving:classifier",
         "//towers:params",
