@@ -201,18 +201,28 @@ class TrainSettingsTest(tf.test.TestCase):
     self.assertEqual((unknown.option, unknown.settings), ('resume_changes', ('learning_rate',)))
 
   def test_a_lost_record_of_a_run_that_recorded_one_stops_the_resume(self):
-    # Its final evaluation carries the lineage only a recording run writes: continuing
-    # would compare neither the settings nor the videos it trained on.
+    # run.flags (written after the record), or a final evaluation carrying the lineage only
+    # a recording run writes: continuing would compare neither the settings nor the videos
+    # it trained on.
+    os.remove(train_settings.record_path(self.model_dir))
+    flags = os.path.join(self.model_dir, 'run.flags')
+    with open(flags, 'w') as f:
+      f.write('--model=c3d_small\n')
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+    self.assertEqual(found.option if found else None, 'model_dir')
+    self.assertIn(flags, str(found))
+    os.remove(flags)
     with open(os.path.join(self.model_dir, 'final_evaluation.json'), 'w') as f:
       json.dump({'step': 1, 'metrics': {}, 'lineage': 'abcdef0123456789'}, f)
-    os.remove(train_settings.record_path(self.model_dir))
     found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
-    self.assertIsNotNone(found)
-    self.assertEqual(found.option, 'model_dir')
+    self.assertEqual(found.option if found else None, 'model_dir')
     self.assertIn('final_evaluation.json', str(found))
 
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
+    # Trained before records were written: no record and no run.flags (written after it).
     os.remove(train_settings.record_path(self.model_dir))
+    if os.path.exists(os.path.join(self.model_dir, 'run.flags')):
+      os.remove(os.path.join(self.model_dir, 'run.flags'))
     with program_runs.recorded_events() as events:
       train(2, model_dir=self.model_dir)
     self.assertEqual(status_file.values(events, 'unrecorded_settings', 'model_dir'),
@@ -306,9 +316,10 @@ class TrainSettingsTest(tf.test.TestCase):
     self.assertEqual(step_of(self.model_dir), 1)
     with open(path) as f:
       self.assertEqual(f.read(), '{"settings": [], "history": []}')  # left as it was
+    # Deleting it is no way round: run.flags shows a record was written.
     os.remove(path)
-    train(2, model_dir=self.model_dir)
-    self.assertEqual(step_of(self.model_dir), 2)
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+    self.assertEqual(found.option if found else None, 'model_dir')
 
   def test_a_record_naming_a_setting_this_version_no_longer_has_resumes(self):
     # Older runs recorded settings since removed as flags (ps_placement: a cluster now
@@ -516,6 +527,27 @@ class SettingsTest(tf.test.TestCase):
       train_settings.checked_record(fresh)
     self.assertEqual(caught.exception.option, 'warm_start_from')
     self.assertIn(os.path.join(source, train_settings.RECORD_FILE), str(caught.exception))
+    # From that run's export: its video_model.json lists what the weights learnt.
+    export = os.path.join(source, 'export', 'best', '123')
+    os.makedirs(os.path.join(export, 'variables'))
+    os.makedirs(os.path.join(export, 'assets.extra'))
+    for path in tf.io.gfile.glob(os.path.join(source, 'model.ckpt-1.*')):
+      shutil.copy(path, os.path.join(export, 'variables', 'variables' + path.split('-1', 1)[1]))
+    with open(os.path.join(export, 'assets.extra', 'video_model.json'), 'w') as f:
+      json.dump({train_settings.TRAIN_VIDEO_NAMES: train_settings.train_video_names(params[1])},
+                f)
+    found = refusal(dataclasses.replace(
+        fresh, warm_start_from=os.path.join(export, 'variables', 'variables')))
+    self.assertEqual(found.option if found else None, 'warm_start_from')
+    self.assertIn('video_model.json', str(found))
+    # A model_dir whose record is lost, though its run.flags shows one was written.
+    with open(os.path.join(source, 'run.flags'), 'w') as f:
+      f.write('--model=c3d_small\n')
+    os.remove(train_settings.record_path(source))
+    found = refusal(fresh)
+    self.assertEqual(found.option if found else None, 'warm_start_from')
+    self.assertIn('is missing', str(found))
+    train_settings.write_record(source, record_of(params[1]))
     # The same warm start for split 1 passes, and its record lists what the weights learnt.
     record = train_settings.checked_record(dataclasses.replace(
         params[1], model='i3d', warm_start_from=source, model_dir=os.path.join(root, 'again')))

@@ -512,28 +512,54 @@ def _check_no_earlier_training_video(params, stored: dict[str, Any] | None,
         'on, or train in a new --model_dir')), ('train_videos',))
   raise ResumeSettingsError(Problem('warm_start_from', (
       f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
-      f'on by the model --warm_start_from={params.warm_start_from} starts from '
-      f'({os.path.join(source, RECORD_FILE)} lists them): its evaluations would count videos '
-      'it learnt; warm-start from a model that never trained on them (the Kinetics '
-      'checkpoint, or a run of this split)')))
+      f'on by the model --warm_start_from={params.warm_start_from} starts from ({source} '
+      'lists them): its evaluations would count videos it learnt; warm-start from a model '
+      'that never trained on them (the Kinetics checkpoint, or a run of this split)')))
 
 
 def _earlier_video_names(params, stored: dict[str, Any] | None,
                          checkpoint: str | None) -> tuple[list[str], str]:
-  """(the videos the model trained on before this run, the model_dir whose record lists
-  them): model_dir's `stored` record when continuing `checkpoint`; on a fresh start, the
-  record beside the checkpoint `--warm_start_from` names, when it is a model_dir of this
-  library ([] and '' otherwise: DeepMind's checkpoints record none)."""
-  if checkpoint:
-    record, source = stored, params.model_dir
-  else:
-    source = _warm_start_dir(params)
-    try:
-      record = read_record(source) if source else None
-    except ResumeSettingsError:
-      record = None  # a damaged record of another model_dir: nothing to compare
-  earlier = (record or {}).get(TRAIN_VIDEO_NAMES)
-  return (list(earlier) if isinstance(earlier, list) else []), source
+  """(the videos the model trained on before this run, the file that lists them):
+  model_dir's `stored` record when continuing `checkpoint`; on a fresh start, what the
+  source of `--warm_start_from` lists (`_warm_start_videos`)."""
+  if not checkpoint:
+    return _warm_start_videos(params)
+  earlier = (stored or {}).get(TRAIN_VIDEO_NAMES)
+  return (list(earlier) if isinstance(earlier, list) else []), record_path(params.model_dir)
+
+
+def _warm_start_videos(params) -> tuple[list[str], str]:
+  """(the videos the weights `--warm_start_from` names trained on, the file listing them):
+  an export's video_model.json (a checkpoint under `<export>/variables/`), or the record
+  of a model_dir of this library; ([], '') for a checkpoint without either (DeepMind's).
+  Raises `ResumeSettingsError` (option warm_start_from) for a model_dir whose record is
+  lost or damaged while its files show one existed (`_recording_evidence`)."""
+  source = _warm_start_dir(params)
+  if not source:
+    return [], ''
+  if os.path.basename(source) == 'variables':
+    info_path = os.path.join(os.path.dirname(source), ASSETS_DIR, INFO_FILE)
+    info = json_files.load_object(info_path) if tf.io.gfile.exists(info_path) else None
+    if info is not None:
+      names = info.get(TRAIN_VIDEO_NAMES)
+      return (list(names) if isinstance(names, list) else []), info_path
+  try:
+    record = read_record(source)
+    problem = None
+  except ResumeSettingsError:
+    record, problem = None, 'cannot be read'
+  if record is not None:
+    earlier = record.get(TRAIN_VIDEO_NAMES)
+    return (list(earlier) if isinstance(earlier, list) else []), record_path(source)
+  evidence = _recording_evidence(source)
+  if evidence:
+    raise ResumeSettingsError(Problem('warm_start_from', (
+        f'--warm_start_from={params.warm_start_from}: {record_path(source)} '
+        f'{problem or "is missing"}, though {evidence} shows the run that trained it recorded '
+        'one: the videos those weights learnt cannot be compared with this run\'s test videos; '
+        'restore it, or warm-start from that run\'s export (export/best/<time>, whose '
+        'video_model.json lists them)')))
+  return [], ''
 
 
 def _warm_start_dir(params) -> str:
@@ -547,21 +573,35 @@ def _warm_start_dir(params) -> str:
     return ''
 
 
-def _check_record_not_lost(model_dir: str) -> None:
-  """Raises `ResumeSettingsError` (option model_dir) when model_dir holds a checkpoint but
-  no record while a file only a recording run writes shows one existed (its
-  final_evaluation.json or an export's video_model.json carries a lineage): the record was
-  lost, and continuing would compare neither the settings nor the videos it trained on."""
-  found = [os.path.join(model_dir, final) for final in ('final_evaluation.json',)] + sorted(
+def _recording_evidence(model_dir: str) -> str | None:
+  """A file of model_dir only a run that records its settings writes: run.flags (written
+  with the record, after it), or a final_evaluation.json or export video_model.json that
+  carries a lineage; None when there is none (a model_dir trained before records, or not
+  one of this library)."""
+  flags = os.path.join(model_dir, 'run.flags')
+  if tf.io.gfile.exists(flags):
+    return flags
+  found = [os.path.join(model_dir, 'final_evaluation.json')] + sorted(
       tf.io.gfile.glob(os.path.join(model_dir, 'export', '*', '*', ASSETS_DIR, INFO_FILE)))
   for path in found:
     record = json_files.load_object(path) if tf.io.gfile.exists(path) else None
     if record and record.get(lineage.KEY):
-      raise ResumeSettingsError(Problem('model_dir', (
-          f'{model_dir} holds a checkpoint but no {RECORD_FILE}, though {path} shows the run '
-          'that trained it recorded one: it was lost, so neither its learning settings nor '
-          f'the videos it trained on can be compared; restore {RECORD_FILE}, or train in a '
-          f'new --model_dir (--warm_start_from={model_dir} starts from its weights)')))
+      return path
+  return None
+
+
+def _check_record_not_lost(model_dir: str) -> None:
+  """Raises `ResumeSettingsError` (option model_dir) when model_dir holds a checkpoint but
+  no record while a file only a recording run writes shows one existed
+  (`_recording_evidence`): it was lost, and continuing would compare neither the settings
+  nor the videos it trained on."""
+  evidence = _recording_evidence(model_dir)
+  if evidence:
+    raise ResumeSettingsError(Problem('model_dir', (
+        f'{model_dir} holds a checkpoint but no {RECORD_FILE}, though {evidence} shows the run '
+        'that trained it recorded one: it was lost, so neither its learning settings nor '
+        f'the videos it trained on can be compared; restore {RECORD_FILE}, or train in a '
+        f'new --model_dir (--warm_start_from={model_dir} starts from its weights)')))
 
 
 def _trained_video_names(params, stored: dict[str, Any] | None,
