@@ -574,24 +574,10 @@ def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Sp
                              source.get('videos_dir') or source.get('frames_dir', ''))
 
 
-def _problem_subset(problem: InputProblem) -> str:
-  """The subset whose list the problem's line is in ('' for none: class files, frame
-  lists, lines that name no subset)."""
-  if problem.subset:
-    return problem.subset
-  name = os.path.basename(problem.source).lower()
-  return next((s for s in manifest_lib.SUBSETS if name.startswith(s + 'list')), '')
-
-
-def _subset_problems(split: video_lists.Split, subset: str) -> list[InputProblem]:
-  """Problems of lines of `subset`'s list (each a listed video not converted)."""
-  return [p for p in split.problems if _problem_subset(p) == subset]
-
-
 def _other_problems(split: video_lists.Split) -> list[InputProblem]:
   """Problems of lines that list no video of a subset (classInd.txt, the frame list,
   HMDB51 lines that cannot be read as train or test)."""
-  return [p for p in split.problems if not _problem_subset(p)]
+  return [p for p in split.problems if not video_lists.problem_subset(p)]
 
 
 def check_out_dir(config: PrepareOptions, classes: Sequence[str] | None = None) -> None:
@@ -761,7 +747,7 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
   """The manifest of one subset (fields: `input_fn/manifest.py`). Its counts add up:
   num_records + num_skipped == num_listed (every line of the subset's list)."""
   counts = collections.Counter()
-  skipped = [p.to_json() for p in _subset_problems(split, subset)]
+  skipped = [p.to_json() for p in split.problems_of(subset)]
   shard_rows = []
   for shard in shards:
     state = states[shard['file']]
@@ -775,7 +761,7 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
   return {
       'format_version': manifest_lib.FORMAT_VERSION, **identity, 'subset': subset,
       'layout': layout,
-      'num_listed': len(split.subset(subset)) + len(_subset_problems(split, subset)),
+      'num_listed': split.num_listed(subset),
       'num_unused': split.unused,
       'num_records': sum(r['records'] for r in shard_rows),
       'num_skipped': len(skipped),

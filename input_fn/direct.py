@@ -228,6 +228,8 @@ def input_fn(mode: str, params: Any,
   source = VideoSource(params)
   num_shards, shard_index = pipeline.worker_shard(input_context)
   entries = source.entries('train' if training else 'test')[shard_index::num_shards]
+  # The videos the list names (entries and those kept out): "N of M listed videos".
+  listed = source.split.num_listed('test') if num_shards == 1 else len(entries)
   if not entries:
     raise ValueError(f'no videos for this worker in {params.data_dir} (split {params.split})')
   T, S = params.clip_frames, params.crop_size
@@ -267,7 +269,7 @@ def input_fn(mode: str, params: Any,
       clips.set_shape([K, T, S, S, C])
       features = {'clips': pipeline.to_unit_range(clips), 'video_index': tf.fill([K], index)}
       if mode == ModeKeys.EVAL:  # the videos this evaluation should see: its list's
-        features['videos_listed'] = tf.fill([K], tf.constant(len(entries), tf.int64))
+        features['videos_listed'] = tf.fill([K], tf.constant(listed, tf.int64))
       return tf.data.Dataset.from_tensor_slices((features, tf.fill([K], label)))
     dataset = dataset.flat_map(prepare_clips)
     dataset = dataset.batch(pipeline.replica_batch_size(params, False, input_context))

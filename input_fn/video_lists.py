@@ -237,6 +237,25 @@ class Split:
   def subset(self, name: str) -> list[VideoEntry]:
     return {'train': self.train, 'test': self.test}[name]
 
+  def problems_of(self, name: str) -> list[InputProblem]:
+    """The problems of lines of subset `name`'s list: each a listed video kept out
+    (`problem_subset`)."""
+    return [p for p in self.problems if problem_subset(p) == name]
+
+  def num_listed(self, name: str) -> int:
+    """The videos subset `name`'s list names: its entries and the ones kept out
+    (`problems_of`); what an evaluation's "N of M listed videos" counts."""
+    return len(self.subset(name)) + len(self.problems_of(name))
+
+
+def problem_subset(problem: InputProblem) -> str:
+  """The subset whose list the problem's line is in ('' for none: class files, frame
+  lists, lines that name no subset; a UCF101 `trainlist0N.txt`/`testlist0N.txt` line)."""
+  if problem.subset:
+    return problem.subset
+  name = os.path.basename(problem.source).lower()
+  return next((s for s in ('train', 'test') if name.startswith(s + 'list')), '')
+
 
 def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEntry],
                      problems: list[InputProblem]

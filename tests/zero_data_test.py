@@ -166,5 +166,17 @@ class ZeroDataTest(tf.test.TestCase):
     self.assertEqual((caught.exception.evaluated, caught.exception.listed), (tests - lost, tests))
 
 
+  def test_the_direct_route_lists_the_test_videos_the_list_names_as_prepare_counts_them(self):
+    # A test line kept out (unknown class) is a listed video that is not evaluated: the
+    # direct route's "N of M listed" counts it as the records' manifest does.
+    data = self.copy_without('one_more_listed', lambda p: False)
+    with open(os.path.join(data, 'ucfTrainTestlist', 'testlist01.txt'), 'a') as f:
+      f.write('NoSuchClass/v_NoSuchClass_g01_c01.avi\r\n')
+    tests = len(ucf101.read_split(os.path.join(data, 'ucfTrainTestlist'), 1).test)
+    params = make_params(TINY, data_source='frames', data_dir=data,
+                         model_dir=self.create_tempdir().full_path)
+    features, _ = next(iter(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL)()))
+    self.assertEqual(int(features['videos_listed'][0]), tests + 1)
+
 if __name__ == '__main__':
   tf.test.main()
