@@ -88,6 +88,11 @@ class VideoTask:
   label: int          # 0-based, -1 when no classInd.txt was found
 
 
+class NoFlow(RuntimeError):
+  """The extraction ended with no video having flow (every one skipped: undecodable,
+  too short); the message names the first and the manifest."""
+
+
 class SettingsMismatch(ValueError):
   """`out` holds flow extracted with other settings, or a damaged manifest. `option` is
   'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry, 'backend');
@@ -484,6 +489,11 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
   else:
     log(f'extract_flow: all {shard[1]} shards done: {manifest["num_with_flow"]} of '
         f'{manifest["num_found"]} videos have flow in {out}; skipped {manifest["num_skipped"]}')
+  if not manifest['num_with_flow']:
+    first = manifest['skipped'][0] if manifest['skipped'] else None
+    raise NoFlow(f'none of the {manifest["num_found"]} videos has flow in {out}'
+                 + (f' (first: {first["input"]}: {first["reason"]})' if first else '')
+                 + f': see {os.path.join(out, MANIFEST)}')
   if not options.data_dir or os.path.realpath(out) != os.path.realpath(
       os.path.join(options.data_dir, ucf101.FLOW_DIR_NAME)):
     dataset = f' --dataset={options.dataset}' if options.dataset != 'ucf101' else ''

@@ -54,7 +54,7 @@ The library: data_tools/extract_flow.py.
 from __future__ import annotations
 
 from command_line import entry
-from data_tools.extract_flow import (ExtractFlowOptions, OptionsError, SettingsMismatch,
+from data_tools.extract_flow import (ExtractFlowOptions, NoFlow, OptionsError, SettingsMismatch,
                                      check_options, extract)
 from input_fn.video_lists import DatasetError, InputError
 
@@ -64,6 +64,8 @@ def _run(options: ExtractFlowOptions) -> None:
     extract(options)
   except InputError as e:
     raise entry.Failed(f'--strict: {e}') from None
+  except NoFlow as e:
+    raise entry.Failed(str(e)) from None
 
 
 PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,

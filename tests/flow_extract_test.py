@@ -369,5 +369,16 @@ class ExtractFlowToolTest(tf.test.TestCase):
     self.assertIn('none of the 3 videos', str(caught.exception))
     self.assertIn('--dataset=hmdb51', str(caught.exception))
 
+  def test_an_extraction_that_gives_no_video_flow_fails(self):
+    # Every video undecodable: "0 of 2 videos have flow" ended with exit 0 and an empty root.
+    videos = os.path.join(self.create_tempdir().full_path, 'UCF-101')
+    for rel in ('MoveUp/v_MoveUp_g01_c01.avi', 'MoveUp/v_MoveUp_g02_c01.avi'):
+      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
+      with open(os.path.join(videos, rel), 'wb') as f:
+        f.write(b'not a video')
+    with self.assertRaises(extract_flow.NoFlow) as caught:
+      self.extract('', videos_dir=videos, out=self.create_tempdir().full_path)
+    self.assertIn('none of the 2 videos has flow', str(caught.exception))
+
 if __name__ == '__main__':
   tf.test.main()

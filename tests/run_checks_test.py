@@ -62,6 +62,10 @@ class RunChecksTest(tf.test.TestCase):
       self.assertIn(f'inside the model_dir {run}', str(found[0]))
     self.assertEqual(preflight.problems(make_params(
         model_dir=os.path.join(self.create_tempdir().full_path, 'runs', 'mine'))), [])
+    # The parent of a run: that run could no longer be continued.
+    found = preflight.problems(make_params(model_dir=os.path.dirname(run)))
+    self.assertEqual([p.option for p in found], ['model_dir'])
+    self.assertIn(f'holds the model_dir {run}', str(found[0]))
 
   # --- Labels and leakage -------------------------------------------------------------------
 

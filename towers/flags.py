@@ -22,8 +22,9 @@ from towers.params import TrainParams, make_params
 class ProgramOptions(Options):
   """The train binary's own flags besides TrainParams' and the console's."""
   check_flags: bool = option(
-      False, 'Only check the flags: exit 0 when they make a valid run, else the one error '
-      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks).')
+      False, 'Only check the flags: exit 0 when they make valid settings, else the one error '
+      'line and exit 2, before TensorFlow loads (launchers check once before starting tasks); '
+      'the data, the model_dir and a resume are checked when the run starts.')
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

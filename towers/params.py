@@ -426,7 +426,7 @@ def _list_needs_records(p: DataSection) -> Problem | None:
 def _synthetic_reads_no_files(p: DataSection) -> Problem | None:
   if p.data_source == 'synthetic' and p.data_dir:
     return Problem('data_source', f'data_dir={p.data_dir} is given, but data_source=synthetic '
-                   '(the default source) reads no files: it would train on built-in clips; for '
+                   '(also the default) reads no files: it would train on built-in clips; for '
                    'that data set data_source=tfrecord (prepared records), videos or frames; for '
                    'the built-in clips leave data_dir empty')
   return None

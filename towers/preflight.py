@@ -27,7 +27,7 @@ from command_line.options import Problem
 from input_fn import data_checks
 from model_fn import warm_start
 from model_fn.networks import Network
-from towers import checkpoint_shapes, run_flags
+from towers import checkpoint_shapes, earlier_run, run_flags
 from towers.cluster import spec
 
 
@@ -74,7 +74,8 @@ def problems(params, num_workers: int = 1, trains: bool = True,
 
 def _model_dir_problems(model_dir: str) -> list[Problem]:
   """model_dir must be (or be creatable as) a writable directory
-  (`working_dir.unwritable_dir`) outside another run's model_dir (`_enclosing_run`), and the checkpoint its `checkpoint` file names must be
+  (`working_dir.unwritable_dir`) outside another run's model_dir (`_enclosing_run`) and
+  holding none (`_enclosed_run`), and the checkpoint its `checkpoint` file names must be
   there (else training would start over from step 0 beside the checkpoints it holds)."""
   problem = working_dir.unwritable_dir(model_dir)
   if problem:
@@ -85,6 +86,11 @@ def _model_dir_problems(model_dir: str) -> list[Problem]:
     return [Problem('model_dir', f'model_dir={model_dir} lies inside the model_dir {outer} '
                     'of another run (its checkpoints, evaluations and exports): the two runs\' '
                     'events would mix; choose a directory outside it')]
+  inner = _enclosed_run(model_dir)
+  if inner:
+    return [Problem('model_dir', f'model_dir={model_dir} holds the model_dir {inner} of '
+                    'another run: the two runs\' events would mix and that run could not be '
+                    'continued; choose a directory of its own (e.g. beside it)')]
   missing = _missing_latest_checkpoint(model_dir)
   return [Problem('model_dir', missing)] if missing else []
 
@@ -96,6 +102,21 @@ def _enclosing_run(model_dir: str) -> str | None:
   while os.path.dirname(folder) != folder:
     folder = os.path.dirname(folder)
     if any(os.path.isfile(os.path.join(folder, name)) for name in ('checkpoint', run_flags.FILE)):
+      return folder
+  return None
+
+
+def _enclosed_run(model_dir: str) -> str | None:
+  """A folder directly in `model_dir` that is a run's model_dir (holds a `checkpoint`
+  file or `run.flags`), else None; an earlier run model_dir set aside
+  (`earlier_run.PREFIX`) is its own."""
+  if not os.path.isdir(model_dir):
+    return None
+  for name in sorted(os.listdir(model_dir)):
+    folder = os.path.join(model_dir, name)
+    if name.startswith(earlier_run.PREFIX) or not os.path.isdir(folder):
+      continue
+    if any(os.path.isfile(os.path.join(folder, f)) for f in ('checkpoint', run_flags.FILE)):
       return folder
   return None
 

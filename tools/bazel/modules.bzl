@@ -762,6 +762,7 @@ MODULES = {
         ]),
         ("preflight.py", "preflight", [
             ":checkpoint_shapes",
+            ":earlier_run",
             ":run_flags",
             "//command_line:disk_space",
             "//command_line:options",
