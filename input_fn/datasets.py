@@ -224,6 +224,7 @@ def read_hmdb51_split(folder: str, split: int, class_root: str = '') -> Split:
       without(subsets[subset], lambda e: e.name.lower() in conflicting), class_root)
                  for subset in ('train', 'test'))
   train, test, problems = video_lists.apply_split_rule(train, test, problems)
+  train, problems = video_lists.apply_copy_rule(train, test, problems, class_root)
   return Split(classes, train, test, problems, unused)
 
 
@@ -450,6 +451,7 @@ def read_list_split(lists: ListFiles) -> Split:
       e, name=list_name(os.path.join(lists.root, e.rel_path), lists.root, True))
                   for e in entries] for entries in (train, test))
   train, test, problems = video_lists.apply_split_rule(train, test, found + test_found)
+  train, problems = video_lists.apply_copy_rule(train, test, problems, lists.root)
   train, problems = ucf101.apply_group_rule(train, test, problems)
   return Split(classes, train, test, problems, 0, {**folders, **test_folders})
 

@@ -32,7 +32,7 @@ import os
 import re
 
 from input_fn.video_lists import (ClassIndex, DatasetError, InputProblem, Split, VideoEntry,
-                                  apply_split_rule, find_child, not_found, read_lines,
+                                  apply_copy_rule, apply_split_rule, find_child, not_found, read_lines,
                                   with_files)
 
 CLASS_INDEX_FILE = 'classInd.txt'
@@ -178,6 +178,7 @@ def read_split(split_dir: str, split: int, video_root: str = '') -> Split:
     lists[subset] = with_files(entries, video_root)
     problems += list_problems
   train, test, problems = apply_split_rule(lists['train'], lists['test'], problems)
+  train, problems = apply_copy_rule(train, test, problems, video_root)
   train, problems = apply_group_rule(train, test, problems)
   return Split(classes, train, test, problems)
 

@@ -22,6 +22,7 @@ the config (`towers/params.py`) imports it before TensorFlow loads.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import functools
 import os
 from typing import Any, Callable, Sequence
@@ -289,6 +290,53 @@ def apply_split_rule(train_entries: list[VideoEntry], test_entries: list[VideoEn
     if id(e) not in conflicting:
       test.append(dataclasses.replace(e, index=len(test)))
   return train, test, problems
+
+
+def apply_copy_rule(train: list[VideoEntry], test: list[VideoEntry],
+                    problems: list[InputProblem], root: str
+                    ) -> tuple[list[VideoEntry], list[InputProblem]]:
+  """(train, `problems` plus one 'test video in training list' per entry removed): a
+  training video whose file under `root` (`locate`) holds the same bytes as a test video's
+  (a copy under another name) is kept out of training. Only files of a test video's size
+  are read (sha256); frame folders, empty files and entries without a file are left as
+  they are; indices are renumbered 0..n-1."""
+  if not root or not test:
+    return train, problems
+  listings: dict[str, dict[str, str]] = {}
+  digests: dict[str, str] = {}
+
+  def file_of(entry: VideoEntry) -> tuple[str, int] | None:
+    path = locate(root, entry, listings)
+    size = os.path.getsize(path) if path and os.path.isfile(path) else 0
+    return (path, size) if size else None  # an empty file is damaged, not a copy
+
+  def digest(path: str) -> str:
+    if path not in digests:
+      hashed = hashlib.sha256()
+      with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+          hashed.update(block)
+      digests[path] = hashed.hexdigest()
+    return digests[path]
+
+  by_size: dict[int, list[tuple[VideoEntry, str]]] = {}
+  for e in test:
+    found = file_of(e)
+    if found:
+      by_size.setdefault(found[1], []).append((e, found[0]))
+  kept, problems = [], list(problems)
+  for e in train:
+    found = file_of(e)
+    twins = by_size.get(found[1], []) if found else []
+    copy = next((t for t, path in twins if os.path.realpath(path) != os.path.realpath(found[0])
+                 and digest(path) == digest(found[0])), None)
+    if copy is None:
+      kept.append(dataclasses.replace(e, index=len(kept)))
+      continue
+    problems.append(InputProblem(e.source, e.line, f'{e.name} is a copy of the test video '
+                                 f'{copy.name} (the same bytes): kept out of training',
+                                 'test video in training list', 'train'))
+  return kept, problems
 
 
 def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None]) -> Split:

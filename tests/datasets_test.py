@@ -139,7 +139,7 @@ class ListDatasetTest(absltest.TestCase):
     super().setUp()
     self.root = tempfile.mkdtemp()
     for rel in ('abseiling/a1.mp4', 'abseiling/a2.mp4', 'juggling/j1.mp4', 'juggling/j2.mp4'):
-      write(os.path.join(self.root, rel), 'x')
+      write(os.path.join(self.root, rel), rel)  # each its own bytes
     for rel in ('frames/a1', 'frames/j1'):
       os.makedirs(os.path.join(self.root, rel))
     self.classes = write(os.path.join(self.root, 'classes.txt'), 'abseiling\njuggling\n')
@@ -168,7 +168,7 @@ class ListDatasetTest(absltest.TestCase):
 
   def test_a_list_of_ucf101_clips_keeps_a_test_group_out_of_training(self):
     for rel in ('YoYo/v_YoYo_g08_c01.avi', 'YoYo/v_YoYo_g08_c02.avi', 'YoYo/v_YoYo_g09_c01.avi'):
-      write(os.path.join(self.root, rel), 'x')
+      write(os.path.join(self.root, rel), rel)  # each its own bytes
     self.classes = write(os.path.join(self.root, 'classes.txt'), 'abseiling\nYoYo\n')
     split = datasets.read_list_split(self.lists(
         'YoYo/v_YoYo_g08_c01.avi 1\nYoYo/v_YoYo_g09_c01.avi 1\nabseiling/a1.mp4 0\n',
@@ -176,6 +176,16 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual([e.name for e in split.train], ['YoYo/v_YoYo_g09_c01', 'abseiling/a1'])
     self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
                      [('train.txt', 1, 'test group in training list')])
+
+  def test_a_copy_of_a_test_video_under_another_name_is_kept_out_of_training(self):
+    with open(os.path.join(self.root, 'abseiling/a2.mp4'), 'rb') as f:
+      write(os.path.join(self.root, 'copies/renamed.mp4'), f.read().decode())
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\ncopies/renamed.mp4 0\n', 'abseiling/a2.mp4 0\njuggling/j2.mp4 1\n'))
+    self.assertEqual([e.name for e in split.train], ['abseiling/a1'])
+    self.assertEqual([(p.line, p.kind) for p in split.problems],
+                     [(2, 'test video in training list')])
+    self.assertIn('a copy of the test video abseiling/a2', split.problems[0].reason)
 
   def test_every_bad_line_names_its_file_and_line(self):
     split = datasets.read_list_split(self.lists(

@@ -43,15 +43,15 @@ def decorate(path: str) -> None:
 
 
 def hmdb51_tree(root: str) -> str:
-  """The real split-file sample with an .avi (empty) of every listed video under
-  hmdb51_org/<class>/; returns the split folder."""
+  """The real split-file sample with an .avi (holding its own name: no two are copies)
+  of every listed video under hmdb51_org/<class>/; returns the split folder."""
   splits = os.path.join(root, 'testTrainMulti_7030_splits')
   shutil.copytree(HMDB51_SAMPLE, splits)
   for name in os.listdir(splits):
     if name.endswith('_test_split1.txt'):
       for _, text in video_lists.read_lines(os.path.join(splits, name)):
         write(os.path.join(root, 'hmdb51_org', name[:-len('_test_split1.txt')],
-                           text.split()[0]), '')
+                           text.split()[0]), text.split()[0])
   return splits
 
 
@@ -100,7 +100,7 @@ class OneReaderTest(absltest.TestCase):
 
   def test_mmaction2_lists_and_class_names(self):
     for rel in ('abseiling/a1.mp4', 'juggling/j1.mp4'):
-      write(os.path.join(self.root, rel), 'x')
+      write(os.path.join(self.root, rel), rel)  # each its own bytes
     lists = datasets.ListFiles(write(os.path.join(self.root, 'train.txt'), 'abseiling/a1.mp4 0\n'),
                                write(os.path.join(self.root, 'test.txt'), 'juggling/j1.mp4 1\n'),
                                write(os.path.join(self.root, 'classes.txt'),
@@ -126,7 +126,7 @@ class OneReaderTest(absltest.TestCase):
 
   def test_classify_video_lists(self):
     for rel in ('clips/a.mp4', 'clips/b.mp4'):
-      write(os.path.join(self.root, rel), 'x')
+      write(os.path.join(self.root, rel), rel)  # each its own bytes
     listed = write(os.path.join(self.root, 'videos.txt'),
                    '# my clips\nclips/a.mp4\nclips/b.mp4 1\n')
     plain = classifier.find_videos([listed])
