@@ -217,6 +217,13 @@ class TrainSettingsTest(tf.test.TestCase):
     found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
     self.assertEqual(found.option if found else None, 'model_dir')
     self.assertIn('final_evaluation.json', str(found))
+    # The export info written with the graph (it lists the videos trained on) counts too.
+    os.remove(os.path.join(self.model_dir, 'final_evaluation.json'))
+    os.makedirs(os.path.join(self.model_dir, 'export_assets'), exist_ok=True)
+    with open(os.path.join(self.model_dir, 'export_assets', 'video_model.json'), 'w') as f:
+      json.dump({'train_video_names': []}, f)
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+    self.assertEqual(found.option if found else None, 'model_dir')
 
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
     # Trained before records were written: no record and no run.flags (written after it).
@@ -533,13 +540,21 @@ class SettingsTest(tf.test.TestCase):
     os.makedirs(os.path.join(export, 'assets.extra'))
     for path in tf.io.gfile.glob(os.path.join(source, 'model.ckpt-1.*')):
       shutil.copy(path, os.path.join(export, 'variables', 'variables' + path.split('-1', 1)[1]))
-    with open(os.path.join(export, 'assets.extra', 'video_model.json'), 'w') as f:
+    open(os.path.join(export, 'saved_model.pb'), 'wb').close()
+    info = os.path.join(export, 'assets.extra', 'video_model.json')
+    with open(info, 'w') as f:
       json.dump({train_settings.TRAIN_VIDEO_NAMES: train_settings.train_video_names(params[1])},
                 f)
-    found = refusal(dataclasses.replace(
-        fresh, warm_start_from=os.path.join(export, 'variables', 'variables')))
+    from_export = dataclasses.replace(
+        fresh, warm_start_from=os.path.join(export, 'variables', 'variables'))
+    found = refusal(from_export)
     self.assertEqual(found.option if found else None, 'warm_start_from')
     self.assertIn('video_model.json', str(found))
+    with open(info, 'w') as f:
+      f.write('{damaged')  # what the weights learnt can no longer be read: refused too
+    found = refusal(from_export)
+    self.assertEqual(found.option if found else None, 'warm_start_from')
+    self.assertIn('missing, damaged', str(found))
     # A model_dir whose record is lost, though its run.flags shows one was written.
     with open(os.path.join(source, 'run.flags'), 'w') as f:
       f.write('--model=c3d_small\n')

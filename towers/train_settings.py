@@ -255,7 +255,7 @@ def read_record(model_dir: str) -> dict[str, Any] | None:
   if problem:
     raise ResumeSettingsError(Problem(
         'model_dir', f'{path} cannot be read: {problem}. Restore it, or train in a new '
-        f'--model_dir (--warm_start_from={model_dir} starts from its weights)'))
+        '--model_dir'))
   return stored
 
 
@@ -537,12 +537,19 @@ def _warm_start_videos(params) -> tuple[list[str], str]:
   source = _warm_start_dir(params)
   if not source:
     return [], ''
-  if os.path.basename(source) == 'variables':
-    info_path = os.path.join(os.path.dirname(source), ASSETS_DIR, INFO_FILE)
+  export = os.path.dirname(source)
+  if os.path.basename(source) == 'variables' and (
+      tf.io.gfile.exists(os.path.join(export, 'saved_model.pb'))):
+    info_path = os.path.join(export, ASSETS_DIR, INFO_FILE)
     info = json_files.load_object(info_path) if tf.io.gfile.exists(info_path) else None
-    if info is not None:
-      names = info.get(TRAIN_VIDEO_NAMES)
-      return (list(names) if isinstance(names, list) else []), info_path
+    names = info.get(TRAIN_VIDEO_NAMES) if info is not None else None
+    if not isinstance(names, list):
+      raise ResumeSettingsError(Problem('warm_start_from', (
+          f'--warm_start_from={params.warm_start_from} is the checkpoint of the export '
+          f'{export}, whose {info_path} is missing, damaged or lists no training videos: the '
+          'videos those weights learnt cannot be compared with this run\'s test videos; '
+          'restore it (a copy of the export), or warm-start from its model_dir')))
+    return list(names), info_path
   try:
     record = read_record(source)
     problem = None
@@ -575,12 +582,13 @@ def _warm_start_dir(params) -> str:
 
 def _recording_evidence(model_dir: str) -> str | None:
   """A file of model_dir only a run that records its settings writes: run.flags (written
-  with the record, after it), or a final_evaluation.json or export video_model.json that
+  with the record, after it), export_assets/video_model.json (its exports' info, listing
+  the videos it trained on), or a final_evaluation.json or export video_model.json that
   carries a lineage; None when there is none (a model_dir trained before records, or not
   one of this library)."""
-  flags = os.path.join(model_dir, 'run.flags')
-  if tf.io.gfile.exists(flags):
-    return flags
+  for written in ('run.flags', os.path.join('export_assets', INFO_FILE)):
+    if tf.io.gfile.exists(os.path.join(model_dir, written)):
+      return os.path.join(model_dir, written)
   found = [os.path.join(model_dir, 'final_evaluation.json')] + sorted(
       tf.io.gfile.glob(os.path.join(model_dir, 'export', '*', '*', ASSETS_DIR, INFO_FILE)))
   for path in found:
@@ -601,7 +609,7 @@ def _check_record_not_lost(model_dir: str) -> None:
         f'{model_dir} holds a checkpoint but no {RECORD_FILE}, though {evidence} shows the run '
         'that trained it recorded one: it was lost, so neither its learning settings nor '
         f'the videos it trained on can be compared; restore {RECORD_FILE}, or train in a '
-        f'new --model_dir (--warm_start_from={model_dir} starts from its weights)')))
+        'new --model_dir')))
 
 
 def _trained_video_names(params, stored: dict[str, Any] | None,
