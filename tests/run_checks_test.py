@@ -62,10 +62,16 @@ class RunChecksTest(tf.test.TestCase):
       self.assertIn(f'inside the model_dir {run}', str(found[0]))
     self.assertEqual(preflight.problems(make_params(
         model_dir=os.path.join(self.create_tempdir().full_path, 'runs', 'mine'))), [])
-    # The parent of a run: that run could no longer be continued.
+    # The parent of a run, or a folder above it: that run could no longer be continued.
     found = preflight.problems(make_params(model_dir=os.path.dirname(run)))
     self.assertEqual([p.option for p in found], ['model_dir'])
     self.assertIn(f'holds the model_dir {run}', str(found[0]))
+    deep = os.path.join(self.create_tempdir().full_path, 'deep')
+    os.makedirs(os.path.join(deep, 'a', 'b', 'inner'))
+    with open(os.path.join(deep, 'a', 'b', 'inner', 'run.flags'), 'w', encoding='utf-8') as f:
+      f.write('--model=c3d_small\n')
+    found = preflight.problems(make_params(model_dir=deep))
+    self.assertEqual([p.option for p in found], ['model_dir'])
 
   # --- Labels and leakage -------------------------------------------------------------------
 

@@ -106,18 +106,24 @@ def _enclosing_run(model_dir: str) -> str | None:
   return None
 
 
-def _enclosed_run(model_dir: str) -> str | None:
-  """A folder directly in `model_dir` that is a run's model_dir (holds a `checkpoint`
-  file or `run.flags`), else None; an earlier run model_dir set aside
-  (`earlier_run.PREFIX`) is its own."""
-  if not os.path.isdir(model_dir):
+def _enclosed_run(model_dir: str, depth: int = 3) -> str | None:
+  """A folder up to `depth` levels below `model_dir` that is a run's model_dir (holds a
+  `checkpoint` file or `run.flags`), else None; an earlier run set aside
+  (`earlier_run.PREFIX`) is model_dir's own, and a run's folders are not searched."""
+  if depth == 0 or not os.path.isdir(model_dir):
     return None
-  for name in sorted(os.listdir(model_dir)):
-    folder = os.path.join(model_dir, name)
-    if name.startswith(earlier_run.PREFIX) or not os.path.isdir(folder):
+  try:
+    children = sorted(e.path for e in os.scandir(model_dir) if e.is_dir())
+  except OSError:
+    return None
+  for folder in children:
+    if os.path.basename(folder).startswith(earlier_run.PREFIX):
       continue
     if any(os.path.isfile(os.path.join(folder, f)) for f in ('checkpoint', run_flags.FILE)):
       return folder
+    inner = _enclosed_run(folder, depth - 1)
+    if inner:
+      return inner
   return None
 
 
