@@ -582,13 +582,13 @@ def _warm_start_dir(params) -> str:
 
 def _recording_evidence(model_dir: str) -> str | None:
   """A file of model_dir only a run that records its settings writes: run.flags (written
-  with the record, after it), export_assets/video_model.json (its exports' info, listing
-  the videos it trained on), or a final_evaluation.json or export video_model.json that
+  with the record, after it), or a final_evaluation.json or export video_model.json that
   carries a lineage; None when there is none (a model_dir trained before records, or not
-  one of this library)."""
-  for written in ('run.flags', os.path.join('export_assets', INFO_FILE)):
-    if tf.io.gfile.exists(os.path.join(model_dir, written)):
-      return os.path.join(model_dir, written)
+  one of this library). Not export_assets/: it is written with the graph, before the
+  record, so a run stopped in between (a full disk at its first checkpoint) has it."""
+  flags = os.path.join(model_dir, 'run.flags')
+  if tf.io.gfile.exists(flags):
+    return flags
   found = [os.path.join(model_dir, 'final_evaluation.json')] + sorted(
       tf.io.gfile.glob(os.path.join(model_dir, 'export', '*', '*', ASSETS_DIR, INFO_FILE)))
   for path in found:
