@@ -46,6 +46,14 @@ def read_flow(flow_root: str, video: str, indices: list[int]) -> np.ndarray:
                    frame_folders.read_frames(v_folder, indices, grayscale=True)], axis=-1)
 
 
+def write_files(root: str, rels: tuple[str, ...], content: bytes) -> None:
+  """Writes `content` to each of `rels` under `root` (stand-ins for video files)."""
+  for rel in rels:
+    os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+    with open(os.path.join(root, rel), 'wb') as f:
+      f.write(content)
+
+
 class Tvl1Test(tf.test.TestCase):
 
   def test_recovers_the_direction_and_rough_size_of_a_moving_square(self):
@@ -318,10 +326,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
 
   def test_two_hmdb51_videos_of_one_name_are_named_not_given_one_flow_folder(self):
     videos = os.path.join(self.create_tempdir().full_path, 'hmdb51_org')
-    for rel in ('chew/clip_1.avi', 'kick/clip_1.avi', 'kick/clip_2.avi'):
-      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
-      with open(os.path.join(videos, rel), 'wb') as f:
-        f.write(b'x')
+    write_files(videos, ('chew/clip_1.avi', 'kick/clip_1.avi', 'kick/clip_2.avi'), b'x')
     tasks, problems = extract_flow.dataset_videos('hmdb51', videos, None)
     self.assertEqual([t.name for t in tasks], ['clip_2'])
     self.assertEqual(sorted((os.path.relpath(p.source, videos), p.kind) for p in problems),
@@ -359,10 +364,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
   def test_a_folder_of_videos_none_named_as_the_dataset_names_them_is_refused(self):
     # HMDB51's videos without --dataset=hmdb51: every one skipped, and exit 0 said "0 of 3".
     videos = os.path.join(self.create_tempdir().full_path, 'hmdb51_org')
-    for rel in ('chew/clip_1.avi', 'kick/clip_2.avi', 'kick/clip_3.avi'):
-      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
-      with open(os.path.join(videos, rel), 'wb') as f:
-        f.write(b'x')
+    write_files(videos, ('chew/clip_1.avi', 'kick/clip_2.avi', 'kick/clip_3.avi'), b'x')
     with self.assertRaises(video_lists.DatasetError) as caught:
       self.extract('', videos_dir=videos, out=self.create_tempdir().full_path)
     self.assertEqual(caught.exception.option, 'dataset')
@@ -372,10 +374,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
   def test_an_extraction_that_gives_no_video_flow_fails(self):
     # Every video undecodable: "0 of 2 videos have flow" ended with exit 0 and an empty root.
     videos = os.path.join(self.create_tempdir().full_path, 'UCF-101')
-    for rel in ('MoveUp/v_MoveUp_g01_c01.avi', 'MoveUp/v_MoveUp_g02_c01.avi'):
-      os.makedirs(os.path.dirname(os.path.join(videos, rel)), exist_ok=True)
-      with open(os.path.join(videos, rel), 'wb') as f:
-        f.write(b'not a video')
+    write_files(videos, ('MoveUp/v_MoveUp_g01_c01.avi', 'MoveUp/v_MoveUp_g02_c01.avi'), b'not a video')
     with self.assertRaises(extract_flow.NoFlow) as caught:
       self.extract('', videos_dir=videos, out=self.create_tempdir().full_path)
     self.assertIn('none of the 2 videos has flow', str(caught.exception))
