@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from typing import Iterable, Sequence
 
 from input_fn.video_lists import (ClassIndex, DatasetError, InputProblem, Split, VideoEntry,
                                   apply_copy_rule, apply_split_rule, find_child, not_found, read_lines,
@@ -183,31 +184,54 @@ def read_split(split_dir: str, split: int, video_root: str = '') -> Split:
   return Split(classes, train, test, problems)
 
 
+def group_of(name: str) -> tuple[str, int] | None:
+  """(class in lower case, group) of a UCF101 clip named `name` (its file name
+  `v_<Class>_gGG_cCC`, any folder before it, no extension); None for other names."""
+  parsed = parse_video_name(name.replace('\\', '/').rsplit('/', 1)[-1])
+  return (parsed[0].lower(), parsed[1]) if parsed is not None else None
+
+
 def apply_group_rule(train: list[VideoEntry], test: list[VideoEntry],
                      problems: list[InputProblem]) -> tuple[list[VideoEntry], list[InputProblem]]:
   """(train, `problems` plus one 'test group in training list' per entry removed): a
-  training clip of a UCF101 group with a clip in `test` (`v_<Class>_gGG_...`, the file name
-  of an entry's name, class case-insensitive) is kept out of training. A group's clips are
-  cut from one long video, so training on one scores the others on their own footage. Names
-  that are not UCF101 names are left as they are; indices are renumbered 0..n-1."""
-  tested: dict[tuple[str, int], str] = {}
-  for e in test:
-    parsed = parse_video_name(e.name.rsplit('/', 1)[-1])
-    if parsed is not None:
-      tested.setdefault((parsed[0].lower(), parsed[1]), e.name)
+  training clip of a UCF101 group with a clip in `test` (`group_of`) is kept out of
+  training. A group's clips are cut from one long video, so training on one scores the
+  others on their own footage. Names that are not UCF101 names are left as they are;
+  indices are renumbered 0..n-1."""
+  tested = clips_by_group(e.name for e in test)
   kept, problems = [], list(problems)
   for e in train:
-    parsed = parse_video_name(e.name.rsplit('/', 1)[-1])
-    other = tested.get((parsed[0].lower(), parsed[1])) if parsed is not None else None
+    group = group_of(e.name)
+    other = tested.get(group) if group is not None else None
     if other is None:
       kept.append(dataclasses.replace(e, index=len(kept)))
       continue
     problems.append(InputProblem(
-        e.source, e.line, f'{e.name} is of group g{parsed[1]:02d} of {parsed[0]}, whose clip '
-        f'{other} is in the test list: clips of a group are cut from one video, so it is kept '
-        'out of training (the official splits keep each group in one list)',
-        'test group in training list', 'train'))
+        e.source, e.line, f'{e.name} is of group g{group[1]:02d} of '
+        f'{parse_video_name(e.name.rsplit("/", 1)[-1])[0]}, whose clip {other} is in the test '
+        'list: clips of a group are cut from one video, so it is kept out of training (the '
+        'official splits keep each group in one list)', 'test group in training list', 'train'))
   return kept, problems
+
+
+def clips_by_group(names: Iterable[str]) -> dict[tuple[str, int], str]:
+  """The first of `names` of each UCF101 group (`group_of`); other names are left out."""
+  found: dict[tuple[str, int], str] = {}
+  for name in names:
+    group = group_of(name)
+    if group is not None:
+      found.setdefault(group, name)
+  return found
+
+
+def groups_learnt(trained: Sequence[str], tests: Sequence[str]) -> list[tuple[str, str]]:
+  """(test name, a trained clip of its group) for each of `tests`, sorted, that is a UCF101
+  clip of a group `trained` holds a clip of (the group rule, for a model's training videos
+  read from its record or export; the same video is `video_lists.trained_on`'s)."""
+  learnt = clips_by_group(trained)
+  found = [(name, learnt[group]) for name in tests
+           if (group := group_of(name)) is not None and group in learnt]
+  return sorted(found)
 
 
 def test_groups(split: int) -> range:

@@ -47,7 +47,7 @@ import tensorflow as tf
 from command_line.console import protocol
 from input_fn import flow
 from input_fn import manifest as manifest_lib
-from input_fn import pipeline, video_lists
+from input_fn import pipeline, ucf101, video_lists
 from model_fn import confusion
 from serving import export_info, saved_model
 from serving.saved_model import StreamModel
@@ -524,6 +524,14 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
                          f'{seen[0]}): its accuracy on them says nothing; evaluate on the test '
                          'records of the split it was trained on', 'trained_on', data_dir,
                          len(seen))
+  grouped = ucf101.groups_learnt(trained, tests)
+  if grouped:
+    raise TwoStreamError(f'{len(grouped)} of the {len(tests)} test videos of {data_dir} are '
+                         f'UCF101 clips of groups the {model.stream} model {model_path} trained '
+                         f'on other clips of (e.g. {grouped[0][0]}: {grouped[0][1]}, cut from '
+                         'the same video): its accuracy on them says nothing; evaluate on the '
+                         'test records of the split it was trained on', 'trained_on', data_dir,
+                         len(grouped))
   return unchecked
 
 

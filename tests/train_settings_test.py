@@ -569,6 +569,37 @@ class SettingsTest(tf.test.TestCase):
     self.assertEqual(record[train_settings.TRAIN_VIDEO_NAMES],
                      train_settings.train_video_names(params[1]))
 
+  def test_weights_that_learnt_other_clips_of_the_test_groups_are_refused(self):
+    # The earlier training held clip c09 of every test video's UCF101 group (not the test
+    # clips themselves): the same footage, so both a warm start and a resume are refused.
+    root = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    ucf = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
+    out = os.path.join(root, 'tfr')
+    tiny_records.prepared(ucf, out, split=1)
+    params = make_params(TINY, data_source='tfrecord', data_dir=out, split=1,
+                         model_dir=os.path.join(root, 'run'),
+                         resume_changes=['train_videos', 'train_data'])
+    tests = train_settings.test_video_names(params)
+    mates = sorted({name.rsplit('_c', 1)[0] + '_c09' for name in tests})
+    self.assertFalse(set(mates) & set(tests))
+    source = shutil.copytree(self.trained_dir(), os.path.join(root, 'source'))
+    train_settings.write_record(source, dict(record_of(params), **{
+        train_settings.TRAIN_VIDEO_NAMES: mates}))
+    found = refusal(dataclasses.replace(params, model='i3d', warm_start_from=source))
+    self.assertEqual(found.option if found else None, 'warm_start_from')
+    self.assertIn(f'{len(tests)} test videos', str(found))
+    self.assertIn(mates[0].rsplit('/', 1)[-1][:-4], str(found))
+    shutil.copytree(source, params.model_dir)
+    found = refusal(params)
+    self.assertEqual((found.option, found.settings) if found else None,
+                     ('data_dir', ('train_videos',)))
+    # Other groups' clips are not the test videos' footage.
+    others = [name.replace('_g0', '_g9') for name in mates]
+    train_settings.write_record(params.model_dir, dict(record_of(params), **{
+        train_settings.TRAIN_VIDEO_NAMES: others}))
+    self.assertIsNone(refusal(params))
+
   def trained_dir(self):
     """A model_dir with a 1-step checkpoint (of TINY on synthetic data)."""
     model_dir = os.path.join(self.create_tempdir(), 'trained')

@@ -232,6 +232,22 @@ class TwoStreamChecksTest(tf.test.TestCase):
                      ('trained_on', self.data['rgb', 2]))
     self.assert_refused(self.args(split=2, rgb_model=export), 'TwoStreamError', [])
 
+  def test_a_model_that_learnt_other_clips_of_the_test_groups_is_refused(self):
+    # An export whose training videos are clip c09 of each split-1 test video's UCF101 group.
+    export = shutil.copytree(saved_model.saved_model_dir(self.models['rgb']),
+                             os.path.join(self.create_tempdir().full_path, 'rgb_export'))
+    tests = json.load(open(os.path.join(self.data['rgb', 1], 'test.manifest.json')))
+    names = [v['name'] for s in tests['shards'] for v in s['videos']]
+    info_path = os.path.join(export, 'assets.extra', export_info.INFO_FILE)
+    info = json.load(open(info_path))
+    info[export_info.TRAIN_VIDEO_NAMES] = sorted({n.rsplit('_c', 1)[0] + '_c09' for n in names})
+    with open(info_path, 'w') as f:
+      json.dump(info, f)
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(saved_model.load_model(export, 'rgb'), export, self.data['rgb', 1])
+    self.assertEqual((caught.exception.reason, caught.exception.count),
+                     ('trained_on', len(names)))
+
   def test_another_class_count_is_refused_before_inference(self):
     model = saved_model.load_model(self.models['rgb'], 'rgb')
     with self.assertRaises(two_stream.TwoStreamError) as caught:

@@ -257,7 +257,8 @@ class OptimizationSection(Section):
   warmup_steps: int = must_match(0, 'Linear warm-up from 0 to the scheduled rate over these steps.',
       valid=at_least(0))
   lr_reference_batch: int = must_match(
-      0, 'Linear scaling: if > 0, every rate is multiplied by batch_size / lr_reference_batch.',
+      0, 'Linear scaling: if > 0, every rate is multiplied by the clips of one update '
+      '(accumulate_steps x batch_size) / lr_reference_batch.',
       valid=at_least(0))
   weight_decay: float = must_match(
       0.0, 'L2 weight decay: adds weight_decay * sum(l2_loss(w)) over conv/dense kernels '

@@ -37,7 +37,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -45,7 +45,7 @@ from absl import logging
 from command_line import status_file
 from command_line.options import Problem
 
-from input_fn import datasets, frame_sample, json_files, manifest, video_lists
+from input_fn import datasets, frame_sample, json_files, manifest, ucf101, video_lists
 from model_fn import warm_start
 from serving.export_info import ASSETS_DIR, INFO_FILE
 from towers import params as params_lib
@@ -465,9 +465,11 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
   new, stored = resume.new, resume.stored
   if resume.checkpoint and stored is None:
     _check_record_not_lost(params.model_dir)
-  names = None if caller_input else _trained_video_names(params, stored, resume.checkpoint)
+  names = None if caller_input else train_video_names(params)
   if names is not None:
-    _check_no_earlier_training_video(params, stored, resume.checkpoint)
+    earlier, source = _earlier_video_names(params, stored, resume.checkpoint)
+    _check_no_earlier_training_video(params, earlier, source, resume.checkpoint)
+    names = sorted(set(names) | set(earlier))
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
     status_file.record('unrecorded_settings', model_dir=params.model_dir)
@@ -494,26 +496,31 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
   return value
 
 
-def _check_no_earlier_training_video(params, stored: dict[str, Any] | None,
+def _check_no_earlier_training_video(params, earlier: Sequence[str], source: str,
                                     checkpoint: str | None) -> None:
-  """Raises `ResumeSettingsError` when a test video of data_dir is among the videos the
-  model has trained on before this run (`_earlier_video_names`: model_dir's record on a
-  resume, the warm-start source's on a fresh start; by `video_lists.trained_on`): its
-  evaluations would count videos it learnt."""
-  earlier, source = _earlier_video_names(params, stored, checkpoint)
-  seen = video_lists.trained_on(earlier, test_video_names(params) or ())
-  if not seen:
+  """Raises `ResumeSettingsError` when a test video of data_dir is among the videos
+  `earlier` (listed in `source`) the model trained on before this run (model_dir's record on
+  a resume, the warm-start source's on a fresh start: `_earlier_video_names`), by
+  `video_lists.trained_on`, or is a UCF101 clip of a group it learnt a clip of
+  (`ucf101.groups_learnt`): its evaluations would count footage it learnt."""
+  tests = test_video_names(params) or ()
+  seen = video_lists.trained_on(earlier, tests)
+  grouped = [] if seen else ucf101.groups_learnt(earlier, tests)
+  if not seen and not grouped:
     return
+  what = (f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were '
+          'trained on' if seen else
+          f'{len(grouped)} test videos of data_dir={params.data_dir} are UCF101 clips of '
+          f'groups whose other clips were trained on (e.g. {grouped[0][0]}: {grouped[0][1]}, '
+          'cut from the same video)')
   if checkpoint:
     raise ResumeSettingsError(Problem('data_dir', (
-        f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
-        f'on in {params.model_dir} by an earlier run ({RECORD_FILE} lists them): its '
-        'evaluations would count videos it learnt; evaluate on test videos it never trained '
+        f'{what} in {params.model_dir} by an earlier run ({RECORD_FILE} lists them): its '
+        'evaluations would count footage it learnt; evaluate on test videos it never trained '
         'on, or train in a new --model_dir')), ('train_videos',))
   raise ResumeSettingsError(Problem('warm_start_from', (
-      f'{len(seen)} test videos of data_dir={params.data_dir} (e.g. {seen[0]}) were trained '
-      f'on by the model --warm_start_from={params.warm_start_from} starts from ({source} '
-      'lists them): its evaluations would count videos it learnt; warm-start from a model '
+      f'{what} by the model --warm_start_from={params.warm_start_from} starts from ({source} '
+      'lists them): its evaluations would count footage it learnt; warm-start from a model '
       'that never trained on them (the Kinetics checkpoint, or a run of this split)')))
 
 
@@ -612,18 +619,6 @@ def _check_record_not_lost(model_dir: str) -> None:
         'new --model_dir')))
 
 
-def _trained_video_names(params, stored: dict[str, Any] | None,
-                         checkpoint: str | None) -> list[str] | None:
-  """The videos a model continuing `checkpoint` (None: a fresh start) on data_dir will have
-  trained on: data_dir's training videos and those it trained on before
-  (`_earlier_video_names`: model_dir's record, or the warm-start source's); sorted. None
-  when data_dir's cannot be read (synthetic data)."""
-  names = train_video_names(params)
-  if names is None:
-    return None
-  return sorted(set(names) | set(_earlier_video_names(params, stored, checkpoint)[0]))
-
-
 def model_dir_video_names(params) -> list[str] | None:
   """The videos the model in model_dir has trained on, counting this run's data_dir: the
   list this run's record holds (`checked_record`): the earlier runs' (its record's list)
@@ -633,7 +628,11 @@ def model_dir_video_names(params) -> list[str] | None:
     stored = read_record(params.model_dir)
   except ResumeSettingsError:
     stored = None
-  return _trained_video_names(params, stored, tf.train.latest_checkpoint(params.model_dir))
+  names = train_video_names(params)
+  if names is None:
+    return None
+  earlier, _ = _earlier_video_names(params, stored, tf.train.latest_checkpoint(params.model_dir))
+  return sorted(set(names) | set(earlier))
 
 
 def write_record(model_dir: str, value: dict[str, Any]) -> None:
