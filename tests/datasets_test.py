@@ -210,6 +210,11 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual((os.path.basename(first.source), first.line, first.kind),
                      ('train.txt', 2, 'label out of range'))  # problems in line order
 
+  def test_a_line_given_twice_is_one_listed_video_for_an_evaluation(self):
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\n', 'juggling/j2.mp4 1\njuggling/j2.mp4 1\nabseiling/a2.mp4 0\n'))
+    self.assertEqual((split.num_listed('test'), split.num_videos('test')), (3, 2))
+
   def test_frame_folders_whose_names_differ_only_by_case_are_not_read_as_one(self):
     # Frame folders are found by name in any case: the second would read the first's.
     os.makedirs(os.path.join(self.root, 'frames/A1'))
