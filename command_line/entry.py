@@ -92,7 +92,9 @@ class Program:
   2 / 1. `stops_at_once`: SIGUSR1 ends it at once (exit 75); False: `run` acts on
   `signals.STOP` (set however early the signal came) and returns its own code. `resumes`:
   a rerun goes on from the work a stop or a refused write left (False: the program keeps
-  nothing to go on from, and its lines say the same command starts over)."""
+  nothing to go on from, and its lines say the same command starts over). `answers_sigterm`:
+  once its main starts, SIGTERM ends it as SIGINT does, with one line and exit 143
+  (`signals.answer_sigterm`); False: SIGTERM keeps its default action, or what `run` sets."""
   name: str
   run: Callable[..., int | None]
   options: type | None = None
@@ -104,6 +106,7 @@ class Program:
   extra_options: tuple[type, ...] = ()
   stops_at_once: bool = True
   resumes: bool = True
+  answers_sigterm: bool = False
 
   def define_flags(self) -> None:
     """Defines the options' flags, --verbose when `verbose`, then `extra_options`' flags."""
@@ -123,6 +126,8 @@ class Program:
       console.configure(cli.options_from_flags(console.ConsoleOptions).verbose)
     try:
       signals.raise_pending(self.stops_at_once)
+      if self.answers_sigterm:
+        signals.answer_sigterm()
       options = cli.options_from_flags(self.options) if self.options is not None else None
       problem = self.check(options) if self.check is not None else None
       if problem:
@@ -137,6 +142,9 @@ class Program:
     except KeyboardInterrupt:
       return self._error(KeyboardInterrupt('interrupted (SIGINT)'),
                          signals.INTERRUPTED_EXIT_CODE)
+    except signals.Terminated:
+      return self._error(signals.Terminated('terminated (SIGTERM)'),
+                         signals.TERMINATED_EXIT_CODE)
     except signals.TimeLimit:
       after = ('the work finished is kept; the same command continues it' if self.resumes
                else disk_space.STARTS_OVER)

@@ -6,6 +6,9 @@
            one line and exits STOPPED_EXIT_CODE (75): the same command continues. Once the
            program's work is done it is ignored: exit 0.
   SIGINT   Ctrl-C: one line, exit INTERRUPTED_EXIT_CODE (130), no traceback.
+  SIGTERM  (kill, docker stop, scancel) in a program that answers it (`answer_sigterm`:
+           prepare, extract_flow): as SIGINT, one line, exit TERMINATED_EXIT_CODE (143);
+           elsewhere its default action.
 
 `install()` runs when `command_line.entry` is imported by a program (`*_main.py`), before
 absl or TensorFlow load: until the program's main starts a signal is only remembered
@@ -31,6 +34,7 @@ STOP_SIGNAL = signal.SIGUSR1
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped early on purpose, run again to continue
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+TERMINATED_EXIT_CODE = 143  # 128 + SIGTERM, what a shell reports for a process it ended
 HANDLED = (signal.SIGINT, STOP_SIGNAL)
 STOP = threading.Event()  # set once STOP_SIGNAL has come to this process
 INTERRUPT = threading.Event()  # set once SIGINT has come to this process
@@ -39,6 +43,16 @@ INTERRUPT = threading.Event()  # set once SIGINT has come to this process
 class TimeLimit(BaseException):
   """STOP_SIGNAL came to a program that stops at once: the work it finished is kept.
   A BaseException, as KeyboardInterrupt, so that no `except Exception` swallows it."""
+
+
+class Terminated(BaseException):
+  """SIGTERM came to a program that answers it (`answer_sigterm`). A BaseException, as
+  KeyboardInterrupt, so that no `except Exception` swallows it."""
+
+
+def _raise_terminated(signum, frame) -> None:
+  del signum, frame
+  raise Terminated()
 
 
 def _remember(signum, frame) -> None:
@@ -65,14 +79,23 @@ def remember() -> None:
     signal.signal(signum, _remember)
 
 
+def _in_forked_child() -> None:
+  """A forked child only remembers both signals, and a SIGTERM ends it (its parent alone
+  answers SIGTERM, `answer_sigterm`, and ends its workers with one)."""
+  remember()
+  if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def install() -> None:
-  """At a program's first import: `remember`, forked children remember too, then both
-  signals are unblocked (a launcher may have started this process with them blocked)."""
+  """At a program's first import: `remember`, forked children remember too (and have
+  SIGTERM's default action), then both signals are unblocked (a launcher may have started
+  this process with them blocked)."""
   if not _in_main_thread():
     return
   remember()
   _INSTALLED.set()
-  os.register_at_fork(after_in_child=remember)
+  os.register_at_fork(after_in_child=_in_forked_child)
   signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
 
 
@@ -92,13 +115,23 @@ def raise_pending(stops_at_once: bool) -> None:
     raise TimeLimit()
 
 
+def answer_sigterm() -> None:
+  """From here on SIGTERM raises `Terminated` in the main thread, so the program ends as
+  on SIGINT (its `finally` blocks run, its pool's workers are ended) with one line, instead
+  of dying silently. Nothing when this process is not a program."""
+  if _INSTALLED.is_set() and _in_main_thread():
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def work_done() -> None:
   """The program's work is over, whatever its end: STOP_SIGNAL is ignored from here on
-  (also through the interpreter's shutdown, which would reset a Python handler) and
-  SIGINT only remembered. Nothing when this process is not a program."""
+  (also through the interpreter's shutdown, which would reset a Python handler), SIGINT
+  only remembered and SIGTERM has its default action again. Nothing when this process is
+  not a program."""
   if _INSTALLED.is_set() and _in_main_thread():
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     signal.signal(signal.SIGINT, _remember)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -70,7 +70,7 @@ def _run(options: ExtractFlowOptions) -> None:
 
 PROGRAM = entry.Program('extract_flow', _run, ExtractFlowOptions, check=check_options,
                         refused=(OptionsError, SettingsMismatch, FileNotFoundError, DatasetError,
-                                 ImportError))
+                                 ImportError), answers_sigterm=True)
 
 
 if __name__ == '__main__':

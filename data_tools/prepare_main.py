@@ -67,7 +67,8 @@ def _run(config: PrepareOptions) -> None:
 
 
 PROGRAM = entry.Program('prepare', _run, PrepareOptions, check=check_options,
-                        refused=(PrepareError, FileNotFoundError, datasets.DatasetError))
+                        refused=(PrepareError, FileNotFoundError, datasets.DatasetError),
+                        answers_sigterm=True)
 
 
 if __name__ == '__main__':

@@ -236,7 +236,7 @@ def _max_eval_videos_problems(params: Any) -> list[Problem]:
   """The video-level accumulators hold --max_eval_videos videos, so the eval split (the
   records' test manifest, or the direct route's test list) must not list more."""
   if params.data_source == 'tfrecord':
-    listed = manifest.read(params.data_dir, 'test').get('num_listed', 0)
+    listed = manifest.videos_listed(manifest.read(params.data_dir, 'test'))
     where = manifest.manifest_path(params.data_dir, 'test')
   elif params.data_source in ('videos', 'frames'):
     listed, where = len(datasets.params_split(params).test), f'split {params.split}'

@@ -343,7 +343,8 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   (`identity`: `video_lists.file_identity`, so `./`, `..`, symlinks and hard links are one
   video, relative or absolute alike); its name is the path below `root` without the
   extension (`list_name`). A list counted from 1 (no label 0, and label len(classes) on some
-  line) raises `DatasetError`: every label would be one class off."""
+  line) raises `DatasetError`: every label would be one class off; so does a list whose
+  videos in class-named folders mostly hold other labels (`check_class_folder_names`)."""
   entries: list[VideoEntry] = []
   labels: dict[int, int] = {}  # label -> its first line
   folders: dict[str, FrameInfo] = {}
@@ -411,9 +412,58 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
         f'0, but the class-names file names {len(classes)} classes (labels 0..'
         f'{len(classes) - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
         'from every label', path, labels[len(classes)], f'{subset}_list')
+  check_class_folder_names(path, subset, entries, classes)
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
   return entries, {k: v for k, v in folders.items() if k in kept}, problems
+
+
+def check_class_folder_names(path: str, subset: str, entries: list[VideoEntry],
+                             classes: ClassIndex) -> None:
+  """Raises `DatasetError` at the first such line when more than half of the entries whose
+  parent folder is named like a class (`ClassIndex.label`, any case) hold another class's
+  label: the labels are shifted (counted from 1) or follow another class order than
+  --class_names. Half or fewer is the list's own choice (a video filed under one class and
+  labelled another) and is kept: a shift moves every label, not a few."""
+  named = [(e, classes.label(os.path.basename(os.path.dirname(os.path.normpath(e.rel_path)))))
+           for e in entries]
+  named = [(e, label) for e, label in named if label is not None]
+  other = [(e, label) for e, label in named if label != e.label]
+  if len(other) * 2 > len(named):
+    entry, label = other[0]
+    raise DatasetError(
+        f'{path}:{entry.line}: {entry.rel_path} is labelled {entry.label} ({entry.class_name}) '
+        f'but its folder is class {label} ({classes.names[label]}) of --class_names, as '
+        f'{len(other)} of the {len(named)} lines in class-named folders disagree: the labels '
+        'are shifted (counted from 1?) or in another class order; write each label as its '
+        'class\'s line number in --class_names minus 1', path, entry.line, f'{subset}_list')
+
+
+def check_lists_agree(lists: ListFiles, train: list[VideoEntry], test: list[VideoEntry]
+                      ) -> None:
+  """Raises `DatasetError` at a test list line when a folder is a class folder in both lists
+  (each list names two or more of its videos, all with one label; videos listed in both left
+  aside: the split rule counts those) with another label in each: one list's labels are
+  shifted. A folder holding videos of several labels in a list (a flat list), or one video
+  of it, is no class folder."""
+  def class_folders(entries: list[VideoEntry], shared: set[str]) -> dict[str, VideoEntry]:
+    videos: dict[str, list[VideoEntry]] = {}
+    for e in entries:
+      if e.identity not in shared:
+        folder = os.path.dirname(os.path.normpath(os.path.join(lists.root, e.rel_path)))
+        videos.setdefault(folder, []).append(e)
+    return {folder: found[0] for folder, found in videos.items()
+            if len(found) > 1 and len({e.label for e in found}) == 1}
+  shared = {e.identity for e in train} & {e.identity for e in test}
+  in_train = class_folders(train, shared)
+  for folder, e in class_folders(test, shared).items():
+    other = in_train.get(folder)
+    if other is not None and other.label != e.label:
+      raise DatasetError(
+          f'{lists.test}:{e.line}: folder {folder} holds label {e.label} ({e.class_name}) '
+          f'here but label {other.label} ({other.class_name}) in {lists.train}:{other.line}: '
+          'one list\'s labels are shifted (counted from 1?); write both with each label the '
+          'class\'s line number in --class_names minus 1', lists.test, e.line, 'test_list')
 
 
 def list_name(full: str, root: str, keep_extension: bool = False) -> str:
@@ -433,7 +483,8 @@ def read_list_split(lists: ListFiles) -> Split:
   `read_annotation_list`); a video in both lists is kept out of training, and so is a UCF101
   clip (`v_<Class>_gGG_cCC`) of a group with a clip in the test list
   (`ucf101.apply_group_rule`). Two videos whose
-  names differ only by extension (`a.avi`, `a.mp4`) are named with it."""
+  names differ only by extension (`a.avi`, `a.mp4`) are named with it. A class folder
+  labelled differently in the two lists raises `DatasetError` (`check_lists_agree`)."""
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
     if not os.path.isfile(path):
@@ -444,6 +495,7 @@ def read_list_split(lists: ListFiles) -> Split:
                        option='class_names')
   train, folders, found = read_annotation_list(lists.train, 'train', classes, lists.root)
   test, test_folders, test_found = read_annotation_list(lists.test, 'test', classes, lists.root)
+  check_lists_agree(lists, train, test)
   videos: dict[str, set[str]] = {}
   for entry in train + test:
     videos.setdefault(entry.key, set()).add(entry.identity)

@@ -229,7 +229,7 @@ def input_fn(mode: str, params: Any,
   num_shards, shard_index = pipeline.worker_shard(input_context)
   entries = source.entries('train' if training else 'test')[shard_index::num_shards]
   # The videos the list names (entries and those kept out): "N of M listed videos".
-  listed = source.split.num_listed('test') if num_shards == 1 else len(entries)
+  listed = source.split.num_videos('test') if num_shards == 1 else len(entries)
   if not entries:
     raise ValueError(f'no videos for this worker in {params.data_dir} (split {params.split})')
   T, S = params.clip_frames, params.crop_size

@@ -230,6 +230,13 @@ def shard_paths(directory: str, subset: str) -> list[tuple[str, int]]:
   return rows
 
 
+def videos_listed(manifest: dict[str, Any]) -> int:
+  """The distinct videos the subset's list names: num_listed less the lines that repeat a
+  video (skipped as 'duplicate'; `video_lists.Split.num_videos`). 0 when not recorded."""
+  return int(manifest.get('num_listed', 0)) - int(
+      manifest.get('skipped_by_kind', {}).get('duplicate', 0))
+
+
 def video_names(manifest: dict[str, Any]) -> list[str]:
   """Names of the videos in the records (version 2 manifests; [] for version 1)."""
   names = []

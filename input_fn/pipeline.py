@@ -19,8 +19,8 @@ the tower model_fn scales on each tower's device; same shapes either way:
   is the video's position in the eval split (0..num_videos-1), so clip predictions can be
   averaged per video (`model_fn/video_metrics.py`). One pass.
   Also `videos_listed` int64 [b]: how many videos this evaluation should see: the test
-  list's count from the manifest (`num_listed`, videos prepare skipped included; a
-  worker's share of the records when sharded), so the model_fn can report videos
+  list's distinct videos from the manifest (`manifest.videos_listed`: videos prepare
+  skipped included, a line repeating a video not; a worker's share of the records when sharded), so the model_fn can report videos
   evaluated of videos listed.
 * PREDICT: the EVAL features (without `videos_listed`) and no labels.
 
@@ -570,8 +570,8 @@ def input_fn(mode: str, params: Any, input_context: tf.distribute.InputContext |
     if shard_records:
       videos_listed = len(range(shard_index, videos_listed, num_shards))
     if num_shards == 1:  # every video of the subset's list, also those prepare skipped
-      videos_listed = max(videos_listed, int(manifest.read(params.data_dir, 'test').get(
-          'num_listed', 0)))
+      videos_listed = max(videos_listed, manifest.videos_listed(
+          manifest.read(params.data_dir, 'test')))
 
     def features_labels(skipped, clip, label, index):
       features = {'clips': clip if uint8_clips else to_unit_range(clip), 'video_index': index}

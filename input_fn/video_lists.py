@@ -244,9 +244,14 @@ class Split:
     return [p for p in self.problems if problem_subset(p) == name]
 
   def num_listed(self, name: str) -> int:
-    """The videos subset `name`'s list names: its entries and the ones kept out
-    (`problems_of`); what an evaluation's "N of M listed videos" counts."""
+    """The lines of subset `name`'s list that name a video: its entries and the ones kept
+    out (`problems_of`), a line repeating a video included (prepare's num_listed)."""
     return len(self.subset(name)) + len(self.problems_of(name))
+
+  def num_videos(self, name: str) -> int:
+    """The distinct videos subset `name`'s list names: `num_listed` less the lines that
+    repeat one ('duplicate'); what an evaluation's "N of M listed videos" counts."""
+    return self.num_listed(name) - sum(p.kind == 'duplicate' for p in self.problems_of(name))
 
 
 def problem_subset(problem: InputProblem) -> str:

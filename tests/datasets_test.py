@@ -210,6 +210,11 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual((os.path.basename(first.source), first.line, first.kind),
                      ('train.txt', 2, 'label out of range'))  # problems in line order
 
+  def test_a_line_given_twice_is_one_listed_video_for_an_evaluation(self):
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\n', 'juggling/j2.mp4 1\njuggling/j2.mp4 1\nabseiling/a2.mp4 0\n'))
+    self.assertEqual((split.num_listed('test'), split.num_videos('test')), (3, 2))
+
   def test_frame_folders_whose_names_differ_only_by_case_are_not_read_as_one(self):
     # Frame folders are found by name in any case: the second would read the first's.
     os.makedirs(os.path.join(self.root, 'frames/A1'))
@@ -219,6 +224,43 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual([(os.path.basename(p.source), p.line, p.kind) for p in split.problems],
                      [('test.txt', 2, 'duplicate name')])
     self.assertEqual(split.frame_folders['frames/a1'].num_frames, 30)
+
+  def test_a_test_list_counted_from_1_without_the_last_class_stops_at_a_line(self):
+    # Label 2 (= N) is absent, so "no 0 and label N" does not see it; every label is one off.
+    with self.assertRaises(datasets.DatasetError) as caught:
+      datasets.read_list_split(self.lists(
+          'abseiling/a1.mp4 0\njuggling/j1.mp4 1\n', 'abseiling/a2.mp4 1\n'))
+    self.assertEqual((caught.exception.path, caught.exception.line, caught.exception.option),
+                     (os.path.join(self.root, 'test.txt'), 1, 'test_list'))
+    self.assertIn('counted from 1', str(caught.exception))
+
+  def test_a_class_folder_labelled_differently_in_the_two_lists_stops_at_a_line(self):
+    for rel in ('x/a3.mp4', 'x/a4.mp4', 'x/j3.mp4', 'x/j4.mp4'):
+      write(os.path.join(self.root, rel), rel)
+    with self.assertRaises(datasets.DatasetError) as caught:
+      datasets.read_list_split(self.lists('x/a3.mp4 0\nx/a4.mp4 0\n', 'x/j3.mp4 1\nx/j4.mp4 1\n'))
+    self.assertEqual((caught.exception.path, caught.exception.line, caught.exception.option),
+                     (os.path.join(self.root, 'test.txt'), 1, 'test_list'))
+    self.assertIn('train.txt:1', str(caught.exception))
+    # A flat folder (videos of both labels in one list) is no class folder: no stop.
+    split = datasets.read_list_split(self.lists('x/a3.mp4 0\nx/a4.mp4 1\n',
+                                                'x/j3.mp4 1\nx/j4.mp4 1\n'))
+    self.assertEqual([e.name for e in split.test], ['x/j3', 'x/j4'])
+
+  def test_a_list_whose_class_folders_mostly_hold_other_labels_stops(self):
+    for rel in ('x/a3.mp4', 'x/j3.mp4'):
+      write(os.path.join(self.root, rel), rel)
+    with self.assertRaises(datasets.DatasetError) as caught:  # class names in another order
+      datasets.read_list_split(self.lists('x/a3.mp4 0\nx/j3.mp4 1\n',
+                                          'abseiling/a2.mp4 1\njuggling/j2.mp4 0\n'))
+    self.assertEqual((caught.exception.path, caught.exception.line, caught.exception.option),
+                     (os.path.join(self.root, 'test.txt'), 1, 'test_list'))
+    # One odd line among agreeing ones is the list's own choice: kept.
+    split = datasets.read_list_split(self.lists(
+        'abseiling/a1.mp4 0\njuggling/j1.mp4 1\nabseiling/a2.mp4 1\njuggling/j2.mp4 1\n',
+        'x/j3.mp4 1\n'))
+    self.assertEqual([(e.name, e.label) for e in split.train][2:],
+                     [('abseiling/a2', 1), ('juggling/j2', 1)])
 
   def test_a_class_named_twice_or_a_missing_file_is_one_error(self):
     write(self.classes, 'abseiling\njuggling\nabseiling\n')

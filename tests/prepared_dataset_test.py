@@ -200,6 +200,22 @@ class PreparedDatasetTest(tf.test.TestCase):
     self.assertEqual((plan['videos'], plan['shards']), (4, 1))
     self.assertLen(videos_in_files(out, 'test'), 28)
 
+  def test_a_test_list_line_given_twice_is_one_listed_video_at_evaluation(self):
+    data = self.copy()
+    testlist = os.path.join(data, 'ucfTrainTestlist', 'testlist01.txt')
+    with open(testlist) as f:
+      first = f.readline()
+    with open(testlist, 'a') as f:
+      f.write(first)
+    out = self.create_tempdir().full_path
+    test = prepare_quietly(data, out, subsets=('test',))['test']
+    self.assertEqual((test['num_listed'], test['skipped_by_kind']), (29, {'duplicate': 1}))
+    params = params_lib.make_params(data_source='tfrecord', data_dir=out, num_classes=4,
+                                    clip_frames=4, crop_size=16, eval_batch_size=1,
+                                    eval_clips=1)
+    features, _ = next(iter(pipeline.input_fn(tf.estimator.ModeKeys.EVAL, params)))
+    self.assertEqual(int(features['videos_listed'][0]), 28)  # none lost
+
   # --- Summary ------------------------------------------------------------------------------
 
   def test_the_summary_adds_up(self):

@@ -5,6 +5,8 @@ docs/cluster.md):
 - SIGUSR1: the work finished is kept (//towers:train writes a checkpoint if a step ran),
   a `stopped` event, exit 75; once training reached max_steps it stops nothing: exit 0.
 - SIGINT: exit 130 and an `error` event, never a traceback.
+- SIGTERM to prepare or extract_flow (kill, docker stop, scancel): as SIGINT, one line,
+  exit 143; the work finished is kept.
 
 "The first instant": a program started with both signals blocked, as local_cluster starts
 its tasks, gets the signal before its first instruction; it must act on it once its
@@ -59,6 +61,13 @@ class SignalsTest(absltest.TestCase):
     self.assertEqual(done.code, 130, done.output())
     self.assertEqual((done.error['program'], done.error['exit_code'], done.error['error']),
                      (program, 130, 'KeyboardInterrupt'))
+
+  def assertTerminated(self, done: program_runs.ProgramRun, program: str) -> None:
+    self.assertEqual(done.code, 143, done.output())
+    self.assertEqual((done.error['program'], done.error['exit_code'], done.error['error']),
+                     (program, 143, 'Terminated'))
+    self.assertIn(f'{program}: error: terminated (SIGTERM)', done.stderr)
+    self.assertNotIn('Traceback', done.stderr)
 
   def model_dir(self) -> str:
     return os.path.join(self.create_tempdir().full_path, 'run')
@@ -159,6 +168,20 @@ class SignalsTest(absltest.TestCase):
     interrupted.process.send_signal(signal.SIGINT)
     self.assertInterrupted(interrupted.finish(LIMIT), 'prepare')
 
+  def test_prepare_ended_by_sigterm_says_so_and_continues(self):
+    out = os.path.join(self.create_tempdir().full_path, 'records')
+    args = (f'--data_dir={self.data}', f'--out={out}', '--short_side=0', '--workers=2',
+            '--videos_per_shard=1')
+    started = self.start('data_tools.prepare_main', *args)
+    wait_until(lambda: 'prepare_plan' in [e['event'] for e in started.events()] or
+               started.process.poll() is not None, LIMIT, 'the plan', period=0.01)
+    time.sleep(0.5)  # the workers are starting, or converting
+    started.process.send_signal(signal.SIGTERM)  # to prepare alone, as kill does
+    self.assertTerminated(started.finish(LIMIT), 'prepare')
+    self.assertEqual(glob.glob(os.path.join(out, '*.manifest.json')), [])
+    again = program_runs.run('data_tools.prepare_main', *args, timeout=LIMIT)
+    self.assertEqual(again.code, 0, again.output())
+
   def test_prepare_with_workers_answers_a_signal_to_its_process_group_alone(self):
     # A terminal's Ctrl-C goes to the whole process group: the workers and multiprocessing's
     # resource tracker printed tracebacks of their own (or died of SIGUSR1).
@@ -188,7 +211,7 @@ class SignalsTest(absltest.TestCase):
     started.process.send_signal(signal.SIGINT)
     self.assertInterrupted(started.finish(LIMIT), 'extract_flow')
 
-  def test_extract_flow_ended_by_sigterm_leaves_no_worker_running(self):
+  def test_extract_flow_ended_by_sigterm_says_so_and_leaves_no_worker_running(self):
     # Forked workers keep their parent's command line, so its unique --out finds them.
     data = os.path.join(self.create_tempdir().full_path, 'big')
     make_synthetic_ucf101.make_dataset(data, classes=2, groups=8, width=160, height=120,
@@ -200,7 +223,7 @@ class SignalsTest(absltest.TestCase):
                started.process.poll() is not None, LIMIT, 'the workers', period=0.01)
     time.sleep(0.5)  # inside their first videos
     started.process.send_signal(signal.SIGTERM)
-    self.assertEqual(started.process.wait(LIMIT), -signal.SIGTERM)  # not its pipes' end
+    self.assertTerminated(started.finish(LIMIT), 'extract_flow')
     def workers() -> list[str]:
       found = subprocess.run(['pgrep', '-f', '--', f'--out={out}'], capture_output=True,
                              text=True, check=False)
