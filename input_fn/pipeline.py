@@ -25,7 +25,9 @@ the tower model_fn scales on each tower's device; same shapes either way:
 * PREDICT: the EVAL features (without `videos_listed`) and no labels.
 
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
-all checked to exist; other files in the directory are never read.
+all checked to exist; other files in the directory are never read. Before a run reads
+them, each shard's first record must be the video its manifest lists first
+(`foreign_shards`, checked with the data: `input_fn/data_checks.py`).
 
 Hot path: files are sharded per worker (`input_context`), shuffled and read
 interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
@@ -43,6 +45,7 @@ and bad, every pass) as `records_read` (int64 [b]).
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any
 
@@ -473,6 +476,49 @@ def record_files(data_dir: str, subset: str) -> list[str]:
   `data_dir` lists; `manifest.ManifestError` if the manifest is missing or a listed file is.
   Other files in `data_dir` (stale shards, another dataset) are never read."""
   return sorted(path for path, _ in manifest.shard_paths(data_dir, subset))
+
+
+def foreign_shards(data_dir: str, subset: str) -> str | None:
+  """Why the shards of `subset` in `data_dir` do not hold the videos their manifest lists:
+  one line naming how many listed shards start with another video than the manifest lists
+  first for them (`records.first_video`, confirmed by `records.first_video_checked`), the
+  first such shard, the video it holds (and the subset of `data_dir` that lists it) against
+  the one listed, and the fix. Such a file is not the one prepare wrote (copied from
+  another subset, split, dataset or preparation) and would be read as the manifest's
+  videos. None when none does; a shard that is missing, lists no video names (version 1)
+  or whose first record cannot be read (damaged: its records are skipped and counted when
+  read) is not one. `manifest.ManifestError` when the manifest cannot be read."""
+  listed = manifest.read(data_dir, subset)['shards']
+  foreign = []
+  for shard in listed:
+    path = os.path.join(data_dir, shard['file'])
+    names = manifest.video_names({'shards': [shard]})
+    if not names or not os.path.exists(path) or records.first_video(path) == names[0]:
+      continue
+    held = records.first_video_checked(path)
+    if held is not None and held != names[0]:
+      foreign.append((path, held, names[0], int(shard['records'])))
+  if not foreign:
+    return None
+  path, held, expected, count = foreign[0]
+  return (f'{len(foreign)} of the {len(listed)} {subset} shards of {data_dir} hold other '
+          f'videos than {os.path.basename(manifest.manifest_path(data_dir, subset))} lists '
+          f'(first: {path} starts with {held}{_listed_in(data_dir, held)}, but its manifest '
+          f'lists {count} records starting with {expected}): that file is not the one prepare '
+          f'wrote, and its records would be read as the listed videos; prepare again with '
+          f'--out={data_dir} --overwrite')
+
+
+def _listed_in(data_dir: str, video: str) -> str:
+  """', a <subset> video of this directory' when a manifest of `data_dir` lists `video`,
+  else ''."""
+  for subset in manifest.SUBSETS:
+    try:
+      if video in manifest.video_names(manifest.read(data_dir, subset)):
+        return f', a {subset} video of this directory'
+    except manifest.ManifestError:
+      continue
+  return ''
 
 
 def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.Dataset:
