@@ -11,9 +11,10 @@ run reads ('train' to train, 'test' to evaluate). The rules: a file source needs
 (stream); prepared records must be of `--dataset` (dataset), be of `--num_classes` classes
 (num_classes), and, to train, train and test disjoint by video (data_dir); a subset read
 must hold at least one record or readable video (data_dir); each shard of the subsets
-checked must start with the video its manifest lists first, not another subset's,
-split's or dataset's (data_dir; a shard whose first record is damaged is left to the
-reader, which skips and counts its bad records); the direct route's class list
+checked must be the file prepare wrote: starting with the video its manifest lists first,
+of the size written unless cut short (data_dir; `pipeline.foreign_shard`: a shard whose
+first record is damaged, or that is cut short, is left to the reader, which skips and
+counts its bad records); the direct route's class list
 must be of `--num_classes` classes and its `--split` files must be readable (split); the eval split
 must fit `--max_eval_videos` (max_eval_videos); `--eval_crops=3` needs frames with room for
 3 distinct crops (eval_crops). The synthetic source reads no file and meets them all. A
@@ -104,9 +105,9 @@ def _record_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
 
 
 def _foreign_shard_problems(data_dir: str, subsets: Sequence[str]) -> list[Problem]:
-  """A listed shard that holds other videos than its manifest lists (`pipeline.foreign_shards`:
-  its first record): a test shard copied over the train shard would train on the test
-  videos, a train shard over the test shard would score the training videos."""
+  """A listed shard that is not the file prepare wrote (`pipeline.foreign_shards`): a test
+  shard copied over the train shard would train on the test videos, a train shard over the
+  test shard would score the training videos."""
   found = (pipeline.foreign_shards(data_dir, subset) for subset in subsets)
   return [Problem('data_dir', text) for text in found if text]
 

@@ -26,8 +26,9 @@ the tower model_fn scales on each tower's device; same shapes either way:
 
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
 all checked to exist; other files in the directory are never read. Before a run reads
-them, each shard's first record must be the video its manifest lists first
-(`foreign_shards`, checked with the data: `input_fn/data_checks.py`).
+them, each shard must be the file prepare wrote: its first record the video its manifest
+lists first, its size the one written unless cut short (`foreign_shards`, checked with the
+data: `input_fn/data_checks.py`).
 
 Hot path: files are sharded per worker (`input_context`), shuffled and read
 interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
@@ -479,34 +480,52 @@ def record_files(data_dir: str, subset: str) -> list[str]:
 
 
 def foreign_shards(data_dir: str, subset: str) -> str | None:
-  """Why the shards of `subset` in `data_dir` do not hold the videos their manifest lists:
-  one line naming how many listed shards start with another video than the manifest lists
-  first for them (`records.first_video`, confirmed by `records.first_video_checked`), the
-  first such shard, the video it holds (and the subset of `data_dir` that lists it) against
-  the one listed, and the fix. Such a file is not the one prepare wrote (copied from
-  another subset, split, dataset or preparation) and would be read as the manifest's
-  videos. None when none does; a shard that is missing, lists no video names (version 1)
-  or whose first record cannot be read (damaged: its records are skipped and counted when
-  read) is not one. `manifest.ManifestError` when the manifest cannot be read."""
+  """Why the shards of `subset` in `data_dir` do not hold what their manifest lists: one
+  line naming how many listed shards are not the file prepare wrote (`foreign_shard`:
+  copied from another subset, split, dataset or preparation), the first one, what it holds
+  against what is listed, and the fix. Such a file would be read as the manifest's videos.
+  None when none is; a missing shard is not one (`manifest.shard_paths` names it).
+  `manifest.ManifestError` when the manifest cannot be read."""
   listed = manifest.read(data_dir, subset)['shards']
-  foreign = []
-  for shard in listed:
-    path = os.path.join(data_dir, shard['file'])
-    names = manifest.video_names({'shards': [shard]})
-    if not names or not os.path.exists(path) or records.first_video(path) == names[0]:
-      continue
-    held = records.first_video_checked(path)
-    if held is not None and held != names[0]:
-      foreign.append((path, held, names[0], int(shard['records'])))
+  foreign = [(path, held) for path, held in
+             ((os.path.join(data_dir, s['file']), foreign_shard(data_dir, s)) for s in listed)
+             if held]
   if not foreign:
     return None
-  path, held, expected, count = foreign[0]
+  path, held = foreign[0]
   return (f'{len(foreign)} of the {len(listed)} {subset} shards of {data_dir} hold other '
-          f'videos than {os.path.basename(manifest.manifest_path(data_dir, subset))} lists '
-          f'(first: {path} starts with {held}{_listed_in(data_dir, held)}, but its manifest '
-          f'lists {count} records starting with {expected}): that file is not the one prepare '
-          f'wrote, and its records would be read as the listed videos; prepare again with '
-          f'--out={data_dir} --overwrite')
+          f'records than {os.path.basename(manifest.manifest_path(data_dir, subset))} lists '
+          f'(first: {path} {held}): that file is not the one prepare wrote, and its records '
+          f'would be read as the listed videos; prepare again with --out={data_dir} '
+          '--overwrite')
+
+
+def foreign_shard(data_dir: str, shard: dict[str, Any]) -> str | None:
+  """What the file of the manifest row `shard` in `data_dir` holds instead of what the row
+  lists, or None when it may be the file prepare wrote. It is not when its first record is
+  another video than the row lists first (`records.first_video`, confirmed by
+  `records.first_video_checked`), or when its size is not the row's `bytes` and it is no
+  cut-short copy of it: larger, or holding at least the listed records, none cut
+  (`records.record_count`). A missing file, or one whose first record is damaged or cut
+  (its records are skipped and counted when read), is not refused here; a row without
+  video names (version 1 manifests) or `bytes` is compared on what it has."""
+  path, count = os.path.join(data_dir, shard['file']), int(shard['records'])
+  names = manifest.video_names({'shards': [shard]})
+  if not os.path.exists(path):
+    return None
+  if names and records.first_video(path) != names[0]:
+    held = records.first_video_checked(path)
+    if held is not None and held != names[0]:
+      return (f'starts with {held}{_listed_in(data_dir, held)}, but its manifest lists '
+              f'{count} records starting with {names[0]}')
+  size, written = os.path.getsize(path), shard.get('bytes')
+  if written is None or size == written:
+    return None
+  held_records = records.record_count(path)
+  if size > written or (held_records is not None and held_records >= count):
+    held = f'{size} bytes' if held_records is None else f'{held_records} records in {size} bytes'
+    return f'holds {held}, but its manifest lists {count} records in {written} bytes'
+  return None
 
 
 def _listed_in(data_dir: str, video: str) -> str:

@@ -17,7 +17,8 @@ Shard files are `<subset>-SSSSS-of-NNNNN.tfrecord` (subset: train or test) liste
 their record counts in `<subset>.manifest.json` (`input_fn/manifest.py`; its `kind` is
 `flow` for flow records). Compatible changes only: new features get a default, so older
 records still parse. `first_video` reads a shard's first video name without its frames,
-`first_video_checked` the same from the whole first record, its checksums verified.
+`first_video_checked` the same from the whole first record, its checksums verified;
+`record_count` counts a shard's records from their lengths alone.
 """
 
 from __future__ import annotations
@@ -155,6 +156,22 @@ def first_video_checked(path: str) -> str | None:
   except (tf.errors.OpError, ValueError, IndexError):
     return None
   return None
+
+
+def record_count(path: str) -> int | None:
+  """How many records the TFRecord file at `path` holds, from its framing alone (each
+  record's length header: 12 bytes read per record; CRCs not checked). None when the file
+  ends inside a record (cut short)."""
+  size, count = tf.io.gfile.stat(path).length, 0
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    while f.tell() < size:
+      header = f.read(12)
+      end = f.tell() + int.from_bytes(header[:8], 'little') + 4
+      if len(header) < 12 or end > size:
+        return None
+      f.seek(end)
+      count += 1
+  return count
 
 
 def _video_of_entry(f: BinaryIO, end: int) -> str | None:

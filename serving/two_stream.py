@@ -17,8 +17,8 @@ fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equ
 Before any inference the four inputs are checked to agree (`check_agreement`): both eval
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
-against its eval data (`check_stream`): the same stream, test shards that hold the videos
-their manifest lists (each shard's first record), the same number of classes, the dataset
+against its eval data (`check_stream`): the same stream, test shards that are the files
+prepare wrote (`pipeline.foreign_shards`), the same number of classes, the dataset
 and the frames' scale its export records (`dataset` against the manifest's; the eval frames'
 short sides within `frame_short_side_range`, or else `frame_short_side` equal to the
 manifest's `short_side`), flow extracted with its training flow's TV-L1
@@ -474,7 +474,7 @@ def _dotted(settings: dict[str, Any], name: str) -> Any:
 
 def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str, str]:
   """Before inference: `data_dir` must hold records of the model's stream whose test shards
-  start with the videos their manifest lists (`pipeline.foreign_shards`), of as many
+  are the files prepare wrote (`pipeline.foreign_shards`), of as many
   classes, of the dataset its export records, at the short side of its training frames,
   flow extracted with its training flow's settings, and none of their videos may be one the
   model trained on (`video_lists.trained_on`: it would score them too high); raises

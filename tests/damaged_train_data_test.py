@@ -10,7 +10,8 @@ is corrupt too. An evaluation that could read none of its videos is an error, --
 or not: no metric is computed on zero videos.
 A shard that holds other videos than its manifest lists (a test shard copied over a train
 shard, or the reverse) is no damage: the run stops before any work, naming the shard, the
-video it holds and the one listed.
+video it holds and the one listed; so does a shard of another preparation of the same
+videos (the same first video, another size than prepare wrote, not cut short).
 """
 
 import glob
@@ -41,7 +42,7 @@ class DamagedTrainDataTest(tf.test.TestCase):
     super().setUpClass()
     made = tiny_records.make(tempfile.mkdtemp(), classes=3, groups=9, min_frames=4,
                              max_frames=5, prepare_options={'videos_per_shard': 4})
-    cls.data = made.records['videos']
+    cls.videos, cls.data = made.data, made.records['videos']
     cls.records = manifest.read(cls.data, 'train')['num_records']
 
   def damaged_copy(self, every_shard: bool, subset: str = 'train') -> str:
@@ -80,11 +81,29 @@ class DamagedTrainDataTest(tf.test.TestCase):
           self.assertIn(part, message)
         self.assertFalse(os.path.exists(model_dir))
 
+  def test_a_shard_of_another_preparation_of_the_same_videos_is_refused(self):
+    # Same split and shard plan at another JPEG quality: the same first video, other frames.
+    other = self.create_tempdir().full_path
+    tiny_records.prepared(self.videos, other, videos_per_shard=4, jpeg_quality=40)
+    data = shutil.copytree(self.data, os.path.join(self.create_tempdir().full_path, 'tfr'))
+    shard = sorted(glob.glob(os.path.join(data, 'train-*.tfrecord')))[0]
+    shutil.copy(os.path.join(other, os.path.basename(shard)), shard)
+    listed = manifest.read(data, 'train')['shards'][0]
+    found = data_checks.problems(make_params(TINY, data_dir=data,
+                                             model_dir=self.create_tempdir().full_path))
+    self.assertEqual([p.option for p in found], ['data_dir'])
+    self.assertIn(f'{shard} holds {listed["records"]} records in {os.path.getsize(shard)} '
+                  f'bytes, but its manifest lists {listed["records"]} records in '
+                  f'{listed["bytes"]} bytes', found[0])
+
   def test_a_truncated_or_corrupt_first_record_is_damage_left_to_the_count(self):
     data = shutil.copytree(self.data, os.path.join(self.create_tempdir().full_path, 'tfr'))
     first, second = sorted(glob.glob(os.path.join(data, 'train-*.tfrecord')))[:2]
-    with open(first, 'r+b') as f:
-      f.truncate(os.path.getsize(first) // 2)
+    with open(first, 'r+b') as f:  # cut after its first record: the others are lost
+      f.truncate(12 + int.from_bytes(f.read(8), 'little') + 4)
+    test = sorted(glob.glob(os.path.join(data, 'test-*.tfrecord')))[0]
+    with open(test, 'r+b') as f:  # cut inside a record
+      f.truncate(os.path.getsize(test) // 2)
     name = manifest.read(data, 'train')['shards'][1]['videos'][0]['name'].encode()
     with open(second, 'r+b') as f:  # another name in the record, which its checksum denies
       content = f.read()
