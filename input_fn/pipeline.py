@@ -487,8 +487,10 @@ def foreign_shards(data_dir: str, subset: str) -> str | None:
   None when none is; a missing shard is not one (`manifest.shard_paths` names it).
   `manifest.ManifestError` when the manifest cannot be read."""
   listed = manifest.read(data_dir, subset)['shards']
+  subset_of = _subsets_of_videos(data_dir)
   foreign = [(path, held) for path, held in
-             ((os.path.join(data_dir, s['file']), foreign_shard(data_dir, s)) for s in listed)
+             ((os.path.join(data_dir, s['file']), foreign_shard(data_dir, s, subset_of))
+              for s in listed)
              if held]
   if not foreign:
     return None
@@ -500,10 +502,13 @@ def foreign_shards(data_dir: str, subset: str) -> str | None:
           '--overwrite')
 
 
-def foreign_shard(data_dir: str, shard: dict[str, Any]) -> str | None:
+def foreign_shard(data_dir: str, shard: dict[str, Any], subset_of: dict[str, str]
+                  ) -> str | None:
   """What the file of the manifest row `shard` in `data_dir` holds instead of what the row
-  lists, or None when it may be the file prepare wrote. It is not when its first record is
-  another video than the row lists first (`records.first_video`, confirmed by
+  lists (a video it holds is named a train or test video of the directory when
+  `subset_of`, video name -> subset, lists it), or None when it may be the file prepare
+  wrote. It is not when its first record is another video than the row lists first
+  (`records.first_video`, confirmed by
   `records.first_video_checked`), or when its size is not the row's `bytes` and it is no
   cut-short copy of it: larger, or holding at least the listed records, none cut
   (`records.record_count`). A missing file, or one whose first record is damaged or cut
@@ -516,8 +521,9 @@ def foreign_shard(data_dir: str, shard: dict[str, Any]) -> str | None:
   if names and records.first_video(path) != names[0]:
     held = records.first_video_checked(path)
     if held is not None and held != names[0]:
-      return (f'starts with {held}{_listed_in(data_dir, held)}, but its manifest lists '
-              f'{count} records starting with {names[0]}')
+      where = f', a {subset_of[held]} video of this directory' if held in subset_of else ''
+      return (f'starts with {held}{where}, but its manifest lists {count} records starting '
+              f'with {names[0]}')
   size, written = os.path.getsize(path), shard.get('bytes')
   if written is None or size == written:
     return None
@@ -528,16 +534,16 @@ def foreign_shard(data_dir: str, shard: dict[str, Any]) -> str | None:
   return None
 
 
-def _listed_in(data_dir: str, video: str) -> str:
-  """', a <subset> video of this directory' when a manifest of `data_dir` lists `video`,
-  else ''."""
+def _subsets_of_videos(data_dir: str) -> dict[str, str]:
+  """Video name -> the subset ('train' or 'test') whose manifest in `data_dir` lists it
+  (a subset whose manifest cannot be read lists none)."""
+  found = {}
   for subset in manifest.SUBSETS:
     try:
-      if video in manifest.video_names(manifest.read(data_dir, subset)):
-        return f', a {subset} video of this directory'
+      found.update((name, subset) for name in manifest.video_names(manifest.read(data_dir, subset)))
     except manifest.ManifestError:
       continue
-  return ''
+  return found
 
 
 def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.Dataset:
