@@ -754,6 +754,7 @@ def make_manifest(config: PrepareOptions, split: video_lists.Split, subset: str,
     counts.update(state['counts_per_class'])
     skipped.extend(state['skipped'])
     shard_rows.append({'file': shard['file'], 'records': state['records'],
+                       'bytes': state['file_identity'][0],
                        'counts_per_class': state['counts_per_class'],
                        'videos': [dict(sorted(v.items())) for v in state['videos']]})
   other = [p.to_json() for p in _other_problems(split)]

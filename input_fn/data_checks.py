@@ -10,7 +10,11 @@ run reads ('train' to train, 'test' to evaluate). The rules: a file source needs
 `--data_dir` holding that source (data_dir); its files must give clips of `--stream`
 (stream); prepared records must be of `--dataset` (dataset), be of `--num_classes` classes
 (num_classes), and, to train, train and test disjoint by video (data_dir); a subset read
-must hold at least one record or readable video (data_dir); the direct route's class list
+must hold at least one record or readable video (data_dir); each shard of the subsets
+checked must be the file prepare wrote: starting with the video its manifest lists first,
+of the size written unless cut short (data_dir; `pipeline.foreign_shard`: a shard whose
+first record is damaged, or that is cut short, is left to the reader, which skips and
+counts its bad records); the direct route's class list
 must be of `--num_classes` classes and its `--split` files must be readable (split); the eval split
 must fit `--max_eval_videos` (max_eval_videos); `--eval_crops=3` needs frames with room for
 3 distinct crops (eval_crops). The synthetic source reads no file and meets them all. A
@@ -96,7 +100,16 @@ def _record_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
   needed = SUBSETS if 'train' in subsets else tuple(subsets)
   return (manifest.training_data_problems(params.data_dir, params.num_classes, needed,
                                           params.dataset, params.split) or
-          _empty_subset_problems(params.data_dir, subsets))
+          _empty_subset_problems(params.data_dir, subsets) or
+          _foreign_shard_problems(params.data_dir, needed))
+
+
+def _foreign_shard_problems(data_dir: str, subsets: Sequence[str]) -> list[Problem]:
+  """A listed shard that is not the file prepare wrote (`pipeline.foreign_shards`): a test
+  shard copied over the train shard would train on the test videos, a train shard over the
+  test shard would score the training videos."""
+  found = (pipeline.foreign_shards(data_dir, subset) for subset in subsets)
+  return [Problem('data_dir', text) for text in found if text]
 
 
 def _empty_subset_problems(data_dir: str, subsets: Sequence[str]) -> list[Problem]:

@@ -16,9 +16,10 @@
   became of it), num_unused (videos the split files put in neither subset: HMDB51's
   id 0), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
-  shards          [{'file', 'records', 'counts_per_class',
+  shards          [{'file', 'records', 'bytes', 'counts_per_class',
                     'videos': [{'name', 'label', 'size', 'mtime_ns', 'frame_size'}, ...]}]
-                  every shard file and the videos in it; size/mtime_ns identify the source
+                  every shard file, its size as written (absent in manifests written
+                  before) and the videos in it; size/mtime_ns identify the source
                   file (or frame folder) the record was made from; frame_size is the
                   [height, width] of its stored frames (absent in shards written before).
 

@@ -25,7 +25,10 @@ the tower model_fn scales on each tower's device; same shapes either way:
 * PREDICT: the EVAL features (without `videos_listed`) and no labels.
 
 Files: exactly the shards the manifest of `params.data_dir` lists (`input_fn/manifest.py`),
-all checked to exist; other files in the directory are never read.
+all checked to exist; other files in the directory are never read. Before a run reads
+them, each shard must be the file prepare wrote: its first record the video its manifest
+lists first, its size the one written unless cut short (`foreign_shards`, checked with the
+data: `input_fn/data_checks.py`).
 
 Hot path: files are sharded per worker (`input_context`), shuffled and read
 interleaved in parallel; a parallel map parses a record, picks the clip's frame numbers,
@@ -43,6 +46,7 @@ and bad, every pass) as `records_read` (int64 [b]).
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any
 
@@ -473,6 +477,73 @@ def record_files(data_dir: str, subset: str) -> list[str]:
   `data_dir` lists; `manifest.ManifestError` if the manifest is missing or a listed file is.
   Other files in `data_dir` (stale shards, another dataset) are never read."""
   return sorted(path for path, _ in manifest.shard_paths(data_dir, subset))
+
+
+def foreign_shards(data_dir: str, subset: str) -> str | None:
+  """Why the shards of `subset` in `data_dir` do not hold what their manifest lists: one
+  line naming how many listed shards are not the file prepare wrote (`foreign_shard`:
+  copied from another subset, split, dataset or preparation), the first one, what it holds
+  against what is listed, and the fix. Such a file would be read as the manifest's videos.
+  None when none is; a missing shard is not one (`manifest.shard_paths` names it).
+  `manifest.ManifestError` when the manifest cannot be read."""
+  listed = manifest.read(data_dir, subset)['shards']
+  subset_of = _subsets_of_videos(data_dir)
+  foreign = [(path, held) for path, held in
+             ((os.path.join(data_dir, s['file']), foreign_shard(data_dir, s, subset_of))
+              for s in listed)
+             if held]
+  if not foreign:
+    return None
+  path, held = foreign[0]
+  return (f'{len(foreign)} of the {len(listed)} {subset} shards of {data_dir} hold other '
+          f'records than {os.path.basename(manifest.manifest_path(data_dir, subset))} lists '
+          f'(first: {path} {held}): that file is not the one prepare wrote, and its records '
+          f'would be read as the listed videos; prepare again with --out={data_dir} '
+          '--overwrite')
+
+
+def foreign_shard(data_dir: str, shard: dict[str, Any], subset_of: dict[str, str]
+                  ) -> str | None:
+  """What the file of the manifest row `shard` in `data_dir` holds instead of what the row
+  lists (a video it holds is named a train or test video of the directory when
+  `subset_of`, video name -> subset, lists it), or None when it may be the file prepare
+  wrote. It is not when its first record is another video than the row lists first
+  (`records.first_video`, confirmed by
+  `records.first_video_checked`), or when its size is not the row's `bytes` and it is no
+  cut-short copy of it: larger, or holding at least the listed records, none cut
+  (`records.record_count`). A missing file, or one whose first record is damaged or cut
+  (its records are skipped and counted when read), is not refused here; a row without
+  video names (version 1 manifests) or `bytes` is compared on what it has."""
+  path, count = os.path.join(data_dir, shard['file']), int(shard['records'])
+  names = manifest.video_names({'shards': [shard]})
+  if not os.path.exists(path):
+    return None
+  if names and records.first_video(path) != names[0]:
+    held = records.first_video_checked(path)
+    if held is not None and held != names[0]:
+      where = f', a {subset_of[held]} video of this directory' if held in subset_of else ''
+      return (f'starts with {held}{where}, but its manifest lists {count} records starting '
+              f'with {names[0]}')
+  size, written = os.path.getsize(path), shard.get('bytes')
+  if written is None or size == written:
+    return None
+  held_records = records.record_count(path)
+  if size > written or (held_records is not None and held_records >= count):
+    held = f'{size} bytes' if held_records is None else f'{held_records} records in {size} bytes'
+    return f'holds {held}, but its manifest lists {count} records in {written} bytes'
+  return None
+
+
+def _subsets_of_videos(data_dir: str) -> dict[str, str]:
+  """Video name -> the subset ('train' or 'test') whose manifest in `data_dir` lists it
+  (a subset whose manifest cannot be read lists none)."""
+  found = {}
+  for subset in manifest.SUBSETS:
+    try:
+      found.update((name, subset) for name in manifest.video_names(manifest.read(data_dir, subset)))
+    except manifest.ManifestError:
+      continue
+  return found
 
 
 def read_listed_records(path: tf.Tensor, records_listed: tf.Tensor) -> tf.data.Dataset:

@@ -16,12 +16,14 @@ Features:
 Shard files are `<subset>-SSSSS-of-NNNNN.tfrecord` (subset: train or test) listed with
 their record counts in `<subset>.manifest.json` (`input_fn/manifest.py`; its `kind` is
 `flow` for flow records). Compatible changes only: new features get a default, so older
-records still parse.
+records still parse. `first_video` reads a shard's first video name without its frames,
+`first_video_checked` the same from the whole first record, its checksums verified;
+`record_count` counts a shard's records from their lengths alone.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import BinaryIO, Iterator, Sequence
 
 import tensorflow as tf
 from google.protobuf import message as protobuf_message
@@ -121,3 +123,99 @@ def first_records(path: str, count: int) -> list[bytes]:
         raise ValueError(f'{path}: cut inside a record')
       found.append(data)
   return found
+
+
+def first_video(path: str) -> str | None:
+  """The `video` of the first record of the TFRecord file at `path`, found by seeking over
+  the record's other features (its frames are never read: a few hundred bytes read per
+  shard, whatever its size). None when the file holds no record or its first record is not
+  a tf.train.Example with a video (damaged; CRCs are not checked)."""
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      header = f.read(12)
+      if len(header) < 12:
+        return None
+      end = 12 + int.from_bytes(header[:8], 'little')
+      for field, _, features_end in _length_fields(f, end):  # Example.features
+        for entry, _, entry_end in _length_fields(f, features_end) if field == 1 else ():
+          video = _video_of_entry(f, entry_end) if entry == 1 else None  # Features.feature
+          if video is not None:
+            return video
+  except (tf.errors.OpError, OSError, ValueError, IndexError, protobuf_message.DecodeError):
+    return None
+  return None
+
+
+def first_video_checked(path: str) -> str | None:
+  """`first_video` read as training reads it: the whole first record through TensorFlow's
+  reader, its checksums verified. None when the file holds no record or its first record
+  is damaged (a corrupt or cut record, not an Example with a video)."""
+  try:
+    for serialized in tf.compat.v1.io.tf_record_iterator(path):
+      return frame_shape(serialized)[0]
+  except (tf.errors.OpError, ValueError, IndexError):
+    return None
+  return None
+
+
+def record_count(path: str) -> int | None:
+  """How many records the TFRecord file at `path` holds, from its framing alone (each
+  record's length header: 12 bytes read per record; CRCs not checked). None when the file
+  ends inside a record (cut short)."""
+  size, count = tf.io.gfile.stat(path).length, 0
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    while f.tell() < size:
+      header = f.read(12)
+      end = f.tell() + int.from_bytes(header[:8], 'little') + 4
+      if len(header) < 12 or end > size:
+        return None
+      f.seek(end)
+      count += 1
+  return count
+
+
+def _video_of_entry(f: BinaryIO, end: int) -> str | None:
+  """The video name held by the map entry of `Features.feature` at f's position (ending at
+  `end`) when its key is `video`, else None (its value is then never read)."""
+  key, value = None, None
+  for field, start, stop in _length_fields(f, end):
+    if field == 1:
+      key = f.read(stop - start)
+    elif field == 2:
+      value = (start, stop)
+  if key != b'video' or value is None:
+    return None
+  f.seek(value[0])
+  feature = tf.train.Feature.FromString(f.read(value[1] - value[0]))
+  return feature.bytes_list.value[0].decode('utf-8', 'replace')
+
+
+def _length_fields(f: BinaryIO, end: int) -> Iterator[tuple[int, int, int]]:
+  """(field number, start, end) of each field of the protobuf message from f's position to
+  `end`, seeking past each one once the caller is done with it. Every field of an Example
+  down to its feature values is length-delimited: ValueError for another wire type, a field
+  past `end` or a file cut short."""
+  while f.tell() < end:
+    tag = _varint(f)
+    if tag & 7 != 2:
+      raise ValueError(f'wire type {tag & 7} where an Example has length-delimited fields')
+    length = _varint(f)
+    start = f.tell()
+    if start + length > end:
+      raise ValueError('a field runs past its message')
+    yield tag >> 3, start, start + length
+    f.seek(start + length)
+
+
+def _varint(f: BinaryIO) -> int:
+  """The protobuf varint at f's position; ValueError when the file ends inside it."""
+  value, shift = 0, 0
+  while shift < 64:
+    byte = f.read(1)
+    if not byte:
+      raise ValueError('cut inside a varint')
+    value |= (byte[0] & 0x7f) << shift
+    if byte[0] < 0x80:
+      return value
+    shift += 7
+  raise ValueError('a varint longer than 10 bytes')

@@ -17,7 +17,8 @@ fused probabilities are `(1 - flow_weight) * rgb + flow_weight * flow` (0.5: equ
 Before any inference the four inputs are checked to agree (`check_agreement`): both eval
 data of one dataset and split (--dataset, the split of --splits, when given), and one class
 list, name for name in label order, in both exports and both manifests. Each stream is checked
-against its eval data (`check_stream`): the same stream and number of classes, the dataset
+against its eval data (`check_stream`): the same stream, test shards that are the files
+prepare wrote (`pipeline.foreign_shards`), the same number of classes, the dataset
 and the frames' scale its export records (`dataset` against the manifest's; the eval frames'
 short sides within `frame_short_side_range`, or else `frame_short_side` equal to the
 manifest's `short_side`), flow extracted with its training flow's TV-L1
@@ -57,8 +58,8 @@ class TwoStreamError(ValueError):
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
   'split', 'labels', 'no_shared_video', 'no_manifest', 'wrong_stream', 'trained_on',
-  'short_side', 'flow_extraction', 'no_readable_video', or that of the `ExportInfoError` or
-  `saved_model.ModelError` behind it);
+  'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video', or that of the
+  `ExportInfoError` or `saved_model.ModelError` behind it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
   `label`: the first label at which two class lists differ ('class_names'), else None.
@@ -472,7 +473,8 @@ def _dotted(settings: dict[str, Any], name: str) -> Any:
 
 
 def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str, str]:
-  """Before inference: `data_dir` must hold records of the model's stream, of as many
+  """Before inference: `data_dir` must hold records of the model's stream whose test shards
+  are the files prepare wrote (`pipeline.foreign_shards`), of as many
   classes, of the dataset its export records, at the short side of its training frames,
   flow extracted with its training flow's settings, and none of their videos may be one the
   model trained on (`video_lists.trained_on`: it would score them too high); raises
@@ -486,6 +488,9 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   if data_stream != model.stream:
     raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
                          f'{model.stream} model', 'wrong_stream', data_dir)
+  foreign = pipeline.foreign_shards(data_dir, 'test')
+  if foreign:
+    raise TwoStreamError(foreign, 'foreign_shard', data_dir, option=f'{model.stream}_data')
   classes, data_classes = saved_model.model_classes(model), int(manifest['num_classes'])
   if classes is not None and classes != data_classes:
     raise TwoStreamError(f'the {model.stream} model {model.export} has {classes} classes but '

@@ -8,7 +8,9 @@ eval data prepared at another --short_side than the model's training frames (RGB
 or, frames kept as decoded on both sides, from videos of another size,
 eval data whose test videos the model trained on (the split-2 test list holds split 1's
 training videos; the export lists what it trained on, so an export copied away from its
-model_dir still knows; names spelled as a list dataset spells them meet UCF101's), a
+model_dir still knows; names spelled as a list dataset spells them meet UCF101's), eval
+data whose test shard holds other videos than its manifest lists (split 2's test shard, or
+its own train shard, copied over it), a
 --flow_weight outside [0, 1] (or nan) and a --json_out that cannot be written each stop with
 one `evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
 before exports listed them) is evaluated with a warning saying so, and the JSON says the
@@ -18,6 +20,7 @@ beside its JSON, a confusion-matrix PNG per stream and the per-class CSV.
 """
 
 import csv
+import glob
 import json
 import os
 import shutil
@@ -219,6 +222,22 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.path, caught.exception.count),
                      ('trained_on', self.data['rgb', 2], seen))
     self.assert_refused(self.args(split=2), 'TwoStreamError', [])
+
+  def test_a_test_shard_that_holds_other_videos_than_listed_is_refused(self):
+    own = self.data['rgb', 1]
+    for name, source in (('split 2 test', os.path.join(self.data['rgb', 2], 'test-*.tfrecord')),
+                         ('own train', os.path.join(own, 'train-*.tfrecord'))):
+      with self.subTest(name):
+        data = shutil.copytree(own, os.path.join(self.create_tempdir().full_path, 'rgb'))
+        shard = sorted(glob.glob(os.path.join(data, 'test-*.tfrecord')))[0]
+        shutil.copy(sorted(glob.glob(source))[0], shard)
+        model = saved_model.load_model(self.models['rgb'], 'rgb')
+        with self.assertRaises(two_stream.TwoStreamError) as caught:
+          two_stream.check_stream(model, self.models['rgb'], data)
+        self.assertEqual((caught.exception.reason, caught.exception.option),
+                         ('foreign_shard', 'rgb_data'))
+        self.assertIn(shard, str(caught.exception))
+    self.assert_refused(self.args(rgb_data=data), 'TwoStreamError', ['rgb_data'])
 
   def test_the_export_alone_knows_its_training_videos(self):
     # The export copied away from its model_dir (no train_settings.json above it).
