@@ -1127,6 +1127,7 @@ TEST_DEPS = {
     "damaged_train_data_test": [
         ":program_runs",
         ":tiny_records",
+        "//input_fn:data_checks",
         "//input_fn:factory",
         "//input_fn:manifest",
         "//input_fn:pipeline",
