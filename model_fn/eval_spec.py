@@ -99,6 +99,20 @@ def confusion_metrics(labels: tf.Tensor, predictions: tf.Tensor, num_classes: in
   }
 
 
+NONFINITE_OUTPUTS = 'evaluation: the model\'s outputs are not finite'
+
+
+def nonfinite_outputs_line(message: str) -> str | None:
+  """The one line for an evaluation failed by NaN or infinite logits (an InvalidArgumentError
+  `message` holding NONFINITE_OUTPUTS), None for any other message."""
+  if NONFINITE_OUTPUTS not in message:
+    return None
+  return (f'{NONFINITE_OUTPUTS} (NaN or infinite logits on a test clip): its weights or '
+          'batch-norm statistics diverged, or its warm-start checkpoint holds such values, so '
+          'nothing was scored or exported; train again in a new --model_dir with a lower '
+          'learning rate (--lr_values, --warmup_steps), or from another checkpoint')
+
+
 def views_per_video(params) -> int:
   """The views the evaluation input gives each video: eval_clips x eval_crops."""
   return params.eval_clips * params.eval_crops
@@ -129,8 +143,12 @@ def eval_metrics(logits: tf.Tensor, labels: tf.Tensor, video_index: tf.Tensor | 
 
 def eval_spec(loss, logits, labels, features, params) -> tf.estimator.EstimatorSpec:
   """Metrics (`eval_metrics`) and CLIP_LOSS; given the input's `videos_listed`, also
-  `eval/videos_evaluated` and `eval/videos_listed`, checked by an `EvalCoverageHook`."""
+  `eval/videos_evaluated` and `eval/videos_listed`, checked by an `EvalCoverageHook`.
+  Logits that are not finite fail the evaluation (InvalidArgumentError holding
+  NONFINITE_OUTPUTS: `nonfinite_outputs_line`): their argmax would score every clip as
+  class 0."""
   _, video_index = split_features(features)
+  logits = tf.debugging.assert_all_finite(logits, NONFINITE_OUTPUTS)
   metrics = eval_metrics(logits, labels, video_index, params)
   metrics[CLIP_LOSS] = tf1.metrics.mean(loss, weights=tf.cast(tf.size(labels), loss.dtype))
   hooks = []

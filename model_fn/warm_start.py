@@ -55,8 +55,8 @@ InitFn = Callable[[tf1.train.Scaffold, tf1.Session], None]
 
 
 class WarmStartError(ValueError):
-  """The warm-start checkpoint is missing or does not fit the graph. The message lists
-  every problem and what to do. `option`: the flag to change (warm_start_from,
+  """The warm-start checkpoint is missing or does not fit the graph. The message (one
+  line) counts the problems, names the first of each kind and what to do. `option`: the flag to change (warm_start_from,
   warm_start_scope, head or model); `path`: the checkpoint file looked for and absent ('' when
   the checkpoint is there); `download`: the DeepMind checkpoint to fetch
   (data/checkpoints/<name>/model.ckpt, '' when none is missing); `missing`: graph variables
@@ -200,8 +200,10 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
     else:
       restored.append(Restore(v, name, ck, ckpt_shapes[ck]))
   if missing or mismatched or not restored:
-    option = ('warm_start_scope' if missing and not any(n.startswith(scope) for n in ckpt_shapes)
-              else 'head' if any('Logits' in m for m in mismatched) else 'warm_start_from')
+    foreign = missing and not any(n.startswith(scope) for n in ckpt_shapes)
+    option = (('stream' if _other_stream(ckpt_shapes, params.stream) else 'warm_start_scope')
+              if foreign else 'head' if any('Logits' in m for m in mismatched)
+              else 'warm_start_from')
     raise WarmStartError(_mismatch_message(prefix, params, missing, mismatched, ckpt_shapes,
                                            bool(restored)), option, missing=absent,
                          mismatched=reshaped)
@@ -211,24 +213,40 @@ def plan_warm_start(params, variables: Sequence[tf.Variable]) -> WarmStartPlan:
 
 
 def _mismatch_message(prefix, params, missing, mismatched, ckpt_shapes, any_restored) -> str:
-  lines = [f'warm start from {prefix} does not fit the graph '
-           f'(model=i3d, stream={params.stream}, head={params.head}, '
-           f'warm_start_scope={params.warm_start_scope!r}): {len(missing)} missing, '
-           f'{len(mismatched)} with other shapes.']
-  if not any_restored and not missing and not mismatched:
-    lines.append(f'no variable under {i3d_names.stream_scope(params.stream)}/ to restore')
-  lines += [f'  missing: {m}' for m in missing]
-  lines += [f'  shape: {m}' for m in mismatched]
+  """One line: what does not fit (counts and the first of each kind) and the likely flag.
+  Every missing and mismatched tensor is logged (shown with --verbose)."""
+  for problem in [f'missing: {m}' for m in missing] + [f'shape: {m}' for m in mismatched]:
+    logging.info('warm start: %s', problem)
   scope = i3d_names.stream_scope(params.stream) + '/'
+  parts = [f'warm start from {prefix} does not fit the graph (model=i3d, '
+           f'stream={params.stream}, head={params.head}, '
+           f'warm_start_scope={params.warm_start_scope!r}): {len(missing)} missing'
+           + (f' (e.g. {missing[0]})' if missing else '') + f', {len(mismatched)} with other '
+           'shapes' + (f' (e.g. {mismatched[0]})' if mismatched else '')]
+  if not any_restored and not missing and not mismatched:
+    parts.append(f'no variable under {scope} to restore')
   if missing and not any(n.startswith(scope) for n in ckpt_shapes):
     sample = next(iter(sorted(ckpt_shapes)), '')
-    lines.append(f'hint: the checkpoint\'s names do not start with {scope} (e.g. {sample!r}); '
-                 f'for the Kinetics-600 layout use --warm_start_scope={scope}=')
+    other = _other_stream(ckpt_shapes, params.stream)
+    if other:
+      parts.append(f'its names start with {i3d_names.stream_scope(other)}/ (e.g. {sample!r}): '
+                   f'it is the {other} stream\'s checkpoint; set --stream={other}, or '
+                   f'warm-start from the {params.stream} one')
+    else:
+      parts.append(f'its names do not start with {scope} (e.g. {sample!r}); for the '
+                   f'Kinetics-600 layout use --warm_start_scope={scope}=')
   if any('Logits' in m for m in mismatched):
-    lines.append('hint: the Logits layer has the checkpoint\'s class count only with '
+    parts.append('the Logits layer has the checkpoint\'s class count only with '
                  '--head=stack (--pretrained_classes) or num_classes equal to it; '
                  '--head=replace leaves it fresh')
-  return '\n'.join(lines)
+  return '; '.join(parts)
+
+
+def _other_stream(ckpt_shapes: dict[str, tuple[int, ...]], stream: str) -> str | None:
+  """The other stream ('rgb' or 'flow') when every checkpoint name is under its scope."""
+  other = 'flow' if stream == 'rgb' else 'rgb'
+  prefix = i3d_names.stream_scope(other) + '/'
+  return other if ckpt_shapes and all(n.startswith(prefix) for n in ckpt_shapes) else None
 
 
 def make_warm_start_init_fn(params, variables: list) -> InitFn | None:

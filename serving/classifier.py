@@ -380,11 +380,15 @@ def _check_crops(height: int, width: int, stream: Stream, crops: int) -> None:
 
 def stream_probabilities(frames: np.ndarray, stream: Stream, clips: int, crops: int,
                          batch_size: int, jpegs: Sequence[bytes] | None = None) -> np.ndarray:
-  """float32 [num_classes]: the mean softmax of the stream's clips x crops views."""
+  """float32 [num_classes]: the mean softmax of the stream's clips x crops views;
+  ValueError when it is not finite (a model whose weights diverged)."""
   scaled = pipeline.to_unit_range(views(frames, stream, clips, crops, jpegs))
   outputs = [stream.model.serving(clips=scaled[i:i + batch_size])['probabilities'].numpy()
              for i in range(0, int(scaled.shape[0]), batch_size)]
-  return np.concatenate(outputs).mean(axis=0)
+  probabilities = np.concatenate(outputs).mean(axis=0)
+  if not np.all(np.isfinite(probabilities)):
+    raise ValueError(two_stream.nonfinite_message(stream.model.stream, stream.model.export))
+  return probabilities
 
 
 # --- Classifying -----------------------------------------------------------------------------

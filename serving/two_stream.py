@@ -58,7 +58,8 @@ class TwoStreamError(ValueError):
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
   'split', 'labels', 'no_shared_video', 'no_manifest', 'wrong_stream', 'trained_on',
-  'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video', or that of the
+  'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video', 'nonfinite', or
+  that of the
   `ExportInfoError` or `saved_model.ModelError` behind it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
@@ -540,6 +541,13 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   return unchecked
 
 
+def nonfinite_message(stream: str, export: str) -> str:
+  """Why the `stream` model at `export` gives no scores: its outputs are NaN or infinite."""
+  return (f'the {stream} model {export} outputs NaN or infinite probabilities: its weights or '
+          'batch-norm statistics diverged (or came so from its warm-start checkpoint); its '
+          'scores mean nothing: train it again')
+
+
 def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
                    clips_per_batch: int = 16,
                    log: Callable[[str], None] = print,
@@ -566,6 +574,8 @@ def predict_stream(model: StreamModel, data_dir: str, clips_per_video: int,
     batch = clips.shape[0]
     flat = tf.reshape(pipeline.to_unit_range(clips), [-1, frames, height, width, channels])
     clip_probabilities = serving(clips=flat)['probabilities'].numpy()
+    if not np.all(np.isfinite(clip_probabilities)):
+      raise TwoStreamError(nonfinite_message(stream, export), 'nonfinite', export)
     probabilities.append(clip_probabilities.reshape(batch, views, -1).mean(axis=1))
     labels.extend(label.numpy().tolist())
     names.extend(n.decode() for n in name.numpy())

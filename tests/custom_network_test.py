@@ -15,8 +15,8 @@ import shutil
 
 import tensorflow as tf
 
-from model_fn import freezing, layers, networks, tower_graph, tower_model_fn
-from towers import ParamsError, build_estimator, make_params
+from model_fn import eval_spec, freezing, layers, networks, tower_graph, tower_model_fn
+from towers import ParamsError, build_estimator, make_params, train_and_evaluate, training
 
 tf1 = tf.compat.v1
 
@@ -153,6 +153,41 @@ class RegistryTest(tf.test.TestCase):
     with self.assertRaises(ParamsError) as caught:
       make_params(model='tiny', trainable_from='block3')
     self.assertEqual(caught.exception.option, 'trainable_from')
+
+
+class DivergedNetworkTest(tf.test.TestCase):
+  """NaN outputs never become numbers: argmax of NaN logits is class 0, so an evaluation of
+  them would score every clip as class 0 (and export it as the best model)."""
+
+  def params(self, **changes):
+    return dict(dict(num_towers=1, batch_size=4, num_classes=3, clip_frames=4, crop_size=16,
+                     optimizer='sgd', lr_schedule='constant', lr_values=[0.01], max_steps=2,
+                     save_checkpoints_steps=2, data_source='synthetic',
+                     model_dir=self.create_tempdir().full_path), **changes)
+
+  def test_an_evaluation_of_nan_outputs_fails_and_exports_nothing(self):
+    def nan_in_eval(clips, ctx):
+      logits = tiny_network(clips, ctx)
+      return logits if ctx.is_training else logits * float('nan')  # broken moving statistics
+    params = self.params()
+    with self.assertRaises(tf.errors.InvalidArgumentError) as caught:
+      train_and_evaluate(params, network=nan_in_eval)
+    line = eval_spec.nonfinite_outputs_line(caught.exception.message)
+    self.assertIsNotNone(line)
+    self.assertNotIn('\n', line)
+    self.assertFalse(os.path.exists(os.path.join(params['model_dir'], 'export', 'best')))
+    self.assertFalse(os.path.exists(os.path.join(params['model_dir'], 'final_evaluation.json')))
+    self.assertIsNone(eval_spec.nonfinite_outputs_line('another error'))
+
+  def test_a_loss_gone_nan_names_the_learning_rate(self):
+    def nan_in_training(clips, ctx):
+      return tiny_network(clips, ctx) * float('nan')
+    params = self.params(lr_values=[1e30])
+    with self.assertRaises(tf1.train.NanLossDuringTrainingError):
+      train_and_evaluate(params, network=nan_in_training)
+    line = training.diverged_line(make_params(params))
+    self.assertIn('--lr_values=1e+30', line)
+    self.assertNotIn('\n', line)
 
 
 if __name__ == '__main__':

@@ -174,6 +174,17 @@ class WarmStartTest(tf.test.TestCase):
     self.assertIn('RGB/inception_i3d/Mixed_5c/Branch_3/Conv3d_0b_1x1/conv_3d/w',
                   e.exception.missing)
     self.assertEqual(e.exception.option, 'warm_start_scope')  # the Kinetics-600 layout
+    self.assertIn('--warm_start_scope=RGB/inception_i3d/=', str(e.exception))
+    self.assertNotIn('\n', str(e.exception))  # one line; each tensor is logged
+    # The Flow stream's checkpoint for the RGB stream: the stream is the flag to change.
+    flow_prefix = os.path.join(self.dir, 'flow_imagenet', 'model.ckpt')
+    lib.write_checkpoint(flow_prefix, lib.fixture('flow_imagenet'))
+    with self.graph(make()).as_default():
+      with self.assertRaises(warm_start.WarmStartError) as e:
+        warm_start.make_warm_start_init_fn(make(warm_start_from=flow_prefix),
+                                           tf1.global_variables())
+    self.assertEqual(e.exception.option, 'stream')
+    self.assertIn('set --stream=flow', str(e.exception))
     # head=keep with 101 classes against a 400-class checkpoint (pretrained_classes wrongly
     # says 101, so the params pass): the Logits shapes differ.
     params = make(head='keep', warm_start_from=self.rgb_prefix, pretrained_classes=101)

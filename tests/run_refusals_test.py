@@ -86,6 +86,20 @@ class RunRefusalsTest(tf.test.TestCase):
                             '--data_source=synthetic', '--data_dir=', timeout=LIMIT)
     self.assertEqual(done.code, 0, done.output())
 
+  def test_check_flags_checks_the_cluster_the_run_would_refuse(self):
+    cluster = ('--ps_hosts=127.0.0.1:2224', '--worker_hosts=127.0.0.1:2223',
+               '--task_type=worker')
+    done = self.refused(*cluster, '--task_index=3', '--check_flags')
+    self.assertEqual(done.error['error'], 'ClusterError')
+    flags = [f'--{k}={v}' for k, v in TINY.items()]
+    done = program_runs.run('towers.train_main', *flags, '--check_flags',
+                            env={'TF_CONFIG': 'not json'}, timeout=LIMIT)
+    self.assertEqual((done.code, done.error['error'] if done.error else None),
+                     (2, 'ClusterError'), done.output())
+    done = program_runs.run('towers.train_main', *flags, *cluster, '--task_index=0',
+                            '--check_flags', timeout=LIMIT)
+    self.assertEqual(done.code, 0, done.output())
+
   def test_a_misspelt_flag_or_a_stray_argument_is_refused_in_one_line(self):
     misspelt = self.refused('--num_tower=2')
     self.assertEqual((misspelt.error['error'], misspelt.error_options),

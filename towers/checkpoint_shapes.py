@@ -70,14 +70,14 @@ def problems(params, network: Network | None = None) -> list[CheckpointMismatch]
     found.append(CheckpointMismatch(
         option, f'{params.model_dir} holds a checkpoint whose {name} has shape '
         f'{list(stored[name])}, but these flags build {wanted[name]} ({len(reshaped)} '
-        f'variable(s) differ): {likely}; or use a new --model_dir',
+        f'variable(s) differ): {likely}: rerun with the flags it was trained with (its run.flags), or use a new --model_dir',
         name, list(stored[name]), wanted[name]))
   if missing:
     option, likely = _likely_scope_flag(params, missing, stored)
     found.append(CheckpointMismatch(
         option, f'{params.model_dir} holds a checkpoint without {missing[0]} '
         f'({len(missing)} of the {len(wanted)} variables these flags build are not in '
-        f'it): {likely}; or use a new --model_dir', missing[0], None, wanted[missing[0]]))
+        f'it): {likely}: rerun with the flags it was trained with (its run.flags), or use a new --model_dir', missing[0], None, wanted[missing[0]]))
   return found
 
 
@@ -104,5 +104,8 @@ def _likely_scope_flag(params, missing: list[str], stored: dict) -> tuple[str, s
   if all('batch_norm' in n for n in missing) and params.batch_norm:
     return 'batch_norm', 'it was trained with --batch_norm=false, now --batch_norm=true'
   scopes = sorted({n.split('/')[0] for n in stored if n != 'global_step'})
+  known = [s for s in scopes if s in networks.names()]
+  if len(known) == 1:
+    return 'model', f'it was trained with --model={known[0]}, now --model={params.model}'
   return 'model', (f'it was trained with another --model (its variables are under '
                    f'{", ".join(scopes[:3]) or "nothing"}; now --model={params.model})')

@@ -24,7 +24,8 @@ class ProgramOptions(Options):
   check_flags: bool = option(
       False, 'Only check the flags: exit 0 when they make valid settings, else the one error '
       'line and exit 2, before TensorFlow loads (launchers check once before starting tasks); '
-      'the data, the model_dir and a resume are checked when the run starts.')
+      'the cluster (TF_CONFIG, cluster flags or SLURM) is checked too; the data, the '
+      'model_dir and a resume are checked when the run starts.')
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

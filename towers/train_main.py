@@ -9,10 +9,11 @@ TF_CONFIG or SLURM; see towers/cluster/spec.py) the same command runs on every n
 Exit codes (`command_line/entry.py`; each but 0 and 75 after one `train: error: ...` line):
 0 trained (the final metrics on stdout); 2 refused before training (a flag,
 `training.START_ERRORS`); 1 failed after it started (`training.END_ERRORS`, no readable
-input record, a full disk: `command_line/disk_space.py`); 4 the evaluator lost the chief
-(CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit (SIGUSR1 at any instant, on one machine as
-in a cluster: a checkpoint written if a step ran; once max_steps is reached it stops
-nothing: exit 0), with its own status line (STOPPED_EXIT_CODE); 130 SIGINT (Ctrl-C).
+input record, a loss or evaluation gone NaN, a full disk: `command_line/disk_space.py`);
+4 the evaluator lost the chief (CHIEF_LOST_EXIT_CODE); 75 stopped for the job's time limit
+(SIGUSR1 at any instant, on one machine as in a cluster: a checkpoint written if a step
+ran; once max_steps is reached it stops nothing: exit 0), with its own status line
+(STOPPED_EXIT_CODE); 130 SIGINT (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ console.quiet_native_logs()  # before TensorFlow is imported: it reads the level
 from towers.flags import ProgramOptions
 from command_line.options import Problem
 from towers.params import ParamsError, TrainParams
+from towers.cluster import spec as cluster_spec
 
 
 def run(params: TrainParams) -> int:
@@ -38,11 +40,16 @@ def run(params: TrainParams) -> int:
   refused before TensorFlow loads); prints the final metrics. A damaged input that leaves no
   readable record is `entry.Failed`; the time limit's stop is a status line, not an error."""
   if cli.options_from_flags(ProgramOptions).check_flags:
+    try:  # the cluster too (TF_CONFIG, cluster flags or SLURM): no TensorFlow needed
+      cluster_spec.resolve_cluster(params)
+    except cluster_spec.ClusterError as e:
+      raise entry.Refused(str(e)) from e
     return 0
   # TensorFlow loads here, once the flags are known to make a TrainParams.
   # pylint: disable=import-outside-toplevel
   import tensorflow as tf
   from input_fn import pipeline
+  from model_fn import eval_spec
   from towers import checkpoints, run_flags, training
   from towers.cluster.evaluator import ChiefLost
   from towers.cluster.time_limit import STOPPED_EXIT_CODE, StoppedBeforeTheEnd
@@ -65,7 +72,12 @@ def run(params: TrainParams) -> int:
     raise entry.Failed(str(e)) from e
   except ChiefLost as e:
     raise entry.Ended(str(e), CHIEF_LOST_EXIT_CODE) from None
+  except tf.compat.v1.train.NanLossDuringTrainingError:
+    raise entry.Failed(training.diverged_line(params)) from None
   except tf.errors.InvalidArgumentError as e:
+    nonfinite = eval_spec.nonfinite_outputs_line(e.message)
+    if nonfinite is not None:
+      raise entry.Failed(nonfinite) from None
     unreadable = pipeline.unreadable_input(e.message)
     if unreadable is None:
       raise

@@ -23,6 +23,7 @@ import threading
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from command_line.console import protocol
@@ -33,6 +34,7 @@ from model_fn import confusion
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, class_names
 from model_fn.networks import Network
+from model_fn.warm_start import WarmStartError
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
 from towers import earlier_run, export_info, train_settings
@@ -49,9 +51,24 @@ from towers.params import ParamsError, TrainParams
 # What stops a run: before training, nothing trained (the binary exits 2) ...
 START_ERRORS = (ParamsError, cluster_spec.ClusterError, preflight.PreflightError, ManifestError,
                 DataError, model_dir_lock.ModelDirBusy, train_settings.ResumeSettingsError,
-                earlier_run.EarlierRunError)
+                earlier_run.EarlierRunError, WarmStartError)
 # ... or after it started, when it cannot end in right numbers (the binary exits 1).
 END_ERRORS = (EvalCoverageError, TrainingIncomplete, EvaluationFailed)
+
+
+def diverged_line(params: TrainParams) -> str:
+  """The one line for a training loss that became NaN (the Estimator's NaN-loss check)."""
+  try:
+    step = checkpoint_step(params.model_dir)
+  except (ValueError, tf.errors.OpError):  # a checkpoint cut short by the failure
+    step = None
+  kept = f' (its newest checkpoint, step {step}, may hold diverged weights)' if step else ''
+  rates = ','.join(f'{v:g}' for v in params.lr_values)
+  return (f'the training loss became NaN: the model diverged, most often from a learning rate '
+          f'too high for it (--lr_values={rates}' +
+          (f', scaled by --lr_reference_batch={params.lr_reference_batch}'
+           if params.lr_reference_batch else '') +
+          f'); lower it or add --warmup_steps, and train in a new --model_dir{kept}')
 
 
 def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
