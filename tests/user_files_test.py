@@ -595,6 +595,23 @@ class ListLinesTest(absltest.TestCase):
     self.assertIn('f/copy is a copy of the test video f/t (the same frames)',
                   [s['reason'] for s in found['skipped']][0])
 
+  def test_frame_files_with_an_upper_case_extension_are_read_by_every_reader(self):
+    self.frame_folders((('f/t', 4), ('f/A', 4), ('f/B', 4)))
+    for video, pattern in (('f/A', frame_folders.FRAME_PATTERN), ('f/B', 'img_%05d.jpg')):
+      folder = os.path.join(self.root, video)
+      for t in range(1, 5):
+        os.rename(os.path.join(folder, f'img_{t:05d}.jpg'),
+                  os.path.join(folder, pattern.replace('.jpg', '.JPG') % t))
+      with self.subTest(pattern):
+        self.assertEqual(classifier.read_frames(folder).shape, (4, 8, 8, 3))  # classify
+        self.assertLen(classifier.frame_files(folder), 4)
+        found = frame_folders.frame_pattern(folder)  # the direct route's reading
+        self.assertEqual(found, pattern)
+        self.assertEqual(frame_folders.read_frames(folder, [0, 3], pattern=found).shape,
+                         (2, 8, 8, 3))
+    found = self.prepare_frames('f/B 4 0\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']), (1, {}))
+
   def test_a_frame_folder_numbered_from_zero_is_never_read_without_frame_zero(self):
     for pattern in frame_folders.FRAME_PATTERNS:
       with self.subTest(pattern):
