@@ -321,7 +321,6 @@ def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
   their sizes in order); sha256 (`content_digest`) only of paths whose keys are equal. An
   empty file, an empty folder or one holding an empty file is damaged, not a copy. Indices
   are renumbered 0..n-1."""
-  sizes = functools.lru_cache(maxsize=None)(content_sizes)
   digest = functools.lru_cache(maxsize=None)(content_digest)
   by_count: dict[tuple[bool, int], list[tuple[VideoEntry, str]]] = {}
   for e in test:
@@ -329,13 +328,24 @@ def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
     count = content_count(path) if path else (False, 0)
     if count[1]:
       by_count.setdefault(count, []).append((e, path))
+  by_sizes: dict[tuple[bool, int], dict[tuple[int, ...], list[tuple[VideoEntry, str]]]] = {}
+
+  def twins(path: str) -> list[tuple[VideoEntry, str]]:
+    """The test entries whose cheap keys equal `path`'s (sizes read only on equal counts)."""
+    count = content_count(path)
+    if count not in by_count:
+      return []
+    if count not in by_sizes:
+      by_sizes[count] = {}
+      for t, other in by_count[count]:
+        by_sizes[count].setdefault(content_sizes(other), []).append((t, other))
+    sizes = content_sizes(path)
+    return by_sizes[count].get(sizes, []) if 0 not in sizes else []
   kept, problems = [], list(problems)
   for e in train:
     path = path_of(e)
-    twins = by_count.get(content_count(path), []) if path else []
-    copy = next((t for t, other in twins
+    copy = next((t for t, other in (twins(path) if path else [])
                  if os.path.realpath(other) != os.path.realpath(path)
-                 and sizes(other) == sizes(path) and 0 not in sizes(path)
                  and digest(other) == digest(path)), None)
     if copy is None:
       kept.append(dataclasses.replace(e, index=len(kept)))
