@@ -68,9 +68,9 @@ def convert_flow_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem
   count = counts[0]
   height = width = 0
   for channel in files:
-    jpegs = []
+    jpegs, listings = [], {}
     for i in range(count):
-      path = channel.path(i)
+      path = channel.path(i, listings)
       with open(path, 'rb') as f:
         data = f.read()
       codes = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE) if data else None

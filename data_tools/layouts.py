@@ -62,8 +62,9 @@ class FrameFiles:
   folder: str
   name: str
 
-  def path(self, index0: int) -> str:
-    return frame_folders.frame_path(self.folder, index0, self.name)
+  def path(self, index0: int, listings: dict[str, dict[str, str]] | None = None) -> str:
+    """The file of frame `index0` as named on disk (`frame_folders.frame_file`)."""
+    return frame_folders.frame_file(self.folder, index0, self.name, listings)
 
   def count(self, info: dict | None = None) -> tuple[int, str | None]:
     """(frames 1..count on disk, None) or (0, reason): `frame_folders.count_frames` of the count an

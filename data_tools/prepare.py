@@ -323,10 +323,10 @@ def convert_video(task: dict[str, Any]) -> tuple[bytes | None, InputProblem | No
     count, reason = files.count(info)
     if reason:
       return None, InputProblem(folder, 0, f'{reason} ({where})', _frames_problem_kind(reason))
-    jpegs = []
+    jpegs, listings = [], {}
     height = width = 0
     for i in range(count):
-      path = files.path(i)
+      path = files.path(i, listings)
       with open(path, 'rb') as f:
         data = f.read()
       try:

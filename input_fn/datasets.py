@@ -575,11 +575,14 @@ def direct_frame_list(params: Any, num_classes: int
 def direct_folder(params: Any, entry: VideoEntry, info: FrameInfo | None) -> str | None:
   """The folder the direct route reads `entry`'s frames from, as `input_fn/direct.py` finds
   it: the flow stream's u folder (a flow row's path with `{:s}`, else
-  `<data_dir>/tvl1_flow/u/<video>`); an RGB row's folder when it exists; None for an RGB
-  video without one (its own folder, the entry's identity)."""
+  `<data_dir>/tvl1_flow/u/<video>`); an RGB row's folder when it exists, else the video's
+  own folder (`<class>/<video>/` or `<video>/` under the frames folder); None for an RGB
+  video without one."""
   if params.stream == 'flow':
     if info and '{:s}' in info.path:
       return info.path.format('u')
     root = os.path.join(params.data_dir, ucf101.FLOW_DIR_NAME, 'u')
     return video_lists.find_child(root, entry.name) or os.path.join(root, entry.name)
-  return info.path if info and os.path.isdir(info.path) else None
+  if info and os.path.isdir(info.path):
+    return info.path
+  return video_lists.locate(frames_dir(params.dataset, params.data_dir), entry)

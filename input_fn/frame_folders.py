@@ -2,6 +2,7 @@
 
     count_frames(folder, claimed) -> (count, None) | (0, reason)   # frames 1..count, no gap
     read_frames(folder, indices) -> uint8 [T, H, W, 3] ([T, H, W] grayscale)
+    frame_file(folder, index) -> the frame's file as named on disk (any case)
     flow_folders(flow_root, video) -> (u, v); count_flow_frames(flow_root, video)
     flow_channel_root(folder) -> (flow root, 'u' | 'v') | None  # a channel of a flow root
 
@@ -94,15 +95,24 @@ def count_frames(folder: str, claimed: int | None = None,
 
 
 def frame_pattern(folder: str) -> str:
-  """The `FRAME_PATTERNS` entry whose frame 1 is in `folder` (per folder, so a tree mixing
-  them is read video by video); FRAME_PATTERN when none is."""
-  return next((p for p in FRAME_PATTERNS if os.path.isfile(os.path.join(folder, p % 1))),
+  """The `FRAME_PATTERNS` entry whose frame 1 is in `folder` (any case, `frame_file`; per
+  folder, so a tree mixing them is read video by video); FRAME_PATTERN when none is."""
+  return next((p for p in FRAME_PATTERNS if os.path.isfile(frame_file(folder, 0, p))),
               FRAME_PATTERN)
 
 
 def frame_path(folder: str, index0: int, pattern: str = FRAME_PATTERN) -> str:
-  """Path of the frame with 0-based index `index0` (file names are 1-based)."""
+  """Path of the frame with 0-based index `index0` (file names are 1-based), as written."""
   return os.path.join(folder, pattern % (index0 + 1))
+
+
+def frame_file(folder: str, index0: int, pattern: str = FRAME_PATTERN,
+               listings: dict[str, dict[str, str]] | None = None) -> str:
+  """Path of the frame with 0-based index `index0` as it is on disk: its file name matched
+  case-insensitively, as `count_frames` counts it (`frame000001.JPG` for frame000001.jpg;
+  `video_lists.find_child` with `listings`); `frame_path` when there is no such file."""
+  return (video_lists.find_child(folder, pattern % (index0 + 1), listings) or
+          frame_path(folder, index0, pattern))
 
 
 def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
@@ -115,8 +125,9 @@ def read_frames(folder: str, indices: Iterable[int], grayscale: bool = False,
   import cv2  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel,redefined-outer-name
   frames = []
+  listings: dict[str, dict[str, str]] = {}
   for i in indices:
-    path = frame_path(folder, int(i), pattern)
+    path = frame_file(folder, int(i), pattern, listings)
     image = cv2.imread(path, cv2.IMREAD_GRAYSCALE if grayscale else cv2.IMREAD_COLOR)
     if image is None:
       raise IOError(f'cannot decode {path}')

@@ -302,66 +302,122 @@ def apply_copy_rule(train: list[VideoEntry], test: list[VideoEntry],
                     ) -> tuple[list[VideoEntry], list[InputProblem]]:
   """(train, `problems` plus one 'test video in training list' per entry removed): a
   training video whose file under `root` (`locate`) holds the same bytes as a test video's
-  (a copy under another name) is kept out of training. Only files of a test video's size
-  are read (sha256); frame folders, empty files and entries without a file are left as
-  they are; indices are renumbered 0..n-1."""
+  (a copy under another name) is kept out of training (`keep_out_copies`). Frame folders
+  are compared where the folders read are known (`apply_folder_rule`); entries without a
+  file are left as they are; indices are renumbered 0..n-1."""
   if not root or not test:
     return train, problems
   listings: dict[str, dict[str, str]] = {}
-  digests: dict[str, str] = {}
 
-  def file_of(entry: VideoEntry) -> tuple[str, int] | None:
+  def file_of(entry: VideoEntry) -> str | None:
     path = locate(root, entry, listings)
-    size = os.path.getsize(path) if path and os.path.isfile(path) else 0
-    return (path, size) if size else None  # an empty file is damaged, not a copy
+    return path if path and os.path.isfile(path) else None
+  return keep_out_copies(train, test, problems, file_of)
 
-  def digest(path: str) -> str:
-    if path not in digests:
-      hashed = hashlib.sha256()
-      with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-          hashed.update(block)
-      digests[path] = hashed.hexdigest()
-    return digests[path]
 
-  by_size: dict[int, list[tuple[VideoEntry, str]]] = {}
+def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
+                    problems: list[InputProblem],
+                    path_of: Callable[[VideoEntry], str | None]
+                    ) -> tuple[list[VideoEntry], list[InputProblem]]:
+  """(train, `problems` plus one 'test video in training list' per entry removed): a
+  training entry whose `path_of` (a video file or a frame folder; None: none) holds the
+  same content (`content_files`) as a test entry's under another path is kept out of
+  training, naming the test video. Cheap keys are compared first (the number of files, then
+  their sizes in order); sha256 (`content_digest`) only of paths whose keys are equal. An
+  empty file, an empty folder or one holding an empty file is damaged, not a copy. Indices
+  are renumbered 0..n-1."""
+  digest = functools.lru_cache(maxsize=None)(content_digest)
+  by_count: dict[tuple[bool, int], list[tuple[VideoEntry, str]]] = {}
   for e in test:
-    found = file_of(e)
-    if found:
-      by_size.setdefault(found[1], []).append((e, found[0]))
+    path = path_of(e)
+    count = content_count(path) if path else (False, 0)
+    if count[1]:
+      by_count.setdefault(count, []).append((e, path))
+  by_sizes: dict[tuple[bool, int], dict[tuple[int, ...], list[tuple[VideoEntry, str]]]] = {}
+
+  def twins(path: str) -> list[tuple[VideoEntry, str]]:
+    """The test entries whose cheap keys equal `path`'s (sizes read only on equal counts)."""
+    count = content_count(path)
+    if count not in by_count:
+      return []
+    if count not in by_sizes:
+      by_sizes[count] = {}
+      for t, other in by_count[count]:
+        by_sizes[count].setdefault(content_sizes(other), []).append((t, other))
+    sizes = content_sizes(path)
+    return by_sizes[count].get(sizes, []) if 0 not in sizes else []
   kept, problems = [], list(problems)
   for e in train:
-    found = file_of(e)
-    twins = by_size.get(found[1], []) if found else []
-    copy = next((t for t, path in twins if os.path.realpath(path) != os.path.realpath(found[0])
-                 and digest(path) == digest(found[0])), None)
+    path = path_of(e)
+    copy = next((t for t, other in (twins(path) if path else [])
+                 if os.path.realpath(other) != os.path.realpath(path)
+                 and digest(other) == digest(path)), None)
     if copy is None:
       kept.append(dataclasses.replace(e, index=len(kept)))
       continue
+    same = 'frames' if os.path.isdir(path) else 'bytes'
     problems.append(InputProblem(e.source, e.line, f'{e.name} is a copy of the test video '
-                                 f'{copy.name} (the same bytes): kept out of training',
+                                 f'{copy.name} (the same {same}): kept out of training',
                                  'test video in training list', 'train'))
   return kept, problems
+
+
+def content_files(path: str) -> list[str]:
+  """The files whose bytes are a video's content: `path` itself when it is a file, else the
+  files of the folder `path` (its frames) in name order, case-insensitively ([] for none)."""
+  if not os.path.isdir(path):
+    return [path] if os.path.isfile(path) else []
+  with os.scandir(path) as children:
+    names = [c.name for c in children if c.is_file()]
+  return [os.path.join(path, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
+
+
+def content_count(path: str) -> tuple[bool, int]:
+  """The cheapest key of `path`'s content: (a folder, its number of `content_files`)."""
+  return os.path.isdir(path), len(content_files(path))
+
+
+def content_sizes(path: str) -> tuple[int, ...]:
+  """The sizes of `path`'s `content_files`, in order."""
+  return tuple(os.path.getsize(f) for f in content_files(path))
+
+
+def content_digest(path: str) -> str:
+  """sha256 of the bytes of `path`'s `content_files`, in order."""
+  hashed = hashlib.sha256()
+  for name in content_files(path):
+    with open(name, 'rb') as f:
+      for block in iter(lambda: f.read(1 << 20), b''):
+        hashed.update(block)
+  return hashed.hexdigest()
 
 
 def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None]) -> Split:
   """`split` with the split rule (`apply_split_rule`) applied again with the folders its
   videos' frames are read from: `folder_of(entry)` (a frame or flow list's row may name
-  another folder than the video's own; None: its own), kept as `read_from`. Two entries are
+  another folder than the video's own; None: none found), kept as `read_from`. Two entries are
   one video when either's own file or folder is the other's, or the one the other is read
   from: a training video read from a test video's folder, or from whose folder a test video
   is read, is kept out of training ('test video in training list'; with two labels,
   'conflicting label' in both subsets), and so are such videos within one subset
-  (`one_per_folder`)."""
+  (`one_per_folder`). Then a training video whose folder holds the same frames as a test
+  video's (a copy under another name, `keep_out_copies`) is kept out of training too."""
+  folders = {(e.source, e.line): folder_of(e) for e in split.train + split.test}
+
   def read_from(entry: VideoEntry) -> VideoEntry:
-    folder = folder_of(entry)
+    folder = folders[entry.source, entry.line]
     identity = file_identity(folder) if folder else ''
     return (dataclasses.replace(entry, read_from=identity)
             if identity and identity != entry.identity else entry)
+
+  def frames_of(entry: VideoEntry) -> str | None:
+    folder = folders[entry.source, entry.line]
+    return folder if folder and os.path.isdir(folder) else None
   train, test, problems = apply_split_rule([read_from(e) for e in split.train],
                                            [read_from(e) for e in split.test], split.problems)
   train = one_per_folder(train, 'train', problems)
   test = one_per_folder(test, 'test', problems)
+  train, problems = keep_out_copies(train, test, problems, frames_of)
   return dataclasses.replace(split, train=train, test=test, problems=problems)
 
 

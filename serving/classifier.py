@@ -301,9 +301,9 @@ def frame_files(path: str) -> list[bytes] | None:
     return None
   pattern = frame_folders.frame_pattern(path)
   count, _ = frame_folders.count_frames(path, pattern=pattern)
-  found = []
+  found, listings = [], {}
   for i in range(count):
-    with open(frame_folders.frame_path(path, i, pattern), 'rb') as f:
+    with open(frame_folders.frame_file(path, i, pattern, listings), 'rb') as f:
       found.append(f.read())
   return found
 

@@ -108,13 +108,15 @@ class DataToolsTest(tf.test.TestCase):
         count, _ = frame_folders.count_flow_frames(flow_root, entry.name)
         f.write(f'{entry.name} {ucf101.FLOW_DIR_NAME}/{{:s}}/{entry.name} {count} '
                 f'{entry.label}\n')
-    # Other folders the user names: frames at twice the size, constant flow (u=200, v=60).
-    for video in cls.videos:
+    # Other folders the user names: frames at twice the size, constant flow (u=200, v=60)
+    # but for one pixel of u, the video's number (no two videos' flow are copies).
+    for i, video in enumerate(cls.videos):
       copy_frames(os.path.join(cls.data, 'jpegs_256', video), at('big_frames', video),
                   frame_folders.FRAME_PATTERN, lambda image: cv2.resize(image, (48, 32)))
       plane = lambda value: np.full((16, 24), value, np.uint8)
-      flow.write_flow(np.stack([np.stack([plane(200), plane(60)], -1)] * 2),
-                      at('other_flow'), video)
+      u = plane(200)
+      u[0, 0] = i
+      flow.write_flow(np.stack([np.stack([u, plane(60)], -1)] * 2), at('other_flow'), video)
     # Other projects' layouts: TSN frames in the root, denseflow's flow_x/flow_y, u/ and v/
     # inside the video's folder; and one nobody writes.
     for name in ('tsn', 'png', 'mixed'):

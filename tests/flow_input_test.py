@@ -28,12 +28,14 @@ UNFLIPPED, FLIPPED = (U_LEFT, U_RIGHT), (255 - U_RIGHT, 255 - U_LEFT)
 
 
 def write_hand_made_flow(data: str, split: video_lists.Split, skip: str) -> None:
-  """tvl1_flow/{u,v}/<video>/ for every listed video except `skip`."""
+  """tvl1_flow/{u,v}/<video>/ for every listed video except `skip`; a block of u between
+  the quarters `halves` measures is the video's own (no two videos' flow are copies)."""
   u = np.full((SIDE, SIDE), U_LEFT, np.uint8)
   u[:, SIDE // 2:] = U_RIGHT
   v = np.full((SIDE, SIDE), V, np.uint8)
   root = os.path.join(data, ucf101.FLOW_DIR_NAME)
-  for entry in split.train + split.test:
+  for i, entry in enumerate(split.train + split.test):
+    u[:8, 12:20] = 12 * i
     if entry.name != skip:
       flow.write_flow(np.stack([np.stack([u, v], -1)] * FLOW_FRAMES), root, entry.name)
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import types
+import zlib
 
 import cv2
 import numpy as np
@@ -337,6 +338,27 @@ class SameFileTest(absltest.TestCase):
     for problems in self.both_routes('ucf101', 'frames'):
       self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
 
+  def copy_of_test_video(self, name: str) -> None:
+    """A copy (`cp -r`) of the frame folder of `ucf101('frames')`'s test video v_A_g03_c01,
+    given a frame of its own, as jpegs_256/`name` (replacing a folder of that name)."""
+    folder = os.path.join(self.root, 'jpegs_256')
+    write(os.path.join(folder, 'v_A_g03_c01', 'frame000001.jpg'), 'the frame of g03')
+    shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+    shutil.copytree(os.path.join(folder, 'v_A_g03_c01'), os.path.join(folder, name))
+
+  def test_a_copy_of_a_test_videos_frame_folder_as_a_training_videos_folder(self):
+    self.ucf101('frames')
+    self.copy_of_test_video('v_A_g08_c01')
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
+
+  def test_a_frame_list_row_naming_a_copy_of_a_test_videos_folder_for_a_training_video(self):
+    self.ucf101('frames')
+    self.copy_of_test_video('extra_clip_001')
+    self.frame_list({'v_A_g09_c01': 'extra_clip_001'})
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 2, 'test video in training list')])
+
   def test_a_frame_list_row_naming_a_test_video_of_another_class_for_a_training_video(self):
     self.ucf101('frames')
     self.frame_list({'v_B_g08_c01': 'v_A_g03_c01'})
@@ -526,9 +548,12 @@ class ListLinesTest(absltest.TestCase):
                      [(1, 'multi-label'), (2, 'multi-label')])
 
   def frame_folders(self, folders: tuple[tuple[str, int], ...]) -> None:
-    """`folders` ((path under root, frames), ...) of 8x8 JPEG frames img_00001.jpg, ..."""
-    image = cv2.imencode('.jpg', np.zeros((8, 8, 3), np.uint8))[1].tobytes()
+    """`folders` ((path under root, frames), ...) of 8x8 JPEG frames img_00001.jpg, ...;
+    each folder's frames are its own (pixels of its path's crc32: no two are copies)."""
     for video, frames in folders:
+      pixels = np.zeros((8, 8, 3), np.uint8)
+      pixels[0, :4, 0] = list(zlib.crc32(video.encode()).to_bytes(4, 'big'))
+      image = cv2.imencode('.jpg', pixels)[1].tobytes()
       for t in range(frames):
         folder = os.path.join(self.root, video)
         os.makedirs(folder, exist_ok=True)
@@ -557,6 +582,35 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual({s: (found[s]['num_listed'], found[s]['num_records'],
                           found[s]['skipped_by_kind']) for s in ('train', 'test')},
                      {s: (2, 1, {'conflicting label': 1}) for s in ('train', 'test')})
+
+  def test_a_copied_frame_folder_of_a_test_video_is_kept_out_of_training(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4), ('f/u', 5)))
+    for empty in ('f/empty', 'f/also_empty'):  # damaged, not copies of each other
+      os.makedirs(os.path.join(self.root, empty))
+    shutil.copytree(os.path.join(self.root, 'f/t'), os.path.join(self.root, 'f/copy'))
+    found = self.prepare_frames('f/a 4 0\nf/copy 4 0\nf/also_empty 4 1\n',
+                                'f/t 4 0\nf/u 5 1\nf/empty 4 1\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'test video in training list': 1, 'no readable frame': 1}))
+    self.assertIn('f/copy is a copy of the test video f/t (the same frames)',
+                  [s['reason'] for s in found['skipped']][0])
+
+  def test_frame_files_with_an_upper_case_extension_are_read_by_every_reader(self):
+    self.frame_folders((('f/t', 4), ('f/A', 4), ('f/B', 4)))
+    for video, pattern in (('f/A', frame_folders.FRAME_PATTERN), ('f/B', 'img_%05d.jpg')):
+      folder = os.path.join(self.root, video)
+      for t in range(1, 5):
+        os.rename(os.path.join(folder, f'img_{t:05d}.jpg'),
+                  os.path.join(folder, pattern.replace('.jpg', '.JPG') % t))
+      with self.subTest(pattern):
+        self.assertEqual(classifier.read_frames(folder).shape, (4, 8, 8, 3))  # classify
+        self.assertLen(classifier.frame_files(folder), 4)
+        found = frame_folders.frame_pattern(folder)  # the direct route's reading
+        self.assertEqual(found, pattern)
+        self.assertEqual(frame_folders.read_frames(folder, [0, 3], pattern=found).shape,
+                         (2, 8, 8, 3))
+    found = self.prepare_frames('f/B 4 0\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']), (1, {}))
 
   def test_a_frame_folder_numbered_from_zero_is_never_read_without_frame_zero(self):
     for pattern in frame_folders.FRAME_PATTERNS:
