@@ -323,28 +323,29 @@ def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
   training entry whose `path_of` (a video file or a frame folder; None: none) holds the
   same content (`content_files`) as a test entry's under another path is kept out of
   training, naming the test video. Cheap keys are compared first (the number of files, then
-  their sizes in order); sha256 (`content_digest`) only of paths whose keys are equal. An
-  empty file, an empty folder or one holding an empty file is damaged, not a copy. Indices
+  `sample_sizes`); sha256 (`content_digest`) only of paths whose keys are equal. An empty
+  file, an empty folder or one whose sampled file is empty is damaged, not a copy. Indices
   are renumbered 0..n-1."""
-  digest = functools.lru_cache(maxsize=None)(content_digest)
+  files = functools.lru_cache(maxsize=None)(content_files)
+  digest = functools.lru_cache(maxsize=None)(lambda path: content_digest(files(path)))
   by_count: dict[tuple[bool, int], list[tuple[VideoEntry, str]]] = {}
   for e in test:
     path = path_of(e)
-    count = content_count(path) if path else (False, 0)
+    count = (os.path.isdir(path), len(files(path))) if path else (False, 0)
     if count[1]:
       by_count.setdefault(count, []).append((e, path))
   by_sizes: dict[tuple[bool, int], dict[tuple[int, ...], list[tuple[VideoEntry, str]]]] = {}
 
   def twins(path: str) -> list[tuple[VideoEntry, str]]:
     """The test entries whose cheap keys equal `path`'s (sizes read only on equal counts)."""
-    count = content_count(path)
+    count = os.path.isdir(path), len(files(path))
     if count not in by_count:
       return []
     if count not in by_sizes:
       by_sizes[count] = {}
       for t, other in by_count[count]:
-        by_sizes[count].setdefault(content_sizes(other), []).append((t, other))
-    sizes = content_sizes(path)
+        by_sizes[count].setdefault(sample_sizes(files(other)), []).append((t, other))
+    sizes = sample_sizes(files(path))
     return by_sizes[count].get(sizes, []) if 0 not in sizes else []
   kept, problems = [], list(problems)
   for e in train:
@@ -372,20 +373,17 @@ def content_files(path: str) -> list[str]:
   return [os.path.join(path, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
 
 
-def content_count(path: str) -> tuple[bool, int]:
-  """The cheapest key of `path`'s content: (a folder, its number of `content_files`)."""
-  return os.path.isdir(path), len(content_files(path))
+def sample_sizes(files: Sequence[str]) -> tuple[int, ...]:
+  """The sizes of the first, middle and last of `files` (a few stats per video however
+  many frames it has: a cheap key; equal keys are then compared by `content_digest`)."""
+  picked = sorted({0, len(files) // 2, len(files) - 1}) if files else []
+  return tuple(os.path.getsize(files[i]) for i in picked)
 
 
-def content_sizes(path: str) -> tuple[int, ...]:
-  """The sizes of `path`'s `content_files`, in order."""
-  return tuple(os.path.getsize(f) for f in content_files(path))
-
-
-def content_digest(path: str) -> str:
-  """sha256 of the bytes of `path`'s `content_files`, in order."""
+def content_digest(files: Sequence[str]) -> str:
+  """sha256 of the bytes of `files` (a video's `content_files`), in order."""
   hashed = hashlib.sha256()
-  for name in content_files(path):
+  for name in files:
     with open(name, 'rb') as f:
       for block in iter(lambda: f.read(1 << 20), b''):
         hashed.update(block)
