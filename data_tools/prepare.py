@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import math
@@ -16,7 +17,7 @@ import multiprocessing
 import os
 import queue as queue_module
 import time
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from data_tools import flow_records, layouts
 from input_fn import flow_shards
@@ -31,6 +32,7 @@ from command_line.progress import Progress
 
 FORMAT_VERSION = 2
 SHARD_STATE_DIR = manifest_lib.STATE_DIR
+OUT_LOCK_FILE = 'prepare.lock'  # held (flock) while a preparation writes --out
 
 
 class PrepareError(OptionsError):
@@ -650,6 +652,31 @@ def prepare(config: PrepareOptions, log: Callable[[str], None] = print,
   split, plans = plan(config)
   if config.strict and split.problems:
     raise InputError(split.problems[0])
+  with writing_out_dir(config.out):
+    return _write(config, split, plans, log, stop_after_shards)
+
+
+@contextlib.contextmanager
+def writing_out_dir(out: str) -> Iterator[None]:
+  """Holds `<out>/prepare.lock` (an flock on an empty file, released when this process
+  ends, however it ends) while a preparation writes --out: `PrepareError` (option out)
+  when another prepare writes the same folder, under any spelling."""
+  os.makedirs(out, exist_ok=True)
+  path = os.path.join(out, OUT_LOCK_FILE)
+  with open(path, 'a', encoding='utf-8') as lock:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      raise PrepareError(f'--out={out} is being written by another prepare (it holds {path}): '
+                         'wait for it to end (a rerun then goes on from what it wrote), or '
+                         'use another --out', 'out') from None
+    yield
+
+
+def _write(config: PrepareOptions, split: video_lists.Split,
+           plans: dict[str, list[dict[str, Any]]], log: Callable[[str], None],
+           stop_after_shards: int) -> dict[str, Any]:
+  """The writing part of `prepare`, while it holds --out (`writing_out_dir`)."""
   claim_out_dir(config, split.classes.names, log)
   check_kept_subsets(config, split)
   out = config.out

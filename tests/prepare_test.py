@@ -36,6 +36,10 @@ def read_records(out: str, subset: str) -> list[dict]:
   return rows
 
 
+def manifest_files(out: str) -> list[str]:
+  return sorted(glob.glob(os.path.join(out, '*.manifest.json')))
+
+
 def prepare_plan(config: prepare.PrepareOptions) -> dict[str, Any]:
   """Runs `prepare` and returns its `prepare_plan` status event."""
   with program_runs.recorded_events() as events:
@@ -231,6 +235,17 @@ class PrepareTest(tf.test.TestCase):
     self.assertEqual((plan['videos'], plan['shards']), (0, 0))
     self.assertEqual(plan['subsets'], {'train': {'shards': 2, 'already_done': 2},
                                        'test': {'shards': 7, 'already_done': 7}})
+
+  def test_a_second_prepare_into_an_out_being_written_is_refused(self):
+    out = self.create_tempdir().full_path
+    with prepare.writing_out_dir(out):  # as a prepare writing it holds it
+      with self.assertRaises(prepare.PrepareError) as caught:
+        prepare.prepare(self.config(self.clean, os.path.join(out, '.', '')),
+                        log=lambda s: None)
+      self.assertEqual(caught.exception.option, 'out')
+      self.assertEqual(manifest_files(out), [])
+    prepare.prepare(self.config(self.clean, out), log=lambda s: None)  # then it may
+    self.assertLen(manifest_files(out), 2)
 
   def test_changed_settings_need_overwrite_and_then_redo_the_shards(self):
     out = self.create_tempdir().full_path
