@@ -61,13 +61,22 @@ class UnfinishedFlow(PrepareError):
 
 class StaleFlow(PrepareError):
   """--flow_dir holds flow whose source record (extract_flow's) names another size or mtime
-  than the video file under --data_dir has now: flow of an older file. `videos`: their
-  names."""
+  than the video file under --data_dir has now: flow of an older file, or, when the flow's
+  manifest records another videos folder (`extracted_from`), of another dataset's videos
+  under the same names. `videos`: their names."""
 
-  def __init__(self, flow_dir: str, videos: list[str], example: str) -> None:
-    super().__init__(f'flow of {len(videos)} videos is older than their video (e.g. '
-                     f'{example}): rerun //data_tools:extract_flow --out={flow_dir}, then '
-                     'prepare again', 'flow_dir')
+  def __init__(self, flow_dir: str, videos: list[str], example: str,
+               extracted_from: str = '') -> None:
+    if extracted_from:
+      text = (f'flow of {len(videos)} videos does not match their video file (e.g. '
+              f'{example}): --flow_dir={flow_dir} was extracted from the videos of '
+              f'{extracted_from} (its {flow.EXTRACTION_MANIFEST}), not from these; extract '
+              'theirs (//data_tools:extract_flow with this --data_dir and a new --out, which '
+              'leaves that flow as it is) and pass it as --flow_dir')
+    else:
+      text = (f'flow of {len(videos)} videos is older than their video (e.g. {example}): '
+              f'rerun //data_tools:extract_flow --out={flow_dir}, then prepare again')
+    super().__init__(text, 'flow_dir')
     self.videos = tuple(videos)
 
 
@@ -562,7 +571,11 @@ def check_flow_sources(config: PrepareOptions, source: dict[str, str],
       source['flow_dir'], [e for subset in config.subsets for e in split.subset(subset)],
       videos_dir)
   if changed:
-    raise StaleFlow(source['flow_dir'], changed, example)
+    held = (json_files.load_object(os.path.join(source['flow_dir'], flow.EXTRACTION_MANIFEST))
+            or {}).get('videos_dir')
+    other = (held if isinstance(held, str) and held and
+             os.path.realpath(held) != os.path.realpath(videos_dir) else '')
+    raise StaleFlow(source['flow_dir'], changed, example, other)
 
 
 def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Split:

@@ -235,6 +235,9 @@ class ExtractFlowToolTest(tf.test.TestCase):
       prepare.prepare(config, log=lambda line: None)
     self.assertEqual((caught.exception.option, caught.exception.videos),
                      ('flow_dir', ('v_MoveLeftSpeed1_g01_c01',)))
+    # The copied flow's manifest names the videos it was extracted from: the message too.
+    self.assertIn(f'extracted from the videos of {os.path.join(self.data, "UCF-101")}',
+                  str(caught.exception))
     self.assertFalse(os.path.exists(config.out))
     # Training the flow of the frames route refuses the same flow.
     stale = [p for p in data_checks.problems(make_params(
