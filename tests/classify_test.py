@@ -159,6 +159,26 @@ class ClassifyTest(tf.test.TestCase):
       classifier.classify(self.test_videos[:1], bare)
     self.assertEqual((caught.exception.reason, caught.exception.path), ('assets_missing', bare))
 
+  def test_an_export_whose_weights_are_nan_fails_each_video(self):
+    """A diverged model's NaN probabilities would rank its first class first."""
+    export = os.path.join(self.root, 'diverged')
+    shutil.rmtree(export, ignore_errors=True)
+    shutil.copytree(saved_model.saved_model_dir(self.model('rgb')), export)
+    prefix = os.path.join(export, 'variables', 'variables')
+    stored = tf.train.load_checkpoint(prefix)
+    with tf.Graph().as_default():
+      values = {name: stored.get_tensor(name) for name, _ in tf.train.list_variables(prefix)}
+      kept = [tf.compat.v1.Variable(
+          value * np.nan if value.dtype.kind == 'f' else value, name=name)
+          for name, value in values.items()]
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        tf.compat.v1.train.Saver(kept).save(session, prefix, write_meta_graph=False,
+                                            write_state=False)
+    results = classifier.classify(self.test_videos[:2], export)
+    self.assertEqual([r.ok for r in results], [False, False])
+    self.assertIn('NaN or infinite', results[0].error)
+
   # --- classify() -------------------------------------------------------------------------------
 
   def test_names_the_class_of_synthetic_videos_of_known_classes(self):
