@@ -265,12 +265,13 @@ def listed_folder(source: str, info: dict[str, Any] | None) -> str | None:
   return None
 
 
-def read_folder(source: str, layout: str, root: str, entry: video_lists.VideoEntry,
-                info: video_lists.FrameInfo | None) -> str:
-  """The folder a frames or flow task of `entry` reads (flow: its u folder), by the
-  `layout` pattern under `root` and its info-list row `info`, as `frame_files` finds it."""
+def read_channel(source: str, layout: str, root: str, entry: video_lists.VideoEntry,
+                 info: video_lists.FrameInfo | None) -> layouts.FrameFiles:
+  """The first channel's frame files a frames or flow task of `entry` reads (flow: its u
+  frames), by the `layout` pattern under `root` and its info-list row `info`, as
+  `frame_files` finds them."""
   listed = listed_folder(source, dataclasses.asdict(info) if info else None)
-  return layouts.Layout(layout).files(root, entry.name, listed)[0].folder
+  return layouts.Layout(layout).files(root, entry.name, listed)[0]
 
 
 def frame_files(task: dict[str, Any]) -> list[layouts.FrameFiles]:
@@ -527,8 +528,10 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
           listed, config.source == 'flow', flag).pattern
     except layouts.LayoutError as e:
       raise PrepareError(str(e), e.option) from None
-    split = video_lists.apply_folder_rule(split, lambda e: read_folder(
-        config.source, layout, root, e, infos.get(e.key)))
+    split = video_lists.apply_folder_rule(
+        split, lambda e: read_channel(config.source, layout, root, e, infos.get(e.key)).folder,
+        lambda e, folder: frame_folders.frame_files_in(
+            folder, read_channel(config.source, layout, root, e, infos.get(e.key)).name))
   from input_fn import records
   plans = {}
   for subset in config.subsets:

@@ -31,7 +31,7 @@ import os
 import re
 from typing import Any, Callable
 
-from input_fn import ucf101, video_lists
+from input_fn import frame_folders, ucf101, video_lists
 from input_fn.video_lists import (ClassIndex, DatasetError, FrameInfo, InputProblem, Split,
                                    VideoEntry)
 
@@ -559,8 +559,9 @@ def params_split(params: Any) -> Split:
   if params.data_source != 'frames':
     return split
   infos = direct_frame_list(params, len(split.classes))[0]
-  return video_lists.apply_folder_rule(split, lambda e: direct_folder(params, e,
-                                                                      infos.get(e.key)))
+  return video_lists.apply_folder_rule(
+      split, lambda e: direct_folder(params, e, infos.get(e.key)),
+      lambda e, folder: frame_folders.frame_files_in(folder))
 
 
 def direct_frame_list(params: Any, num_classes: int

@@ -52,8 +52,9 @@ def count_frames(folder: str, claimed: int | None = None,
   (0, reason).
 
   Frames must be 1..count without a gap (a frame 0 is a reason too: it would be left out).
-  A folder holding files of `pattern` and of another `FRAME_PATTERNS` entry (two runs of
-  frame extraction) gives a reason starting 'two frame patterns'. A folder holding up to
+  A folder holding files of `pattern` and of another `FRAME_PATTERNS` entry, or one frame
+  under two spellings (`frame000001.jpg` and `frame000001.JPG`: two runs of frame
+  extraction), gives a reason starting 'two frame patterns'. A folder holding up to
   `tolerance` frames fewer
   than `claimed` (the info list's count) is fine and `count` is what is on disk; a larger
   shortfall, a gap, an empty or missing folder give a reason instead, and with `exact` any
@@ -64,12 +65,13 @@ def count_frames(folder: str, claimed: int | None = None,
   regex = FRAME_RE if pattern == FRAME_PATTERN else name_regex(pattern)
   others = {other: name_regex(other) for other in FRAME_PATTERNS
             if pattern in FRAME_PATTERNS and other != pattern}
-  indices = set()
+  indices, named = set(), {}
   other_files = dict.fromkeys(others, 0)
   for child in os.listdir(folder):
     m = regex.match(child)
     if m:
       indices.add(int(m.group(1)))
+      named.setdefault(int(m.group(1)), []).append(child)
     for other, other_regex in others.items():
       other_files[other] += bool(other_regex.match(child))
   if not indices:
@@ -78,6 +80,10 @@ def count_frames(folder: str, claimed: int | None = None,
   if mixed:
     return 0, (f'two frame patterns: {folder} holds {len(indices)} {pattern} and {mixed[1]} '
                f'{mixed[0]} files (two runs of frame extraction?): keep the frames of one')
+  twice = next((sorted(names) for names in named.values() if len(names) > 1), None)
+  if twice:
+    return 0, (f'two frame patterns: {folder} holds {" and ".join(twice)}, one frame in two '
+               'spellings (two runs of frame extraction?): keep the frames of one')
   if 0 in indices:
     return 0, (f'numbered from 0: {folder} holds {pattern % 0}, but frames are read from '
                f'{pattern % 1}, so its first frame would be left out; number them from 1')
@@ -92,6 +98,16 @@ def count_frames(folder: str, claimed: int | None = None,
   if claimed is not None and claimed - last > tolerance:
     return 0, f'{folder} holds {last} frames but the list says {claimed}'
   return last, None
+
+
+def frame_files_in(folder: str, pattern: str | None = None) -> list[str]:
+  """The files of `folder` read as its frames, by frame number: those named by `pattern`
+  (any case; default the folder's `frame_pattern`), nothing else beside them."""
+  pattern = pattern or frame_pattern(folder)
+  regex = FRAME_RE if pattern == FRAME_PATTERN else name_regex(pattern)
+  found = sorted((int(m.group(1)), name) for name in os.listdir(folder)
+                 for m in [regex.match(name)] if m)
+  return [os.path.join(folder, name) for _, name in found]
 
 
 def frame_pattern(folder: str) -> str:

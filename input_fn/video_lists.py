@@ -309,68 +309,65 @@ def apply_copy_rule(train: list[VideoEntry], test: list[VideoEntry],
     return train, problems
   listings: dict[str, dict[str, str]] = {}
 
-  def file_of(entry: VideoEntry) -> str | None:
+  def file_of(entry: VideoEntry) -> list[str]:
     path = locate(root, entry, listings)
-    return path if path and os.path.isfile(path) else None
+    return [path] if path and os.path.isfile(path) else []
   return keep_out_copies(train, test, problems, file_of)
 
 
 def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
                     problems: list[InputProblem],
-                    path_of: Callable[[VideoEntry], str | None]
+                    files_of: Callable[[VideoEntry], list[str]], what: str = 'bytes'
                     ) -> tuple[list[VideoEntry], list[InputProblem]]:
   """(train, `problems` plus one 'test video in training list' per entry removed): a
-  training entry whose `path_of` (a video file or a frame folder; None: none) holds the
-  same content (`content_files`) as a test entry's under another path is kept out of
-  training, naming the test video. Cheap keys are compared first (the number of files, then
-  `sample_sizes`); sha256 (`content_digest`) only of paths whose keys are equal. An empty
-  file, an empty folder or one whose sampled file is empty is damaged, not a copy. Indices
+  training entry whose content, `files_of(entry)` (its video file, or the frame files read
+  from its folder, in order; [] for none), holds the same `what` (bytes, frames) as a test
+  entry's under other paths is kept out of training, naming the test video. Cheap keys are
+  compared first (the number of files, then `sample_sizes`); sha256 (`content_digest`) only
+  where they are equal. Content with an empty sampled file is damaged, not a copy. Indices
   are renumbered 0..n-1."""
-  files = functools.lru_cache(maxsize=None)(content_files)
-  digest = functools.lru_cache(maxsize=None)(lambda path: content_digest(files(path)))
-  by_count: dict[tuple[bool, int], list[tuple[VideoEntry, str]]] = {}
+  digest = functools.lru_cache(maxsize=None)(content_digest)
+  by_count: dict[int, list[tuple[VideoEntry, tuple[str, ...]]]] = {}
   for e in test:
-    path = path_of(e)
-    count = (os.path.isdir(path), len(files(path))) if path else (False, 0)
-    if count[1]:
-      by_count.setdefault(count, []).append((e, path))
-  by_sizes: dict[tuple[bool, int], dict[tuple[int, ...], list[tuple[VideoEntry, str]]]] = {}
+    files = tuple(files_of(e))
+    if files:
+      by_count.setdefault(len(files), []).append((e, files))
+  by_sizes: dict[int, dict[tuple[int, ...], list[tuple[VideoEntry, tuple[str, ...]]]]] = {}
 
-  def twins(path: str) -> list[tuple[VideoEntry, str]]:
-    """The test entries whose cheap keys equal `path`'s (sizes read only on equal counts)."""
-    count = os.path.isdir(path), len(files(path))
-    if count not in by_count:
+  def twins(files: tuple[str, ...]) -> list[tuple[VideoEntry, tuple[str, ...]]]:
+    """The test entries whose cheap keys equal those of `files` (sizes read only on equal
+    counts)."""
+    if len(files) not in by_count:
       return []
-    if count not in by_sizes:
-      by_sizes[count] = {}
-      for t, other in by_count[count]:
-        by_sizes[count].setdefault(sample_sizes(files(other)), []).append((t, other))
-    sizes = sample_sizes(files(path))
-    return by_sizes[count].get(sizes, []) if 0 not in sizes else []
+    if len(files) not in by_sizes:
+      by_sizes[len(files)] = {}
+      for t, other in by_count[len(files)]:
+        by_sizes[len(files)].setdefault(sample_sizes(other), []).append((t, other))
+    sizes = sample_sizes(files)
+    return by_sizes[len(files)].get(sizes, []) if 0 not in sizes else []
   kept, problems = [], list(problems)
   for e in train:
-    path = path_of(e)
-    copy = next((t for t, other in (twins(path) if path else [])
-                 if os.path.realpath(other) != os.path.realpath(path)
-                 and digest(other) == digest(path)), None)
+    files = tuple(files_of(e))
+    copy = next((t for t, other in (twins(files) if files else [])
+                 if os.path.realpath(other[0]) != os.path.realpath(files[0])
+                 and digest(other) == digest(files)), None)
     if copy is None:
       kept.append(dataclasses.replace(e, index=len(kept)))
       continue
-    same = 'frames' if os.path.isdir(path) else 'bytes'
     problems.append(InputProblem(e.source, e.line, f'{e.name} is a copy of the test video '
-                                 f'{copy.name} (the same {same}): kept out of training',
+                                 f'{copy.name} (the same {what}): kept out of training',
                                  'test video in training list', 'train'))
   return kept, problems
 
 
-def content_files(path: str) -> list[str]:
-  """The files whose bytes are a video's content: `path` itself when it is a file, else the
-  files of the folder `path` (its frames) in name order, case-insensitively ([] for none)."""
-  if not os.path.isdir(path):
-    return [path] if os.path.isfile(path) else []
-  with os.scandir(path) as children:
+def folder_files(folder: str) -> list[str]:
+  """Every file of `folder`, in name order, case-insensitively ([] for none): a frame
+  folder's content when its frame names are not known."""
+  if not os.path.isdir(folder):
+    return []
+  with os.scandir(folder) as children:
     names = [c.name for c in children if c.is_file()]
-  return [os.path.join(path, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
+  return [os.path.join(folder, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
 
 
 def sample_sizes(files: Sequence[str]) -> tuple[int, ...]:
@@ -381,7 +378,7 @@ def sample_sizes(files: Sequence[str]) -> tuple[int, ...]:
 
 
 def content_digest(files: Sequence[str]) -> str:
-  """sha256 of the bytes of `files` (a video's `content_files`), in order."""
+  """sha256 of the bytes of `files` (a video file, or a folder's frame files), in order."""
   hashed = hashlib.sha256()
   for name in files:
     with open(name, 'rb') as f:
@@ -390,7 +387,9 @@ def content_digest(files: Sequence[str]) -> str:
   return hashed.hexdigest()
 
 
-def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None]) -> Split:
+def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None],
+                      frames_in: Callable[[VideoEntry, str], list[str]] | None = None
+                      ) -> Split:
   """`split` with the split rule (`apply_split_rule`) applied again with the folders its
   videos' frames are read from: `folder_of(entry)` (a frame or flow list's row may name
   another folder than the video's own; None: none found), kept as `read_from`. Two entries are
@@ -399,7 +398,9 @@ def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None
   is read, is kept out of training ('test video in training list'; with two labels,
   'conflicting label' in both subsets), and so are such videos within one subset
   (`one_per_folder`). Then a training video whose folder holds the same frames as a test
-  video's (a copy under another name, `keep_out_copies`) is kept out of training too."""
+  video's (a copy under another name, `keep_out_copies`) is kept out of training too: the
+  frame files `frames_in(entry, folder)` reads (default: every file of the folder), so
+  other files beside the frames (Thumbs.db, another stream's) do not hide a copy."""
   folders = {(e.source, e.line): folder_of(e) for e in split.train + split.test}
 
   def read_from(entry: VideoEntry) -> VideoEntry:
@@ -408,14 +409,16 @@ def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None
     return (dataclasses.replace(entry, read_from=identity)
             if identity and identity != entry.identity else entry)
 
-  def frames_of(entry: VideoEntry) -> str | None:
+  def frames_of(entry: VideoEntry) -> list[str]:
     folder = folders[entry.source, entry.line]
-    return folder if folder and os.path.isdir(folder) else None
+    if not folder or not os.path.isdir(folder):
+      return []
+    return frames_in(entry, folder) if frames_in else folder_files(folder)
   train, test, problems = apply_split_rule([read_from(e) for e in split.train],
                                            [read_from(e) for e in split.test], split.problems)
   train = one_per_folder(train, 'train', problems)
   test = one_per_folder(test, 'test', problems)
-  train, problems = keep_out_copies(train, test, problems, frames_of)
+  train, problems = keep_out_copies(train, test, problems, frames_of, 'frames')
   return dataclasses.replace(split, train=train, test=test, problems=problems)
 
 

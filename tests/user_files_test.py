@@ -352,6 +352,15 @@ class SameFileTest(absltest.TestCase):
     for problems in self.both_routes('ucf101', 'frames'):
       self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
 
+  def test_a_copy_with_other_files_beside_the_frames_is_still_a_copy(self):
+    self.ucf101('frames')
+    self.copy_of_test_video('v_A_g08_c01')
+    folder = os.path.join(self.root, 'jpegs_256')
+    write(os.path.join(folder, 'v_A_g08_c01', 'Thumbs.db'), 'thumbnails')
+    write(os.path.join(folder, 'v_A_g03_c01', '.DS_Store'), 'finder')
+    for problems in self.both_routes('ucf101', 'frames'):
+      self.assertEqual(problems, [('trainlist01.txt', 1, 'test video in training list')])
+
   def test_a_frame_list_row_naming_a_copy_of_a_test_videos_folder_for_a_training_video(self):
     self.ucf101('frames')
     self.copy_of_test_video('extra_clip_001')
@@ -588,6 +597,7 @@ class ListLinesTest(absltest.TestCase):
     for empty in ('f/empty', 'f/also_empty'):  # damaged, not copies of each other
       os.makedirs(os.path.join(self.root, empty))
     shutil.copytree(os.path.join(self.root, 'f/t'), os.path.join(self.root, 'f/copy'))
+    write(os.path.join(self.root, 'f/copy', 'desktop.ini'), 'not a frame')
     found = self.prepare_frames('f/a 4 0\nf/copy 4 0\nf/also_empty 4 1\n',
                                 'f/t 4 0\nf/u 5 1\nf/empty 4 1\n')['train']
     self.assertEqual((found['num_records'], found['skipped_by_kind']),
@@ -645,6 +655,17 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual(str(caught.exception),
                      f'two frame patterns: {folder} holds 4 img_%05d.jpg and 2 frame%06d.jpg '
                      'files (two runs of frame extraction?): keep the frames of one')
+
+  def test_one_frame_under_two_spellings_is_two_frame_patterns(self):
+    self.frame_folders((('f/a', 4), ('f/t', 4), ('f/m', 4)))
+    folder = os.path.join(self.root, 'f/m')
+    shutil.copy(os.path.join(self.root, 'f/t/img_00002.jpg'), os.path.join(folder, 'img_00002.JPG'))
+    found = self.prepare_frames('f/a 4 0\nf/m 4 1\n', 'f/t 4 0\n')['train']
+    self.assertEqual((found['num_records'], found['skipped_by_kind']),
+                     (1, {'two frame patterns': 1}))
+    with self.assertRaises(video_io.VideoError) as caught:
+      classifier.read_frames(folder)
+    self.assertIn('img_00002.JPG and img_00002.jpg', str(caught.exception))
 
   def test_an_empty_frame_file_is_an_undecodable_frame(self):
     self.frame_folders((('f/a', 4), ('f/e', 4), ('f/t', 4)))

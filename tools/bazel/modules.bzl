@@ -363,6 +363,7 @@ MODULES = {
             "//command_line:options",
         ]),
         ("datasets.py", "datasets", [
+            ":frame_folders",
             ":ucf101",
             ":video_lists",
         ]),
