@@ -140,7 +140,10 @@ def _direct_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
   """The direct route (videos, frames): the dataset's class list in data_dir, as many
   classes as --num_classes, readable split files, and a readable video in each subset."""
   data_dir, what = params.data_dir, _DATA_DIR_CONTENTS[params.data_source]
-  class_index, where = datasets.read_classes(params.dataset, data_dir)
+  try:
+    class_index, where = datasets.read_classes(params.dataset, data_dir)
+  except datasets.DatasetError as e:  # a class list that cannot be read as one
+    return [Problem('data_dir', str(e))]
   if class_index is None:
     likely = datasets.other_dataset(params.dataset, data_dir)
     if likely:

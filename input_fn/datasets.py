@@ -114,7 +114,12 @@ def other_dataset(dataset: str, data_dir: str) -> str | None:
   """The other named dataset (ucf101, hmdb51) whose class files `data_dir` holds when those
   of `dataset` are missing there: the likely --dataset; None when there is none."""
   for name in ('ucf101', 'hmdb51'):
-    if name != dataset and read_classes(name, data_dir)[0] is not None:
+    if name == dataset:
+      continue
+    try:
+      if read_classes(name, data_dir)[0] is not None:
+        return name
+    except DatasetError:  # its class file is there, though unreadable
       return name
   return None
 

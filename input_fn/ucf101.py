@@ -48,7 +48,8 @@ GROUPS_PER_SPLIT = 7
 
 
 def read_class_index(path: str) -> tuple[ClassIndex, list[InputProblem]]:
-  """Parses classInd.txt. Labels must be 1..N, each once; other lines are Problems."""
+  """Parses classInd.txt. Labels must be 1..N, each once: numbers with a gap raise
+  `DatasetError` (every list label would be read against them); other lines are Problems."""
   by_label: dict[int, str] = {}
   problems = []
   for number, text in read_lines(path):
@@ -64,8 +65,11 @@ def read_class_index(path: str) -> tuple[ClassIndex, list[InputProblem]]:
     by_label[label] = parts[1]
   labels = sorted(by_label)
   if labels != list(range(1, len(labels) + 1)):
-    problems.append(InputProblem(path, 0, f'class labels are not 1..{len(labels)}: {labels[:10]}',
-                            'label out of range'))
+    missing = next(i for i in range(1, len(labels) + 2) if i not in by_label)
+    raise DatasetError(f'{path}: class labels are not 1..{len(labels)} ({missing} is missing, '
+                       f'{labels[-1]} the largest): the lists\' labels would name other '
+                       'classes than it says; number its classes 1..N, one per line',
+                       path, 0)
   return ClassIndex(tuple(by_label[k] for k in labels)), problems
 
 

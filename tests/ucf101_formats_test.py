@@ -6,7 +6,9 @@ folders, MJPG videos written and decoded with OpenCV (and broken ones), and the 
 UCF101 writer's layout.
 """
 
+import dataclasses
 import os
+import shutil
 import tempfile
 
 import cv2
@@ -15,7 +17,8 @@ from absl.testing import absltest
 
 from data_tools import make_synthetic_ucf101
 
-from input_fn import frame_folders, ucf101, video_io, video_lists
+from input_fn import data_checks, frame_folders, ucf101, video_io, video_lists
+from towers import make_params, training
 
 
 def write(path: str, lines: list[str], newline: str = '\r\n') -> str:
@@ -61,6 +64,21 @@ class SplitFilesTest(absltest.TestCase):
     self.assertEqual([(e.name, e.label, e.group, e.clip, e.index) for e in entries],
                      [('v_ApplyEyeMakeup_g08_c01', 0, 8, 1, 0), ('v_YoYo_g25_c04', 2, 25, 4, 1)])
     self.assertNotIn('\r', entries[1].rel_path)
+
+  def test_class_numbers_with_a_gap_stop_naming_the_file(self):
+    path = write(os.path.join(self.dir, 'classInd.txt'),
+                 ['1 ApplyEyeMakeup', '2 HandstandPushups', '4 YoYo'])
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      ucf101.read_class_index(path)
+    self.assertEqual(caught.exception.path, path)
+    self.assertIn('3 is missing', str(caught.exception))
+    # Training on that root stops in its preflight (one problem naming the file).
+    root = self.create_tempdir().full_path
+    shutil.copytree(self.dir, os.path.join(root, 'ucfTrainTestlist'))
+    params = make_params(model='c3d_small', data_source='videos', data_dir=root)
+    self.assertEqual(training.with_data_settings(params, ['num_classes']), params)
+    found = data_checks.problems(dataclasses.replace(params, num_classes=3))
+    self.assertEqual([(p.option, 'classInd.txt' in p) for p in found], [('data_dir', True)])
 
   def test_test_list_has_no_labels_and_class_case_is_ignored(self):
     classes, _ = ucf101.read_class_index(os.path.join(self.dir, 'classInd.txt'))

@@ -160,7 +160,7 @@ def with_data_settings(params: TrainParams,
   give their dataset, split and number of classes (the first readable manifest's,
   `input_fn/manifest.py`); videos or frames give the number of classes of their dataset's
   class list. For a run that did not name them; unchanged for what the data does not say
-  (no manifest, no class list: the preflight names that) and for synthetic data."""
+  (no manifest, no readable class list: the preflight names that) and for synthetic data."""
   if params.data_source == 'tfrecord':
     for subset in manifest.SUBSETS:
       try:
@@ -177,7 +177,10 @@ def with_data_settings(params: TrainParams,
     return params
   if params.data_source in ('videos', 'frames') and 'num_classes' in fields and \
       params.dataset != 'list':
-    class_index, _ = datasets.read_classes(params.dataset, params.data_dir)
+    try:
+      class_index, _ = datasets.read_classes(params.dataset, params.data_dir)
+    except datasets.DatasetError:  # the preflight names it
+      return params
     if class_index is not None and len(class_index) >= 2:
       return dataclasses.replace(params, num_classes=len(class_index))
   return params

@@ -1736,10 +1736,13 @@ TEST_DEPS = {
     ],
     "ucf101_formats_test": [
         "//data_tools:make_synthetic_ucf101_lib",
+        "//input_fn:data_checks",
         "//input_fn:frame_folders",
         "//input_fn:ucf101",
         "//input_fn:video_io",
         "//input_fn:video_lists",
+        "//towers",
+        "//towers:training",
     ],
     "user_files_test": [
         "//data_tools:prepare_lib",
