@@ -24,6 +24,7 @@ from input_fn import pipeline, ucf101
 from tests import tiny_records
 from serving import classifier, saved_model
 from towers import params as params_lib
+from towers import train_and_evaluate_loop
 from towers.training import train_and_evaluate
 
 T, S, CLIPS = 4, 16, 2
@@ -153,6 +154,30 @@ class ServingExportTest(tf.test.TestCase):
     self.assertEqual(out['class_names'].shape, [1, 3])
     with self.assertRaises(tf.errors.InvalidArgumentError):  # outside [-1, 1]
       loaded.serving(clips=tf.fill([1, T, S, S, 3], 255.0))
+
+
+class DamagedEvaluationEventsTest(tf.test.TestCase):
+
+  def test_an_event_file_cut_short_is_read_up_to_the_cut(self):
+    """An evaluation's event file cut by a full disk or a kill: the best export compares the
+    evaluations before the cut instead of failing every later export (DataLossError)."""
+    eval_dir = self.create_tempdir().full_path
+    with tf.Graph().as_default():
+      writer = tf.compat.v1.summary.FileWriter(eval_dir)
+      for step, top_1 in ((10, 0.5), (20, 0.75)):
+        writer.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
+            tag='accuracy/top_1', simple_value=top_1)]), step)
+        writer.flush()
+      writer.close()
+    path = glob.glob(os.path.join(eval_dir, 'events.out.tfevents.*'))[0]
+    with open(path, 'r+b') as f:
+      f.truncate(os.path.getsize(path) - 3)  # the last record cut
+    pattern = os.path.join(eval_dir, 'events.out.tfevents.*')
+    exporter = train_and_evaluate_loop.CleanBestExporter(
+        {}, ['a', 'b'], os.path.join(self.create_tempdir().full_path, 'assets'),
+        serving_input_receiver_fn=lambda: None,
+        compare_fn=train_and_evaluate_loop._higher_top_1)
+    self.assertEqual(exporter._get_best_eval_result(pattern), {'accuracy/top_1': 0.5})
 
 
 if __name__ == '__main__':

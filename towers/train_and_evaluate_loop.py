@@ -12,7 +12,7 @@ decision (`final_evaluation.already_trained`), what follows each evaluation
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -121,6 +121,17 @@ class CleanBestExporter(tf.estimator.BestExporter):
     self._exported = self._exported or result is not None
     return result
 
+  def _get_best_eval_result(self, event_files):
+    """BestExporter's best evaluation of the event files `event_files` matches, each read up
+    to a damaged record (`evaluation_results`): one cut short by a full disk or a kill no
+    longer fails every later export."""
+    best = None
+    for path in tf.io.gfile.glob(event_files) if event_files else ():
+      for result in evaluation_results(path):
+        if best is None or self._compare_fn(best, result):
+          best = result
+    return best
+
   def _outdone(self, model_dir: str, export_path: str, eval_result: dict[str, Any]) -> bool:
     """Whether the export held in `export_path` is kept (see the class docstring)."""
     if not tf.io.gfile.glob(os.path.join(export_path, '*', 'saved_model.pb')):
@@ -138,6 +149,19 @@ class CleanBestExporter(tf.estimator.BestExporter):
                       'best replaces it', export_path, held.get('step'))
       return False
     return eval_result[TOP_1] <= held['top_1']
+
+
+def evaluation_results(path: str) -> Iterator[dict[str, float]]:
+  """{tag: value} of each summary of the event file at `path`, up to its end or a damaged
+  record (a write cut short), which is logged, not raised."""
+  try:
+    for event in tf.compat.v1.train.summary_iterator(path):
+      values = {v.tag: v.simple_value for v in event.summary.value if v.HasField('simple_value')}
+      if values:
+        yield values
+  except tf.errors.DataLossError:
+    logging.warning('%s is cut short (a full disk or a kill while it was written): the '
+                    'evaluations before that point are compared', path)
 
 
 def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
