@@ -24,7 +24,7 @@ import tensorflow as tf
 from command_line import status_file
 from input_fn import factory, manifest
 from tests import program_runs, tiny_records
-from towers import build_estimator, preflight, run_flags, train_settings, training
+from towers import build_estimator, checkpoints, preflight, run_flags, train_settings, training
 from towers.params import make_params
 
 LIMIT = 240  # seconds for one process
@@ -70,6 +70,13 @@ def record_of(params) -> dict:
   return {'format_version': 1, 'history': [], 'settings': train_settings.settings(params),
           train_settings.TRAIN_VIDEO_NAMES: train_settings.train_video_names(params),
           train_settings.TRAIN_CLASS_NAMES: train_settings.train_class_names(params)}
+
+
+def remove_meta_graphs(model_dir: str) -> None:
+  """Removes model_dir's model.ckpt-*.meta: checkpoints without the mark of a run that
+  records its settings (`checkpoints.trained_recording`)."""
+  for path in tf.io.gfile.glob(os.path.join(model_dir, 'model.ckpt-*.meta')):
+    os.remove(path)
 
 
 def step_of(model_dir: str) -> int:
@@ -217,17 +224,25 @@ class TrainSettingsTest(tf.test.TestCase):
     found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
     self.assertEqual(found.option if found else None, 'model_dir')
     self.assertIn('final_evaluation.json', str(found))
-    # The export info written with the graph, before the record, is no sign: a run stopped
-    # by a full disk at its first checkpoint has it and no record, and goes on when rerun.
+    # Its checkpoint files alone (a bare copy): their .meta holds the mark of a recording run.
     os.remove(os.path.join(self.model_dir, 'final_evaluation.json'))
+    found = refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2))
+    self.assertEqual(found.option if found else None, 'model_dir')
+    self.assertIn('model.ckpt-1.meta', str(found))
+    # The export info written with the graph, before the record, is no sign: a run stopped
+    # by a full disk at its first checkpoint has it and no record, and goes on when rerun
+    # (its step-0 checkpoint learnt nothing; here the checkpoints' .meta files are gone).
+    remove_meta_graphs(self.model_dir)
     os.makedirs(os.path.join(self.model_dir, 'export_assets'), exist_ok=True)
     with open(os.path.join(self.model_dir, 'export_assets', 'video_model.json'), 'w') as f:
       json.dump({'train_video_names': []}, f)
     self.assertIsNone(refusal(make_params(TINY, model_dir=self.model_dir, max_steps=2)))
 
   def test_a_model_dir_without_a_record_resumes_with_one_warning_and_gets_one(self):
-    # Trained before records were written: no record and no run.flags (written after it).
+    # Trained before records were written: no record, no run.flags (written after it) and
+    # no mark of a recording run in its checkpoints' .meta.
     os.remove(train_settings.record_path(self.model_dir))
+    remove_meta_graphs(self.model_dir)
     if os.path.exists(os.path.join(self.model_dir, 'run.flags')):
       os.remove(os.path.join(self.model_dir, 'run.flags'))
     with program_runs.recorded_events() as events:
@@ -568,6 +583,31 @@ class SettingsTest(tf.test.TestCase):
         params[1], model='i3d', warm_start_from=source, model_dir=os.path.join(root, 'again')))
     self.assertEqual(record[train_settings.TRAIN_VIDEO_NAMES],
                      train_settings.train_video_names(params[1]))
+
+  def test_a_bare_copy_of_a_recording_runs_checkpoint_is_no_unknown_start(self):
+    # checkpoint + model.ckpt-1.* copied into a new folder: what the weights learnt is
+    # unknown, so continuing it or warm-starting from it is refused; a step-0 checkpoint
+    # (nothing learnt) or one without the mark (.meta gone) is not.
+    trained = self.trained_dir()
+    copy = os.path.join(self.create_tempdir().full_path, 'copy')
+    os.makedirs(copy)
+    for path in [os.path.join(trained, 'checkpoint')] + tf.io.gfile.glob(
+        os.path.join(trained, 'model.ckpt-1.*')):
+      shutil.copy(path, copy)
+    found = refusal(make_params(TINY, model_dir=copy, max_steps=2))
+    self.assertEqual(found.option if found else None, 'model_dir')
+    root = self.create_tempdir().full_path
+    ucf = tiny_records.make(root, (), classes=4, groups=9, min_frames=4, max_frames=5).data
+    tiny_records.prepared(ucf, os.path.join(root, 'tfr'), split=1)
+    found = refusal(make_params(TINY, model='i3d', warm_start_from=copy, data_source='tfrecord',
+                                data_dir=os.path.join(root, 'tfr'), split=1,
+                                model_dir=os.path.join(root, 'next')))
+    self.assertEqual(found.option if found else None, 'warm_start_from')
+    self.assertIn('model.ckpt-1.meta', str(found))
+    self.assertTrue(checkpoints.trained_recording(os.path.join(copy, 'model.ckpt-1')))
+    self.assertFalse(checkpoints.trained_recording(os.path.join(trained, 'model.ckpt-0')))
+    remove_meta_graphs(copy)
+    self.assertIsNone(refusal(make_params(TINY, model_dir=copy, max_steps=2)))
 
   def test_weights_that_learnt_other_clips_of_the_test_groups_are_refused(self):
     # The earlier training held clip c09 of every test video's UCF101 group (not the test

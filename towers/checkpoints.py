@@ -3,6 +3,7 @@ line a restore that cannot read that checkpoint ends with.
 
     checkpoint_step(model_dir) -> int | None
     damaged_checkpoint_line(error, model_dir) -> str | None
+    mark_graph(); trained_recording(checkpoint) -> bool   # a run that records its settings
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
+from google.protobuf import message as protobuf_message
+from tensorflow.core.protobuf import meta_graph_pb2
+
+# A constant in every training graph of a run that records its settings
+# (`towers/train_settings.py`): each checkpoint's .meta carries it.
+RECORDING_MARKER = 'video_towers_records_its_settings'
 
 
 def checkpoint_step(model_dir: str) -> int | None:
@@ -38,3 +45,26 @@ def damaged_checkpoint_line(error: tf.errors.OpError, model_dir: str) -> str | N
   reason = error.message.strip().splitlines()[0] if error.message.strip() else type(error).__name__
   return (f'the checkpoint {latest} cannot be read ({reason}): its files are damaged (a copy '
           f'cut short, a disk error); {back}or train in a new --model_dir')
+
+
+def mark_graph() -> None:
+  """Adds RECORDING_MARKER to the training graph being built (a run that records its
+  settings), so that every checkpoint it saves says so in its .meta."""
+  with tf.compat.v1.name_scope(None):
+    tf.constant(True, name=RECORDING_MARKER)
+
+
+def trained_recording(checkpoint: str) -> bool:
+  """Whether the checkpoint prefix `checkpoint` was saved past step 0 by a run that records
+  its settings (`mark_graph`, in `<checkpoint>.meta`): its model_dir had a
+  train_settings.json listing the videos it learnt. False without a readable .meta (a
+  checkpoint copied without it, another tool's, DeepMind's) or at step 0 (nothing learnt
+  yet: a run stopped at its first save may not have written its record)."""
+  path = checkpoint + '.meta'
+  try:
+    if not tf.io.gfile.exists(path) or not tf.train.load_variable(checkpoint, 'global_step'):
+      return False
+    meta = meta_graph_pb2.MetaGraphDef.FromString(tf.io.gfile.GFile(path, 'rb').read())
+  except (tf.errors.OpError, ValueError, protobuf_message.DecodeError):
+    return False
+  return any(node.name == RECORDING_MARKER for node in meta.graph_def.node)

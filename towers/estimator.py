@@ -11,7 +11,7 @@ from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
 from model_fn.networks import Network, input_channels
 from model_fn.variable_placement import PS_DEVICE
-from towers import run_flags, train_settings
+from towers import checkpoints, run_flags, train_settings
 from towers.cluster.spec import ClusterTask
 from towers.params import ParamsError, TrainParams, make_params
 
@@ -149,6 +149,7 @@ def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
     record = train_settings.checked_record(params, config.num_worker_replicas or 1,
                                            caller_input)
     spec = model_fn(features, labels, mode, params, config)
+    checkpoints.mark_graph()
     if not config.is_chief:
       return spec
     jobs = config.cluster_spec.jobs if config.cluster_spec else []

@@ -50,6 +50,7 @@ from model_fn import warm_start
 from serving.export_info import ASSETS_DIR, INFO_FILE
 from towers import params as params_lib
 from towers.cluster import lineage
+from towers import checkpoints
 from towers.checkpoints import checkpoint_step
 
 RECORD_FILE = lineage.RECORD_FILE
@@ -541,9 +542,10 @@ def _warm_start_videos(params) -> tuple[list[str], str]:
   of a model_dir of this library; ([], '') for a checkpoint without either (DeepMind's).
   Raises `ResumeSettingsError` (option warm_start_from) for a model_dir whose record is
   lost or damaged while its files show one existed (`_recording_evidence`)."""
-  source = _warm_start_dir(params)
-  if not source:
+  checkpoint = _warm_start_checkpoint(params)
+  if not checkpoint:
     return [], ''
+  source = os.path.dirname(checkpoint)
   export = os.path.dirname(source)
   if os.path.basename(source) == 'variables' and (
       tf.io.gfile.exists(os.path.join(export, 'saved_model.pb'))):
@@ -565,34 +567,36 @@ def _warm_start_videos(params) -> tuple[list[str], str]:
   if record is not None:
     earlier = record.get(TRAIN_VIDEO_NAMES)
     return (list(earlier) if isinstance(earlier, list) else []), record_path(source)
-  evidence = _recording_evidence(source)
+  evidence = _recording_evidence(source, checkpoint)
   if evidence:
     raise ResumeSettingsError(Problem('warm_start_from', (
         f'--warm_start_from={params.warm_start_from}: {record_path(source)} '
         f'{problem or "is missing"}, though {evidence} shows the run that trained it recorded '
         'one: the videos those weights learnt cannot be compared with this run\'s test videos; '
-        'restore it, or warm-start from that run\'s export (export/best/<time>, whose '
-        'video_model.json lists them)')))
+        'restore it (from the model_dir the checkpoint was copied from), or warm-start from '
+        'that run\'s export (export/best/<time>, whose video_model.json lists them)')))
   return [], ''
 
 
-def _warm_start_dir(params) -> str:
-  """The directory of the checkpoint `--warm_start_from` names ('' without one, or when
-  it cannot be resolved: the preflight names that)."""
+def _warm_start_checkpoint(params) -> str:
+  """The checkpoint prefix `--warm_start_from` names ('' without one, or when it cannot be
+  resolved: the preflight names that)."""
   if not params.warm_start_from:
     return ''
   try:
-    return os.path.dirname(warm_start.resolve_checkpoint(params.warm_start_from, params.stream))
+    return warm_start.resolve_checkpoint(params.warm_start_from, params.stream)
   except warm_start.WarmStartError:
     return ''
 
 
-def _recording_evidence(model_dir: str) -> str | None:
+def _recording_evidence(model_dir: str, checkpoint: str | None = None) -> str | None:
   """A file of model_dir only a run that records its settings writes: run.flags (written
-  with the record, after it), or a final_evaluation.json or export video_model.json that
-  carries a lineage; None when there is none (a model_dir trained before records, or not
-  one of this library). Not export_assets/: it is written with the graph, before the
-  record, so a run stopped in between (a full disk at its first checkpoint) has it."""
+  with the record, after it), a final_evaluation.json or export video_model.json that
+  carries a lineage, or the .meta of `checkpoint` (default: model_dir's latest) saved past
+  step 0 by such a run (`checkpoints.trained_recording`: a bare copy of its checkpoint
+  files); None when there is none (a model_dir trained before records, or not one of this
+  library). Not export_assets/: it is written with the graph, before the record, so a run
+  stopped in between (a full disk at its first checkpoint) has it."""
   flags = os.path.join(model_dir, 'run.flags')
   if tf.io.gfile.exists(flags):
     return flags
@@ -602,6 +606,9 @@ def _recording_evidence(model_dir: str) -> str | None:
     record = json_files.load_object(path) if tf.io.gfile.exists(path) else None
     if record and record.get(lineage.KEY):
       return path
+  checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
+  if checkpoint and checkpoints.trained_recording(checkpoint):
+    return checkpoint + '.meta'
   return None
 
 
@@ -615,8 +622,8 @@ def _check_record_not_lost(model_dir: str) -> None:
     raise ResumeSettingsError(Problem('model_dir', (
         f'{model_dir} holds a checkpoint but no {RECORD_FILE}, though {evidence} shows the run '
         'that trained it recorded one: it was lost, so neither its learning settings nor '
-        f'the videos it trained on can be compared; restore {RECORD_FILE}, or train in a '
-        'new --model_dir')))
+        f'the videos it trained on can be compared; restore {RECORD_FILE} (from the '
+        'model_dir its checkpoint was copied from), or train in a new --model_dir')))
 
 
 def model_dir_video_names(params) -> list[str] | None:

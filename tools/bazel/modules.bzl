@@ -731,6 +731,7 @@ MODULES = {
             "//towers/cluster:lineage",
         ]),
         ("estimator.py", "estimator", [
+            ":checkpoints",
             ":params",
             ":run_flags",
             ":train_settings",
@@ -1589,6 +1590,7 @@ TEST_DEPS = {
         "//serving:classify_main",
         "//serving:saved_model",
         "//towers:params",
+        "//towers:train_and_evaluate_loop",
         "//towers:training",
     ],
     "signals_test": [
@@ -1660,6 +1662,7 @@ TEST_DEPS = {
         "//input_fn:factory",
         "//input_fn:manifest",
         "//towers",
+        "//towers:checkpoints",
         "//towers:params",
         "//towers:preflight",
         "//towers:run_flags",
