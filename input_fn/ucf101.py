@@ -233,9 +233,8 @@ def groups_learnt(trained: Sequence[str], tests: Sequence[str]) -> list[tuple[st
   clip of a group `trained` holds a clip of (the group rule, for a model's training videos
   read from its record or export; the same video is `video_lists.trained_on`'s)."""
   learnt = clips_by_group(trained)
-  found = [(name, learnt[group]) for name in tests
-           if (group := group_of(name)) is not None and group in learnt]
-  return sorted(found)
+  groups = ((name, group_of(name)) for name in tests)
+  return sorted((name, learnt[group]) for name, group in groups if group in learnt)
 
 
 def test_groups(split: int) -> range:

@@ -52,11 +52,13 @@ class EvalCoverageHook(tf1.train.SessionRunHook):
     line = 'evaluation: ' + coverage_line(evaluated, listed)
     if evaluated == 0:  # no batch at all also leaves `listed` (a mean over batches) at 0
       of_listed = f' of the {listed} listed' if listed else ''
+      why = (f'--eval_steps={self._eval_steps} batches held no video\'s every view: raise '
+             '--eval_steps or --eval_batch_size (the clips read must hold a video\'s eval_clips '
+             'x eval_crops views), or set --eval_steps=0' if self._eval_steps else
+             'the input_fn warnings count the damaged records, the test manifest the videos '
+             'prepare skipped: fix those and prepare the data again')
       raise EvalCoverageError(f'evaluation: read no video{of_listed}: no metric is computed on '
-                              'zero videos; the input_fn warnings '
-                              'count the damaged records, the test manifest the videos '
-                              'prepare skipped: fix those and prepare the data again',
-                              evaluated, listed)
+                              f'zero videos; {why}', evaluated, listed)
     if evaluated >= listed:
       logging.info(line)
     elif self._eval_steps:

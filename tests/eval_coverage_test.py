@@ -39,12 +39,21 @@ class EvalCoverageTest(tf.test.TestCase):
   def evaluate(self, **overrides):
     params = make_params(data_dir=self.data, model_dir=self.model_dir, **dict(TINY, **overrides))
     return build_estimator(params).evaluate(
-        factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL))
+        factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
+        steps=params.eval_steps or None)  # as the train-and-evaluate loop passes them
 
   def test_complete_evaluation_reports_all_listed_videos(self):
     metrics = self.evaluate(strict_eval=True)  # every listed video: strict has no objection
     self.assertEqual((metrics['eval/videos_evaluated'], metrics['eval/videos_listed']),
                      (28, 28))
+
+  def test_eval_steps_too_few_for_one_video_name_the_flags_not_the_data(self):
+    # 1 batch of 4 clips, while each video gives 5 views: no video is complete.
+    with self.assertRaises(EvalCoverageError) as caught:
+      self.evaluate(eval_steps=1, eval_clips=5)
+    self.assertEqual(caught.exception.evaluated, 0)
+    self.assertIn('--eval_steps=1', str(caught.exception))
+    self.assertNotIn('prepare the data again', str(caught.exception))
 
   def test_damaged_records_warn_and_strict_eval_refuses(self):
     shard = os.path.join(self.data, 'test-00000-of-00007.tfrecord')

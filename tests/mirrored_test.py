@@ -8,8 +8,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from input_fn import factory
 from model_fn.networks import c3d_small
-from tests import tower_testing
+from tests import tiny_records, tower_testing
 from towers import ParamsError, build_estimator, make_params
 
 tf1 = tf.compat.v1
@@ -47,6 +48,20 @@ class MirroredTest(tf.test.TestCase):
       self.assertAllClose(value, after[name], rtol=1e-5, atol=1e-6, msg=name)
     metrics = estimator.evaluate(lambda: tf.data.Dataset.from_tensors((CLIPS, LABELS)), steps=1)
     self.assertIn('accuracy/top_1', metrics)
+
+  def test_prepared_ucf101_records_train_mirrored(self):
+    # The settings decision (names of UCF101 clips and their groups) runs in the model_fn
+    # that the strategy calls: it is plain Python, never converted by autograph.
+    root = self.create_tempdir().full_path
+    ucf = tiny_records.make(root, (), classes=3, groups=9, min_frames=4, max_frames=5).data
+    out = os.path.join(root, 'tfr')
+    tiny_records.prepared(ucf, out, split=1)
+    params = dict(SMALL, num_towers=2, strategy='mirrored', data_source='tfrecord',
+                  data_dir=out, split=1, model_dir=os.path.join(root, 'run'))
+    estimator = build_estimator(params)
+    estimator.train(factory.make_input_fn(make_params(params), tf.estimator.ModeKeys.TRAIN),
+                    max_steps=1)
+    self.assertEqual(tf.train.load_variable(estimator.latest_checkpoint(), 'global_step'), 1)
 
   def test_options_mirrored_does_not_apply_are_refused(self):
     for unapplied in (dict(ema_decay=0.99), dict(clip_gradient_norm=1.0),

@@ -451,6 +451,7 @@ def _as_flag(name: str, value: Any) -> str:
   return f'--{name}={text}' if name in FIELD_SETTINGS else f'{name}={text}'
 
 
+@tf.autograph.experimental.do_not_convert  # plain Python, called from a model_fn
 def checked_record(params, num_workers: int = 1, caller_input: bool = False
                    ) -> dict[str, Any]:
   """When training is about to start, before anything is restored: raises
