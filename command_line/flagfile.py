@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any
+from typing import Any, Sequence
 
 from command_line import text_files
 from command_line.options import PATH
@@ -48,20 +48,50 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
   `FlagfileError`, also for a flag typed before a --flagfile that sets it to another value:
   absl would read the file's (the last), dropping what was typed without a word."""
   expanded = _read(tuple(argv), os.getcwd())
-  typed: dict[str, str] = {}
-  last: dict[str, tuple[str, str]] = {}
-  for arg, origin in expanded:
-    if arg.startswith('-') and '=' in arg:
-      name = arg.lstrip('-').split('=', 1)[0]
-      last[name] = (arg, origin)
-      if not origin:
-        typed[name] = arg
-  for name, (arg, origin) in last.items():
-    if origin and name in typed and typed[name] != arg:
-      raise FlagfileError(f'{typed[name]} is typed before --flagfile={origin}, which sets '
+  typed: dict[str, tuple[str, str]] = {}
+  last: dict[str, tuple[str, str, str]] = {}
+  for name, value, arg, origin in _settings(expanded):
+    last[name] = (value, arg, origin)
+    if not origin:
+      typed[name] = (value, arg)
+  for name, (value, arg, origin) in last.items():
+    if origin and name in typed and typed[name][0] != value:
+      raise FlagfileError(f'{typed[name][1]} is typed before --flagfile={origin}, which sets '
                           f'{arg} and so overrides it (flags are read in order, the last '
                           'wins): put the flags you type after --flagfile', name)
   return [arg for arg, _ in expanded]
+
+
+def _settings(expanded: Sequence[tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+  """(flag name, value, the argument(s) as written, origin) of each flag `expanded` sets,
+  in every spelling absl reads: `--name=value`, `--name value`, and a boolean's bare
+  `--name` ('true') and `--noname` ('false'; `--name=false` and its other spellings read
+  the same). Positional arguments, which programs refuse, are taken as values."""
+  found = []
+  i = 0
+  while i < len(expanded):
+    arg, origin = expanded[i]
+    i += 1
+    if not arg.startswith('-') or arg in ('-', '--'):
+      continue
+    body = arg.lstrip('-')
+    if '=' in body:
+      name, value = body.split('=', 1)
+    elif i < len(expanded) and not expanded[i][0].startswith('-') and expanded[i][1] == origin:
+      name, value = body, expanded[i][0]
+      arg = f'{arg} {value}'
+      i += 1
+    elif body.startswith('no') and len(body) > 2:
+      name, value = body[2:], 'false'
+    else:
+      name, value = body, 'true'
+    found.append((name, _BOOLEAN_WORDS.get(value.lower(), value), arg, origin))
+  return found
+
+
+# absl's spellings of a boolean value, read as one.
+_BOOLEAN_WORDS = {'true': 'true', 't': 'true', 'yes': 'true',
+                  'false': 'false', 'f': 'false', 'no': 'false'}
 
 
 def flag_origins(argv: list[str]) -> dict[str, str]:

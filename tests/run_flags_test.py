@@ -77,6 +77,20 @@ class FlagfileReadingTest(absltest.TestCase):
       expand_flagfiles(['--max_steps=9', '--flagfile', recipe])
     self.assertEqual(caught.exception.option, 'max_steps')
     self.assertLen(expand_flagfiles(['--max_steps=5', '--flagfile', recipe]), 4)  # the same value
+    # Every spelling absl reads: a value in the next argument, a boolean's --no prefix.
+    with self.assertRaises(FlagfileError) as caught:
+      expand_flagfiles(['--max_steps', '9', '--flagfile', recipe])
+    self.assertEqual(caught.exception.option, 'max_steps')
+    self.assertLen(expand_flagfiles(['--max_steps', '5', '--flagfile', recipe]), 5)
+    with open(os.path.join(root, 'bool.flags'), 'w', encoding='utf-8') as f:
+      f.write('--export_savedmodel\n')
+    for typed in (['--noexport_savedmodel'], ['--export_savedmodel=false']):
+      with self.subTest(typed):
+        with self.assertRaises(FlagfileError) as caught:
+          expand_flagfiles(typed + ['--flagfile', os.path.join(root, 'bool.flags')])
+        self.assertEqual(caught.exception.option, 'export_savedmodel')
+    self.assertLen(expand_flagfiles(['--export_savedmodel=true', '--flagfile',
+                                     os.path.join(root, 'bool.flags')]), 2)
 
   def test_a_command_lines_flagfiles_are_read_once(self):
     # The program parses the flags once; where --model_dir came from is asked later: both
