@@ -19,6 +19,7 @@ import os
 import cv2
 import numpy as np
 
+from command_line import entry
 from command_line.options import at_least, option, Options, OptionsError
 from input_fn import flow, flow_colors, frame_folders, ucf101
 
@@ -75,5 +76,11 @@ def preview(options: FlowPreviewOptions) -> list[str]:
 
 
 def _pixels(path: str) -> np.ndarray:
-  """float32 [H, W] displacement in pixels per frame of one flow JPEG."""
-  return flow.from_uint8(cv2.imread(path, cv2.IMREAD_GRAYSCALE))
+  """float32 [H, W] displacement in pixels per frame of one flow JPEG; `entry.Failed`
+  (exit 1) when it is missing or cannot be decoded."""
+  pixels = cv2.imread(path, cv2.IMREAD_GRAYSCALE) if os.path.isfile(path) else None
+  if pixels is None:
+    raise entry.Failed(f'{path} is missing or cannot be decoded: its flow is incomplete (a '
+                       'frame missing or damaged); extract that video\'s flow again '
+                       '(//data_tools:extract_flow) or preview another')
+  return flow.from_uint8(pixels)

@@ -5,7 +5,8 @@
 
 Writes `<out>/<video>/flow_NNNNNN.png`, --frames evenly spaced flow frames of each video, in
 the Middlebury colors (the library: data_tools/flow_preview.py). Exit codes: 0 written; 2
-refused before any work (a missing option, a video without flow: one line naming them).
+refused before any work (a missing option, a video without flow: one line naming them);
+1 a flow frame missing or undecodable (one line naming it).
 """
 
 from __future__ import annotations

@@ -305,8 +305,8 @@ def _holds_videos(folder: str) -> bool:
 
 
 def read_class_names(path: str) -> ClassIndex:
-  """A class-names file: one name per line, line k (from 1) is label k - 1; blank lines may
-  only end the file. A blank line before the last name, a name with leading whitespace or a
+  """A class-names file: one name per line, the k-th name (from 1) is label k - 1; '#'
+  lines before the first name are a header, not classes; blank lines may only end the file. A blank line before the last name, a name with leading whitespace or a
   name given twice raises `DatasetError` naming the file and line (the labels after it would
   shift, or a name would not be what the lines say), as does a file whose every line is
   '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names)."""
@@ -315,6 +315,8 @@ def read_class_names(path: str) -> ClassIndex:
     lines.pop()
   names: list[str] = []
   for number, text in lines:
+    if text.startswith('#') and not names:
+      continue  # a header comment, before the first name
     if not text:
       reason = 'is blank: every line up to the last names a class (label = line - 1)'
     elif text != text.lstrip():

@@ -223,18 +223,20 @@ def _from_directory(directory: str) -> tuple[list[str], int]:
 
 
 def _from_list(path: str) -> list[str]:
-  """The first field of every line but comments ('#'); a relative one is found beside the
-  list, else (UCF101's split lists in ucfTrainTestlist/) under the video folder beside the
-  list's folder."""
+  """The first field of every line but comments; a relative one is found beside the list,
+  else (UCF101's split lists in ucfTrainTestlist/) under the video folder beside the list's
+  folder. A line starting with '#' is a comment unless it names a video that exists
+  (HMDB51's names often start with '#')."""
   base = os.path.dirname(os.path.abspath(path))
   roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
   found = []
   for _, line in video_lists.read_lines(path):
     first = line.split()[0]
-    if first.startswith('#'):
-      continue  # a comment line
     candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
-    found.append(next((c for c in candidates if os.path.exists(c)), candidates[0]))
+    existing = next((c for c in candidates if os.path.exists(c)), None)
+    if existing is None and first.startswith('#'):
+      continue  # a comment line
+    found.append(existing or candidates[0])
   return found
 
 
@@ -418,6 +420,9 @@ def classify_one(path: str, classifier: Classifier, clips: int, crops: int, top_
                   for s in classifier.streams]
   except (video_io.VideoError, IOError, ValueError, cv2.error) as e:
     return VideoResult(path, error=str(e) or type(e).__name__)
+  except tf.errors.InvalidArgumentError as e:  # a frame file TensorFlow cannot decode
+    first = e.message.strip().splitlines()[0] if e.message.strip() else 'InvalidArgumentError'
+    return VideoResult(path, error=f'cannot decode a frame of {path}: {first}')
   if len(per_stream) == 2:
     probabilities = two_stream.fuse(per_stream[0], per_stream[1], classifier.flow_weight)
   else:

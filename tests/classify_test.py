@@ -273,6 +273,21 @@ class ClassifyTest(tf.test.TestCase):
     results = classifier.classify([listing, folder], self.model('rgb'))
     self.assertEqual([r.video for r in results], [video, self.test_videos[1], folder])
     self.assertEqual([r.ok for r in results], [True] * 3)
+    # '#' starts a comment line, unless the line names a video that exists (HMDB51 names).
+    hashed = os.path.join(self.root, '#20_Rhythm_clap.avi')
+    shutil.copy(video, hashed)
+    with open(listing, 'w') as f:
+      f.write(f'# my videos\n{os.path.basename(hashed)}\n')
+    self.assertEqual(classifier.find_videos([listing]), [hashed])
+    # A frame TensorFlow cannot decode (cut short) fails its video, not the run.
+    damaged = os.path.join(self.root, 'frames', 'damaged')
+    shutil.copytree(folder, damaged)
+    first = frame_folders.frame_path(damaged, 0)
+    with open(first, 'r+b') as f:
+      f.truncate(os.path.getsize(first) // 3)
+    results = classifier.classify([damaged, folder], self.model('rgb'))
+    self.assertEqual([r.ok for r in results], [False, True])
+    self.assertIn('cannot decode', results[0].error)
 
   # --- //serving:classify ------------------------------------------------------------------------
 

@@ -262,6 +262,10 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual([(e.name, e.label) for e in split.train][2:],
                      [('abseiling/a2', 1), ('juggling/j2', 1)])
 
+  def test_a_header_comment_of_the_class_names_is_no_class(self):
+    write(self.classes, '# class names, in label order\nabseiling\njuggling\n')
+    self.assertEqual(datasets.read_class_names(self.classes).names, ('abseiling', 'juggling'))
+
   def test_a_class_named_twice_or_a_missing_file_is_one_error(self):
     write(self.classes, 'abseiling\njuggling\nabseiling\n')
     with self.assertRaises(datasets.DatasetError) as caught:

@@ -8,9 +8,10 @@ import cv2
 import numpy as np
 from absl.testing import absltest
 
+from command_line import entry
 from command_line.options import OptionsError
 from data_tools import flow_preview
-from input_fn import flow, flow_colors
+from input_fn import flow, flow_colors, frame_folders
 
 
 def _write_video_flow(root: str, video: str, u_pixels: list[float], v_pixels: float) -> None:
@@ -79,6 +80,12 @@ class FlowPreviewTest(absltest.TestCase):
     self.assertIn('1 of 2 videos', str(raised.exception))
     self.assertFalse(os.path.exists(self.out))
 
+
+  def test_a_missing_flow_frame_ends_in_one_line(self):
+    os.remove(frame_folders.frame_path(os.path.join(self.flow_dir, 'u', 'v_A_g01_c01'), 3))
+    with self.assertRaises(entry.Failed) as raised:
+      flow_preview.preview(self.options(frames=7))
+    self.assertIn('frame000004.jpg is missing', str(raised.exception))
 
   def test_the_dataset_root_as_flow_dir_names_the_flow_folder_in_it(self):
     with self.assertRaises(OptionsError) as raised:
