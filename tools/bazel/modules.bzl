@@ -282,6 +282,7 @@ MODULES = {
             "//input_fn:video_lists",
         ]),
         ("flow_preview.py", "flow_preview_lib", [
+            "//command_line:entry",
             "//command_line:options",
             "//input_fn:flow",
             "//input_fn:flow_colors",
@@ -1252,10 +1253,12 @@ TEST_DEPS = {
         "//towers:preflight",
     ],
     "flow_preview_test": [
+        "//command_line:entry",
         "//command_line:options",
         "//data_tools:flow_preview_lib",
         "//input_fn:flow",
         "//input_fn:flow_colors",
+        "//input_fn:frame_folders",
     ],
     "flow_slurm_test": [
         ":flow_testing",
@@ -1426,7 +1429,9 @@ TEST_DEPS = {
         "//towers:checkpoints",
     ],
     "mirrored_test": [
+        ":tiny_records",
         ":tower_testing",
+        "//input_fn:factory",
         "//model_fn/networks:c3d_small",
         "//towers",
     ],
