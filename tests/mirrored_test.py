@@ -75,6 +75,13 @@ class MirroredTest(tf.test.TestCase):
         self.assertEqual(caught.exception.option, 'strategy')
         self.assertEqual(make_params(strategy='towers', **unapplied).strategy, 'towers')
     self.assertEqual(make_params(strategy='mirrored').strategy, 'mirrored')
+    # tf.distribute splits batches evenly: 8 clips over 3 replicas is refused up front.
+    for uneven, option in ((dict(batch_size=8), 'batch_size'),
+                           (dict(batch_size=9, eval_batch_size=8), 'eval_batch_size')):
+      with self.assertRaises(ParamsError) as caught:
+        make_params(strategy='mirrored', num_towers=3, **uneven)
+      self.assertEqual(caught.exception.option, option)
+      self.assertEqual(make_params(strategy='towers', num_towers=3, **uneven).num_towers, 3)
 
 
 if __name__ == '__main__':

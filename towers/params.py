@@ -526,6 +526,20 @@ def _mirrored_applies_every_option(p: TrainParams) -> Problem | None:
   return None
 
 
+def _mirrored_splits_batches_evenly(p: TrainParams) -> Problem | None:
+  """tf.distribute splits a global batch into equal per-replica batches (the towers'
+  strategy splits unevenly)."""
+  if p.strategy != 'mirrored':
+    return None
+  for name, size in (('batch_size', p.batch_size),
+                     ('eval_batch_size', p.effective_eval_batch_size)):
+    if size % p.tower_count:
+      return Problem(name, f'strategy=mirrored splits each batch evenly over its '
+                     f'{p.tower_count} replicas, but {name}={size} is not a multiple of '
+                     f'{p.tower_count}: use a multiple, or strategy=towers')
+  return None
+
+
 # Bases in reverse: a dataclass lists its last base's fields first, so the flags read Model,
 # Towers and devices, Optimisation, Run, Cluster, Data (and the rules run in that order).
 @dataclasses.dataclass(frozen=True)
@@ -535,7 +549,8 @@ class TrainParams(DataSection, ClusterSection, RunSection, OptimizationSection, 
   `make_params` or `dataclasses.replace`) converts lists to tuples and raises `ParamsError`
   naming the first invalid parameter (`.option`). Each field declares how a resume treats it
   (`RESUME`); the sections' rules run, then the rules between sections."""
-  rules = (_every_tower_gets_an_example, _flow_needs_flow_data, _mirrored_applies_every_option)
+  rules = (_every_tower_gets_an_example, _flow_needs_flow_data, _mirrored_applies_every_option,
+           _mirrored_splits_batches_evenly)
 
 
 SECTIONS: tuple[type[Section], ...] = (ModelSection, DevicesSection, OptimizationSection,
