@@ -475,9 +475,11 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
   history = stored.get('history', []) if stored else []
   if resume.checkpoint and stored is None:
     status_file.record('unrecorded_settings', model_dir=params.model_dir)
-    logging.warning('%s holds a checkpoint but no %s (it was trained before learning '
-                    'settings were recorded): they cannot be compared, so these flags are '
-                    'recorded as its settings', params.model_dir, RECORD_FILE)
+    logging.warning('%s holds a checkpoint but no %s (trained before learning settings '
+                    'were recorded, or its files copied without it and without their .meta): '
+                    'neither its settings nor the videos it learnt can be compared, so these '
+                    'flags are recorded as its settings; if it learnt this run\'s test videos, '
+                    'its evaluations count them', params.model_dir, RECORD_FILE)
   if stored:
     changed = differences(stored['settings'], new)
     if changed:
