@@ -273,8 +273,9 @@ def training_data_problems(directory: str, num_classes: int,
                            split: int | None = None) -> list[Problem]:
   """Why the prepared data in `directory` cannot train a `num_classes`-way model: records
   of another dataset than `dataset` or another split than `split` (when given and the
-  manifest records one; names both), train and test of other class lists (the first label
-  that differs; then nothing else is reported),
+  manifest records one; names both), train and test prepared with other settings
+  (`setting_difference`) or of other class lists (the first label that differs; then
+  nothing else is reported),
   another number of classes than num_classes (a manifest that does not record it: a label
   >= num_classes; names --num_classes and the data's class count), or a video in
   both train and test (`same_video`; count, an example and the list files that name it:
@@ -286,6 +287,14 @@ def training_data_problems(directory: str, num_classes: int,
       manifests[subset] = read(directory, subset)
     except ManifestError as e:
       found.append(Problem('data_dir', str(e)))
+  if len(manifests) == 2:
+    differs = setting_difference(manifests['train'], manifests['test'])
+    if differs:
+      found.append(Problem('data_dir', f'the train and test records of {directory} were '
+                           f'prepared with other settings ({differs}): the model would be '
+                           'evaluated on other frames than it learnt; prepare both subsets '
+                           'into one --out with the same flags (or --overwrite)'))
+      return found
   if len(manifests) == 2 and all(m.get('classes') for m in manifests.values()):
     differs = class_difference(manifests['train']['classes'], manifests['test']['classes'],
                                'in train', 'in test')
@@ -333,6 +342,18 @@ def training_data_problems(directory: str, num_classes: int,
           "group's clips are cut from one video, so the test would score training footage; "
           'keep each group in one list and prepare again with --overwrite', grouped, lists))
   return found
+
+
+# What makes a subset's frames what they are: records of one --out share them.
+SUBSET_SETTINGS = ('kind', 'short_side', 'jpeg_quality', 'flow_extraction')
+
+
+def setting_difference(train: dict[str, Any], test: dict[str, Any]) -> str:
+  """'name: <train value> in train, <test value> in test' for each of SUBSET_SETTINGS both
+  manifests record with other values ('' when none: one preparation's subsets)."""
+  return '; '.join(f'{name}: {train[name]} in train, {test[name]} in test'
+                   for name in SUBSET_SETTINGS
+                   if name in train and name in test and train[name] != test[name])
 
 
 def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:

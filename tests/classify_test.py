@@ -161,8 +161,7 @@ class ClassifyTest(tf.test.TestCase):
 
   def test_an_export_whose_weights_are_nan_fails_each_video(self):
     """A diverged model's NaN probabilities would rank its first class first."""
-    export = os.path.join(self.root, 'diverged')
-    shutil.rmtree(export, ignore_errors=True)
+    export = os.path.join(self.create_tempdir().full_path, 'diverged')  # not under self.root
     shutil.copytree(saved_model.saved_model_dir(self.model('rgb')), export)
     prefix = os.path.join(export, 'variables', 'variables')
     stored = tf.train.load_checkpoint(prefix)

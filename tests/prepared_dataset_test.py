@@ -139,6 +139,17 @@ class PreparedDatasetTest(tf.test.TestCase):
     shutil.copytree(os.path.join(self.clean, 'ucfTrainTestlist'), lists)
     self.assert_out_refused(lambda: prepare_quietly(data, other, subsets=('test',)), 'classes')
 
+  def test_train_and_test_records_of_two_preparations_with_other_settings_do_not_train(self):
+    out, other = self.create_tempdir().full_path, self.create_tempdir().full_path
+    prepare_quietly(self.clean, out, subsets=('train',), short_side=0)
+    prepare_quietly(self.clean, other, subsets=('test',), short_side=24)
+    for name in os.listdir(other):
+      if name.startswith('test'):
+        shutil.copy(os.path.join(other, name), out)
+    found = manifest.training_data_problems(out, 4)
+    self.assertEqual([p.option for p in found], ['data_dir'])
+    self.assertIn('short_side: 0 in train, 24 in test', found[0])
+
   def test_the_pipeline_reads_exactly_the_listed_shards_and_all_of_them(self):
     out = self.create_tempdir().full_path
     prepare_quietly(self.clean, out)
