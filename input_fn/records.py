@@ -23,6 +23,7 @@ records still parse. `first_video` reads a shard's first video name without its 
 
 from __future__ import annotations
 
+import itertools
 from typing import BinaryIO, Iterator, Sequence
 
 import tensorflow as tf
@@ -107,22 +108,29 @@ def frame_shape(serialized: bytes) -> tuple[str, int, int, int]:
 
 def first_records(path: str, count: int) -> list[bytes]:
   """The first `count` serialized records of a TFRecord file (fewer if it holds fewer),
-  read by its framing (length uint64, its CRC, data, data CRC; CRCs not checked) without
-  reading the rest. Raises ValueError for a file cut inside a record."""
+  read by its framing (`_record_spans`) without reading the rest. Raises ValueError for a
+  file cut inside a record."""
   found = []
   with tf.io.gfile.GFile(path, 'rb') as f:
-    while len(found) < count:
-      header = f.read(12)
-      if not header:
-        break
-      if len(header) < 12:
-        raise ValueError(f'{path}: cut inside a record header')
-      length = int.from_bytes(header[:8], 'little')
-      data = f.read(length)
-      if len(data) < length or len(f.read(4)) < 4:
-        raise ValueError(f'{path}: cut inside a record')
-      found.append(data)
+    spans = _record_spans(f, tf.io.gfile.stat(path).length, path)
+    for _, length in itertools.islice(spans, count):  # never framing past the count-th
+      found.append(f.read(length))
   return found
+
+
+def _record_spans(f: BinaryIO, size: int, path: str) -> Iterator[tuple[int, int]]:
+  """(start, length) of each record's data in the TFRecord file `f` of `size` bytes, read
+  from its framing alone (length uint64, its CRC, data, data CRC; CRCs not checked), f at
+  the record's start when yielded and moved past it after. ValueError naming `path` when
+  the file ends inside a record."""
+  while f.tell() < size:
+    header = f.read(12)
+    start = f.tell()
+    length = int.from_bytes(header[:8], 'little')
+    if len(header) < 12 or start + length + 4 > size:
+      raise ValueError(f'{path}: cut inside a record')
+    yield start, length
+    f.seek(start + length + 4)
 
 
 def first_video(path: str) -> str | None:
@@ -132,11 +140,8 @@ def first_video(path: str) -> str | None:
   a tf.train.Example with a video (damaged; CRCs are not checked)."""
   try:
     with tf.io.gfile.GFile(path, 'rb') as f:
-      header = f.read(12)
-      if len(header) < 12:
-        return None
-      end = 12 + int.from_bytes(header[:8], 'little')
-      for field, _, features_end in _length_fields(f, end):  # Example.features
+      start, length = next(_record_spans(f, tf.io.gfile.stat(path).length, path), (0, 0))
+      for field, _, features_end in _length_fields(f, start + length):  # Example.features
         for entry, _, entry_end in _length_fields(f, features_end) if field == 1 else ():
           video = _video_of_entry(f, entry_end) if entry == 1 else None  # Features.feature
           if video is not None:
@@ -159,19 +164,14 @@ def first_video_checked(path: str) -> str | None:
 
 
 def record_count(path: str) -> int | None:
-  """How many records the TFRecord file at `path` holds, from its framing alone (each
-  record's length header: 12 bytes read per record; CRCs not checked). None when the file
-  ends inside a record (cut short)."""
-  size, count = tf.io.gfile.stat(path).length, 0
+  """How many records the TFRecord file at `path` holds, from its framing alone
+  (`_record_spans`: 12 bytes read per record). None when the file ends inside a record
+  (cut short)."""
   with tf.io.gfile.GFile(path, 'rb') as f:
-    while f.tell() < size:
-      header = f.read(12)
-      end = f.tell() + int.from_bytes(header[:8], 'little') + 4
-      if len(header) < 12 or end > size:
-        return None
-      f.seek(end)
-      count += 1
-  return count
+    try:
+      return sum(1 for _ in _record_spans(f, tf.io.gfile.stat(path).length, path))
+    except ValueError:
+      return None
 
 
 def _video_of_entry(f: BinaryIO, end: int) -> str | None:

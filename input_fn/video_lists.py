@@ -5,7 +5,7 @@ split, and the problems of bad input.
     VideoEntry, ClassIndex, Split, FrameInfo       # what a dataset reader returns
     with_files(entries, root)                      # each entry's file identity under root
     apply_split_rule(train, test, problems)        # a test video is never trained on;
-    apply_folder_rule(split, folder_of)            # ... nor read from a test video's folder
+    apply_folder_rule(split, folder_of, frames_in) # ... nor read from a test video's folder
     trained_on(trained, tests)                     # a model's training videos among tests
     conflicting_label(...)                         # one video, two labels: kept out of both
     InputProblem / InputError                      # one unusable input; strict mode's error
@@ -360,16 +360,6 @@ def keep_out_copies(train: list[VideoEntry], test: list[VideoEntry],
   return kept, problems
 
 
-def folder_files(folder: str) -> list[str]:
-  """Every file of `folder`, in name order, case-insensitively ([] for none): a frame
-  folder's content when its frame names are not known."""
-  if not os.path.isdir(folder):
-    return []
-  with os.scandir(folder) as children:
-    names = [c.name for c in children if c.is_file()]
-  return [os.path.join(folder, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
-
-
 def sample_sizes(files: Sequence[str]) -> tuple[int, ...]:
   """The sizes of the first, middle and last of `files` (a few stats per video however
   many frames it has: a cheap key; equal keys are then compared by `content_digest`)."""
@@ -388,8 +378,7 @@ def content_digest(files: Sequence[str]) -> str:
 
 
 def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None],
-                      frames_in: Callable[[VideoEntry, str], list[str]] | None = None
-                      ) -> Split:
+                      frames_in: Callable[[VideoEntry, str], list[str]]) -> Split:
   """`split` with the split rule (`apply_split_rule`) applied again with the folders its
   videos' frames are read from: `folder_of(entry)` (a frame or flow list's row may name
   another folder than the video's own; None: none found), kept as `read_from`. Two entries are
@@ -399,8 +388,8 @@ def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None
   'conflicting label' in both subsets), and so are such videos within one subset
   (`one_per_folder`). Then a training video whose folder holds the same frames as a test
   video's (a copy under another name, `keep_out_copies`) is kept out of training too: the
-  frame files `frames_in(entry, folder)` reads (default: every file of the folder), so
-  other files beside the frames (Thumbs.db, another stream's) do not hide a copy."""
+  frame files `frames_in(entry, folder)` reads, so other files beside the frames
+  (Thumbs.db, another stream's) do not hide a copy."""
   folders = {(e.source, e.line): folder_of(e) for e in split.train + split.test}
 
   def read_from(entry: VideoEntry) -> VideoEntry:
@@ -413,7 +402,7 @@ def apply_folder_rule(split: Split, folder_of: Callable[[VideoEntry], str | None
     folder = folders[entry.source, entry.line]
     if not folder or not os.path.isdir(folder):
       return []
-    return frames_in(entry, folder) if frames_in else folder_files(folder)
+    return frames_in(entry, folder)
   train, test, problems = apply_split_rule([read_from(e) for e in split.train],
                                            [read_from(e) for e in split.test], split.problems)
   train = one_per_folder(train, 'train', problems)
