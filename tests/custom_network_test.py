@@ -9,6 +9,9 @@ tower_equivalence_test.)
 
 from __future__ import annotations
 
+import functools
+import glob
+import json
 import os
 import re
 import shutil
@@ -16,7 +19,8 @@ import shutil
 import tensorflow as tf
 
 from model_fn import eval_spec, freezing, layers, networks, tower_graph, tower_model_fn
-from towers import ParamsError, build_estimator, make_params, train_and_evaluate, training
+from towers import (ParamsError, build_estimator, make_params, train_and_evaluate,
+                    train_settings, training)
 
 tf1 = tf.compat.v1
 
@@ -109,6 +113,84 @@ class RefusedNetworksTest(tf.test.TestCase):
       params = make_params(option)  # valid for the registered network
       with self.assertRaises(ParamsError):
         build_estimator(params, network=tiny_network)
+
+
+def other_tiny_network(clips, ctx):
+  """Another network with tiny_network's variables (names and shapes): a checkpoint of one
+  restores into the other without a word."""
+  with tf1.variable_scope('tiny'):
+    x = tf.reduce_max(clips, axis=[1, 2, 3])
+    for name in ('block1', 'block2'):
+      x = tf.nn.tanh(layers.dense(x, 4, name=name))
+    return layers.dense(x, 3, name='logits')
+
+
+class NamedNetworkTest(tf.test.TestCase):
+  """A model_dir and its export name the caller's own network (module and function), so
+  another function with the same variables never continues it as if it were the same."""
+
+  def params(self, **changes):
+    return dict(dict(num_towers=1, batch_size=4, num_classes=3, clip_frames=4, crop_size=16,
+                     optimizer='sgd', lr_schedule='constant', lr_values=[0.01], max_steps=2,
+                     save_checkpoints_steps=2, data_source='synthetic', eval_steps=1,
+                     model_dir=self.create_tempdir().full_path), **changes)
+
+  def record(self, model_dir):
+    with open(os.path.join(model_dir, train_settings.RECORD_FILE)) as f:
+      return json.load(f)
+
+  def test_record_and_export_name_the_network(self):
+    params = self.params()
+    train_and_evaluate(params, network=tiny_network)
+    name = f'{__name__}.tiny_network'
+    self.assertEqual(self.record(params['model_dir'])['settings']['network'], name)
+    info = glob.glob(os.path.join(params['model_dir'], 'export', 'best', '*', 'assets.extra',
+                                  'video_model.json'))
+    self.assertLen(info, 1)
+    with open(info[0]) as f:
+      self.assertEqual(json.load(f)['model'], name)
+    # Another function with the same variables is refused, naming both; so is a resume
+    # of its finished model_dir (evaluated, not trained) and a registered network.
+    for max_steps in (4, 2):
+      with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+        train_and_evaluate(dict(params, max_steps=max_steps), network=other_tiny_network)
+      self.assertEqual(caught.exception.settings, ('network',))
+      self.assertFalse(caught.exception.allowable)
+      self.assertIn(name, str(caught.exception))
+      self.assertIn(f'{__name__}.other_tiny_network', str(caught.exception))
+    with self.assertRaises(train_settings.ResumeSettingsError) as caught:
+      # What build_estimator(params) decides before training (train_and_evaluate's
+      # preflight stops sooner: the checkpoint lacks c3d_small's variables).
+      train_settings.checked_record(make_params(dict(params, max_steps=4)))
+    self.assertIn('the registered --model=c3d_small', str(caught.exception))
+    # The same function continues it.
+    self.assertEqual(train_and_evaluate(dict(params, max_steps=4),
+                                        network=tiny_network)['global_step'], 4)
+
+  def test_a_record_that_predates_network_names_gets_one(self):
+    params = self.params()
+    train_and_evaluate(params, network=tiny_network)
+    path = os.path.join(params['model_dir'], train_settings.RECORD_FILE)
+    record = self.record(params['model_dir'])
+    del record['settings']['network']
+    with open(path, 'w') as f:
+      json.dump(record, f)
+    with self.assertLogs(level='WARNING') as logs:
+      train_and_evaluate(dict(params, max_steps=4), network=tiny_network)
+    self.assertTrue([line for line in logs.output if 'cannot be told' in line])
+    self.assertEqual(self.record(params['model_dir'])['settings']['network'],
+                     f'{__name__}.tiny_network')
+
+  def test_names_of_functions_partials_and_callables(self):
+    class Net:
+      def __call__(self, clips, ctx):
+        return tiny_network(clips, ctx)
+    self.assertEqual(networks.caller_network_name(tiny_network), f'{__name__}.tiny_network')
+    self.assertEqual(networks.caller_network_name(functools.partial(tiny_network)),
+                     f'{__name__}.tiny_network')
+    self.assertEqual(
+        networks.caller_network_name(Net()),
+        f'{__name__}.NamedNetworkTest.test_names_of_functions_partials_and_callables.<locals>.Net')
 
 
 class ModelFnTest(tf.test.TestCase):

@@ -83,7 +83,7 @@ class OneConfigTest(tf.test.TestCase):
     self.assertEqual(set(train_settings.FIELD_SETTINGS),
                      set(params_lib.fields_by_resume(params_lib.STRUCTURE,
                                                      params_lib.MUST_MATCH)))
-    self.assertEqual(set(train_settings.STRUCTURE_SETTINGS),
+    self.assertEqual(set(train_settings.STRUCTURE_SETTINGS) - set(train_settings.DERIVED_SETTINGS),
                      set(params_lib.fields_by_resume(params_lib.STRUCTURE)))
     self.assertIn('batch_size', train_settings.FIELD_SETTINGS)
     self.assertNotIn('max_steps', train_settings.FIELD_SETTINGS)

@@ -9,7 +9,7 @@ from tensorflow.python.training.device_setter import STANDARD_PS_OPS
 
 from model_fn import tower_model_fn
 from model_fn.devices import TowerDevices, ensure_logical_cpus, resolve_tower_devices
-from model_fn.networks import Network, input_channels
+from model_fn.networks import Network, caller_network_name, input_channels
 from model_fn.variable_placement import PS_DEVICE
 from towers import checkpoints, run_flags, train_settings
 from towers.cluster.spec import ClusterTask
@@ -128,26 +128,27 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
   return tf.estimator.Estimator(
       model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy),
                                   flags_describe_run and network is None,
-                                  caller_input=not flags_describe_run),
+                                  caller_input=not flags_describe_run,
+                                  network=network and caller_network_name(network)),
       config=run_config(params, cluster), params=params)
 
 
 def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
-                       writes_flagfile: bool = False, caller_input: bool = False
-                       ) -> Callable[..., tf.estimator.EstimatorSpec]:
+                       writes_flagfile: bool = False, caller_input: bool = False,
+                       network: str | None = None) -> Callable[..., tf.estimator.EstimatorSpec]:
   """`model_fn` that, in TRAIN mode, first decides whether the run may continue model_dir
   with its learning settings (`train_settings.checked_record`, the one place that decides
   it, for `//towers:train` and library users alike: raises `ResumeSettingsError` before
   anything is restored when a resume would mix settings), and on the chief records them
   once the training session has started, with the run's flagfile when `writes_flagfile`
   (`RecordSettingsHook`). A cluster's workers decide too (they read the record and write
-  nothing). `caller_input`: the run reads the caller's own input_fn
-  (`train_settings.settings`)."""
+  nothing). `caller_input`: the run reads the caller's own input_fn; `network`: the
+  caller's own network's name, None for the registered one (`train_settings.settings`)."""
   def model_fn_recording_settings(features, labels, mode, params, config):
     if mode != tf.estimator.ModeKeys.TRAIN:
       return model_fn(features, labels, mode, params, config)
     record = train_settings.checked_record(params, config.num_worker_replicas or 1,
-                                           caller_input)
+                                           caller_input, network)
     spec = model_fn(features, labels, mode, params, config)
     checkpoints.mark_graph()
     if not config.is_chief:

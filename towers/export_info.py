@@ -75,8 +75,11 @@ def _records_jpeg_quality(params: TrainParams) -> int | None:
   return int(quality) if quality else None
 
 
-def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
-  """(video_model.json contents, class names) for a model trained with `params`."""
+def describe(params: TrainParams, network: str | None = None
+             ) -> tuple[dict[str, Any], list[str]]:
+  """(video_model.json contents, class names) for a model trained with `params`; its
+  `model` is `network`, the caller's own network's name, when given
+  (`networks.caller_network_name`), else the registered `params.model`."""
   names, short_side, sides, flow_settings = data_description(params)
   shape = [None, params.clip_frames, params.crop_size, params.crop_size,
            _channels(params.stream)]
@@ -89,7 +92,7 @@ def describe(params: TrainParams) -> tuple[dict[str, Any], list[str]]:
                   'classes': 'int64 [batch], argmax', 'logits': 'float32 [batch, num_classes]',
                   'class_name': 'string [batch], the name of classes',
                   'class_names': 'string [batch, num_classes], the names in label order'},
-      'stream': params.stream, 'model': params.model, 'dataset': params.dataset,
+      'stream': params.stream, 'model': network or params.model, 'dataset': params.dataset,
       'num_classes': params.num_classes,
       'clip_frames': params.clip_frames, 'crop_size': params.crop_size,
       'eval_clips': params.eval_clips, 'eval_crops': params.eval_crops,

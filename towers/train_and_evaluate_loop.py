@@ -20,7 +20,7 @@ from absl import logging
 
 from command_line import status_file
 from command_line.console import protocol
-from model_fn.networks import Network
+from model_fn.networks import Network, caller_network_name
 from input_fn import factory
 from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, TOP_1
 from towers import export_info
@@ -164,13 +164,15 @@ def evaluation_results(path: str) -> Iterator[dict[str, float]]:
                     'evaluations before that point are compared', path)
 
 
-def make_exporters(params: TrainParams) -> list[tf.estimator.Exporter]:
+def make_exporters(params: TrainParams, network: Network | None = None
+                   ) -> list[tf.estimator.Exporter]:
   """What follows each evaluation: its one-line summary, and with `export_savedmodel` the
   best top-1 model exported to model_dir/export/best (with class names and input settings
-  in its assets.extra/)."""
+  in its assets.extra/; `network`: the caller's own, which they name)."""
   exporters = [EvaluationLine()]
   if params.export_savedmodel:
-    info, class_names = export_info.describe(params)
+    info, class_names = export_info.describe(
+        params, network and caller_network_name(network))
     exporters.append(CleanBestExporter(
         info, class_names, os.path.join(params.model_dir, 'export_assets'),
         name='best', serving_input_receiver_fn=serving_input_receiver_fn(params, class_names),
@@ -196,7 +198,7 @@ def finish(params: TrainParams, network: Network | None, step: int,
       build_estimator(params, network, flags_describe_run=True),
       factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
       params.eval_steps or None, tf.train.latest_checkpoint(params.model_dir),
-      make_exporters(params), params.max_steps, evaluation)
+      make_exporters(params, network), params.max_steps, evaluation)
 
 
 def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
@@ -228,7 +230,7 @@ def run(params: TrainParams, network: Network | None = None) -> dict[str, Any]:
       hooks=[time_limit.stop_hook(time_limit.STOP, params.model_dir, params.max_steps)])
   eval_spec = tf.estimator.EvalSpec(factory.make_input_fn(params, tf.estimator.ModeKeys.EVAL),
                                     steps=params.eval_steps or None,
-                                    exporters=[exports.Exports(make_exporters(params),
+                                    exporters=[exports.Exports(make_exporters(params, network),
                                                                evaluation)],
                                     throttle_secs=params.throttle_secs, start_delay_secs=0)
   result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)

@@ -22,6 +22,8 @@ without a record resumes with one warning (and an `unrecorded_settings` status e
 record also lists the training videos' names (TRAIN_VIDEO_NAMES), as each export does, and
 the class names in label order (TRAIN_CLASS_NAMES), so a refusal names what moved.
 In a cluster every trainer checks; only the chief writes.
+A caller's own network (`build_estimator(network=fn)`) is recorded by module and name
+(`network`, null for the registered --model), one of the STRUCTURE_SETTINGS.
 The record also holds the model's lineage (`towers/cluster/lineage.py`): drawn when training
 starts from step 0, kept by every resume (a checkpoint whose record has none gets one), so
 exports and final evaluations of another run never count for this one.
@@ -74,21 +76,24 @@ DERIVED_SETTINGS = {
     'train_data': 'what the training videos in --data_dir hold: their frames',
     'train_labels': 'the class names in label order',
     'lr_cosine_steps': 'with --lr_schedule=cosine, the steps the rate decays over: --max_steps',
+    'network': 'the network function passed as build_estimator(network=...) or '
+               'train_and_evaluate(network=...), by module and name (null: the registered '
+               '--model)',
 }
 # Derived settings that records written before they existed lack: absent from the stored
 # record, they are not a difference (the new record gets them).
-RECORDED_SINCE_LATER = ('train_data', 'train_labels', 'lr_cosine_steps')
+RECORDED_SINCE_LATER = ('train_data', 'train_labels', 'lr_cosine_steps', 'network')
 SETTING_NAMES = FIELD_SETTINGS + tuple(DERIVED_SETTINGS)
 # Settings that decide the network's variables: a checkpoint of one cannot be continued
 # with another (resource variables would even restore into other shapes without a word), so
 # --resume_changes cannot allow them.
-STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE)
+STRUCTURE_SETTINGS = params_lib.fields_by_resume(params_lib.STRUCTURE) + ('network',)
 
 
 # The option that decides each derived setting, for a refusal's `option`.
 DERIVED_OPTIONS = {'workers_per_step': 'backup_workers', 'train_videos': 'data_dir',
                    'train_data': 'data_dir', 'train_labels': 'data_dir',
-                   'lr_cosine_steps': 'max_steps'}
+                   'lr_cosine_steps': 'max_steps', 'network': 'model'}
 
 
 class ResumeSettingsError(ValueError):
@@ -106,12 +111,17 @@ class ResumeSettingsError(ValueError):
     self.allowable = allowable
 
 
-def settings(params, num_workers: int = 1, caller_input: bool = False) -> dict[str, Any]:
+def settings(params, num_workers: int = 1, caller_input: bool = False,
+             network: str | None = None) -> dict[str, Any]:
   """This run's learning settings, as JSON values (tuples as lists), by name.
   `caller_input`: the run reads the caller's own input_fn, not the data `params` name
-  (data_source CALLER_INPUT, no data route's settings)."""
+  (data_source CALLER_INPUT, no data route's settings). `network`: the caller's own
+  network (`networks.caller_network_name`); None: the registered `params.model`."""
   found = {name: getattr(params, name) for name in FIELD_SETTINGS if _relevant(params, name)
            and not (caller_input and name in _ROUTE_SETTINGS)}
+  # Always recorded, null for a registered network: only records written before it was
+  # lack the key (RECORDED_SINCE_LATER), and those cannot tell.
+  found['network'] = network
   if params.sync_replicas and num_workers > 1:
     found['workers_per_step'] = num_workers - params.backup_workers
   if params.lr_schedule == 'cosine':  # max_steps is where its rate reaches 0
@@ -278,9 +288,10 @@ class _Resume:
   refusal: ResumeSettingsError | None = None
 
 
-def _compare(params, num_workers: int, caller_input: bool = False) -> _Resume:
+def _compare(params, num_workers: int, caller_input: bool = False,
+             network: str | None = None) -> _Resume:
   """Reads model_dir's checkpoint and record and this run's settings once."""
-  new = settings(params, num_workers, caller_input)
+  new = settings(params, num_workers, caller_input, network)
   unknown = [name for name in params.resume_changes if name not in SETTING_NAMES]
   if unknown:
     return _Resume(None, None, new, ResumeSettingsError(Problem(
@@ -365,7 +376,8 @@ _DERIVED_FIXES = {'workers_per_step': 'train with as many workers and --backup_w
                   'train_videos': _ON_THE_SAME_DATA, 'train_data': _ON_THE_SAME_DATA,
                   'train_labels': _ON_THE_SAME_DATA,
                   'lr_cosine_steps': 'keep the --max_steps it was trained to (where its cosine '
-                                     'schedule ends)'}
+                                     'schedule ends)',
+                  'network': 'train with the network it was trained with'}
 
 
 def _described(name: str, stored: dict[str, Any], new: dict[str, Any], params) -> str:
@@ -392,6 +404,10 @@ def _described(name: str, stored: dict[str, Any], new: dict[str, Any], params) -
       if moved is not None:
         return f'differs: label {moved} was {before[moved]}, now {now[moved]}'
       return f'differs: {len(before)} classes before, {len(now)} now'
+  if name == 'network':
+    def named(value):
+      return value or f'the registered --model={stored["settings"].get("model")}'
+    return f'was {named(old_value)}, now {named(new.get(name))}'
   return f'was {old_value}, now {new.get(name)}'
 
 
@@ -452,16 +468,16 @@ def _as_flag(name: str, value: Any) -> str:
 
 
 @tf.autograph.experimental.do_not_convert  # plain Python, called from a model_fn
-def checked_record(params, num_workers: int = 1, caller_input: bool = False
-                   ) -> dict[str, Any]:
+def checked_record(params, num_workers: int = 1, caller_input: bool = False,
+                   network: str | None = None) -> dict[str, Any]:
   """When training is about to start, before anything is restored: raises
   `ResumeSettingsError` if resuming model_dir would mix learning settings; else returns the
   record of this run's settings (with a history entry for each change --resume_changes
   allowed, and a warning when a checkpoint had no record) and the model's lineage (the
   record's on a resume, a new one from step 0), for `write_record` once the session has
   started: a run that fails before (e.g. restoring) leaves the old record in place.
-  `caller_input`: see `settings`."""
-  resume = _compare(params, num_workers, caller_input)
+  `caller_input`, `network`: see `settings`."""
+  resume = _compare(params, num_workers, caller_input, network)
   if resume.refusal is not None:
     raise resume.refusal
   new, stored = resume.new, resume.stored
@@ -480,6 +496,10 @@ def checked_record(params, num_workers: int = 1, caller_input: bool = False
                     'neither its settings nor the videos it learnt can be compared, so these '
                     'flags are recorded as its settings; if it learnt this run\'s test videos, '
                     'its evaluations count them', params.model_dir, RECORD_FILE)
+  if stored and network and 'network' not in stored['settings']:
+    logging.warning('%s was recorded before networks passed to training were named: whether '
+                    'it was trained with %s cannot be told; '
+                    'recorded as trained with it from now on', params.model_dir, network)
   if stored:
     changed = differences(stored['settings'], new)
     if changed:

@@ -33,7 +33,7 @@ from input_fn.manifest import ManifestError
 from model_fn import confusion
 from model_fn.eval_coverage import EvalCoverageError
 from model_fn.eval_spec import CLIP_LOSS, PER_CLASS, class_names
-from model_fn.networks import Network
+from model_fn.networks import Network, caller_network_name
 from model_fn.warm_start import WarmStartError
 from model_fn.devices import resolve_tower_devices
 from towers import model_dir_lock, preflight, run_summary, train_and_evaluate_loop
@@ -117,7 +117,8 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       for line in run_summary.lines(params, devices, task, checkpoint_step(params.model_dir)):
         logging.info('%s', line)
       writes = task is None or task.task_type == 'chief'
-      _check_finished_model_dir(params, task.num_workers if task else 1, writes)
+      _check_finished_model_dir(params, task.num_workers if task else 1, writes,
+                                network and caller_network_name(network))
       if writes:
         earlier_run.set_aside(params.model_dir)
     if task is None:
@@ -133,19 +134,21 @@ def train_and_evaluate(params: TrainParams | Mapping[str, Any] | None = None,
       time_limit.ignore_signal()  # the work is done: nothing left to stop
 
 
-def _check_finished_model_dir(params: TrainParams, num_workers: int, writes: bool) -> None:
+def _check_finished_model_dir(params: TrainParams, num_workers: int, writes: bool,
+                              network: str | None = None) -> None:
   """A model_dir trained to max_steps is only evaluated, exported or left as it is, so the
   check training makes in its model_fn (`train_settings.checked_record`: the learning
   settings and data it was trained with, and no test video it trained on) is made here:
   another data_dir or split stops the run instead of being evaluated on, or ignored.
   When `writes` (model_dir's writer) and its record has no lineage (trained before they
   were recorded), the checked record is written, giving the model one: its final
-  evaluation and export are then made again and count."""
+  evaluation and export are then made again and count. `network`: the caller's own
+  network's name (`train_settings.settings`)."""
   step = checkpoint_step(params.model_dir)
   if step is not None and step >= params.max_steps:
     # Trained to `step`: a lower --max_steps trains nothing, so it changes no schedule.
     record = train_settings.checked_record(dataclasses.replace(params, max_steps=step),
-                                           num_workers)
+                                           num_workers, network=network)
     if writes and lineage.of_model_dir(params.model_dir) is None:
       train_settings.write_record(params.model_dir, record)
 

@@ -15,6 +15,7 @@ logits `[batch, num_classes]`. The built-in networks are registered here like an
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 from model_fn.networks import i3d_names
@@ -83,6 +84,16 @@ def spec(name: str) -> NetworkSpec:
 def build_network(params) -> Network:
   """Builds the network named by `params.model` for `params.num_classes` outputs."""
   return spec(params.model).build(params)
+
+
+def caller_network_name(network: Network) -> str:
+  """'<module>.<qualified name>' of a caller's own network function (of its class, for a
+  callable object; of the function a functools.partial wraps), as training records and
+  exports name it: the same function names itself the same in every run."""
+  while isinstance(network, functools.partial):
+    network = network.func
+  named = network if hasattr(network, '__qualname__') else type(network)
+  return f'{getattr(named, "__module__", None) or "?"}.{named.__qualname__}'
 
 
 def input_channels(params) -> int:

@@ -1130,6 +1130,7 @@ TEST_DEPS = {
         "//model_fn:tower_graph",
         "//model_fn:tower_model_fn",
         "//towers",
+        "//towers:train_settings",
         "//towers:training",
     ],
     "damaged_train_data_test": [
