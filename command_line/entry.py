@@ -172,6 +172,7 @@ class Program:
     nothing recorded), defines the flags (unless `define` is False: the module defined them
     when imported) and runs `main` from the user's working directory (`cli.run`); exits with its code.
     `flags_parser(argv)` -> remaining argv, default absl's full parse (`flags.FLAGS(argv)`)."""
+    status_file.anchor()  # a relative status file is the user's, also in child processes
     problem = status_file.unwritable()  # every ending below records into it
     if problem:
       print(error_line(self.name, problem), file=sys.stderr, flush=True)

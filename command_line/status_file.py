@@ -114,6 +114,8 @@ import time
 import typing
 from typing import Any, Mapping
 
+from command_line import working_dir
+
 STATUS_FILE_ENV = 'TOWERS_STATUS_FILE'
 
 
@@ -269,6 +271,15 @@ def type_name(kind: Any) -> str:
   """A member's type as the docs write it: 'int', 'int | None'."""
   kinds = typing.get_args(kind) or (kind,)
   return ' | '.join('None' if k in (None, type(None)) else k.__name__ for k in kinds)
+
+
+def anchor() -> None:
+  """A relative path in `STATUS_FILE_ENV` becomes the absolute one the user meant (against
+  their working directory, `working_dir.user_path`), for this process and its children,
+  whatever directory they run in (`bazel run` starts a binary in its runfiles)."""
+  path = os.environ.get(STATUS_FILE_ENV)
+  if path:
+    os.environ[STATUS_FILE_ENV] = working_dir.user_path(path)
 
 
 def unwritable() -> str | None:

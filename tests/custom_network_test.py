@@ -149,6 +149,9 @@ class NamedNetworkTest(tf.test.TestCase):
     self.assertLen(info, 1)
     with open(info[0]) as f:
       self.assertEqual(json.load(f)['model'], name)
+    assets = os.path.join(params['model_dir'], 'export_assets', 'video_model.json')
+    with open(assets) as f:
+      exported = f.read()
     # Another function with the same variables is refused, naming both; so is a resume
     # of its finished model_dir (evaluated, not trained) and a registered network.
     for max_steps in (4, 2):
@@ -158,6 +161,8 @@ class NamedNetworkTest(tf.test.TestCase):
       self.assertFalse(caught.exception.allowable)
       self.assertIn(name, str(caught.exception))
       self.assertIn(f'{__name__}.other_tiny_network', str(caught.exception))
+    with open(assets) as f:  # the refused runs left the last export's files as they were
+      self.assertEqual(f.read(), exported)
     with self.assertRaises(train_settings.ResumeSettingsError) as caught:
       # What build_estimator(params) decides before training (train_and_evaluate's
       # preflight stops sooner: the checkpoint lacks c3d_small's variables).

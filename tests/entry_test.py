@@ -77,15 +77,19 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def run_tool(*args: str, events: str = '', resumes: bool = True) -> subprocess.CompletedProcess:
-  """Runs the program; with `events`, its status file is that path; `resumes`: the
-  Program's."""
+def run_tool(*args: str, events: str = '', resumes: bool = True, cwd: str | None = None,
+             user_dir: str | None = None) -> subprocess.CompletedProcess:
+  """Runs the program in `cwd`; with `events`, its status file is that path; `resumes`: the
+  Program's; `user_dir`: the user's working directory `bazel run` names."""
   env = dict(os.environ, PYTHONPATH=ROOT, TOOL_RESUMES='1' if resumes else '0')
   env.pop(status_file.STATUS_FILE_ENV, None)
+  env.pop('BUILD_WORKING_DIRECTORY', None)
   if events:
     env[status_file.STATUS_FILE_ENV] = events
+  if user_dir:
+    env['BUILD_WORKING_DIRECTORY'] = user_dir
   return subprocess.run([sys.executable, '-c', PROGRAM, *args], capture_output=True,
-                        text=True, timeout=120, check=False, env=env)
+                        text=True, timeout=120, check=False, env=env, cwd=cwd)
 
 
 class EntryTest(absltest.TestCase):
@@ -153,6 +157,18 @@ class EntryTest(absltest.TestCase):
           self.assertTrue(lines[0].startswith(
               f'tool: error: {status_file.STATUS_FILE_ENV}={events}: '), lines[0])
     self.assertFalse(os.path.exists(os.path.join(root, 'missing')))
+
+  def test_a_relative_status_file_is_the_users_under_bazel_run(self):
+    runfiles, user = self.create_tempdir().full_path, self.create_tempdir().full_path
+    done = run_tool('--fail', events='events.jsonl', cwd=runfiles, user_dir=user)
+    self.assertEqual(done.returncode, entry.FAILED, done.stderr)
+    self.assertEqual([e['event'] for e in status_file.read(os.path.join(user, 'events.jsonl'))],
+                     ['error'])
+    self.assertFalse(os.path.exists(os.path.join(runfiles, 'events.jsonl')))
+    os.makedirs(os.path.join(runfiles, 'runs'))  # exists only where the binary runs
+    done = run_tool(events='runs/events.jsonl', cwd=runfiles, user_dir=user)
+    self.assertEqual(done.returncode, entry.REFUSED, done.stderr)
+    self.assertIn(os.path.join(user, 'runs', 'events.jsonl'), done.stderr)
 
   def test_every_ending_is_recorded_with_its_code_type_and_options(self):
     expected = {

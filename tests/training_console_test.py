@@ -131,6 +131,12 @@ class TrainingConsoleTest(absltest.TestCase):
         f'settings: {self.root}/model/run.flags (--flagfile=it continues this run)'],
         done.output())
 
+  def test_the_steps_line_of_a_model_dir_already_trained_past_max_steps(self):
+    params = params_lib.make_params(max_steps=10)
+    summary = run_summary.lines(params, resolve_tower_devices(1, ()), None, 30)
+    self.assertEqual(summary[4], 'steps: none to train (the checkpoint is at step 30, '
+                     '--max_steps=10): its final evaluation and export, if not made yet')
+
   def test_the_data_line_names_the_classes_without_a_training_video(self):
     records = tempfile.mkdtemp()
     manifest.write(records, {'subset': 'train', 'shards': [], 'classes': ['a', 'b', 'c', 'd'],

@@ -145,4 +145,9 @@ def write_assets(info: dict[str, Any], names: list[str], directory: str) -> dict
   for name, text in files.items():
     with tf.io.gfile.GFile(os.path.join(directory, name), 'w') as f:
       f.write(text)
-  return {name: os.path.join(directory, name) for name in files}
+  return assets_extra(directory)
+
+
+def assets_extra(directory: str) -> dict[str, str]:
+  """The `assets_extra` mapping `write_assets` returns, without writing anything."""
+  return {name: os.path.join(directory, name) for name in (INFO_FILE, CLASS_NAMES_FILE)}

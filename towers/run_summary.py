@@ -33,11 +33,19 @@ def lines(params: TrainParams, devices: TowerDevices, task: ClusterTask | None,
       'micro-batch',
       f'micro-batches: {params.accumulate_steps} of {params.batch_size} clips = '
       f'{params.examples_per_step} clips per step',
-      f'steps: {start_step or 0} to {params.max_steps}, checkpoint every '
-      f'{params.save_checkpoints_steps}, progress and summaries every {params.log_every_steps}',
+      _steps(params, start_step),
       f'cluster: {_role(task)}',
       f'settings: {run_flags.path(params.model_dir)} (--flagfile=it continues this run)',
   ]
+
+
+def _steps(params: TrainParams, start_step: int | None) -> str:
+  if start_step is not None and start_step >= params.max_steps:
+    return (f'steps: none to train (the checkpoint is at step {start_step}, --max_steps='
+            f'{params.max_steps}): its final evaluation and export, if not made yet')
+  return (f'steps: {start_step or 0} to {params.max_steps}, checkpoint every '
+          f'{params.save_checkpoints_steps}, progress and summaries every '
+          f'{params.log_every_steps}')
 
 
 def _data(params: TrainParams) -> str:

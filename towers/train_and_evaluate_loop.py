@@ -93,8 +93,9 @@ class CleanBestExporter(tf.estimator.BestExporter):
   def __init__(self, info: dict[str, Any], class_names: list[str], assets_dir: str,
                **kwargs) -> None:
     self._info, self._class_names, self._assets_dir = info, class_names, assets_dir
-    super().__init__(assets_extra=export_info.write_assets(info, class_names, assets_dir),
-                     **kwargs)
+    # The files are written at each export, not before: a run refused at its start leaves
+    # those of the last export as they were.
+    super().__init__(assets_extra=export_info.assets_extra(assets_dir), **kwargs)
     self._exported = False
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,

@@ -253,7 +253,9 @@ MODULES = {
         ("options.py", "options", []),
         ("progress.py", "progress", []),
         ("signals.py", "signals", []),
-        ("status_file.py", "status_file", []),
+        ("status_file.py", "status_file", [
+            ":working_dir",
+        ]),
         ("text_files.py", "text_files", []),
         ("working_dir.py", "working_dir", []),
     ],
