@@ -95,7 +95,8 @@ class NoFlow(RuntimeError):
 
 class SettingsMismatch(ValueError):
   """`out` holds flow extracted with other settings, or a damaged manifest. `option` is
-  'out'; `differences`: the settings that differ (e.g. 'epsilon', a `tvl1` entry, 'backend');
+  'out'; `differences`: the settings that differ, named as their flags (e.g. 'tvl1_epsilon',
+  'short_side', 'backend');
   `shards`: the other shards of a split extraction that differ ('shard 1 of 2'), else ();
   `damaged`: what a damaged manifest holds ('not JSON', 'no settings in it', ...), else ''."""
 
@@ -249,7 +250,9 @@ def _check_settings(out: str, settings: dict[str, Any]) -> None:
         f'{path} is damaged ({e}): delete it to extract into {out} again (flow whose '
         f'source and settings are recorded in {flow_shards.SOURCES} is kept), or use another --out',
         damaged=str(e)) from None
-  found = dir_identity.differences(previous, settings) if previous is not None else []
+  found = (dir_identity.differences(dir_identity.flattened(previous),
+                                    dir_identity.flattened(settings))
+           if previous is not None else [])
   if found:
     raise SettingsMismatch(dir_identity.refusal(
         f'--out={out}', 'flow extracted with other settings', found,

@@ -69,6 +69,19 @@ def differences(here: Mapping[str, Any], asked: Mapping[str, Any],
   return found
 
 
+def flattened(settings: Mapping[str, Any]) -> dict[str, Any]:
+  """`settings` with each dict field's entries as fields of their own, named
+  '<field>_<key>' (extract_flow's 'tvl1': {'warps': 5} -> 'tvl1_warps', the flag that sets
+  it), so `differences` names what a user can type."""
+  flat: dict[str, Any] = {}
+  for name, value in settings.items():
+    if isinstance(value, Mapping):
+      flat.update({f'{name}_{key}': entry for key, entry in value.items()})
+    else:
+      flat[name] = value
+  return flat
+
+
 def refusal(where: str, holds: str, found: Sequence[str], fix: str) -> str:
   """The one line refusing a directory: '<where> holds <holds> (<differences>): <fix>'."""
   return f'{where} holds {holds} ({"; ".join(found)}): {fix}'

@@ -179,13 +179,14 @@ def _recorded(out: str) -> dict[tuple[int, int], dict[str, Any]]:
 def other_settings(out: str, settings: dict[str, Any]) -> dict[str, list[Problem]]:
   """{'shard <i> of <N>': its differences from `settings`} for every shard recorded in
   `out` with other settings (`dir_identity.differences`: each names the setting, e.g.
-  'backend', 'short_side', a TV-L1 'epsilon'), a shard's own earlier run included; {} when
+  'backend', 'short_side', 'tvl1_epsilon'), a shard's own earlier run included; {} when
   all agree."""
   found = {}
   for key, record in sorted(_recorded(out).items()):
     if 'settings' not in record:
       continue
-    differences = dir_identity.differences(record['settings'], settings)
+    differences = dir_identity.differences(dir_identity.flattened(record['settings']),
+                                           dir_identity.flattened(settings))
     if differences:
       found[f'shard {key[0]} of {key[1]}'] = differences
   return found

@@ -168,7 +168,7 @@ class ExtractFlowToolTest(tf.test.TestCase):
     with self.assertRaises(extract_flow.SettingsMismatch) as caught:
       self.extract(data, tvl1_epsilon=0.01)
     self.assertEqual((caught.exception.differences, caught.exception.damaged),
-                     (('epsilon',), ''))
+                     (('tvl1_epsilon',), ''))
     # The flow of other videos in that root: another dataset's would be listed with it.
     others = os.path.join(self.root, 'others')
     shutil.copytree(os.path.join(self.data, 'UCF-101', 'MoveRightSpeed1'),
@@ -293,6 +293,17 @@ class ExtractFlowToolTest(tf.test.TestCase):
     with self.assertRaises(extract_flow.SettingsMismatch) as caught:  # nor merged later
       self.extract(self.data, out=out, backend='tensorflow')
     self.assertEqual(caught.exception.shards, ('shard 0 of 2',))
+    self.assertFalse(os.path.exists(os.path.join(out, 'flow.txt')))
+
+  def test_shards_of_another_short_side_or_tvl1_setting_are_refused_naming_it(self):
+    out = os.path.join(self.root, 'other_settings')
+    self.extract(self.data, out=out, shard=0, num_shards=2)
+    for change, option in (({'short_side': 24}, 'short_side'),  # each named as its flag
+                           ({'tvl1_warps': FAST.warps + 1}, 'tvl1_warps'),
+                           ({'tvl1_epsilon': FAST.epsilon * 2}, 'tvl1_epsilon')):
+      with self.assertRaises(extract_flow.SettingsMismatch) as caught:
+        self.extract(self.data, out=out, shard=1, num_shards=2, **change)
+      self.assertEqual(caught.exception.differences, (option,))
     self.assertFalse(os.path.exists(os.path.join(out, 'flow.txt')))
 
   def test_preparing_records_of_an_unfinished_split_names_the_missing_shards(self):
