@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import cv2
 import numpy as np
@@ -22,6 +23,9 @@ import numpy as np
 from command_line import entry
 from command_line.options import at_least, option, Options, OptionsError
 from input_fn import flow, flow_colors, frame_folders, ucf101
+
+
+_PREVIEW_FILE = re.compile(r'flow_\d{6}\.png')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,9 +47,12 @@ def check_options(options: FlowPreviewOptions) -> None:
   for name in ('flow_dir', 'videos', 'out'):
     if not getattr(options, name):
       raise OptionsError(f'give --{name}', name)
-  missing = [v for v in options.videos if not all(
-      os.path.isdir(f) for f in flow.find_flow_folders(options.flow_dir, v))]
+  missing = [v for v in options.videos if not _has_flow(options.flow_dir, v)]
   if missing:
+    bare = [os.path.splitext(v)[0] for v in missing]
+    if all(b != v and _has_flow(options.flow_dir, b) for b, v in zip(bare, missing)):
+      raise OptionsError(f'flow folders are named without the video\'s extension: give '
+                         f'--videos={",".join(bare[:5])}', 'videos')
     inner = os.path.join(options.flow_dir, ucf101.FLOW_DIR_NAME)
     if all(os.path.isdir(f) for v in missing for f in flow.find_flow_folders(inner, v)):
       raise OptionsError(f'--flow_dir={options.flow_dir} holds the flow one level down: give '
@@ -56,8 +63,14 @@ def check_options(options: FlowPreviewOptions) -> None:
         '(bazel run //data_tools:extract_flow) or name videos it holds', 'videos')
 
 
+def _has_flow(flow_dir: str, video: str) -> bool:
+  return all(os.path.isdir(f) for f in flow.find_flow_folders(flow_dir, video))
+
+
 def preview(options: FlowPreviewOptions) -> list[str]:
-  """Writes the previews of every video (`check_options` passed); returns their paths."""
+  """Writes the previews of every video (`check_options` passed), replacing the PNGs an
+  earlier preview left in its folder (other frames or another scale would sit beside
+  them); returns their paths."""
   written = []
   for video in options.videos:
     u_dir, v_dir = flow.find_flow_folders(options.flow_dir, video)
@@ -68,6 +81,9 @@ def preview(options: FlowPreviewOptions) -> list[str]:
     colors = flow_colors.flow_to_rgb(u, v, options.max_pixels or None)
     folder = os.path.join(options.out, video)
     os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+      if _PREVIEW_FILE.fullmatch(name):
+        os.remove(os.path.join(folder, name))
     for t, rgb in zip(picked, colors):
       path = os.path.join(folder, f'flow_{t + 1:06d}.png')
       cv2.imwrite(path, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))

@@ -81,6 +81,20 @@ class FlowPreviewTest(absltest.TestCase):
     self.assertFalse(os.path.exists(self.out))
 
 
+  def test_a_rerun_into_the_same_out_replaces_the_earlier_previews(self):
+    flow_preview.preview(self.options(videos=('v_A_g01_c01',), frames=7))
+    written = flow_preview.preview(self.options(videos=('v_A_g01_c01',), frames=2))
+    folder = os.path.join(self.out, 'v_A_g01_c01')
+    self.assertEqual(sorted(os.listdir(folder)), sorted(os.path.basename(p) for p in written))
+    self.assertLen(written, 2)
+
+  def test_a_video_named_with_its_extension_is_refused_naming_it_without(self):
+    with self.assertRaises(OptionsError) as raised:
+      flow_preview.check_options(self.options(videos=('v_A_g01_c01.avi',)))
+    self.assertEqual(raised.exception.option, 'videos')
+    self.assertIn('--videos=v_A_g01_c01', str(raised.exception))
+    self.assertFalse(os.path.exists(self.out))
+
   def test_a_missing_flow_frame_ends_in_one_line(self):
     os.remove(frame_folders.frame_path(os.path.join(self.flow_dir, 'u', 'v_A_g01_c01'), 3))
     with self.assertRaises(entry.Failed) as raised:
