@@ -223,7 +223,8 @@ def run(options: FlowBenchmarkOptions) -> str:
             f'{gpu_estimate(batch_iterations, UNFUSED_BYTES, pixels):.1f} pairs/s unfused '
             f'({UNFUSED_BYTES} B per pixel-iteration), '
             f'{gpu_estimate(batch_iterations, FUSED_BYTES, pixels):.1f} pairs/s fused by XLA '
-            f'({FUSED_BYTES} B)']
+            f'({FUSED_BYTES} B); memory traffic only: the host syncs of the convergence checks '
+            'are not counted (docs/scaling.md adds them to the figures it quotes)']
   return '\n'.join(lines)
 
 

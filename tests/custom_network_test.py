@@ -19,8 +19,8 @@ import shutil
 import tensorflow as tf
 
 from model_fn import eval_spec, freezing, layers, networks, tower_graph, tower_model_fn
-from towers import (ParamsError, build_estimator, make_params, train_and_evaluate,
-                    train_settings, training)
+from towers import (ParamsError, build_estimator, checkpoint_shapes, make_params,
+                    train_and_evaluate, train_settings, training)
 
 tf1 = tf.compat.v1
 
@@ -161,6 +161,11 @@ class NamedNetworkTest(tf.test.TestCase):
       self.assertFalse(caught.exception.allowable)
       self.assertIn(name, str(caught.exception))
       self.assertIn(f'{__name__}.other_tiny_network', str(caught.exception))
+    # The preflight of a run by flags names the function and how to continue (no run.flags).
+    found = checkpoint_shapes.problems(make_params(dict(params, max_steps=4)))
+    self.assertEqual(found[0].option, 'model')
+    self.assertIn(f'trained by your own network {name}', str(found[0]))
+    self.assertIn('train_and_evaluate(params, network=tiny_network)', str(found[0]))
     with open(assets) as f:  # the refused runs left the last export's files as they were
       self.assertEqual(f.read(), exported)
     with self.assertRaises(train_settings.ResumeSettingsError) as caught:

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from command_line.options import Problem
 from model_fn import networks, tower_model_fn
+from towers import train_settings
 from model_fn.networks import Network, input_channels
 
 tf1 = tf.compat.v1
@@ -70,15 +71,48 @@ def problems(params, network: Network | None = None) -> list[CheckpointMismatch]
     found.append(CheckpointMismatch(
         option, f'{params.model_dir} holds a checkpoint whose {name} has shape '
         f'{list(stored[name])}, but these flags build {wanted[name]} ({len(reshaped)} '
-        f'variable(s) differ): {likely}: rerun with the flags it was trained with (its run.flags), or use a new --model_dir',
+        f'variable(s) differ): {_trained_by(params, network) or likely}: '
+        f'{_fix(params, network)}',
         name, list(stored[name]), wanted[name]))
   if missing:
     option, likely = _likely_scope_flag(params, missing, stored)
     found.append(CheckpointMismatch(
         option, f'{params.model_dir} holds a checkpoint without {missing[0]} '
         f'({len(missing)} of the {len(wanted)} variables these flags build are not in '
-        f'it): {likely}: rerun with the flags it was trained with (its run.flags), or use a new --model_dir', missing[0], None, wanted[missing[0]]))
+        f'it): {_trained_by(params, network) or likely}: {_fix(params, network)}', missing[0], None,
+        wanted[missing[0]]))
   return found
+
+
+def _recorded_network(model_dir: str) -> str | None:
+  """The caller's own network model_dir's record names (`train_settings.settings`); None
+  for a registered one, no record or one that cannot be read (the resume check names it)."""
+  try:
+    stored = train_settings.read_record(model_dir)
+  except train_settings.ResumeSettingsError:
+    return None
+  network = (stored or {}).get('settings', {}).get('network')
+  return network if isinstance(network, str) else None
+
+
+def _trained_by(params, network: Network | None) -> str | None:
+  """'it was trained by your own network <module.name> ...' when model_dir's record says so
+  and this run builds something else (`params.model`, or another function); else None."""
+  recorded = _recorded_network(params.model_dir)
+  now = networks.caller_network_name(network) if network else f'--model={params.model}'
+  if recorded and recorded != now:
+    return f'it was trained by your own network {recorded} (train_settings.json), now {now}'
+  return None
+
+
+def _fix(params, network: Network | None) -> str:
+  """How to continue model_dir: its own network in Python, or the flags it was trained with."""
+  if _trained_by(params, network):
+    return (f'continue it in Python with train_and_evaluate(params, network='
+            f'{_recorded_network(params.model_dir).rsplit(".", 1)[-1]}), or use a new '
+            '--model_dir')
+  return ('rerun with the flags it was trained with (its run.flags), or use a new '
+          '--model_dir')
 
 
 def _likely_flag(params, stored_shape, wanted_shape) -> tuple[str, str]:

@@ -723,6 +723,7 @@ MODULES = {
             ":training",
         ]),
         ("checkpoint_shapes.py", "checkpoint_shapes", [
+            ":train_settings",
             "//command_line:options",
             "//model_fn/networks",
             "//model_fn:tower_model_fn",
@@ -1132,6 +1133,7 @@ TEST_DEPS = {
         "//model_fn:tower_graph",
         "//model_fn:tower_model_fn",
         "//towers",
+        "//towers:checkpoint_shapes",
         "//towers:train_settings",
         "//towers:training",
     ],
