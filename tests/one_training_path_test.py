@@ -186,6 +186,25 @@ class OneTrainingPathTest(tf.test.TestCase):
     train_and_evaluate_loop.run(whole)
     self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2, 2])
 
+  def test_a_final_evaluation_of_part_of_the_test_videos_is_made_again(self):
+    # Its records were damaged then (restored since, or not: --strict_eval then fails).
+    copy = self.copy_of_the_run()
+    params = dataclasses.replace(self.params, model_dir=copy)
+    final_evaluation.write(copy, 2, {final_evaluation.VIDEOS_EVALUATED: 18.0,
+                                     final_evaluation.VIDEOS_LISTED: 28.0},
+                           export_info.evaluation_settings(params))
+    metrics = train_and_evaluate_loop.run(params)
+    self.assertEqual(int(metrics['global_step']), 2, 'evaluated again')
+    self.assertNotIn(final_evaluation.VIDEOS_LISTED, final_evaluation.recorded_metrics(copy))
+    self.assertEqual(self.recorded('already_trained'), [])
+    # Cut on purpose by --eval_steps, the same record finishes the run.
+    cut = dataclasses.replace(params, eval_steps=1)
+    final_evaluation.write(copy, 2, {final_evaluation.VIDEOS_EVALUATED: 18.0,
+                                     final_evaluation.VIDEOS_LISTED: 28.0},
+                           export_info.evaluation_settings(cut))
+    self.assertTrue(final_evaluation.already_trained(copy, 2, 2,
+                                                     export_info.evaluation_settings(cut)))
+
   def test_an_empty_export_folder_is_nothing_an_earlier_run_left(self):
     # Say a disk mounted at model_dir/export for the exports: a mount point cannot be moved.
     model_dir = self.create_tempdir().full_path

@@ -17,7 +17,9 @@ trained again from step 0), or one written before lineages were recorded, finish
 nothing; the final checkpoint is then evaluated and exported again. So does a file whose
 evaluation differs from the one asked (other --eval_clips, --eval_crops, --eval_steps,
 --max_eval_videos or test videos): a partial `--eval_steps` evaluation does not stand for
-the full one a later rerun asks for.
+the full one a later rerun asks for. Nor does one that read fewer videos than its test data
+lists with no --eval_steps to cut it (records damaged then, perhaps restored since): each
+rerun evaluates it again, and --strict_eval then fails on the shortfall.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from input_fn import json_files
 from towers.cluster import lineage
 
 FILE_NAME = 'final_evaluation.json'
+# The final evaluation's video coverage (`model_fn/eval_spec.py`).
+VIDEOS_EVALUATED, VIDEOS_LISTED = 'eval/videos_evaluated', 'eval/videos_listed'
 
 
 def already_trained(model_dir: str, max_steps: int, trained: int | None,
@@ -51,6 +55,11 @@ def already_trained(model_dir: str, max_steps: int, trained: int | None,
   if not _measured_as(measured, evaluation):
     logging.info('%s holds the final evaluation of step %d, measured with other evaluation '
                  'flags or test videos: evaluating it again as asked', model_dir, trained)
+    return False
+  short = _shortfall(model_dir, measured)
+  if short:
+    logging.warning('%s holds the final evaluation of step %d on %s: evaluating it again '
+                    '(damaged records may have been restored since)', model_dir, trained, short)
     return False
   logging.info('%s already holds a checkpoint at step %d >= max_steps=%d and its final '
                'evaluation: nothing to do', model_dir, trained, max_steps)
@@ -104,6 +113,19 @@ def _recorded(model_dir: str) -> tuple[int | None, dict[str, Any] | None]:
     return None, None
   step = record.get('step')
   return (step if isinstance(step, int) else None), record.get('evaluation')
+
+
+def _shortfall(model_dir: str, measured: dict[str, Any] | None) -> str | None:
+  """'<n> of <listed> listed videos' when the recorded final evaluation read fewer videos
+  than its test data lists though no --eval_steps cut it (records damaged or unreadable
+  then); None when it read them all, or cannot tell."""
+  metrics = recorded_metrics(model_dir)
+  evaluated, listed = metrics.get(VIDEOS_EVALUATED), metrics.get(VIDEOS_LISTED)
+  if evaluated is None or listed is None or (measured or {}).get('eval_steps'):
+    return None
+  if round(evaluated) < round(listed):
+    return f'{round(evaluated)} of {round(listed)} listed videos'
+  return None
 
 
 def _measured_as(measured: dict[str, Any] | None, asked: dict[str, Any] | None) -> bool:
