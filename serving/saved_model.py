@@ -23,8 +23,9 @@ STREAM_OF_CHANNELS = {3: 'rgb', 2: 'flow'}
 class ModelError(ValueError):
   """A path is not the exported video model it should be; the message says what to do.
 
-  `reason`: 'no_export' (no SavedModel there), 'not_a_video_model' (its input is not
-  clips of this project) or 'wrong_stream' (rgb where flow was expected, or the reverse);
+  `reason`: 'no_export' (no SavedModel there), 'damaged' (it cannot be loaded: variables
+  missing or cut short), 'not_a_video_model' (its input is not clips of this project) or
+  'wrong_stream' (rgb where flow was expected, or the reverse);
   `path`: the directory at fault.
   """
 
@@ -72,7 +73,14 @@ def load_model(model: str, expect: str | None = None) -> StreamModel:
   """The SavedModel of `model` (see `saved_model_dir`); `expect` ('rgb' or 'flow') checks
   its stream from its input channels. Raises `ModelError`."""
   export = saved_model_dir(model)
-  serving = tf.saved_model.load(export).signatures['serving_default']
+  try:
+    serving = tf.saved_model.load(export).signatures['serving_default']
+  except (tf.errors.OpError, ValueError, OSError) as e:
+    first = (getattr(e, 'message', None) or str(e)).strip().splitlines()[0][:200]
+    raise ModelError(f'{export} cannot be loaded ({type(e).__name__}: {first}): its '
+                     'variables/ are missing or damaged (an incomplete copy?); copy the whole '
+                     'export folder again, or export it again from its model_dir',
+                     'damaged', export) from None
   spec = serving.structured_input_signature[1]['clips']
   _, frames, height, width, channels = spec.shape.as_list()
   if channels not in STREAM_OF_CHANNELS or height != width:

@@ -114,6 +114,19 @@ class ServingExportTest(tf.test.TestCase):
     with open(out) as f:
       return {r['video']: {t['class']: t['probability'] for t in r['top']} for r in json.load(f)}
 
+  def test_an_export_whose_variables_are_missing_or_cut_is_one_refusal(self):
+    export = export_of(self.models[TOWERS[0]])
+    for damage in ('index', 'data'):
+      copy = shutil.copytree(export, os.path.join(self.create_tempdir().full_path, 'export'))
+      [target] = glob.glob(os.path.join(copy, 'variables', f'variables.{damage}*'))
+      if damage == 'index':
+        os.remove(target)
+      else:
+        os.truncate(target, 100)
+      with self.assertRaises(saved_model.ModelError) as caught:
+        saved_model.load_model(copy)
+      self.assertEqual((caught.exception.reason, caught.exception.path), ('damaged', copy))
+
   def test_the_serving_graph_is_one_tower_with_no_device_pinned(self):
     for towers, model_dir in self.models.items():
       saved = saved_model_pb2.SavedModel()
