@@ -588,8 +588,17 @@ def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Sp
                               source.get('videos_dir') or source.get('frames_dir') or
                               source['data_dir'])
            if config.dataset == 'list' else None)
-  return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists,
-                             source.get('videos_dir') or source.get('frames_dir', ''))
+  try:
+    return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split,
+                               lists, source.get('videos_dir') or source.get('frames_dir', ''))
+  except FileNotFoundError:
+    likely = (datasets.other_dataset(config.dataset, source['data_dir'])
+              if source.get('data_dir') else None)
+    if likely is None:
+      raise
+    raise video_lists.DatasetError(
+        f'--data_dir={source["data_dir"]} holds {likely}, not {config.dataset}: add '
+        f'--dataset={likely}', source['data_dir'], option='dataset') from None
 
 
 def _other_problems(split: video_lists.Split) -> list[InputProblem]:

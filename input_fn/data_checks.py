@@ -149,6 +149,10 @@ def _direct_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
     if likely:
       return [Problem('dataset', f'data_dir={data_dir} holds {likely}, not {params.dataset} '
                                  f'({where} not found): set --dataset={likely}')]
+    if manifest.read_identity(data_dir) is not None:
+      return [Problem('data_source', f'data_dir={data_dir} holds prepared records, which '
+                                     '--data_source=tfrecord reads, not '
+                                     f'{params.data_source}')]
     return [Problem('data_dir', f'data_dir={data_dir} holds no {os.path.basename(where)} of '
                                 f'dataset={params.dataset} ({where} not found): it must hold '
                                 f'{what}')]

@@ -11,8 +11,9 @@ import tempfile
 
 from absl.testing import absltest
 
-from input_fn import manifest
+from input_fn import data_checks, manifest
 from tests import program_runs, tiny_records
+from towers import params as params_lib
 from towers.checkpoints import checkpoint_step
 
 LIMIT = 240
@@ -46,6 +47,11 @@ class RecordsDatasetTest(absltest.TestCase):
     done, model_dir = self.train()
     self.assertEqual((done.code, done.error), (0, None), done.output())
     self.assertEqual(checkpoint_step(model_dir), 1)
+
+  def test_records_read_as_videos_name_the_data_source_that_reads_them(self):
+    params = params_lib.make_params(data_source='videos', data_dir=self.records, num_classes=3)
+    self.assertEqual([p.option for p in data_checks.problems(params, ('train',))],
+                     ['data_source'])
 
   def test_an_explicit_other_dataset_is_refused_naming_both(self):
     done, model_dir = self.train('--dataset=ucf101')

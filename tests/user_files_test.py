@@ -498,6 +498,15 @@ class Hmdb51TreeTest(absltest.TestCase):
     self.assertEqual([(p.option, 'set --dataset=hmdb51' in p) for p in
                       data_checks.problems(params, ('test',))], [('dataset', True)])
 
+  def test_the_tree_prepared_as_ucf101_names_the_dataset_it_holds(self):
+    out = os.path.join(self.root, 'as_ucf101')
+    with self.assertRaises(datasets.DatasetError) as caught:
+      prepare.prepare(prepare.PrepareOptions(data_dir=self.root, out=out, workers=1),
+                      log=lambda s: None)
+    self.assertEqual(caught.exception.option, 'dataset')
+    self.assertIn('--dataset=hmdb51', str(caught.exception))
+    self.assertFalse(os.path.exists(out))
+
   def test_a_split_file_without_its_class_folder(self):
     extra = write(os.path.join(self.splits, 'brush_hairs_test_split1.txt'),
                   'Brushing_Hair_with_Beautiful_Girl_brush_hair_f_nm_np1_fr_goo_0.avi 1 \n')

@@ -1545,8 +1545,10 @@ TEST_DEPS = {
     "records_dataset_test": [
         ":program_runs",
         ":tiny_records",
+        "//input_fn:data_checks",
         "//input_fn:manifest",
         "//towers:checkpoints",
+        "//towers:params",
         "//towers:train_main",
     ],
     "refused_before_tensorflow_test": [
