@@ -75,15 +75,22 @@ class Stream:
     return low if side < low else high if side > high else 0
 
 
-def load_stream(model: str, expect: str | None = None, option: str = 'model') -> Stream:
-  """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
-  `ClassifyError` naming `option`, the option that gave `model`."""
+def load_stream(model: str | saved_model.StreamModel, expect: str | None = None,
+                option: str = 'model') -> Stream:
+  """A model_dir or export (or that model loaded) of `expect` stream ('rgb', 'flow' or
+  None: either). Its class names are those its graph returns (`class_names` output) when it
+  has them, else those of its class_names.txt. Raises `ClassifyError` naming `option`, the
+  option that gave `model`, also when its class_names.txt is not its graph's class list."""
   try:
-    loaded = saved_model.load_model(model, expect)
+    loaded = model if isinstance(model, saved_model.StreamModel) else \
+        saved_model.load_model(model, expect)
   except saved_model.ModelError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   try:
     info, names = export_info.read(loaded.export)
+    graph_names = saved_model.signature_class_names(loaded)
+    export_info.check_graph_names(loaded.export, names, graph_names)
+    names = graph_names or names
   except export_info.ExportInfoError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
@@ -161,8 +168,15 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
   if flow_model and not 0.0 <= flow_weight <= 1.0:
     raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}', 'flow_weight',
                         option='flow_weight')
-  streams = ((load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model'))
-             if flow_model else (load_stream(model),))
+  if flow_model:
+    try:
+      pair = saved_model.load_pair(model, flow_model)
+    except saved_model.ModelError as e:
+      raise ClassifyError(str(e), e.reason, e.path,
+                          'flow_model' if e.stream == 'flow' else 'model') from e
+    streams = (load_stream(pair['rgb']), load_stream(pair['flow'], option='flow_model'))
+  else:
+    streams = (load_stream(model),)
   differ = two_stream.class_list_difference([(s.model.export, s.class_names) for s in streams])
   if differ:
     raise ClassifyError(f'{differ}: they were not trained on the same class list', 'classes',
