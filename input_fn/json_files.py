@@ -27,11 +27,18 @@ def write_text(path: str, text: str) -> None:
       os.remove(temporary)
 
 
-def load_object(path: str) -> dict[str, Any] | None:
-  """The JSON object in `path`; None when missing, unreadable, not JSON or not an object."""
+def load_value(path: str) -> Any | None:
+  """The JSON value in `path` (UTF-8; a byte-order mark reads as none, as in every user
+  text file); None when missing, unreadable or not JSON."""
   try:
-    with open(path) as f:
-      value = json.load(f)
+    with open(path, encoding='utf-8-sig') as f:
+      return json.load(f)
   except (OSError, ValueError):
     return None
+
+
+def load_object(path: str) -> dict[str, Any] | None:
+  """The JSON object in `path` (`load_value`); None when missing, unreadable, not JSON or
+  not an object."""
+  value = load_value(path)
   return value if isinstance(value, dict) else None

@@ -17,9 +17,11 @@ frames it needs, with the settings its training flow was extracted with.
 
 A video is a video file, a folder of frame images (`frame%06d.jpg` or `img_%05d.jpg`), a
 list file (`.txt`/`.list`: one video per line, its first field, relative to the list's
-folder or, as UCF101's split lists, to the video folder beside it) or a directory searched
-for both. A video that cannot be read, or has fewer than 2 frames, is a `VideoResult` with
-`error` set; the others go on.
+folder, to the video folder beside the list or, as UCF101's split lists, to the video folder
+beside the list's folder; a line found nowhere fails naming every place looked in) or a
+directory searched for both. A file or folder given more than once (by any spelling of its
+path) is one video. A video that cannot be read, or has fewer than 2 frames, is a
+`VideoResult` with `error` set; the others go on.
 """
 
 from __future__ import annotations
@@ -75,15 +77,22 @@ class Stream:
     return low if side < low else high if side > high else 0
 
 
-def load_stream(model: str, expect: str | None = None, option: str = 'model') -> Stream:
-  """A model_dir or export of `expect` stream ('rgb', 'flow' or None: either). Raises
-  `ClassifyError` naming `option`, the option that gave `model`."""
+def load_stream(model: str | saved_model.StreamModel, expect: str | None = None,
+                option: str = 'model') -> Stream:
+  """A model_dir or export (or that model loaded) of `expect` stream ('rgb', 'flow' or
+  None: either). Its class names are those its graph returns (`class_names` output) when it
+  has them, else those of its class_names.txt. Raises `ClassifyError` naming `option`, the
+  option that gave `model`, also when its class_names.txt is not its graph's class list."""
   try:
-    loaded = saved_model.load_model(model, expect)
+    loaded = model if isinstance(model, saved_model.StreamModel) else \
+        saved_model.load_model(model, expect)
   except saved_model.ModelError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   try:
     info, names = export_info.read(loaded.export)
+    graph_names = saved_model.signature_class_names(loaded)
+    export_info.check_graph_names(loaded.export, names, graph_names)
+    names = graph_names or names
   except export_info.ExportInfoError as e:
     raise ClassifyError(str(e), e.reason, e.path, option) from e
   num_classes = int(loaded.serving.structured_outputs['probabilities'].shape[-1])
@@ -161,8 +170,15 @@ def load(model: str, flow_model: str = '', flow_weight: float = 0.5,
   if flow_model and not 0.0 <= flow_weight <= 1.0:
     raise ClassifyError(f'flow_weight must be in [0, 1], got {flow_weight}', 'flow_weight',
                         option='flow_weight')
-  streams = ((load_stream(model, 'rgb'), load_stream(flow_model, 'flow', 'flow_model'))
-             if flow_model else (load_stream(model),))
+  if flow_model:
+    try:
+      pair = saved_model.load_pair(model, flow_model)
+    except saved_model.ModelError as e:
+      raise ClassifyError(str(e), e.reason, e.path,
+                          'flow_model' if e.stream == 'flow' else 'model') from e
+    streams = (load_stream(pair['rgb']), load_stream(pair['flow'], option='flow_model'))
+  else:
+    streams = (load_stream(model),)
   differ = two_stream.class_list_difference([(s.model.export, s.class_names) for s in streams])
   if differ:
     raise ClassifyError(f'{differ}: they were not trained on the same class list', 'classes',
@@ -222,31 +238,44 @@ def _from_directory(directory: str) -> tuple[list[str], int]:
   return sorted(found), flow_folders
 
 
-def _from_list(path: str) -> list[str]:
-  """The first field of every line but comments; a relative one is found beside the list,
-  else (UCF101's split lists in ucfTrainTestlist/) under the video folder beside the list's
-  folder. A line starting with '#' is a comment unless it names a video that exists
+def _from_list(path: str) -> tuple[list[str], dict[str, str]]:
+  """The first field of every line but comments, and for each that names no existing file
+  or folder, why (the list's line and every place looked in). A relative one is found beside
+  the list, else under the video folder beside the list (`UCF-101/`), else (UCF101's split
+  lists in ucfTrainTestlist/) under the video folder beside the list's folder, or that
+  folder itself. A line starting with '#' is a comment unless it names a video that exists
   (HMDB51's names often start with '#')."""
   base = os.path.dirname(os.path.abspath(path))
-  roots = [base] + [os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
-  found = []
-  for _, line in video_lists.read_lines(path):
+  roots = [base] + [os.path.join(base, name) for name in ucf101.VIDEO_DIR_NAMES if name] + [
+      os.path.join(os.path.dirname(base), name) for name in ucf101.VIDEO_DIR_NAMES]
+  found, unfound = [], {}
+  for number, line in video_lists.read_lines(path):
     first = line.split()[0]
     candidates = [first] if os.path.isabs(first) else [os.path.join(r, first) for r in roots]
     existing = next((c for c in candidates if os.path.exists(c)), None)
     if existing is None and first.startswith('#'):
       continue  # a comment line
     found.append(existing or candidates[0])
-  return found
+    if existing is None:
+      unfound[candidates[0]] = (f'no such file or folder: {path}:{number} names {first}, '
+                                f'looked for as {", ".join(candidates)}')
+  return found, unfound
 
 
 def find_videos(inputs: Iterable[str]) -> list[str]:
+  """The videos of `inputs` in order (`find_inputs`)."""
+  return find_inputs(inputs)[0]
+
+
+def find_inputs(inputs: Iterable[str]) -> tuple[list[str], dict[str, str]]:
   """The videos of `inputs` in order: video files and frame folders as given, list files
   expanded, directories searched (sorted; the optical flow folders in them are passed over,
-  with one warning saying how many). A path that does not exist is kept: classifying it
-  reports it; so is a directory holding no video nor flow folder when another input holds
-  videos ([] when none does)."""
-  found, flow_folders, empty = [], 0, 0
+  with one warning saying how many); one file or folder given more than once (by other
+  spellings of its path too) is kept once, with a warning. A path that does not exist is
+  kept: classifying it reports it; so is a directory holding no video nor flow folder when
+  another input holds videos ([] when none does). Second: for each video a list names but
+  that exists nowhere, why (`_from_list`)."""
+  found, flow_folders, empty, unfound = [], 0, 0, {}
   for path in inputs:
     if os.path.isdir(path):
       videos, passed_over = _from_directory(path)
@@ -255,23 +284,51 @@ def find_videos(inputs: Iterable[str]) -> list[str]:
       found += videos
       flow_folders += passed_over
     elif path.lower().endswith(LIST_EXTENSIONS) and os.path.isfile(path):
-      found += _from_list(path)
+      listed, missing = _from_list(path)
+      found += listed
+      unfound.update(missing)
     else:
       found.append(path)
   if empty and empty == len(found):
-    return []  # only directories without videos: nothing to classify
+    return [], {}  # only directories without videos: nothing to classify
   if flow_folders:
     logging.warning('passed over %d folders of optical flow frames (u/ and v/ of a flow root, '
                     'flow_x_/flow_y_ files): classify reads RGB videos and frame folders and '
                     'computes the flow a flow model needs', flow_folders)
-  stems = collections.Counter(os.path.splitext(os.path.basename(os.path.normpath(p)))[0].lower()
-                              for p in found)
-  twice = sorted(stem for stem, count in stems.items() if count > 1)
+  return _once_each(found), unfound
+
+
+def _file_key(path: str) -> str:
+  """What `path` is, whatever its spelling: `video_lists.file_identity` (symlinks and hard
+  links are one file), else (no such file) the path resolved."""
+  return video_lists.file_identity(path) or os.path.realpath(path)
+
+
+def _once_each(found: list[str]) -> list[str]:
+  """`found` with each file or folder once (by `_file_key`; the first spelling of its path),
+  warning when one was given more than once, and when videos of one name remain at other
+  paths."""
+  first: dict[str, str] = {}
+  given = collections.Counter(_file_key(p) for p in found)
+  for path in found:
+    first.setdefault(_file_key(path), path)
+  repeated = [key for key, count in given.items() if count > 1]
+  if repeated:
+    logging.warning('%s given more than once (e.g. %s, %d times, as other spellings of its '
+                    'path): each is classified once',
+                    '1 video is' if len(repeated) == 1 else f'{len(repeated)} videos are',
+                    first[repeated[0]], given[repeated[0]])
+  kept = list(first.values())
+  stems = collections.defaultdict(list)
+  for path in kept:
+    stems[os.path.splitext(os.path.basename(os.path.normpath(path)))[0].lower()].append(path)
+  twice = sorted(paths for paths in stems.values() if len(paths) > 1)
   if twice:
-    logging.warning('%s found more than once (e.g. %s: a video file and a frame folder of '
-                    'one name); each is classified once per path',
-                    '1 video is' if len(twice) == 1 else f'{len(twice)} videos are', twice[0])
-  return found
+    logging.warning('%s found more than once under other paths (e.g. %s and %s); each is '
+                    'classified once per path',
+                    '1 video is' if len(twice) == 1 else f'{len(twice)} videos are',
+                    twice[0][0], twice[0][1])
+  return kept
 
 
 # --- Reading and sampling one video ----------------------------------------------------------
@@ -462,10 +519,11 @@ def classify(videos: str | Sequence[str], model: str | Classifier, clips: int | 
   if clips < 1 or top_k < 1 or batch_size < 1:
     raise ClassifyError(f'clips, top_k and batch_size must be positive, got {clips}, {top_k} '
                         f'and {batch_size}', 'not_positive')
-  paths = find_videos([videos] if isinstance(videos, str) else videos)
+  paths, unfound = find_inputs([videos] if isinstance(videos, str) else videos)
   results, failed, started = [], 0, time.monotonic()
   for path in paths:
-    results.append(classify_one(path, classifier, clips, crops, top_k, batch_size))
+    results.append(VideoResult(path, error=unfound[path]) if path in unfound else
+                   classify_one(path, classifier, clips, crops, top_k, batch_size))
     failed += not results[-1].ok
     if progress:
       progress(len(results), len(paths), failed, time.monotonic() - started)

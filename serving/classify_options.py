@@ -7,10 +7,12 @@ the method is serving/classifier.py.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from command_line import entry, working_dir
 from command_line.options import Options, Problem, Range, at_least, option
 from input_fn import datasets
+from serving import output_paths
 
 
 class ClassifyError(ValueError):
@@ -63,6 +65,22 @@ def check_options(options: ClassifyOptions) -> None:
   if options.output and not options.output.lower().endswith(('.json', '.csv')):
     raise entry.Refused(Problem('output',
                                 f'--output={options.output}: must end in .json or .csv'))
-  problem = working_dir.unwritable(options.output) if options.output else None
+  if not options.output:
+    return
+  problem = working_dir.unwritable(options.output)
   if problem:
     raise entry.Refused(Problem('output', f'--output={options.output}: {problem}'))
+  read_dirs = {name: path for name, path in (('model', options.model),
+                                             ('flow_model', options.flow_model)) if path}
+  overwrite = output_paths.overwrite_problem('output', options.output, 'classify',
+                                             _is_result, read_dirs)
+  if overwrite:
+    raise entry.Refused(overwrite)
+
+
+def _is_result(value: Any) -> bool:
+  """Whether `value` (`output_paths.content`) is a file classify writes: its JSON list of
+  videos or its CSV (header `video, status, ..., error`)."""
+  if isinstance(value, list) and value and isinstance(value[0], str):
+    return value[:2] == ['video', 'status'] and value[-1] == 'error'
+  return isinstance(value, list) and all(isinstance(v, dict) and 'video' in v for v in value)

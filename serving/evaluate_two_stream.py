@@ -47,8 +47,7 @@ def check(paths: dict[str, str], options: EvaluateTwoStreamOptions,
   (`two_stream.check_stream`: a check it cannot make is one warning line each; the crops
   fit its frames). Raises what `check_stream` raises."""
   two_stream.check_agreement(paths, split, options.dataset)
-  models = {stream: saved_model.load_model(paths[f'{stream}_model'], stream)
-            for stream in ('rgb', 'flow')}
+  models = saved_model.load_pair(paths['rgb_model'], paths['flow_model'])
   checked = {}
   for stream, model in models.items():
     unchecked = two_stream.check_stream(model, paths[f'{stream}_model'],

@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import tensorflow as tf
 
 from input_fn import datasets
+from input_fn import manifest as manifest_lib
 
 ASSETS_DIR = 'assets.extra'
 CLASS_NAMES_FILE = 'class_names.txt'
@@ -60,7 +61,7 @@ class ExportInfoError(ValueError):
 
   `path`: the file; `reason`: what is wrong, one short key ('unreadable', 'not_json',
   'not_an_object', 'missing_field', 'bad_value', 'not_text', 'empty_line', 'repeated_name',
-  'name_count'); `field`: the JSON field at fault (e.g. 'eval_clips',
+  'name_count', 'names_disagree'); `field`: the JSON field at fault (e.g. 'eval_clips',
   'flow_extraction.tvl1.scales') or the class name that repeats, else None; `value`: what
   is there instead (the field's value, the number of names, the empty line's number, the
   JSON type), else None; `copy`: the copy of the assets training keeps, when it exists.
@@ -219,3 +220,18 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   if '\x00' in text:
     raise _damaged(names_path, 'not text (it holds NUL bytes)', 'not_text')
   return info, _check_names(names_path, text.split('\n'), info['num_classes'])
+
+
+def check_graph_names(export_dir: str, names: Sequence[str] | None,
+                      graph_names: Sequence[str] | None) -> None:
+  """Raises `ExportInfoError` ('names_disagree', naming class_names.txt and the export) when
+  the export's class_names.txt `names` are not, in label order, the names compiled into its
+  graph, `graph_names` (`saved_model.signature_class_names`): the file of another model, or
+  reordered by hand, would name every prediction wrongly. Nothing when either is None."""
+  differs = manifest_lib.class_difference(names, graph_names, 'in the file',
+                                          'in the model\'s graph') \
+      if names is not None and graph_names is not None else ''
+  if differs:
+    raise _damaged(os.path.join(export_dir, ASSETS_DIR, CLASS_NAMES_FILE),
+                   f'it does not list the class names compiled into the model {export_dir} '
+                   f'({differs}): it is another model\'s, or was reordered', 'names_disagree')

@@ -26,13 +26,15 @@ class ModelError(ValueError):
   `reason`: 'no_export' (no SavedModel there), 'damaged' (it cannot be loaded: variables
   missing or cut short), 'not_a_video_model' (its input is not clips of this project) or
   'wrong_stream' (rgb where flow was expected, or the reverse);
-  `path`: the directory at fault.
+  `path`: the directory at fault; `stream`: the stream expected there ('rgb' or 'flow'), when
+  known (`load_pair`).
   """
 
-  def __init__(self, message: str, reason: str, path: str) -> None:
+  def __init__(self, message: str, reason: str, path: str, stream: str | None = None) -> None:
     super().__init__(message)
     self.reason = reason
     self.path = path
+    self.stream = stream
 
 
 def saved_model_dir(path: str) -> str:
@@ -88,13 +90,51 @@ def load_model(model: str, expect: str | None = None) -> StreamModel:
                      'this project', 'not_a_video_model', export)
   loaded = StreamModel(export, serving, frames, height, channels)
   if expect and loaded.stream != expect:
-    raise ModelError(f'the {expect} model {export} takes {channels}-channel clips, i.e. '
-                     f'it is a {loaded.stream} model: swap the arguments', 'wrong_stream',
-                     export)
+    raise _wrong_stream(loaded, expect, f': give a {expect} model there')
   return loaded
+
+
+def load_pair(rgb: str, flow: str) -> dict[str, StreamModel]:
+  """The RGB model `rgb` and the Flow model `flow` (see `load_model`), by stream. Raises
+  `ModelError` (`stream`: the one at fault); 'wrong_stream': both of the other stream say
+  to swap the arguments; one says which stream is needed there (swapping cannot help)."""
+  models = {}
+  for stream, path in (('rgb', rgb), ('flow', flow)):
+    try:
+      models[stream] = load_model(path)
+    except ModelError as e:
+      e.stream = stream
+      raise
+  wrong = [stream for stream, model in models.items() if model.stream != stream]
+  if len(wrong) == 2:
+    raise _wrong_stream(models['rgb'], 'rgb', f', and the flow model {models["flow"].export} '
+                        'is a rgb model: swap the arguments')
+  if wrong:
+    other = 'flow' if wrong[0] == 'rgb' else 'rgb'
+    raise _wrong_stream(models[wrong[0]], wrong[0], f', like the {other} model '
+                        f'{models[other].export}: give a {wrong[0]} model there')
+  return models
+
+
+def _wrong_stream(model: StreamModel, expect: str, fix: str) -> ModelError:
+  """The `ModelError` of `model` given where a model of stream `expect` belongs; `fix`
+  ends the message."""
+  return ModelError(f'the {expect} model {model.export} takes {model.channels}-channel clips, '
+                    f'i.e. it is a {model.stream} model{fix}', 'wrong_stream', model.export,
+                    expect)
 
 
 def model_classes(model: StreamModel) -> int | None:
   """The classes of the model's `probabilities` output [None, classes] (None if unknown)."""
   spec = model.serving.structured_outputs.get('probabilities')
   return None if spec is None or spec.shape.rank != 2 else spec.shape[1]
+
+
+def signature_class_names(model: StreamModel) -> list[str] | None:
+  """The class names, in label order, compiled into the model's graph at export (its
+  signature's `class_names` output, read from one all-zero clip); None when the signature
+  has no such output (exports made before it had)."""
+  if 'class_names' not in model.serving.structured_outputs:
+    return None
+  clip = tf.zeros([1, model.frames, model.size, model.size, model.channels], tf.float32)
+  return [name.decode() for name in model.serving(clips=clip)['class_names'].numpy()[0]]

@@ -39,7 +39,6 @@ video that only one stream has is reported, counted and listed, never silently d
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -57,10 +56,9 @@ class TwoStreamError(ValueError):
   """The two streams cannot be evaluated together; the message says what to fix.
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
-  'split', 'labels', 'no_shared_video', 'no_manifest', 'wrong_stream', 'trained_on',
-  'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video', 'nonfinite', or
-  that of the
-  `ExportInfoError` or `saved_model.ModelError` behind it);
+  'split', 'labels', 'no_shared_video', 'no_manifest', 'damaged_manifest', 'wrong_stream',
+  'trained_on', 'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video',
+  'nonfinite', or that of the `ExportInfoError` or `saved_model.ModelError` behind it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
   `label`: the first label at which two class lists differ ('class_names'), else None.
@@ -269,13 +267,19 @@ def class_names(data_dir: str) -> list[str] | None:
   return _manifest(data_dir).get('classes') or None
 
 
-def _manifest(data_dir: str) -> dict[str, Any]:
+def _manifest(data_dir: str, option: str | None = None) -> dict[str, Any]:
+  """The test manifest of `data_dir` (`manifest_lib.read`), given as --`option`;
+  `TwoStreamError` ('no_manifest', or 'damaged_manifest' naming the file and the fix: run
+  prepare again) when it is missing or damaged."""
   path = manifest_lib.manifest_path(data_dir, 'test')
   if not tf.io.gfile.exists(path):
     raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
-                         'of //data_tools:prepare (its test shards)', 'no_manifest', data_dir)
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+                         'of //data_tools:prepare (its test shards)', 'no_manifest', data_dir,
+                         option=option)
+  try:
+    return manifest_lib.read(data_dir, 'test')
+  except manifest_lib.ManifestError as e:
+    raise TwoStreamError(str(e), 'damaged_manifest', data_dir, option=option) from e
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,7 +325,7 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
   carry them, `serving/export_info.py`) and of both eval data's manifests are the same.
   Raises `TwoStreamError` naming the option, what disagrees and, for class names, the first
   label where they do."""
-  manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
+  manifests = {s: _manifest(paths[f'{s}_data'], f'{s}_data') for s in ('rgb', 'flow')}
   held = {s: {'dataset': m.get('dataset', manifest_lib.DEFAULT_DATASET), 'split': m.get('split')}
           for s, m in manifests.items()}
   for field, wanted, option in (('dataset', dataset, 'dataset'), ('split', split, 'splits')):
@@ -358,9 +362,12 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
 
 
 def _export_info(model: StreamModel) -> dict[str, Any]:
-  """The model's video_model.json ({}: exported without one); `TwoStreamError` when damaged."""
+  """The model's video_model.json ({}: exported without one); `TwoStreamError` when damaged
+  or when its class_names.txt is not the class list of its graph
+  (`export_info.check_graph_names`)."""
   try:
-    info, _ = export_info.read(model.export)
+    info, names = export_info.read(model.export)
+    export_info.check_graph_names(model.export, names, saved_model.signature_class_names(model))
   except export_info.ExportInfoError as e:
     raise TwoStreamError(str(e), e.reason, e.path) from e
   return info or {}
@@ -484,7 +491,7 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   settings unknown), 'short_side' (frames as decoded, either side's sizes unknown),
   'jpeg_quality' (RGB frames stored at another JPEG quality than the training records');
   {} when every check was made."""
-  manifest = _manifest(data_dir)
+  manifest = _manifest(data_dir, f'{model.stream}_data')
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
     raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '

@@ -7,10 +7,12 @@ evaluation is serving/evaluate_two_stream.py.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from command_line import entry, working_dir
 from command_line.options import Options, Problem, Range, at_least, option
 from input_fn import datasets
+from serving import output_paths, two_stream_outputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +64,10 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
     raise entry.Refused(Problem('json_out', f'--json_out={options.json_out}: must end in .json '
                                 '(the table is JSON; its per-class CSV and confusion PNGs are '
                                 'named after it)'))
+  for split in options.splits or (None,):
+    problem = _output_problem(options, split)
+    if problem:
+      raise entry.Refused(problem)
   placeholders = [f'--{name}' for name in PATHS if '{split}' in getattr(options, name)]
   if options.splits and len(placeholders) != len(PATHS):
     lacking = [f'--{name}' for name in PATHS if f'--{name}' not in placeholders]
@@ -71,3 +77,25 @@ def check_options(options: EvaluateTwoStreamOptions) -> None:
   if placeholders and not options.splits:
     raise entry.Refused(Problem('splits', f'{", ".join(placeholders)} hold {{split}}: give '
                                 '--splits (e.g. --splits=1,2,3)'))
+
+
+def _is_table(value: Any) -> bool:
+  """Whether `value` (`output_paths.content`) is a file evaluate_two_stream writes: its
+  JSON table (one split or --splits) or its per-class CSV."""
+  if isinstance(value, dict):
+    return {'rows', 'per_class'} <= set(value) or {'splits', 'mean'} <= set(value)
+  return value == list(two_stream_outputs.CSV_COLUMNS)
+
+
+def _output_problem(options: EvaluateTwoStreamOptions, split: int | None) -> Problem | None:
+  """Why --json_out, or the per-class CSV beside it, of `split` (None: no --splits) must not
+  be written (`output_paths.overwrite_problem`: inside a model or data directory of the
+  run, or over a file evaluate_two_stream did not write)."""
+  read_dirs = {name: getattr(options, name).replace('{split}', str(split)) for name in PATHS}
+  csv_path = two_stream_outputs.prefix(options.json_out, split) + '_per_class.csv'
+  for path in (options.json_out, csv_path):
+    problem = output_paths.overwrite_problem('json_out', path, 'evaluate_two_stream',
+                                             _is_table, read_dirs, options.json_out)
+    if problem:
+      return problem
+  return None

@@ -27,7 +27,8 @@ from input_fn import video_io
 from command_line import entry
 from command_line.options import options_named
 from tests import program_runs, tiny_records
-from serving import classifier, evaluate_two_stream, export_info, saved_model, two_stream
+from serving import (classifier, classify_options, evaluate_two_stream, export_info, saved_model,
+                     two_stream)
 from towers import preflight
 from towers import params as params_lib
 from towers.estimator import build_estimator
@@ -340,6 +341,12 @@ class ClassifyTest(tf.test.TestCase):
     not_a_folder = os.path.join(self.root, 'results.csv.d')
     open(not_a_folder, 'w').close()
     self.assertTrue(os.path.isfile(junk_names))
+    manifest = os.path.join(self.records['rgb'], 'test.manifest.json')
+    with open(manifest, 'rb') as f:
+      before = f.read()
+    foreign = os.path.join(self.root, 'their_table.csv')
+    with open(foreign, 'w') as f:
+      f.write('name,score\n')
     for args, error, options in (([f'--model={junk}', self.test_videos[0]],
                                   'ClassifyError', ['model']),  # junk class names
                                  ([f'--model={self.model("rgb")}',
@@ -352,6 +359,14 @@ class ClassifyTest(tf.test.TestCase):
                                  ([f'--model={self.model("rgb")}', '--crops=2',
                                    self.test_videos[0]], 'OptionsError', ['crops']),
                                  ([f'--model={self.model("rgb")}', '--output=x.txt',
+                                   self.test_videos[0]], 'Refused', ['output']),
+                                 ([f'--model={self.model("rgb")}',  # prepare's file
+                                   f'--output={manifest}', self.test_videos[0]],
+                                  'Refused', ['output']),
+                                 ([f'--model={self.model("rgb")}', f'--output={foreign}',
+                                   self.test_videos[0]], 'Refused', ['output']),
+                                 ([f'--model={self.model("rgb")}',  # inside what it reads
+                                   f'--output={self.model("rgb")}/out.csv',
                                    self.test_videos[0]], 'Refused', ['output'])):
       run = self.run_tool(*args)
       self.assertEqual(run.code, 2, (args, run.output()))
@@ -360,6 +375,14 @@ class ClassifyTest(tf.test.TestCase):
                             options=options), args)
       self.assertEqual(run.stdout, '')  # refused before any video was classified
       self.assertFalse(os.path.exists('x.txt'))
+    with open(manifest, 'rb') as f:
+      self.assertEqual(f.read(), before)
+    self.assertFalse(os.path.exists(os.path.join(self.model('rgb'), 'out.csv')))
+    earlier = os.path.join(self.root, 'earlier.csv')  # classify's own: written over
+    with open(earlier, 'w') as f:
+      f.write('video,status,class_1,probability_1,error\n')
+    classify_options.check_options(classify_options.ClassifyOptions(model=self.model('rgb'),
+                                                                     output=earlier))
 
   def test_a_dataset_other_than_the_models_is_refused_naming_both(self):
     for stream in ('rgb', 'flow'):

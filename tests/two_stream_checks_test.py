@@ -11,8 +11,12 @@ training videos; the export lists what it trained on, so an export copied away f
 model_dir still knows; names spelled as a list dataset spells them meet UCF101's), eval
 data whose test shard holds other videos than its manifest lists (split 2's test shard, or
 its own train shard, copied over it), a
---flow_weight outside [0, 1] (or nan) and a --json_out that cannot be written each stop with
-one `evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
+--flow_weight outside [0, 1] (or nan), a --json_out that cannot be written, that is a file
+evaluate_two_stream did not write (prepare's manifest) or lies in a directory the run reads,
+a damaged test manifest (a byte-order mark reads as none), an RGB model given as the Flow
+model (a flow model is needed there; swapping only when both are swapped) and an export
+whose class_names.txt is not the class list of its graph each stop with one
+`evaluate_two_stream:` line, exit 2. An export that lists no training videos (made
 before exports listed them) is evaluated with a warning saying so, and the JSON says the
 check was not made; a flow model whose training flow's extraction settings are unknown is
 evaluated with the extraction check skipped and reported as such. An evaluation writes,
@@ -33,7 +37,8 @@ import tensorflow as tf
 from input_fn import manifest as manifest_lib
 from tests import program_runs, tiny_records
 from towers import params as params_lib
-from serving import export_info, saved_model, two_stream
+from serving import classifier, export_info, saved_model, two_stream, two_stream_options
+from serving.classify_options import ClassifyError
 from towers import train_settings
 from towers.training import train_and_evaluate
 
@@ -414,6 +419,87 @@ class TwoStreamChecksTest(tf.test.TestCase):
         done = evaluate(*self.args(json_out=unwritable, rgb_model=missing))
         self.assertEqual(done.code, 2, done.output())
         self.assertEqual((done.error['error'], done.error_options), ('Refused', ['json_out']))
+
+  def test_json_out_over_a_file_it_did_not_write_or_in_a_directory_it_reads_is_refused(self):
+    records = shutil.copytree(self.data['rgb', 1], os.path.join(
+        self.create_tempdir().full_path, 'rgb'))  # the run must not rewrite shared records
+    manifest = os.path.join(records, 'test.manifest.json')
+    with open(manifest, 'rb') as f:
+      before = f.read()
+    foreign = os.path.join(self.create_tempdir().full_path, 'notes.json')
+    with open(foreign, 'w') as f:
+      f.write('{"mine": 1}')
+    beside = self.create_tempdir().full_path  # a user's CSV where the per-class CSV goes
+    with open(os.path.join(beside, 'out_per_class.csv'), 'w') as f:
+      f.write('a,b\n')
+    for path in (manifest, foreign, os.path.join(beside, 'out.json'),
+                 os.path.join(self.models['flow'], 'new.json')):
+      with self.subTest(path):
+        done = evaluate(*self.args(rgb_data=records, json_out=path))
+        self.assertEqual(done.code, 2, done.output())
+        self.assertEqual((done.error['error'], done.error_options), ('Refused', ['json_out']))
+    with open(manifest, 'rb') as f:
+      self.assertEqual(f.read(), before)
+    self.assertFalse(os.path.exists(os.path.join(self.models['flow'], 'new.json')))
+    # An earlier table and its CSV are the program's own: written over.
+    earlier = os.path.join(beside, 'earlier.json')
+    with open(earlier, 'w') as f:
+      json.dump({'rows': {}, 'per_class': []}, f)
+    with open(os.path.join(beside, 'earlier_per_class.csv'), 'w') as f:
+      f.write('class,label,videos,rgb,flow,fusion,fusion_gain\n')
+    two_stream_options.check_options(two_stream_options.EvaluateTwoStreamOptions(
+        rgb_model=self.models['rgb'], flow_model=self.models['flow'], rgb_data=records,
+        flow_data=self.data['flow', 1], json_out=earlier))
+
+  def test_a_damaged_test_manifest_is_one_line_naming_it_and_a_bom_reads_as_none(self):
+    records = shutil.copytree(self.data['rgb', 1], os.path.join(
+        self.create_tempdir().full_path, 'rgb'))
+    manifest = os.path.join(records, 'test.manifest.json')
+    with open(manifest, encoding='utf-8') as f:
+      text = f.read()
+    for damaged in (text[:300], '{}'):
+      with open(manifest, 'w', encoding='utf-8') as f:
+        f.write(damaged)
+      with self.subTest(damaged[:20]):
+        self.assert_refused(self.args(rgb_data=records), 'TwoStreamError', ['rgb_data'])
+        with self.assertRaises(two_stream.TwoStreamError) as caught:
+          two_stream.class_names(records)
+        self.assertEqual((caught.exception.reason, caught.exception.path),
+                         ('damaged_manifest', records))
+    with open(manifest, 'w', encoding='utf-8') as f:
+      f.write('\ufeff' + text)
+    self.assertEqual(two_stream.class_names(records), json.loads(text)['classes'])
+
+  def test_a_model_of_the_wrong_stream_says_which_is_needed_and_swap_only_when_both_are(self):
+    with self.assertRaises(saved_model.ModelError) as caught:
+      saved_model.load_pair(self.models['rgb'], self.models['rgb'])
+    self.assertEqual((caught.exception.reason, caught.exception.stream), ('wrong_stream', 'flow'))
+    self.assertNotIn('swap', str(caught.exception))
+    with self.assertRaises(saved_model.ModelError) as caught:
+      saved_model.load_pair(self.models['flow'], self.models['rgb'])
+    self.assertEqual((caught.exception.reason, caught.exception.stream), ('wrong_stream', 'rgb'))
+    self.assertIn('swap the arguments', str(caught.exception))
+
+  def test_an_export_whose_class_names_file_is_not_its_graphs_list_is_refused(self):
+    copy = shutil.copytree(self.models['rgb'], os.path.join(
+        self.create_tempdir().full_path, 'rgb_model'))
+    names_file = os.path.join(saved_model.saved_model_dir(copy), export_info.ASSETS_DIR,
+                              export_info.CLASS_NAMES_FILE)
+    with open(names_file) as f:
+      names = f.read().split()
+    with open(names_file, 'w') as f:  # another model's order, or "fixed" by hand
+      f.write('\n'.join(names[1:] + names[:1]) + '\n')
+    model = saved_model.load_model(copy, 'rgb')
+    self.assertEqual(saved_model.signature_class_names(model), names)
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(model, copy, self.data['rgb', 1])
+    self.assertEqual((caught.exception.reason, caught.exception.path),
+                     ('names_disagree', names_file))
+    with self.assertRaises(ClassifyError) as caught:
+      classifier.load_stream(copy)
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('names_disagree', 'model'))
+    self.assertEqual(list(classifier.load_stream(self.models['rgb']).class_names), names)
 
 
 if __name__ == '__main__':

@@ -164,6 +164,25 @@ class OneReaderTest(absltest.TestCase):
       self.assertEqual(classifier.find_videos(
           [os.path.join(self.root, 'tvl1_flow', 'u', 'v_A_g01_c01')]), [])
 
+  def test_one_video_given_by_several_spellings_is_classified_once(self):
+    video = write(os.path.join(self.root, 'UCF-101', 'A', 'v_A_g01_c01.avi'), 'x')
+    relative = os.path.relpath(video)
+    with self.assertLogs(level='WARNING') as logged:
+      found = classifier.find_videos([video, os.path.join('.', relative), relative])
+    self.assertEqual(found, [video])
+    self.assertIn('1 video is given more than once', logged.output[0])
+    self.assertNotIn('frame folder', logged.output[0])
+
+  def test_a_list_beside_the_video_folder_finds_its_videos_and_says_where_it_looked(self):
+    video = write(os.path.join(self.root, 'UCF-101', 'A', 'v_A_g01_c01.avi'), 'x')
+    listed = write(os.path.join(self.root, 'mylist.txt'), 'A/v_A_g01_c01.avi\nA/v_A_g09_c01.avi\n')
+    missing = os.path.join(self.root, 'A', 'v_A_g09_c01.avi')
+    self.assertEqual(classifier.find_videos([listed]), [video, missing])
+    found, unfound = classifier.find_inputs([listed])
+    self.assertEqual((found, list(unfound)), ([video, missing], [missing]))
+    for looked in (missing, os.path.join(self.root, 'UCF-101', 'A', 'v_A_g09_c01.avi')):
+      self.assertIn(looked, unfound[missing])
+
 
 class VideoIdentityTest(absltest.TestCase):
   """A listed video is its file, however the line spells it (symlinks and hard links too)."""

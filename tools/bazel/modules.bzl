@@ -605,6 +605,7 @@ MODULES = {
             "//input_fn:video_lists",
         ]),
         ("classify_options.py", "classify_options", [
+            ":output_paths",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
@@ -633,6 +634,12 @@ MODULES = {
         ]),
         ("export_info.py", "export_info", [
             "//input_fn:datasets",
+            "//input_fn:manifest",
+        ]),
+        ("output_paths.py", "output_paths", [
+            "//command_line:options",
+            "//command_line:text_files",
+            "//input_fn:json_files",
         ]),
         ("saved_model.py", "saved_model", []),
         ("two_stream.py", "two_stream", [
@@ -647,6 +654,8 @@ MODULES = {
             "//model_fn:confusion",
         ]),
         ("two_stream_options.py", "two_stream_options", [
+            ":output_paths",
+            ":two_stream_outputs",
             "//command_line:entry",
             "//command_line:options",
             "//command_line:working_dir",
@@ -1020,6 +1029,7 @@ TEST_DEPS = {
         "//input_fn:video_io",
         "//serving:classifier",
         "//serving:classify_main",
+        "//serving:classify_options",
         "//serving:evaluate_two_stream_lib",
         "//serving:export_info",
         "//serving:saved_model",
@@ -1722,10 +1732,13 @@ TEST_DEPS = {
         ":program_runs",
         ":tiny_records",
         "//input_fn:manifest",
+        "//serving:classifier",
+        "//serving:classify_options",
         "//serving:evaluate_two_stream_main",
         "//serving:export_info",
         "//serving:saved_model",
         "//serving:two_stream",
+        "//serving:two_stream_options",
         "//towers:params",
         "//towers:train_settings",
         "//towers:training",
