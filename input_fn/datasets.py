@@ -365,7 +365,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   (`identity`: `video_lists.file_identity`, so `./`, `..`, symlinks and hard links are one
   video, relative or absolute alike); its name is the path below `root` without the
   extension (`list_name`). A list counted from 1 (no label 0, and label len(classes) on some
-  line) raises `DatasetError`: every label would be one class off; so does a list whose
+  line) raises `DatasetError` (`video_lists.check_counted_from_one`); so does a list whose
   videos in class-named folders mostly hold other labels (`check_class_folder_names`)."""
   entries: list[VideoEntry] = []
   labels: dict[int, int] = {}  # label -> its first line
@@ -428,12 +428,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
                               number, identity))
     if fields == 3:
       folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
-  if len(classes) in labels and 0 not in labels:
-    raise DatasetError(
-        f'{path}:{labels[len(classes)]}: labels run {min(labels)}..{max(labels)} and none is '
-        f'0, but the class-names file names {len(classes)} classes (labels 0..'
-        f'{len(classes) - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
-        'from every label', path, labels[len(classes)], f'{subset}_list')
+  video_lists.check_counted_from_one(path, labels, len(classes), f'{subset}_list')
   check_class_folder_names(path, subset, entries, classes)
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
@@ -592,7 +587,7 @@ def direct_frame_list(params: Any, num_classes: int
   `<data_dir>/rgb.txt`, for the flow stream `<data_dir>/flow.txt`; none without one."""
   path = video_lists.find_child(params.data_dir, ucf101.FLOW_LIST_NAME if params.stream ==
                                 'flow' else ucf101.FRAME_LIST_NAME)
-  return video_lists.read_frame_list(path, num_classes) if path else ({}, [])
+  return video_lists.read_frame_list(path, num_classes, 'data_dir') if path else ({}, [])
 
 
 def direct_folder(params: Any, entry: VideoEntry, info: FrameInfo | None) -> str | None:

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+import types
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import tensorflow as tf
 from tests import program_runs
 from data_tools import make_synthetic_ucf101, prepare
 
-from input_fn import frame_folders, records, ucf101, video_lists
+from input_fn import datasets, frame_folders, records, ucf101, video_lists
 
 SPLIT = 'ucfTrainTestlist'
 
@@ -187,6 +188,22 @@ class PrepareTest(tf.test.TestCase):
     rows = {r['video']: r for r in read_records(out, 'test')}
     self.assertEqual(rows['v_MoveRightSpeed1_g03_c01']['num_frames'], count - 2)
     self.assertLen(rows, 12)
+
+  def test_a_frame_list_counted_from_one_stops_both_routes_naming_it(self):
+    data = self.copy()
+    listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
+    rows = [text.split() for _, text in video_lists.read_lines(listing)]
+    with open(listing, 'w') as f:
+      f.write(''.join(f'{n} {p} {c} {int(label) + 1}\n' for n, p, c, label in rows))
+    out = os.path.join(self.create_tempdir().full_path, 'out')
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
+    self.assertEqual((caught.exception.path, caught.exception.option),
+                     (listing, 'frame_list'))
+    self.assertEmpty(manifest_files(out) if os.path.isdir(out) else [])
+    with self.assertRaises(video_lists.DatasetError) as direct:
+      datasets.direct_frame_list(types.SimpleNamespace(data_dir=data, stream='rgb'), 2)
+    self.assertEqual((direct.exception.path, direct.exception.option), (listing, 'data_dir'))
 
   def test_strict_fails_on_the_first_bad_input_naming_file_and_line(self):
     data = self.copy()
