@@ -586,8 +586,7 @@ def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Sp
   """The split of `config.dataset` from the resolved `source` paths."""
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
-                              source.get('videos_dir') or source.get('frames_dir') or
-                              source['data_dir'])
+                              manifest_lib.names_root(source))
            if config.dataset == 'list' else None)
   return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split, lists,
                              source.get('videos_dir') or source.get('frames_dir', ''))
