@@ -295,6 +295,27 @@ class PrepareTest(tf.test.TestCase):
     prepare.prepare(self.config(data, out, subsets=('train', 'test')), log=lambda s: None)
     self.assertNotIn(trained.name, [r['video'] for r in read_records(out, 'train')])
 
+  def test_a_subset_kept_whose_list_now_gives_more_videos_is_refused(self):
+    # --subsets=test, then a video added to the test list, then --subsets=train: the test
+    # records would lack it, evaluated as if they were the whole list.
+    data, out = self.copy(), self.create_tempdir().full_path
+    prepare.prepare(self.config(data, out, subsets=('test',)), log=lambda s: None)
+    lists = os.path.join(data, 'ucfTrainTestlist')
+    tested = ucf101.read_split(lists, 1).test[0]
+    added = re.sub(r'_c\d+$', '_c99', tested.name)
+    shutil.copy(os.path.join(data, 'UCF-101', tested.rel_path),
+                os.path.join(data, 'UCF-101', os.path.dirname(tested.rel_path), added + '.avi'))
+    append_lines(os.path.join(lists, 'testlist01.txt'),
+                 [f'{os.path.dirname(tested.rel_path)}/{added}.avi'])
+    with self.assertRaises(prepare.PrepareError) as caught:
+      prepare.prepare(self.config(data, out, subsets=('train',)), log=lambda s: None)
+    self.assertEqual(caught.exception.option, 'subsets')
+    self.assertIn(added, str(caught.exception))
+    self.assertFalse(os.path.exists(os.path.join(out, 'train.manifest.json')))
+    # Both prepared again: the test records hold it.
+    prepare.prepare(self.config(data, out, subsets=('train', 'test')), log=lambda s: None)
+    self.assertIn(added, [r['video'] for r in read_records(out, 'test')])
+
   def test_process_pool_gives_the_same_records(self):
     one = self.create_tempdir().full_path
     pool = self.create_tempdir().full_path
