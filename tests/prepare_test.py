@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import program_runs
-from data_tools import make_synthetic_ucf101, prepare
+from data_tools import layouts, make_synthetic_ucf101, prepare
 
 from input_fn import datasets, frame_folders, records, ucf101, video_lists
 
@@ -88,6 +88,18 @@ class PrepareTest(tf.test.TestCase):
           prepare.check_options(prepare.PrepareOptions(data_dir=root, out=root + '/out',
                                                        **flags))
         self.assertEqual(caught.exception.option, option)
+
+  def test_no_layout_found_names_a_listed_video_and_the_folder_looked_in(self):
+    # extract_flow's flat u/<video>/ folders, read for a list whose videos are Class/v_X.
+    flow = self.create_tempdir().full_path
+    for channel in ('u', 'v'):
+      os.makedirs(os.path.join(flow, channel, 'v_X'))
+      with open(frame_folders.frame_path(os.path.join(flow, channel, 'v_X'), 0), 'wb') as f:
+        f.write(b'')
+    with self.assertRaises(layouts.LayoutError) as caught:
+      layouts.resolve(layouts.AUTO, flow, ['Class/v_X'], {}, True, '--flow_dir')
+    self.assertEqual((caught.exception.option, caught.exception.example),
+                     ('flow_dir', ('Class/v_X', os.path.join(flow, 'u', 'Class', 'v_X'))))
 
   def test_records_hold_every_frame_label_name_and_split_index(self):
     out = self.create_tempdir().full_path
