@@ -310,8 +310,8 @@ def read_class_names(path: str) -> ClassIndex:
   name given twice raises `DatasetError` naming the file and line (the labels after it would
   shift, or a name would not be what the lines say), as does a file whose every line is
   '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names) or
-  '<name> <integer>', or with a '<path> <integer>' line (a path with '/' or a video
-  extension): an annotation list or a label map, whose lines would become the names."""
+  '<name> <integer>' (a label map), or with a line whose first word is a path (a '/' or a
+  video extension: an annotation or split list), whose lines would become the names."""
   lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
     lines.pop()
@@ -334,22 +334,23 @@ def read_class_names(path: str) -> ClassIndex:
                        'UCF101\'s classInd.txt: write each name alone on its line, in label '
                        'order (line k is label k - 1)', path, 1, 'class_names')
   labelled = [n for n in names if _NAME_NUMBERED.match(n)]
-  pathlike = [n for n in labelled if '/' in n.split()[0] or '\\' in n.split()[0] or
+  pathlike = [n for n in names if '/' in n.split()[0] or '\\' in n.split()[0] or
               os.path.splitext(n.split()[0])[1].lower() in video_lists.VIDEO_EXTENSIONS]
   if (len(names) > 1 and len(labelled) == len(names)) or pathlike:
     first = (pathlike or labelled)[0]
     line = next(number for number, text in lines if text == first)
-    raise DatasetError(f'{path}:{line}: {first!r} is "<path or name> <label>", a line of an '
-                       'annotation list or a label map, not a class name: give the file of '
-                       'class names, each alone on its line in label order (line k is label '
-                       'k - 1)', path, line, 'class_names')
+    raise DatasetError(f'{path}:{line}: {first!r} is a line of an annotation list or a split '
+                       'list ("<path> <label>", a video path) or of a label map ("<name> '
+                       '<index>"), not a class name: give the file of class names, each alone '
+                       'on its line in label order (line k is label k - 1)', path, line,
+                       'class_names')
   return ClassIndex(tuple(names))
 
 
 # A class-names line that is an index and a name (classInd.txt's '1 ApplyEyeMakeup').
 _NUMBERED_NAME = re.compile(r'^\d+\s+\S')
-# A class-names line that is a video (or name) and a label (an annotation list's 'cls/a1.avi 0',
-# a label map's 'cat 0').
+# A class-names line that is a name (or video) and an integer (a label map's 'cat 0', an
+# annotation list's 'cls/a1.avi 0').
 _NAME_NUMBERED = re.compile(r'^\S.*\s[+-]?\d+$')
 
 

@@ -279,8 +279,8 @@ def training_data_problems(directory: str, num_classes: int,
   another number of classes than num_classes (a manifest that does not record it: a label
   >= num_classes; names --num_classes and the data's class count), or a video in
   both train and test (`shared_videos`: by name or by source file; count, an example and
-  the list files that name it: `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
-  naming the option to change."""
+  the list files that name it: `SharedVideos`). Missing manifests are problems too (of
+  data_dir). Each is a `Problem` naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:

@@ -464,7 +464,8 @@ class ClassNamesTest(absltest.TestCase):
 
   def test_an_annotation_list_or_label_map_given_as_class_names_is_refused_by_line(self):
     for text, line in (('cls_a/a1.avi 0\ncls_a/a2.avi 0\ncls_b/b1.avi 1\n', 1),
-                       ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2)):
+                       ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2),
+                       ('cat\nApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\n', 2)):
       with self.subTest(text=text):
         with self.assertRaises(datasets.DatasetError) as caught:
           self.read(text)
