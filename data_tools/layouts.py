@@ -45,15 +45,18 @@ class LayoutError(ValueError):
   names what was found and what is expected. `option`: the flag it concerns (layout,
   frames_dir or flow_dir); `found`: what the folder holds in layout terms ('' when not
   looked at); `expected`: the layouts looked for; `mixed`: for a folder in two layouts, the
-  number of sampled videos in each."""
+  number of sampled videos in each; `example`: (a listed video, as `{video}` stands for it,
+  and the folder the first expected layout looked in for it), () when none was looked for."""
 
   def __init__(self, message: str, option: str, found: str = '',
-               expected: tuple[str, ...] = (), mixed: dict[str, int] | None = None) -> None:
+               expected: tuple[str, ...] = (), mixed: dict[str, int] | None = None,
+               example: tuple[str, str] = ()) -> None:
     super().__init__(message)
     self.option = option
     self.found = found
     self.expected = expected
     self.mixed = mixed or {}
+    self.example = example
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +226,11 @@ def resolve(pattern: str, root: str, videos: Iterable[str], listed: dict[str, st
   if flow and not os.path.isdir(root) and not listed:
     hint += '; compute the flow with //data_tools:extract_flow'
   holds = describe(root, sample, listed)
+  example: tuple[str, str] = ()
+  if sample:
+    example = (sample[0], candidates[0].files(root, sample[0], listed.get(sample[0]))[0].folder)
+    looked += (f' ({{video}} is a video as its list names it, e.g. {example[0]}: looked in '
+               f'{example[1]})')
   raise LayoutError(f'{flag}={root}: found {holds}; expected {expected} for {looked}{hint}',
                     flag.lstrip('-') if pattern == AUTO else 'layout', holds,
-                    tuple(l.pattern for l in candidates))
+                    tuple(l.pattern for l in candidates), example=example)

@@ -508,7 +508,8 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
   frame_list = source.get('frame_list') or source.get('flow_list', '')
   infos: dict[str, video_lists.FrameInfo] = {}
   if config.source in ('frames', 'flow') and frame_list:
-    infos, list_problems = video_lists.read_frame_list(frame_list, len(split.classes))
+    infos, list_problems = video_lists.read_frame_list(
+        frame_list, len(split.classes), 'frame_list' if config.source == 'frames' else 'flow_list')
     split.problems.extend(list_problems)
   if config.source in ('frames', 'flow'):
     # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).
@@ -585,8 +586,7 @@ def read_split(config: PrepareOptions, source: dict[str, str]) -> video_lists.Sp
   """The split of `config.dataset` from the resolved `source` paths."""
   lists = (datasets.ListFiles(source['train_list'], source['test_list'],
                               source['class_names'],
-                              source.get('videos_dir') or source.get('frames_dir') or
-                              source['data_dir'])
+                              manifest_lib.names_root(source))
            if config.dataset == 'list' else None)
   try:
     return datasets.read_split(config.dataset, source.get('split_dir', ''), config.split,
@@ -643,15 +643,19 @@ def check_kept_subsets(config: PrepareOptions, split: video_lists.Split) -> None
   """Raises `PrepareError` (option 'subsets') when --out holds records of a subset not
   prepared now that the split, as read now, no longer gives that subset: its lists changed
   since (a test video, or a clip of a test video's UCF101 group, added; a video moved),
-  so the two subsets would not come from one split and training could hold a test video."""
+  so the two subsets would not come from one split and training could hold a test video.
+  So it does when the subset's list now gives videos its records lack: more than the
+  lines it had (`num_listed`), or more unrecorded videos than it skipped (`num_skipped`);
+  the kept records would be tested as if they were the whole list."""
   for subset in manifest_lib.SUBSETS:
     if subset in config.subsets or not os.path.exists(manifest_lib.manifest_path(config.out,
                                                                                  subset)):
       continue
     try:
-      kept = manifest_lib.video_names(manifest_lib.read(config.out, subset))
+      manifest = manifest_lib.read(config.out, subset)
     except manifest_lib.ManifestError:
       continue  # damaged: training names it
+    kept = manifest_lib.video_names(manifest)
     listed = {video_lists.same_video(e.name) for e in split.subset(subset)}
     gone = [name for name in kept if video_lists.same_video(name) not in listed]
     if gone:
@@ -662,6 +666,18 @@ def check_kept_subsets(config: PrepareOptions, split: video_lists.Split) -> None
           f'lists read now, does not give the {subset} subset (e.g. {gone[0]}{why}): the lists '
           f'changed since they were prepared; add {subset} to --subsets '
           f'(--subsets=train,test) so both come from one split', 'subsets')
+    held = {video_lists.same_video(name) for name in kept}
+    lacked = [e.name for e in split.subset(subset) if video_lists.same_video(e.name) not in held]
+    added = max(split.num_listed(subset) - manifest.get('num_listed', 0),
+                len(lacked) - manifest.get('num_skipped', 0))
+    if lacked and added > 0:
+      skipped = json.dumps(manifest.get('skipped', []), ensure_ascii=False)
+      example = next((name for name in reversed(lacked) if name not in skipped), lacked[-1])
+      raise PrepareError(
+          f'--out={config.out} holds {subset} records of {manifest.get("num_listed", 0)} '
+          f'listed videos, but the {subset} list now gives {added} more it lacks (e.g. '
+          f'{example}): the lists changed since they were prepared; prepare it again with '
+          f'--subsets={subset} (or --subsets=train,test)', 'subsets')
 
 
 def prepare(config: PrepareOptions, log: Callable[[str], None] = print,

@@ -309,7 +309,9 @@ def read_class_names(path: str) -> ClassIndex:
   lines before the first name are a header, not classes; blank lines may only end the file. A blank line before the last name, a name with leading whitespace or a
   name given twice raises `DatasetError` naming the file and line (the labels after it would
   shift, or a name would not be what the lines say), as does a file whose every line is
-  '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names)."""
+  '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names) or
+  '<name> <integer>' (a label map), or with a line whose first word is a path (a '/' or a
+  video extension: an annotation or split list), whose lines would become the names."""
   lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
     lines.pop()
@@ -331,11 +333,25 @@ def read_class_names(path: str) -> ClassIndex:
     raise DatasetError(f'{path}:1: every line is "<number> <name>" ({names[0]!r}), as in '
                        'UCF101\'s classInd.txt: write each name alone on its line, in label '
                        'order (line k is label k - 1)', path, 1, 'class_names')
+  labelled = [n for n in names if _NAME_NUMBERED.match(n)]
+  pathlike = [n for n in names if '/' in n.split()[0] or '\\' in n.split()[0] or
+              os.path.splitext(n.split()[0])[1].lower() in video_lists.VIDEO_EXTENSIONS]
+  if (len(names) > 1 and len(labelled) == len(names)) or pathlike:
+    first = (pathlike or labelled)[0]
+    line = next(number for number, text in lines if text == first)
+    raise DatasetError(f'{path}:{line}: {first!r} is a line of an annotation list or a split '
+                       'list ("<path> <label>", a video path) or of a label map ("<name> '
+                       '<index>"), not a class name: give the file of class names, each alone '
+                       'on its line in label order (line k is label k - 1)', path, line,
+                       'class_names')
   return ClassIndex(tuple(names))
 
 
 # A class-names line that is an index and a name (classInd.txt's '1 ApplyEyeMakeup').
 _NUMBERED_NAME = re.compile(r'^\d+\s+\S')
+# A class-names line that is a name (or video) and an integer (a label map's 'cat 0', an
+# annotation list's 'cls/a1.avi 0').
+_NAME_NUMBERED = re.compile(r'^\S.*\s[+-]?\d+$')
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
@@ -350,7 +366,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   (`identity`: `video_lists.file_identity`, so `./`, `..`, symlinks and hard links are one
   video, relative or absolute alike); its name is the path below `root` without the
   extension (`list_name`). A list counted from 1 (no label 0, and label len(classes) on some
-  line) raises `DatasetError`: every label would be one class off; so does a list whose
+  line) raises `DatasetError` (`video_lists.check_counted_from_one`); so does a list whose
   videos in class-named folders mostly hold other labels (`check_class_folder_names`)."""
   entries: list[VideoEntry] = []
   labels: dict[int, int] = {}  # label -> its first line
@@ -413,12 +429,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
                               number, identity))
     if fields == 3:
       folders[name.lower()] = FrameInfo(name, full, numbers[0], label, number, exact=True)
-  if len(classes) in labels and 0 not in labels:
-    raise DatasetError(
-        f'{path}:{labels[len(classes)]}: labels run {min(labels)}..{max(labels)} and none is '
-        f'0, but the class-names file names {len(classes)} classes (labels 0..'
-        f'{len(classes) - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
-        'from every label', path, labels[len(classes)], f'{subset}_list')
+  video_lists.check_counted_from_one(path, labels, len(classes), f'{subset}_list')
   check_class_folder_names(path, subset, entries, classes)
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
@@ -577,7 +588,7 @@ def direct_frame_list(params: Any, num_classes: int
   `<data_dir>/rgb.txt`, for the flow stream `<data_dir>/flow.txt`; none without one."""
   path = video_lists.find_child(params.data_dir, ucf101.FLOW_LIST_NAME if params.stream ==
                                 'flow' else ucf101.FRAME_LIST_NAME)
-  return video_lists.read_frame_list(path, num_classes) if path else ({}, [])
+  return video_lists.read_frame_list(path, num_classes, 'data_dir') if path else ({}, [])
 
 
 def direct_folder(params: Any, entry: VideoEntry, info: FrameInfo | None) -> str | None:

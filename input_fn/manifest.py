@@ -278,9 +278,9 @@ def training_data_problems(directory: str, num_classes: int,
   nothing else is reported),
   another number of classes than num_classes (a manifest that does not record it: a label
   >= num_classes; names --num_classes and the data's class count), or a video in
-  both train and test (`same_video`; count, an example and the list files that name it:
-  `SharedVideos`). Missing manifests are problems too (of data_dir). Each is a `Problem`
-  naming the option to change."""
+  both train and test (`shared_videos`: by name or by source file; count, an example and
+  the list files that name it: `SharedVideos`). Missing manifests are problems too (of
+  data_dir). Each is a `Problem` naming the option to change."""
   found, manifests = [], {}
   for subset in subsets:
     try:
@@ -328,11 +328,17 @@ def training_data_problems(directory: str, num_classes: int,
     shared = shared_videos(manifests['train'], manifests['test'])
     lists = (list_file(manifests['train'], 'train'), list_file(manifests['test'], 'test'))
     if shared:
+      test_name, train_name = shared[0]
+      example = test_name if test_name == train_name else (
+          f'{test_name} in {manifest_path(directory, "test")} is {train_name} in '
+          f'{manifest_path(directory, "train")}, one file: '
+          f'{source_files(manifests["test"])[test_name]}')
       found.append(SharedVideos(
           f'{len(shared)} videos of {directory} are in both the train and the test records '
-          f'(e.g. {shared[0]}, listed in {lists[0]} and in {lists[1]}): train and test '
+          f'(e.g. {example}; listed in {lists[0]} and in {lists[1]}): train and test '
           'overlap; remove each from one of the two lists (or prepare both subsets from one '
-          'split into one --out) and prepare again with --overwrite', shared, lists))
+          'split into one --out) and prepare again with --overwrite',
+          [name for name, _ in shared], lists))
       return found
     grouped = shared_groups(manifests['train'], manifests['test'])
     if grouped:
@@ -356,11 +362,45 @@ def setting_difference(train: dict[str, Any], test: dict[str, Any]) -> str:
                    if name in train and name in test and train[name] != test[name])
 
 
-def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[str]:
-  """Names of the videos of the `test` manifest that the `train` manifest holds too, by
-  `video_lists.same_video` (prepare's split rule: case-sensitive), sorted."""
-  held = {video_lists.same_video(n) for n in video_names(train)}
-  return sorted(n for n in video_names(test) if video_lists.same_video(n) in held)
+def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[tuple[str, str]]:
+  """(test name, train name) of each video of the `test` manifest that the `train` manifest
+  holds too, sorted: by name (`video_lists.same_video`, prepare's split rule: case-sensitive)
+  or, when both record where they were prepared from, by source (`source_files`: one file
+  under two names, as two preparations of other --data_dir name it)."""
+  held = {video_lists.same_video(n): n for n in video_names(train)}
+  files = {path: name for name, path in source_files(train).items()}
+  tested = source_files(test) if files else {}
+  found = []
+  for name in video_names(test):
+    other = held.get(video_lists.same_video(name)) or files.get(tested.get(name, ''))
+    if other:
+      found.append((name, other))
+  return sorted(found)
+
+
+def source_files(manifest: dict[str, Any]) -> dict[str, str]:
+  """{name: resolved path of its source} of the manifest's videos: `names_root` of its
+  `source_paths` joined with the name (the file without its extension, or the frame folder),
+  folders resolved (symlinks followed); {} when the manifest records no source paths."""
+  root = names_root(manifest.get('source_paths') or {})
+  if not root:
+    return {}
+  folders: dict[str, str] = {}
+  found = {}
+  for name in video_names(manifest):
+    path = os.path.join(root, name)
+    parent = os.path.dirname(path)
+    if parent not in folders:
+      folders[parent] = os.path.realpath(parent)
+    found[name] = os.path.join(folders[parent], os.path.basename(path))
+  return found
+
+
+def names_root(source_paths: dict[str, str]) -> str:
+  """The folder a list's video names are paths below (prepare reads the lists against it):
+  videos_dir, else frames_dir, else data_dir; '' when none is recorded."""
+  return (source_paths.get('videos_dir') or source_paths.get('frames_dir') or
+          source_paths.get('data_dir') or '')
 
 
 def shared_groups(train: dict[str, Any], test: dict[str, Any]) -> list[str]:

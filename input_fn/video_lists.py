@@ -510,14 +510,30 @@ class FrameInfo:
   exact: bool = False
 
 
-def read_frame_list(path: str, num_classes: int | None = None
+def check_counted_from_one(path: str, labels: dict[int, int], num_classes: int,
+                           option: str | None) -> None:
+  """Raises `DatasetError` naming `path`, its line and `option` when a labelled list counts
+  from 1 (`labels`: each label -> its first line; no label 0 and label `num_classes` on some
+  line): every label would be one class off, so the whole list is refused, not its lines."""
+  if num_classes in labels and 0 not in labels:
+    raise DatasetError(
+        f'{path}:{labels[num_classes]}: labels run {min(labels)}..{max(labels)} and none is '
+        f'0, but the class-names file names {num_classes} classes (labels 0..'
+        f'{num_classes - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
+        'from every label', path, labels[num_classes], option)
+
+
+def read_frame_list(path: str, num_classes: int | None = None, option: str | None = None
                     ) -> tuple[dict[str, FrameInfo], list[InputProblem]]:
   """Parses rgb.txt rows `name path nframes label0` into {lower-case name: FrameInfo}.
 
-  Relative paths are resolved against the list's directory.
+  Relative paths are resolved against the list's directory. With `num_classes`, a row whose
+  label is outside 0..num_classes-1 is an InputProblem, and a list counted from 1 raises
+  `DatasetError` naming `option` (`check_counted_from_one`).
   """
   infos: dict[str, FrameInfo] = {}
   problems = []
+  labels: dict[int, int] = {}  # label -> its first line
   base = os.path.dirname(path)
   for number, text in read_lines(path):
     parts = text.split()
@@ -531,6 +547,7 @@ def read_frame_list(path: str, num_classes: int | None = None
     except ValueError:
       problems.append(InputProblem(path, number, f'malformed numbers in {text!r}', 'malformed line'))
       continue
+    labels.setdefault(label_i, number)
     if num_classes is not None and not 0 <= label_i < num_classes:
       problems.append(InputProblem(path, number, f'label {label_i} out of range 0..{num_classes - 1}',
                               'label out of range'))
@@ -540,4 +557,6 @@ def read_frame_list(path: str, num_classes: int | None = None
       name = os.path.splitext(name)[0]  # HMDB51 names may hold other dots
     folder = folder if os.path.isabs(folder) else os.path.join(base, folder)
     infos[name.lower()] = FrameInfo(name, folder, nframes_i, label_i, number)
+  if num_classes is not None:
+    check_counted_from_one(path, labels, num_classes, option)
   return infos, problems

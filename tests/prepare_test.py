@@ -7,15 +7,16 @@ import os
 import re
 import shutil
 import tempfile
+import types
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from tests import program_runs
-from data_tools import make_synthetic_ucf101, prepare
+from data_tools import layouts, make_synthetic_ucf101, prepare
 
-from input_fn import frame_folders, records, ucf101, video_lists
+from input_fn import datasets, frame_folders, records, ucf101, video_lists
 
 SPLIT = 'ucfTrainTestlist'
 
@@ -87,6 +88,18 @@ class PrepareTest(tf.test.TestCase):
           prepare.check_options(prepare.PrepareOptions(data_dir=root, out=root + '/out',
                                                        **flags))
         self.assertEqual(caught.exception.option, option)
+
+  def test_no_layout_found_names_a_listed_video_and_the_folder_looked_in(self):
+    # extract_flow's flat u/<video>/ folders, read for a list whose videos are Class/v_X.
+    flow = self.create_tempdir().full_path
+    for channel in ('u', 'v'):
+      os.makedirs(os.path.join(flow, channel, 'v_X'))
+      with open(frame_folders.frame_path(os.path.join(flow, channel, 'v_X'), 0), 'wb') as f:
+        f.write(b'')
+    with self.assertRaises(layouts.LayoutError) as caught:
+      layouts.resolve(layouts.AUTO, flow, ['Class/v_X'], {}, True, '--flow_dir')
+    self.assertEqual((caught.exception.option, caught.exception.example),
+                     ('flow_dir', ('Class/v_X', os.path.join(flow, 'u', 'Class', 'v_X'))))
 
   def test_records_hold_every_frame_label_name_and_split_index(self):
     out = self.create_tempdir().full_path
@@ -188,6 +201,22 @@ class PrepareTest(tf.test.TestCase):
     self.assertEqual(rows['v_MoveRightSpeed1_g03_c01']['num_frames'], count - 2)
     self.assertLen(rows, 12)
 
+  def test_a_frame_list_counted_from_one_stops_both_routes_naming_it(self):
+    data = self.copy()
+    listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
+    rows = [text.split() for _, text in video_lists.read_lines(listing)]
+    with open(listing, 'w') as f:
+      f.write(''.join(f'{n} {p} {c} {int(label) + 1}\n' for n, p, c, label in rows))
+    out = os.path.join(self.create_tempdir().full_path, 'out')
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
+    self.assertEqual((caught.exception.path, caught.exception.option),
+                     (listing, 'frame_list'))
+    self.assertEmpty(manifest_files(out) if os.path.isdir(out) else [])
+    with self.assertRaises(video_lists.DatasetError) as direct:
+      datasets.direct_frame_list(types.SimpleNamespace(data_dir=data, stream='rgb'), 2)
+    self.assertEqual((direct.exception.path, direct.exception.option), (listing, 'data_dir'))
+
   def test_strict_fails_on_the_first_bad_input_naming_file_and_line(self):
     data = self.copy()
     append_lines(os.path.join(data, SPLIT, 'trainlist01.txt'),
@@ -277,6 +306,27 @@ class PrepareTest(tf.test.TestCase):
     # Both subsets prepared again: the clip is out of training.
     prepare.prepare(self.config(data, out, subsets=('train', 'test')), log=lambda s: None)
     self.assertNotIn(trained.name, [r['video'] for r in read_records(out, 'train')])
+
+  def test_a_subset_kept_whose_list_now_gives_more_videos_is_refused(self):
+    # --subsets=test, then a video added to the test list, then --subsets=train: the test
+    # records would lack it, evaluated as if they were the whole list.
+    data, out = self.copy(), self.create_tempdir().full_path
+    prepare.prepare(self.config(data, out, subsets=('test',)), log=lambda s: None)
+    lists = os.path.join(data, 'ucfTrainTestlist')
+    tested = ucf101.read_split(lists, 1).test[0]
+    added = re.sub(r'_c\d+$', '_c99', tested.name)
+    shutil.copy(os.path.join(data, 'UCF-101', tested.rel_path),
+                os.path.join(data, 'UCF-101', os.path.dirname(tested.rel_path), added + '.avi'))
+    append_lines(os.path.join(lists, 'testlist01.txt'),
+                 [f'{os.path.dirname(tested.rel_path)}/{added}.avi'])
+    with self.assertRaises(prepare.PrepareError) as caught:
+      prepare.prepare(self.config(data, out, subsets=('train',)), log=lambda s: None)
+    self.assertEqual(caught.exception.option, 'subsets')
+    self.assertIn(added, str(caught.exception))
+    self.assertFalse(os.path.exists(os.path.join(out, 'train.manifest.json')))
+    # Both prepared again: the test records hold it.
+    prepare.prepare(self.config(data, out, subsets=('train', 'test')), log=lambda s: None)
+    self.assertIn(added, [r['video'] for r in read_records(out, 'test')])
 
   def test_process_pool_gives_the_same_records(self):
     one = self.create_tempdir().full_path

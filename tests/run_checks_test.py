@@ -4,7 +4,8 @@ option to fix (each problem a `Problem` with its option; the binary's `error` ev
 Covers the checks of `towers/preflight.py` (what `//towers:train` runs first): labels of
 the prepared data other than --num_classes (without it, theirs), train and test records of
 other class lists (whatever --num_classes), a --split other than the records' (without --split,
-theirs), train and test sharing videos (by prepare's rule: names compared case included;
+theirs), train and test sharing videos (by prepare's rule: names compared case included, or one
+source file under two names;
 the two list files named), a resumed
 model_dir whose checkpoint does not fit the graph (towers/checkpoint_shapes.py), a model_dir
 under a file, an empty data_dir; and two launch details: `local_cluster --helpshort`
@@ -12,6 +13,7 @@ starts nothing, the cluster evaluator waits between checkpoint checks.
 """
 
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -132,6 +134,47 @@ class RunChecksTest(tf.test.TestCase):
     self.assertIsInstance(found[0], manifest.SharedVideos)
     self.assertEqual(found[0].videos, [clip])
     self.assertIn('group', str(found[0]))
+
+  def test_two_preparations_of_one_tree_under_other_names_stop_naming_both(self):
+    # One tree prepared from two --data_dir (names cls_a/a0 and vids/cls_a/a0), the test
+    # records of one beside the train records of the other: one file under two names.
+    root = self.create_tempdir().full_path
+    folders = sorted(glob.glob(os.path.join(self.root, 'ucf', 'UCF-101', '*')))[:2]
+    for cls, folder in zip(('cls_a', 'cls_b'), folders):
+      os.makedirs(os.path.join(root, 'vids', cls))
+      for i, video in enumerate(sorted(glob.glob(os.path.join(folder, '*.avi')))[:3]):
+        shutil.copy(video, os.path.join(root, 'vids', cls, f'{cls[-1]}{i}.avi'))
+    classes = os.path.join(root, 'classes.txt')
+    with open(classes, 'w', encoding='utf-8') as f:
+      f.write('cls_a\ncls_b\n')
+
+    def prepare_list(name: str, data_dir: str, prefix: str, train: tuple[int, ...],
+                     test: tuple[int, ...]) -> str:
+      lists = {}
+      for subset, numbers in (('train', train), ('test', test)):
+        lists[subset] = os.path.join(root, f'{name}_{subset}.txt')
+        with open(lists[subset], 'w', encoding='utf-8') as f:
+          f.writelines(f'{prefix}cls_{c}/{c}{i}.avi {label}\n'
+                       for label, c in enumerate('ab') for i in numbers)
+      out = os.path.join(root, name)
+      tiny_records.prepared(data_dir, out, dataset='list', train_list=lists['train'],
+                            test_list=lists['test'], class_names=classes)
+      return out
+
+    mixed = prepare_list('p1', os.path.join(root, 'vids'), '', (0, 1), (2,))
+    other = prepare_list('p2', root, 'vids/', (2,), (0,))
+    for name in os.listdir(mixed):
+      if name.startswith('test'):
+        os.remove(os.path.join(mixed, name))
+    for name in os.listdir(other):
+      if name.startswith('test'):
+        shutil.copy(os.path.join(other, name), mixed)
+    found = manifest.training_data_problems(mixed, 2)
+    self.assertLen(found, 1)
+    self.assertIsInstance(found[0], manifest.SharedVideos)
+    self.assertEqual(found[0].videos, ['vids/cls_a/a0', 'vids/cls_b/b0'])
+    for subset in ('train', 'test'):
+      self.assertIn(manifest.manifest_path(mixed, subset), str(found[0]))
 
   def test_train_and_test_sharing_videos_stop_with_count_and_example(self):
     mixed = os.path.join(self.create_tempdir().full_path, 'mixed')

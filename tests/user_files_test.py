@@ -481,6 +481,20 @@ class ClassNamesTest(absltest.TestCase):
     self.assertEqual(self.read('air drumming\nabseiling\n\n\n').names,
                      ('air drumming', 'abseiling'))
 
+  def test_an_annotation_list_or_label_map_given_as_class_names_is_refused_by_line(self):
+    for text, line in (('cls_a/a1.avi 0\ncls_a/a2.avi 0\ncls_b/b1.avi 1\n', 1),
+                       ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2),
+                       ('cat\nApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\n', 2)):
+      with self.subTest(text=text):
+        with self.assertRaises(datasets.DatasetError) as caught:
+          self.read(text)
+        self.assertEqual((caught.exception.path, caught.exception.line,
+                          caught.exception.option),
+                         (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+    self.assertEqual(self.read('catch 22\ndog\n').names, ('catch 22', 'dog'))
+    kinetics = 'abseiling\nair drumming\nanswering questions\n'  # Kinetics' label map
+    self.assertLen(self.read(kinetics).names, 3)
+
 
 class Hmdb51TreeTest(absltest.TestCase):
   """Class folders and split files of HMDB51 that disagree stop the run before work."""

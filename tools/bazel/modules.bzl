@@ -1518,8 +1518,10 @@ TEST_DEPS = {
     ],
     "prepare_test": [
         ":program_runs",
+        "//data_tools:layouts",
         "//data_tools:make_synthetic_ucf101_lib",
         "//data_tools:prepare_lib",
+        "//input_fn:datasets",
         "//input_fn:frame_folders",
         "//input_fn:records",
         "//input_fn:ucf101",
