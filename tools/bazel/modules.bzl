@@ -1459,6 +1459,7 @@ TEST_DEPS = {
         "//towers:train_settings",
     ],
     "one_training_path_test": [
+        ":tiny_records",
         "//command_line:status_file",
         "//model_fn:eval_spec",
         "//towers/cluster:evaluator",
