@@ -640,6 +640,7 @@ MODULES = {
             ":saved_model",
             "//command_line:console",
             "//input_fn:flow",
+            "//input_fn:flow_shards",
             "//input_fn:manifest",
             "//input_fn:pipeline",
             "//input_fn:ucf101",
@@ -1718,6 +1719,7 @@ TEST_DEPS = {
     "two_stream_checks_test": [
         ":program_runs",
         ":tiny_records",
+        "//input_fn:flow_shards",
         "//input_fn:manifest",
         "//serving:evaluate_two_stream_main",
         "//serving:export_info",
