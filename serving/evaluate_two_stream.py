@@ -45,7 +45,8 @@ def check(paths: dict[str, str], options: EvaluateTwoStreamOptions,
   """Before any inference: the four `paths` agree (`two_stream.check_agreement`: --dataset,
   `split` when given, class names), both models load and each agrees with its eval data
   (`two_stream.check_stream`: a check it cannot make is one warning line each; the crops
-  fit its frames). Raises what `check_stream` raises."""
+  fit its frames), and both eval data were made from the same videos
+  (`two_stream.check_same_videos`). Raises what those checks raise."""
   two_stream.check_agreement(paths, split, options.dataset)
   models = saved_model.load_pair(paths['rgb_model'], paths['flow_model'])
   checked = {}
@@ -57,6 +58,7 @@ def check(paths: dict[str, str], options: EvaluateTwoStreamOptions,
       print(f'evaluate_two_stream: warning: {warning}', file=sys.stderr)
   for stream, model in models.items():
     _check_crops(paths[f'{stream}_data'], model.size, options.eval_crops)
+  two_stream.check_same_videos(paths)
   return Checked(models, checked)
 
 

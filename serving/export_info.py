@@ -26,7 +26,9 @@ models) the TV-L1 settings the training flow was extracted with ({short_side, bo
 names of the training videos (None: synthetic data), so the export alone says which videos
 it must not be evaluated on; `step` and `top_1` the checkpoint exported and its
 evaluation's top-1, measured on `evaluation` ({test_videos: '<n> videos, sha256 <12 hex>',
-data_source, eval_clips, eval_crops, max_eval_videos, eval_steps}: the best export is
+test_data: what those videos hold ('8 videos sampled: frames 20x24, 37 frames; sources
+sha256 <12 hex>', None when unreadable; an export recorded without it counts as measured
+otherwise), data_source, eval_clips, eval_crops, max_eval_videos, eval_steps}: the best export is
 replaced by a later one measured otherwise, whose top-1 it cannot be compared with);
 `lineage` the training run whose model it is (`towers/cluster/lineage.py`: an export of
 another run, or without one, is replaced by the next evaluation of this run's model).

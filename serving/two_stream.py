@@ -26,7 +26,11 @@ settings, and no test video among those its export lists as trained on (`train_v
 in assets.extra/video_model.json, `serving/export_info.py`, compared by
 `video_lists.trained_on`, so a list dataset's names meet UCF101's). A check one side cannot
 make (an export made before the list existed, flow not written by
-//data_tools:extract_flow) is skipped with a warning saying so.
+//data_tools:extract_flow) is skipped with a warning saying so. Then both eval data are
+checked to be made from the same videos (`check_same_videos`): a video whose source size
+the RGB records' manifest and the flow's `.flow_sources.jsonl` (extract_flow) both record,
+with two sizes, is another video under that name (records that do not record it are not
+compared).
 
 Every metric is over videos: top-1, top-5, and mean per-class accuracy (the mean over the
 classes present among the evaluated videos of each class's top-1); per class, each stream's
@@ -45,7 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from command_line.console import protocol
-from input_fn import flow
+from input_fn import flow, flow_shards
 from input_fn import manifest as manifest_lib
 from input_fn import pipeline, ucf101, video_lists
 from model_fn import confusion
@@ -57,8 +61,9 @@ class TwoStreamError(ValueError):
 
   `reason`: what is wrong, one short key ('flow_weight', 'classes', 'class_names', 'dataset',
   'split', 'labels', 'no_shared_video', 'no_manifest', 'damaged_manifest', 'wrong_stream',
-  'trained_on', 'short_side', 'flow_extraction', 'foreign_shard', 'no_readable_video',
-  'nonfinite', or that of the `ExportInfoError` or `saved_model.ModelError` behind it);
+  'trained_on', 'short_side', 'flow_extraction', 'foreign_shard', 'other_videos',
+  'no_readable_video', 'nonfinite', or that of the `ExportInfoError` or
+  `saved_model.ModelError` behind it);
   `path`: the model or data directory at fault (None: neither); `count`: the count the
   message names (classes, videos), else None; `option`: the option to change, else None;
   `label`: the first label at which two class lists differ ('class_names'), else None.
@@ -359,6 +364,44 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
     raise TwoStreamError(f'{differ}: the models and the eval data must have one class list; '
                          f'pass a --{at_fault} of the same classes', 'class_names',
                          paths[at_fault], option=at_fault, label=differ.label)
+
+
+def _source_video_sizes(held: dict[str, Any]) -> dict[str, int]:
+  """{video: byte size of the video file it was made from} of the eval records whose test
+  manifest is `held`: records prepared from videos (the manifest's per-video sizes) or from
+  extract_flow's flow (the .avi sizes recorded in the manifest's flow_dir,
+  `flow_shards.read_sources`); {} when not recorded (frames, another tool's flow, manifests
+  or flow of before)."""
+  flow_dir = (held.get('source_paths') or {}).get('flow_dir')
+  if held.get('source') == 'videos':
+    sizes = {v.get('name'): v.get('size') for shard in held.get('shards', ())
+             for v in shard.get('videos', ()) if isinstance(v, dict)}
+  elif held.get('source') == 'flow' and flow_dir:
+    sizes = {name: source.get('size') for name, source in
+             flow_shards.read_sources(flow_dir).items() if isinstance(source, dict)}
+  else:
+    return {}
+  return {name: size for name, size in sizes.items() if isinstance(size, int)}
+
+
+def check_same_videos(paths: dict[str, str]) -> None:
+  """Raises `TwoStreamError` (option flow_data) when the RGB and the Flow eval records of
+  `paths` (rgb_data, flow_data) were made from other videos under the same names: a video
+  both record the source size of (`_source_video_sizes`) with two sizes. Records that do
+  not record it pass."""
+  manifests = {s: _manifest(paths[f'{s}_data']) for s in ('rgb', 'flow')}
+  rgb, flow_sizes = (_source_video_sizes(manifests[s]) for s in ('rgb', 'flow'))
+  differ = sorted(name for name in rgb.keys() & flow_sizes.keys()
+                  if rgb[name] != flow_sizes[name])
+  if differ:
+    name, count = differ[0], f'{len(differ)} video{"s" if len(differ) > 1 else ""}'
+    raise TwoStreamError(
+        f'--rgb_data={paths["rgb_data"]} and --flow_data={paths["flow_data"]} were made from '
+        f'other videos under the same names ({count}, e.g. {name}: its RGB records from a '
+        f'{rgb[name]}-byte video, its flow from a {flow_sizes[name]}-byte one, as '
+        f'{manifests["flow"]["source_paths"]["flow_dir"]} records): pass the RGB and the Flow '
+        'records of one set of videos', 'other_videos', paths['flow_data'], count=len(differ),
+        option='flow_data')
 
 
 def _export_info(model: StreamModel) -> dict[str, Any]:

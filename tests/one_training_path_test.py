@@ -7,7 +7,8 @@ on either path, and a restarted evaluator keeps a better earlier export, as one 
 does. Exports and final evaluations count only for the model of their lineage: those of
 another training run (or written before lineages were recorded) are replaced, and a run
 that starts over in a model_dir whose checkpoints were deleted sets aside what the earlier
-run left."""
+run left. Test videos of the same names but other content (records of other videos) measure
+otherwise: a finished run's final evaluation and its best export are made again on them."""
 
 import dataclasses
 import glob
@@ -22,6 +23,7 @@ import tensorflow as tf
 
 from command_line import status_file
 from model_fn.eval_spec import TOP_1
+from tests import tiny_records
 from towers import earlier_run, export_info, train_and_evaluate_loop, train_settings, training
 from towers.cluster import evaluator, exports, final_evaluation, lineage, runners, time_limit
 from towers.cluster.spec import ClusterTask
@@ -204,6 +206,49 @@ class OneTrainingPathTest(tf.test.TestCase):
                            export_info.evaluation_settings(cut))
     self.assertTrue(final_evaluation.already_trained(copy, 2, 2,
                                                      export_info.evaluation_settings(cut)))
+
+  def test_other_test_videos_under_the_same_names_are_evaluated_again(self):
+    # Records of two synthetic datasets of the same video names (seeds 0 and 7: other
+    # frames): the run finished on the first is no measure of the second. Its final
+    # evaluation is made again, and the better-looking export it held is replaced.
+    root = self.create_tempdir().full_path
+    data = [tiny_records.make(os.path.join(root, str(seed)), classes=3, groups=8, width=24,
+                              height=20, min_frames=4, max_frames=6, seed=seed
+                              ).records['videos'] for seed in (0, 7)]
+    copy = self.copy_of_the_run()
+    first, other = (dataclasses.replace(self.params, model_dir=copy, data_source='tfrecord',
+                                        data_dir=d) for d in data)
+    self.assertEqual(train_settings.test_video_names(first),
+                     train_settings.test_video_names(other))
+    measured, asked = (export_info.evaluation_settings(p) for p in (first, other))
+    self.assertEqual([k for k in measured if measured[k] != asked[k]], ['test_data'])
+    os.remove(os.path.join(copy, final_evaluation.FILE_NAME))
+    train_and_evaluate_loop.run(first)
+    train_and_evaluate_loop.run(first)
+    self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2])
+    [info] = self.export_infos(copy)
+    self.assertEqual(info['evaluation'], measured)
+    [info_path] = glob.glob(os.path.join(copy, 'export', 'best', '*', 'assets.extra',
+                                         'video_model.json'))
+    with open(info_path, 'w') as f:
+      json.dump(dict(info, top_1=1.01), f)
+    train_and_evaluate_loop.run(other)
+    self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2])
+    self.assertEqual(final_evaluation.evaluated_step(copy, asked), 2)
+    [info] = self.export_infos(copy)
+    self.assertEqual((info['evaluation'], info['step']), (asked, 2))
+    self.assertLess(info['top_1'], 1.01)
+    # A final evaluation recorded before the test videos' content was: made again, once.
+    path = os.path.join(copy, final_evaluation.FILE_NAME)
+    with open(path) as f:
+      final = json.load(f)
+    del final['evaluation']['test_data']
+    with open(path, 'w') as f:
+      json.dump(final, f)
+    self.assertIsNone(final_evaluation.evaluated_step(copy, asked))
+    train_and_evaluate_loop.run(other)
+    train_and_evaluate_loop.run(other)
+    self.assertEqual([e['step'] for e in self.recorded('already_trained')], [2, 2])
 
   def test_an_empty_export_folder_is_nothing_an_earlier_run_left(self):
     # Say a disk mounted at model_dir/export for the exports: a mount point cannot be moved.

@@ -10,7 +10,9 @@ eval data whose test videos the model trained on (the split-2 test list holds sp
 training videos; the export lists what it trained on, so an export copied away from its
 model_dir still knows; names spelled as a list dataset spells them meet UCF101's), eval
 data whose test shard holds other videos than its manifest lists (split 2's test shard, or
-its own train shard, copied over it), a
+its own train shard, copied over it), RGB and Flow records of other videos under the same
+names (two synthetic sets of other seeds: their recorded source sizes differ; flow whose
+sources are not recorded is not compared), a
 --flow_weight outside [0, 1] (or nan), a --json_out that cannot be written, that is a file
 evaluate_two_stream did not write (prepare's manifest) or lies in a directory the run reads,
 a damaged test manifest (a byte-order mark reads as none), an RGB model given as the Flow
@@ -34,6 +36,7 @@ import cv2
 import numpy as np
 import tensorflow as tf
 
+from input_fn import flow_shards
 from input_fn import manifest as manifest_lib
 from tests import program_runs, tiny_records
 from towers import params as params_lib
@@ -215,6 +218,26 @@ class TwoStreamChecksTest(tf.test.TestCase):
       two_stream.check_agreement(paths)
     self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.label),
                      ('class_names', 'rgb_data', 1))
+
+  def test_flow_of_other_videos_under_the_same_names_is_refused(self):
+    # A second synthetic UCF101 of the same names and other videos (seed 7), its flow
+    # records beside the first's RGB records: fused per name, they would mix two videos.
+    other = tiny_records.make(os.path.join(self.create_tempdir().full_path, 'other'),
+                              ('flow',), classes=3, groups=9, width=24, height=20,
+                              min_frames=6, max_frames=7, object_size=8, seed=7)
+    self.assert_refused(self.args(flow_data=other.records['flow']), 'TwoStreamError',
+                        ['flow_data'])
+    paths = {'rgb_model': self.models['rgb'], 'flow_model': self.models['flow'],
+             'rgb_data': self.data['rgb', 1], 'flow_data': other.records['flow']}
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_same_videos(paths)
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('other_videos', 'flow_data'))
+    self.assertGreater(caught.exception.count, 0)
+    # Flow whose source videos were not recorded (another tool's) cannot be told apart: as
+    # before, not refused.
+    os.remove(os.path.join(other.data, 'tvl1_flow', flow_shards.SOURCES))
+    two_stream.check_same_videos(paths)
 
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
     trained = set(train_settings.read_record(self.models['rgb'])['train_video_names'])

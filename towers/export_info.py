@@ -109,12 +109,15 @@ def describe(params: TrainParams, network: str | None = None
 
 
 def evaluation_settings(params: TrainParams) -> dict[str, Any]:
-  """What an evaluation's top-1 measures: the test videos (count and digest of their names)
-  and the flags that decide what is read of them. Two evaluations compare only when these
-  are equal."""
+  """What an evaluation's top-1 measures: the test videos (count and digest of their names),
+  what they hold (`train_settings.subset_data` of 'test': sampled frame sizes and counts,
+  the digest of the records' source sizes), so other videos under the same names measure
+  otherwise, and the flags that decide what is read of them. Two evaluations compare only
+  when these are equal; one recorded before `test_data` was recorded compares with none."""
   names = train_settings.test_video_names(params)
   digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:12] if names else None
   return {'test_videos': f'{len(names)} videos, sha256 {digest}' if names else None,
+          'test_data': train_settings.subset_data(params, 'test'),
           'data_source': params.data_source, 'eval_clips': params.eval_clips,
           'eval_crops': params.eval_crops, 'max_eval_videos': params.max_eval_videos,
           'eval_steps': params.eval_steps}

@@ -84,9 +84,9 @@ class CleanBestExporter(tf.estimator.BestExporter):
   the final evaluation, a restarted evaluator), an evaluation is exported only when
   `<export_path>` holds no export, or one of another lineage or none recorded (another
   run's model, or one exported before lineages were recorded), or one measured otherwise
-  (other test videos or evaluation flags), whose top-1 is no measure of this one (a
-  warning says so), or its top-1 beats the held export's; after that, BestExporter's own
-  (higher top-1 than the best so far). The SavedModel is written to
+  (other test videos, by name or content, or evaluation flags), whose top-1 is no measure
+  of this one (a warning says so), or its top-1 beats the held export's; after that,
+  BestExporter's own (higher top-1 than the best so far). The SavedModel is written to
   `<export_path>/temp-<timestamp>` and renamed when complete; a failure or an interrupt
   (Ctrl-C) removes that partial directory, then raises."""
 

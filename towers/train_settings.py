@@ -194,13 +194,19 @@ def train_class_names(params) -> list[str] | None:
 
 
 def train_data(params) -> str | None:
-  """What the training videos hold, beyond their names: the frame sizes (height x width, as
-  the files hold them: records as prepared, videos and frame folders as decoded) and frame
-  counts of `frame_sample.frame_sample` training videos, and for records the sha256 of the
-  byte sizes of the sources they were prepared from (so data made from other videos of the
-  same names differs, a copy or a move does not): '8 videos sampled: frames 240x320,
-  1234 frames; sources sha256 <12 hex digits>'. None when nothing can be read."""
-  sample = frame_sample.frame_sample(params, 'train', decoded=True)
+  """What the training videos hold, beyond their names (`subset_data` of 'train')."""
+  return subset_data(params, 'train')
+
+
+def subset_data(params, subset: str) -> str | None:
+  """What the videos of `subset` ('train' or 'test') hold, beyond their names: the frame
+  sizes (height x width, as the files hold them: records as prepared, videos and frame
+  folders as decoded) and frame counts of `frame_sample.frame_sample` videos of it, and for
+  records the sha256 of the byte sizes of the sources they were prepared from (so data made
+  from other videos of the same names differs, a copy or a move does not): '8 videos
+  sampled: frames 240x320, 1234 frames; sources sha256 <12 hex digits>'. None when nothing
+  can be read."""
+  sample = frame_sample.frame_sample(params, subset, decoded=True)
   if not sample:
     return None
   sizes = ','.join(sorted({f'{h}x{w}' for _, _, h, w in sample}))
@@ -208,7 +214,7 @@ def train_data(params) -> str | None:
           f'{sum(n for _, n, _, _ in sample)} frames')
   if params.data_source == 'tfrecord':
     try:
-      prepared = manifest.read(params.data_dir, 'train')
+      prepared = manifest.read(params.data_dir, subset)
     except manifest.ManifestError:
       return text
     sources = sorted([v['name'], v.get('size')] for shard in prepared['shards']

@@ -647,6 +647,7 @@ MODULES = {
             ":saved_model",
             "//command_line:console",
             "//input_fn:flow",
+            "//input_fn:flow_shards",
             "//input_fn:manifest",
             "//input_fn:pipeline",
             "//input_fn:ucf101",
@@ -1471,6 +1472,7 @@ TEST_DEPS = {
         "//towers:train_settings",
     ],
     "one_training_path_test": [
+        ":tiny_records",
         "//command_line:status_file",
         "//model_fn:eval_spec",
         "//towers/cluster:evaluator",
@@ -1733,6 +1735,7 @@ TEST_DEPS = {
     "two_stream_checks_test": [
         ":program_runs",
         ":tiny_records",
+        "//input_fn:flow_shards",
         "//input_fn:manifest",
         "//serving:classifier",
         "//serving:classify_options",

@@ -11,12 +11,14 @@ file after them), and a run interrupted during them (Ctrl-C) does them on its ne
 The file is written last and atomically: {step: the checkpoint's global step, metrics:
 {name: float} (the final evaluation's one-number metrics), lineage: the model's
 (`towers/cluster/lineage.py`), evaluation: what measured it (the test videos and the
-evaluation flags, `towers/export_info.evaluation_settings`)}. It counts only for the model
+evaluation flags, `towers/export_info.evaluation_settings`: the test videos' names and
+content)}. It counts only for the model
 of its lineage: the file of another run (a model_dir whose checkpoints were deleted and
 trained again from step 0), or one written before lineages were recorded, finishes
 nothing; the final checkpoint is then evaluated and exported again. So does a file whose
 evaluation differs from the one asked (other --eval_clips, --eval_crops, --eval_steps,
---max_eval_videos or test videos): a partial `--eval_steps` evaluation does not stand for
+--max_eval_videos or test videos, by name or content; a file written before the content was
+recorded is evaluated again once): a partial `--eval_steps` evaluation does not stand for
 the full one a later rerun asks for. Nor does one that read fewer videos than its test data
 lists with no --eval_steps to cut it (records damaged then, perhaps restored since): each
 rerun evaluates it again, and --strict_eval then fails on the shortfall.
