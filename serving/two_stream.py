@@ -323,6 +323,20 @@ def class_list_difference(lists: Sequence[tuple[str, Sequence[str] | None]]
   return None
 
 
+def _most_held_first(lists: list[tuple[str, Sequence[str] | None]]
+                     ) -> list[tuple[str, Sequence[str] | None]]:
+  """`lists` with one of the class lists most of them hold first, so that the odd one out is
+  the one named at fault (the first list is the reference); as they are on a tie."""
+  held = [tuple(names) for _, names in lists if names is not None]
+  counts = {names: held.count(names) for names in held}
+  most = max(counts.values(), default=0)
+  if list(counts.values()).count(most) != 1:
+    return lists
+  first = next(i for i, (_, names) in enumerate(lists)
+               if names is not None and counts[tuple(names)] == most)
+  return [lists[first]] + lists[:first] + lists[first + 1:]
+
+
 def check_agreement(paths: dict[str, str], split: int | None = None, dataset: str = '') -> None:
   """Before any model runs, for the four `paths` (rgb_model, flow_model, rgb_data,
   flow_data): both eval data hold records of `dataset` and of `split` (each when given, else
@@ -357,9 +371,9 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
   for stream, manifest in manifests.items():
     lists.append((manifest_lib.manifest_path(paths[f'{stream}_data'], 'test'),
                   manifest.get('classes')))
-  differ = class_list_difference(lists)
+  options = [f'{s}_{kind}' for kind in ('model', 'data') for s in ('rgb', 'flow')]
+  differ = class_list_difference(_most_held_first(lists))
   if differ:
-    options = [f'{s}_{kind}' for kind in ('model', 'data') for s in ('rgb', 'flow')]
     at_fault = options[[where for where, _ in lists].index(differ.other)]
     raise TwoStreamError(f'{differ}: the models and the eval data must have one class list; '
                          f'pass a --{at_fault} of the same classes', 'class_names',

@@ -219,6 +219,22 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.option, caught.exception.label),
                      ('class_names', 'rgb_data', 1))
 
+  def test_the_class_list_the_others_disagree_with_is_the_one_named(self):
+    # An RGB model of other classes (class_<i>: trained on synthetic clips): the flow model
+    # and both eval data agree with each other, so the RGB model is at fault.
+    export = shutil.copytree(saved_model.saved_model_dir(self.models['rgb']),
+                             os.path.join(self.create_tempdir().full_path, 'rgb_export'))
+    names = os.path.join(export, 'assets.extra', 'class_names.txt')
+    count = len(open(names).read().split())
+    with open(names, 'w') as f:
+      f.write(''.join(f'class_{i}\n' for i in range(count)))
+    paths = {'rgb_model': export, 'flow_model': self.models['flow'],
+             'rgb_data': self.data['rgb', 1], 'flow_data': self.data['flow', 1]}
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_agreement(paths)
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('class_names', 'rgb_model'))
+
   def test_flow_of_other_videos_under_the_same_names_is_refused(self):
     # A second synthetic UCF101 of the same names and other videos (seed 7), its flow
     # records beside the first's RGB records: fused per name, they would mix two videos.
