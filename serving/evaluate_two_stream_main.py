@@ -74,6 +74,10 @@ def _evaluate(options: EvaluateTwoStreamOptions) -> None:
     output = {'splits': {str(k): v for k, v in results.items()}, 'mean': mean}
   with disk_space.writing(options.json_out, two_stream_outputs.NOTHING_KEPT):
     json_files.write_json(options.json_out, output)
+  prefixes = ([two_stream_outputs.prefix(options.json_out, k) for k in options.splits] or
+              [two_stream_outputs.prefix(options.json_out)])
+  for stale in two_stream_outputs.earlier_files(options.json_out, prefixes):
+    os.remove(stale)  # an earlier evaluation's, which would sit beside this one's
   print(f'written to {options.json_out}')
 
 

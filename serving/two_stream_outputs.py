@@ -7,12 +7,16 @@ For a --json_out of `out.json` (one split: `out_split<k>`):
   out_per_class.csv
       the report's `per_class` rows (`two_stream.per_class_rows`): class, label, videos, rgb,
       flow, fusion, fusion_gain; one row per class with videos, values as in the JSON
+An earlier evaluation's files of the same --json_out under other names (with or without
+--splits) are removed once this one's JSON is written (`earlier_files`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -31,6 +35,24 @@ def prefix(json_out: str, split: int | None = None) -> str:
   """The path the files of `json_out` (of `split`) start with: the JSON's without '.json'."""
   stem = json_out[:-len('.json')] if json_out.lower().endswith('.json') else json_out
   return stem if split is None else f'{stem}_split{split}'
+
+
+def earlier_files(json_out: str, prefixes: Sequence[str]) -> list[str]:
+  """The files beside `json_out` named as `write` names them for it (one split or
+  `_split<k>`) under a prefix other than `prefixes` (this run's): an earlier evaluation's into
+  the same --json_out with or without --splits, which would sit beside this one's."""
+  stem = prefix(json_out)
+  folder = os.path.dirname(stem) or '.'
+  ours = re.compile(re.escape(os.path.basename(stem)) +
+                    r'(_split\d+)?_(rgb_confusion\.png|flow_confusion\.png|'
+                    r'fusion_confusion\.png|per_class\.csv)')
+  kept = {os.path.basename(p) for p in prefixes}
+  found = []
+  for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+    match = ours.fullmatch(name)
+    if match and os.path.basename(stem) + (match.group(1) or '') not in kept:
+      found.append(os.path.join(folder, name))
+  return found
 
 
 def write(result: dict[str, Any], matrices: dict[str, np.ndarray],

@@ -40,7 +40,8 @@ from input_fn import flow_shards
 from input_fn import manifest as manifest_lib
 from tests import program_runs, tiny_records
 from towers import params as params_lib
-from serving import classifier, export_info, saved_model, two_stream, two_stream_options
+from serving import (classifier, export_info, saved_model, two_stream, two_stream_options,
+                     two_stream_outputs)
 from serving.classify_options import ClassifyError
 from towers import train_settings
 from towers.training import train_and_evaluate
@@ -174,9 +175,18 @@ class TwoStreamChecksTest(tf.test.TestCase):
 
   def test_splits_print_each_table_and_the_mean_video_top_1(self):
     out = os.path.join(self.create_tempdir().full_path, 'splits.json')
+    # What an earlier evaluation into the same --json_out without --splits left beside it.
+    earlier = [out[:-len('.json')] + end for end in ('_rgb_confusion.png', '_per_class.csv')]
+    for path in earlier:
+      with open(path, 'w') as f:
+        f.write(','.join(two_stream_outputs.CSV_COLUMNS) + '\n')
     pattern = self.split_links({1: 1, 2: 2})
     done = evaluate(*self.args(splits='1,2', json_out=out, **pattern))
     self.assertEqual(done.code, 0, done.output())
+    self.assertEqual([p for p in earlier if os.path.exists(p)], [])
+    self.assertEqual(two_stream_outputs.earlier_files(out, [out[:-5] + '_split1',
+                                                            out[:-5] + '_split2']), [])
+    self.assertLen(two_stream_outputs.earlier_files(out, [out[:-5]]), 8)
     result = json.load(open(out))
     self.assertEqual(sorted(result['splits']), ['1', '2'])
     for row in ('rgb', 'flow', 'fusion'):

@@ -1744,6 +1744,7 @@ TEST_DEPS = {
         "//serving:saved_model",
         "//serving:two_stream",
         "//serving:two_stream_options",
+        "//serving:two_stream_outputs",
         "//towers:params",
         "//towers:train_settings",
         "//towers:training",
