@@ -45,6 +45,17 @@ def prepared(root: str, split: int = 1) -> str:
   return out
 
 
+
+def test_subset_of(records: str, into: str) -> None:
+  """Replaces the test shards and manifest in `into` with those of `records` (a user's copy
+  of another preparation's test subset beside this one's train subset)."""
+  for name in os.listdir(into):
+    if name.startswith('test'):
+      os.remove(os.path.join(into, name))
+  for name in os.listdir(records):
+    if name.startswith('test'):
+      shutil.copy(os.path.join(records, name), into)
+
 class RunChecksTest(tf.test.TestCase):
 
   @classmethod
@@ -163,12 +174,7 @@ class RunChecksTest(tf.test.TestCase):
 
     mixed = prepare_list('p1', os.path.join(root, 'vids'), '', (0, 1), (2,))
     other = prepare_list('p2', root, 'vids/', (2,), (0,))
-    for name in os.listdir(mixed):
-      if name.startswith('test'):
-        os.remove(os.path.join(mixed, name))
-    for name in os.listdir(other):
-      if name.startswith('test'):
-        shutil.copy(os.path.join(other, name), mixed)
+    test_subset_of(other, into=mixed)
     found = manifest.training_data_problems(mixed, 2)
     self.assertLen(found, 1)
     self.assertIsInstance(found[0], manifest.SharedVideos)
@@ -180,12 +186,7 @@ class RunChecksTest(tf.test.TestCase):
     mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
     shutil.copytree(self.data, mixed)
     other = prepared(self.root, split=2)
-    for name in os.listdir(mixed):  # split 2's test data beside split 1's train data
-      if name.startswith('test'):
-        os.remove(os.path.join(mixed, name))
-    for name in os.listdir(other):
-      if name.startswith('test'):
-        shutil.copy(os.path.join(other, name), mixed)
+    test_subset_of(other, into=mixed)  # split 2's test data beside split 1's train data
     found = manifest.training_data_problems(mixed, 4)
     self.assertLen(found, 1)
     self.assertIsInstance(found[0], manifest.SharedVideos)

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import types
 import zlib
+from typing import Sequence
 
 import cv2
 import numpy as np
@@ -461,15 +462,19 @@ class ClassNamesTest(absltest.TestCase):
   def read(self, text: str) -> datasets.ClassIndex:
     return datasets.read_class_names(write(os.path.join(self.root, 'classes.txt'), text))
 
-  def test_blank_whitespace_only_and_padded_lines_are_refused_by_line(self):
-    for text, line in (('a\n\nb\nc\n', 2), ('a\nb\n \t\nc\n', 3), ('a\n  b\nc\n', 2),
-                       ('a\n b \nc\n', 2)):
+  def assert_refused_at(self, cases: Sequence[tuple[str, int]]) -> None:
+    """Each (file text, line): reading it raises DatasetError naming the file and line."""
+    for text, line in cases:
       with self.subTest(text=text):
         with self.assertRaises(datasets.DatasetError) as caught:
           self.read(text)
         self.assertEqual((caught.exception.path, caught.exception.line,
                           caught.exception.option),
                          (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+
+  def test_blank_whitespace_only_and_padded_lines_are_refused_by_line(self):
+    self.assert_refused_at((('a\n\nb\nc\n', 2), ('a\nb\n \t\nc\n', 3), ('a\n  b\nc\n', 2),
+                            ('a\n b \nc\n', 2)))
 
   def test_classind_given_as_class_names_is_refused_naming_the_file(self):
     with self.assertRaises(datasets.DatasetError) as caught:
@@ -482,15 +487,9 @@ class ClassNamesTest(absltest.TestCase):
                      ('air drumming', 'abseiling'))
 
   def test_an_annotation_list_or_label_map_given_as_class_names_is_refused_by_line(self):
-    for text, line in (('cls_a/a1.avi 0\ncls_a/a2.avi 0\ncls_b/b1.avi 1\n', 1),
-                       ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2),
-                       ('cat\nApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\n', 2)):
-      with self.subTest(text=text):
-        with self.assertRaises(datasets.DatasetError) as caught:
-          self.read(text)
-        self.assertEqual((caught.exception.path, caught.exception.line,
-                          caught.exception.option),
-                         (os.path.join(self.root, 'classes.txt'), line, 'class_names'))
+    self.assert_refused_at((('cls_a/a1.avi 0\ncls_a/a2.avi 0\ncls_b/b1.avi 1\n', 1),
+                            ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2),
+                            ('cat\nApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\n', 2)))
     self.assertEqual(self.read('catch 22\ndog\n').names, ('catch 22', 'dog'))
     kinetics = 'abseiling\nair drumming\nanswering questions\n'  # Kinetics' label map
     self.assertLen(self.read(kinetics).names, 3)
