@@ -355,10 +355,12 @@ _NAME_NUMBERED = re.compile(r'^\S.*\s[+-]?\d+$')
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
-                         ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[InputProblem]]:
+                         ) -> tuple[list[VideoEntry], dict[str, FrameInfo], list[InputProblem],
+                                    int | None]:
   """One MMAction2 annotation file: `<path> <label>` (VideoDataset) or `<frame_dir>
   <total_frames> <label>` (RawframeDataset) lines, not mixed. Returns the entries, the frame
-  folders of a rawframe list (their `total_frames` must be what the folder holds), and one
+  folders of a rawframe list (their `total_frames` must be what the folder holds), the
+  list's fields per line (2 video lines, 3 rawframe lines, None: no well-formed line), and one
   InputProblem per line that is malformed, multi-label (a video file with several labels,
   VideoDataset's `multi_class`), has a label outside 0..classes-1, names a missing file or
   folder, or repeats a video ('duplicate'; with another label: 'conflicting label', one
@@ -433,7 +435,7 @@ def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str
   check_class_folder_names(path, subset, entries, classes)
   entries = without(entries, lambda e: e.identity in conflicting)
   kept = {e.name.lower() for e in entries}
-  return entries, {k: v for k, v in folders.items() if k in kept}, problems
+  return entries, {k: v for k, v in folders.items() if k in kept}, problems, fields
 
 
 def check_class_folder_names(path: str, subset: str, entries: list[VideoEntry],
@@ -502,7 +504,8 @@ def read_list_split(lists: ListFiles) -> Split:
   clip (`v_<Class>_gGG_cCC`) of a group with a clip in the test list
   (`ucf101.apply_group_rule`). Two videos whose
   names differ only by extension (`a.avi`, `a.mp4`) are named with it. A class folder
-  labelled differently in the two lists raises `DatasetError` (`check_lists_agree`)."""
+  labelled differently in the two lists raises `DatasetError` (`check_lists_agree`), and so
+  does a video list beside a rawframe list."""
   for flag, path in (('--class_names', lists.class_names), ('--train_list', lists.train),
                      ('--test_list', lists.test)):
     if not os.path.isfile(path):
@@ -511,8 +514,17 @@ def read_list_split(lists: ListFiles) -> Split:
   if not len(classes):
     raise DatasetError(f'--class_names={lists.class_names} names no class', lists.class_names,
                        option='class_names')
-  train, folders, found = read_annotation_list(lists.train, 'train', classes, lists.root)
-  test, test_folders, test_found = read_annotation_list(lists.test, 'test', classes, lists.root)
+  train, folders, found, train_fields = read_annotation_list(lists.train, 'train', classes,
+                                                             lists.root)
+  test, test_folders, test_found, test_fields = read_annotation_list(lists.test, 'test',
+                                                                     classes, lists.root)
+  if None not in (train_fields, test_fields) and train_fields != test_fields:
+    kinds = {2: 'a video list (<path> <label>)',
+             3: 'a rawframe list (<frame_dir> <total_frames> <label>)'}
+    raise DatasetError(f'--train_list={lists.train} is {kinds[train_fields]} but '
+                       f'--test_list={lists.test} is {kinds[test_fields]}: give both lists of '
+                       'one kind (rawframe lists with --source=frames)', lists.test,
+                       option='test_list')
   check_lists_agree(lists, train, test)
   videos: dict[str, set[str]] = {}
   for entry in train + test:

@@ -597,6 +597,17 @@ class ListLinesTest(absltest.TestCase):
     self.assertEqual([(p.line, p.kind) for p in split.problems],
                      [(1, 'multi-label'), (2, 'multi-label')])
 
+  def test_a_video_list_beside_a_rawframe_list_is_refused_naming_both(self):
+    write(os.path.join(self.root, 'a.mp4'), '')
+    self.frame_folders((('f/t', 4),))
+    with self.assertRaises(datasets.DatasetError) as caught:
+      datasets.read_list_split(datasets.ListFiles(
+          write(os.path.join(self.root, 'train.txt'), 'a.mp4 0\n'),
+          write(os.path.join(self.root, 'test.txt'), 'f/t 4 0\n'), self.classes, self.root))
+    self.assertEqual((caught.exception.option, caught.exception.path),
+                     ('test_list', os.path.join(self.root, 'test.txt')))
+    self.assertIn('rawframe list', str(caught.exception))
+
   def frame_folders(self, folders: tuple[tuple[str, int], ...]) -> None:
     """`folders` ((path under root, frames), ...) of 8x8 JPEG frames img_00001.jpg, ...;
     each folder's frames are its own (pixels of its path's crc32: no two are copies)."""
