@@ -310,7 +310,9 @@ def read_class_names(path: str) -> ClassIndex:
   name given twice raises `DatasetError` naming the file and line (the labels after it would
   shift, or a name would not be what the lines say), as does a file whose every line is
   '<number> <name>' (UCF101's classInd.txt: the numbers would become part of the names) or
-  '<name> <integer>' (a label map), or with a line whose first word is a path (a '/' or a
+  '<name> <integer>' whose integers index the lines or repeat (a label map, an annotation
+  list; 'speed 10', 'speed 20' are names), every line but a header a CSV '<index>,<name>' or
+  '<name>,<index>', or with a line whose first word is a path (a '/' or a
   video extension: an annotation or split list), whose lines would become the names."""
   lines = video_lists.read_lines(path, blank=True)
   while lines and not lines[-1][1]:
@@ -333,16 +335,24 @@ def read_class_names(path: str) -> ClassIndex:
     raise DatasetError(f'{path}:1: every line is "<number> <name>" ({names[0]!r}), as in '
                        'UCF101\'s classInd.txt: write each name alone on its line, in label '
                        'order (line k is label k - 1)', path, 1, 'class_names')
-  labelled = [n for n in names if _NAME_NUMBERED.match(n)]
+  numbers = [int(m.group(1)) for n in names for m in [_NAME_NUMBERED.match(n)] if m]
+  indexed = len(names) > 1 and len(numbers) == len(names) and (
+      len(set(numbers)) < len(numbers) or  # labels shared by lines: an annotation list
+      sorted(numbers) in (list(range(len(names))), list(range(1, len(names) + 1))))
+  labelled = [n for n in names if _NAME_NUMBERED.match(n)] if indexed else []
+  csv_like = [n for n in names if _CSV_INDEX.search(n)]
+  if len(csv_like) < max(2, len(names) - 1):  # all but a header line: a CSV label map
+    csv_like = []
   pathlike = [n for n in names if '/' in n.split()[0] or '\\' in n.split()[0] or
               os.path.splitext(n.split()[0])[1].lower() in video_lists.VIDEO_EXTENSIONS]
-  if (len(names) > 1 and len(labelled) == len(names)) or pathlike:
-    first = (pathlike or labelled)[0]
+  if labelled or csv_like or pathlike:
+    first = (pathlike or labelled or csv_like)[0]
     line = next(number for number, text in lines if text == first)
     raise DatasetError(f'{path}:{line}: {first!r} is a line of an annotation list or a split '
                        'list ("<path> <label>", a video path) or of a label map ("<name> '
-                       '<index>"), not a class name: give the file of class names, each alone '
-                       'on its line in label order (line k is label k - 1)', path, line,
+                       '<index>", "<index>,<name>"), not a class name: give the file of class '
+                       'names, each alone on its line in label order (line k is label k - 1)',
+                       path, line,
                        'class_names')
   return ClassIndex(tuple(names))
 
@@ -351,7 +361,9 @@ def read_class_names(path: str) -> ClassIndex:
 _NUMBERED_NAME = re.compile(r'^\d+\s+\S')
 # A class-names line that is a name (or video) and an integer (a label map's 'cat 0', an
 # annotation list's 'cls/a1.avi 0').
-_NAME_NUMBERED = re.compile(r'^\S.*\s[+-]?\d+$')
+_NAME_NUMBERED = re.compile(r'^\S.*\s([+-]?\d+)$')
+# A CSV label map's line: an integer field first or last ('0,cat', 'cat,0').
+_CSV_INDEX = re.compile(r'^\s*[+-]?\d+\s*,|,\s*[+-]?\d+\s*$')
 
 
 def read_annotation_list(path: str, subset: str, classes: ClassIndex, root: str

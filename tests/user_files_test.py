@@ -490,7 +490,11 @@ class ClassNamesTest(absltest.TestCase):
     self.assert_refused_at((('cls_a/a1.avi 0\ncls_a/a2.avi 0\ncls_b/b1.avi 1\n', 1),
                             ('cat 0\ndog 1\n', 1), ('cat\nb1.mp4 1\n', 2),
                             ('cat\nApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\n', 2)))
+    self.assert_refused_at((('id,name\n0,cls_a\n1,cls_b\n', 2), ('cls_a,0\ncls_b,1\n', 1),
+                            ('a1 0\na2 0\nb1 1\n', 1), ('cat 1\ndog 2\n', 1)))
     self.assertEqual(self.read('catch 22\ndog\n').names, ('catch 22', 'dog'))
+    self.assertEqual(self.read('speed 10\nspeed 20\n').names, ('speed 10', 'speed 20'))
+    self.assertEqual(self.read('a, b\nc\n').names, ('a, b', 'c'))
     kinetics = 'abseiling\nair drumming\nanswering questions\n'  # Kinetics' label map
     self.assertLen(self.read(kinetics).names, 3)
 
