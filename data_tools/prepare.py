@@ -508,8 +508,9 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
   frame_list = source.get('frame_list') or source.get('flow_list', '')
   infos: dict[str, video_lists.FrameInfo] = {}
   if config.source in ('frames', 'flow') and frame_list:
-    infos, list_problems = video_lists.read_frame_list(
-        frame_list, len(split.classes), 'frame_list' if config.source == 'frames' else 'flow_list')
+    option = 'frame_list' if config.source == 'frames' else 'flow_list'
+    infos, list_problems = video_lists.read_frame_list(frame_list, len(split.classes), option)
+    video_lists.check_frame_list_classes(frame_list, split.train + split.test, infos, option)
     split.problems.extend(list_problems)
   if config.source in ('frames', 'flow'):
     # Folders a rawframe list names, then <class>/<video>/ folders (TSN, MMAction2).

@@ -25,7 +25,7 @@ import dataclasses
 import hashlib
 import functools
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from command_line import text_files
 
@@ -521,6 +521,27 @@ def check_counted_from_one(path: str, labels: dict[int, int], num_classes: int,
         f'0, but the class-names file names {num_classes} classes (labels 0..'
         f'{num_classes - 1}): this list counts from 1, as UCF101\'s own lists do; subtract 1 '
         'from every label', path, labels[num_classes], option)
+
+
+def check_frame_list_classes(path: str, entries: Sequence[VideoEntry],
+                             infos: Mapping[str, FrameInfo], option: str | None) -> None:
+  """Raises `DatasetError` naming the frame list `path` (rgb.txt, flow.txt), its line and
+  `option` when it labels every listed video of a class other than the split does (`infos`:
+  its rows by lower-case name, `read_frame_list`): a list in another class order would drop
+  the whole class as 'label mismatch'. A few mismatched rows are counted, not refused."""
+  rows: dict[int, list[tuple[VideoEntry, FrameInfo]]] = {}
+  for entry in entries:
+    info = infos.get(entry.key)
+    if info is not None:
+      rows.setdefault(entry.label, []).append((entry, info))
+  for label, pairs in sorted(rows.items()):
+    if all(info.label != entry.label for entry, info in pairs):
+      entry, info = min(pairs, key=lambda pair: pair[1].line)
+      raise DatasetError(
+          f'{path}:{info.line}: every listed video of class {entry.class_name!r} has label '
+          f'{info.label} here, but the split gives it label {label}: the list follows another '
+          'class order (or another release\'s class list); write it with the split\'s labels',
+          path, info.line, option)
 
 
 def read_frame_list(path: str, num_classes: int | None = None, option: str | None = None

@@ -217,6 +217,27 @@ class PrepareTest(tf.test.TestCase):
       datasets.direct_frame_list(types.SimpleNamespace(data_dir=data, stream='rgb'), 2)
     self.assertEqual((direct.exception.path, direct.exception.option), (listing, 'data_dir'))
 
+  def test_a_frame_list_in_another_class_order_stops_before_work_naming_it(self):
+    data = self.copy()
+    listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
+    rows = [text.split() for _, text in video_lists.read_lines(listing)]
+    swapped = {'0': '1', '1': '0'}  # classes 0 and 1 of another class list's order
+    with open(listing, 'w') as f:
+      f.write(''.join(f'{n} {p} {c} {swapped.get(label, label)}\n' for n, p, c, label in rows))
+    out = os.path.join(self.create_tempdir().full_path, 'out')
+    with self.assertRaises(video_lists.DatasetError) as caught:
+      prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
+    self.assertEqual((caught.exception.path, caught.exception.option),
+                     (listing, 'frame_list'))
+    self.assertEmpty(manifest_files(out) if os.path.isdir(out) else [])
+    # One row of another label is that video's problem, counted: the rest is prepared.
+    with open(listing, 'w') as f:
+      f.write(''.join(f'{n} {p} {c} {swapped[label] if i == 0 else label}\n'
+                      for i, (n, p, c, label) in enumerate(rows)))
+    prepared = prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
+    skipped = sum(m['skipped_by_kind'].get('label mismatch', 0) for m in prepared.values())
+    self.assertEqual(skipped, 1)
+
   def test_strict_fails_on_the_first_bad_input_naming_file_and_line(self):
     data = self.copy()
     append_lines(os.path.join(data, SPLIT, 'trainlist01.txt'),
