@@ -366,16 +366,31 @@ def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[tuple[str
   """(test name, train name) of each video of the `test` manifest that the `train` manifest
   holds too, sorted: by name (`video_lists.same_video`, prepare's split rule: case-sensitive)
   or, when both record where they were prepared from, by source (`source_files`: one file
-  under two names, as two preparations of other --data_dir name it)."""
+  under two names, as two preparations of other --data_dir name it), or by a copy of it
+  that kept its name, size and modification time (`source_stamps`)."""
   held = {video_lists.same_video(n): n for n in video_names(train)}
   files = {path: name for name, path in source_files(train).items()}
   tested = source_files(test) if files else {}
+  copies = {stamp: name for name, stamp in source_stamps(train).items()}
+  stamped = source_stamps(test)
   found = []
   for name in video_names(test):
-    other = held.get(video_lists.same_video(name)) or files.get(tested.get(name, ''))
+    other = (held.get(video_lists.same_video(name)) or files.get(tested.get(name, '')) or
+             copies.get(stamped.get(name)))
     if other:
       found.append((name, other))
   return sorted(found)
+
+
+def source_stamps(manifest: dict[str, Any]) -> dict[str, tuple[str, int, int]]:
+  """{name: (file name, size, mtime_ns)} of the manifest's videos whose source's size and
+  modification time it records: a copy of a tree that keeps them (`cp -a`, rsync -a) is
+  the same video in either preparation, whatever folder it was prepared from."""
+  return {v['name']: (os.path.basename(v['name']), v['size'], v['mtime_ns'])
+          for shard in manifest.get('shards', ()) for v in shard.get('videos', ())
+          if isinstance(v, dict) and isinstance(v.get('name'), str) and
+          isinstance(v.get('size'), int) and v['size'] > 0 and
+          isinstance(v.get('mtime_ns'), int)}
 
 
 def source_files(manifest: dict[str, Any]) -> dict[str, str]:

@@ -181,6 +181,21 @@ class RunChecksTest(tf.test.TestCase):
     self.assertEqual(found[0].videos, ['vids/cls_a/a0', 'vids/cls_b/b0'])
     for subset in ('train', 'test'):
       self.assertIn(manifest.manifest_path(mixed, subset), str(found[0]))
+    # A copy of the tree that kept names, sizes and times (cp -a), prepared on its own.
+    shutil.copytree(os.path.join(root, 'vids'), os.path.join(root, 'copy'))
+    copied = prepare_list('p3', os.path.join(root, 'copy'), '', (2,), (0,))
+    mixed = prepare_list('p4', os.path.join(root, 'vids'), '', (0, 1), (2,))
+    test_subset_of(copied, into=mixed)
+    found = manifest.training_data_problems(mixed, 2)
+    self.assertEqual(found[0].videos, ['cls_a/a0', 'cls_b/b0'])
+    # Files of the same names written at other times are other videos to this rule.
+    shutil.copytree(os.path.join(root, 'vids'), os.path.join(root, 'rewritten'),
+                    copy_function=shutil.copy)
+    rewritten = prepare_list('p5', os.path.join(root, 'rewritten'), '', (2,), (0,))
+    stamps = [set(manifest.source_stamps(manifest.read(records, 'train')).values())
+              for records in (copied, rewritten)]
+    self.assertLen(stamps[0], 2)
+    self.assertEmpty(stamps[0] & stamps[1])
 
   def test_train_and_test_sharing_videos_stop_with_count_and_example(self):
     mixed = os.path.join(self.create_tempdir().full_path, 'mixed')
