@@ -403,7 +403,9 @@ def convert_shard(shard: dict[str, Any],
         counts[task['entry']['class_name']] += 1
         _, _, height, width = records.frame_shape(record)
         videos.append({'name': task['entry']['name'], 'label': task['entry']['label'],
-                       **(task['identity'] or {}), 'frame_size': [height, width]})
+                       **(task['identity'] or {}), 'frame_size': [height, width],
+                       **({'video_size': task['video_size']} if task.get('video_size')
+                          else {})})
       report(1)
   os.replace(temporary, final)
   state = {'file': shard['file'], 'fingerprint': shard['fingerprint'], 'records': len(videos),
@@ -536,6 +538,7 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
             folder, read_channel(config.source, layout, root, e, infos.get(e.key)).name))
   from input_fn import records
   plans = {}
+  flow_sources = flow_shards.read_sources(flow_dir) if config.source == 'flow' else {}
   for subset in config.subsets:
     entries = split.subset(subset)
     num_shards = max(1, math.ceil(len(entries) / config.videos_per_shard))
@@ -549,7 +552,9 @@ def plan(config: PrepareOptions) -> tuple[video_lists.Split, dict[str, list[dict
             'videos_dir': videos_dir, 'frames_dir': frames_dir, 'frame_list': frame_list,
             'flow_dir': flow_dir, 'layout': layout,
             'frame_info': dataclasses.asdict(info) if info else None,
-            'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality}
+            'short_side': config.short_side, 'jpeg_quality': config.jpeg_quality,
+            # flow: the size of the video extract_flow computed it from (not fingerprinted)
+            'video_size': (flow_sources.get(entry.name) or {}).get('size')}
         task['identity'] = source_identity(task)
         tasks.append(task)
       fingerprint = hashlib.sha256(json.dumps(

@@ -17,11 +17,14 @@
   id 0), num_records, num_skipped,
   num_classes, classes, counts_per_class, skipped_by_kind, skipped
   shards          [{'file', 'records', 'bytes', 'counts_per_class',
-                    'videos': [{'name', 'label', 'size', 'mtime_ns', 'frame_size'}, ...]}]
+                    'videos': [{'name', 'label', 'size', 'mtime_ns', 'frame_size',
+                                'video_size'}, ...]}]
                   every shard file, its size as written (absent in manifests written
                   before) and the videos in it; size/mtime_ns identify the source
                   file (or frame folder) the record was made from; frame_size is the
-                  [height, width] of its stored frames (absent in shards written before).
+                  [height, width] of its stored frames (absent in shards written before);
+                  video_size (flow records) the byte size of the video extract_flow
+                  computed the flow from, when it recorded it (`flow_shards.read_sources`).
 
 The dataset's identity (kind, source and its paths, classes, split and settings; `identity()`) is also written to
 `DIR/.shards/dataset.json` before the first shard, so an interrupted preparation is

@@ -383,13 +383,16 @@ def check_agreement(paths: dict[str, str], split: int | None = None, dataset: st
 def _source_video_sizes(held: dict[str, Any]) -> dict[str, int]:
   """{video: byte size of the video file it was made from} of the eval records whose test
   manifest is `held`: records prepared from videos (the manifest's per-video sizes) or from
-  extract_flow's flow (the .avi sizes recorded in the manifest's flow_dir,
-  `flow_shards.read_sources`); {} when not recorded (frames, another tool's flow, manifests
-  or flow of before)."""
+  extract_flow's flow (the .avi sizes the manifest recorded from its flow_dir at
+  preparation, else those that flow_dir records now, `flow_shards.read_sources`); {} when
+  not recorded (frames, another tool's flow, manifests or flow of before)."""
   flow_dir = (held.get('source_paths') or {}).get('flow_dir')
+  recorded = [v for shard in held.get('shards', ()) for v in shard.get('videos', ())
+              if isinstance(v, dict)]
   if held.get('source') == 'videos':
-    sizes = {v.get('name'): v.get('size') for shard in held.get('shards', ())
-             for v in shard.get('videos', ()) if isinstance(v, dict)}
+    sizes = {v.get('name'): v.get('size') for v in recorded}
+  elif held.get('source') == 'flow' and any('video_size' in v for v in recorded):
+    sizes = {v.get('name'): v.get('video_size') for v in recorded}
   elif held.get('source') == 'flow' and flow_dir:
     sizes = {name: source.get('size') for name, source in
              flow_shards.read_sources(flow_dir).items() if isinstance(source, dict)}

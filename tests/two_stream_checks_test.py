@@ -260,9 +260,19 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.option),
                      ('other_videos', 'flow_data'))
     self.assertGreater(caught.exception.count, 0)
-    # Flow whose source videos were not recorded (another tool's) cannot be told apart: as
-    # before, not refused.
+    # The flow folder moved or deleted once its records exist: they recorded the sizes.
     os.remove(os.path.join(other.data, 'tvl1_flow', flow_shards.SOURCES))
+    with self.assertRaises(two_stream.TwoStreamError):
+      two_stream.check_same_videos(paths)
+    # Flow whose source videos were never recorded (another tool's) cannot be told apart:
+    # as before, not refused.
+    path = manifest_lib.manifest_path(other.records['flow'], 'test')
+    held = json.load(open(path))
+    for shard in held['shards']:
+      for video in shard['videos']:
+        del video['video_size']
+    with open(path, 'w') as f:
+      json.dump(held, f)
     two_stream.check_same_videos(paths)
 
   def test_test_videos_the_model_trained_on_are_refused_with_their_count(self):
