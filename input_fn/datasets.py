@@ -455,20 +455,42 @@ def check_class_folder_names(path: str, subset: str, entries: list[VideoEntry],
   """Raises `DatasetError` at the first such line when more than half of the entries whose
   parent folder is named like a class (`ClassIndex.label`, any case) hold another class's
   label: the labels are shifted (counted from 1) or follow another class order than
-  --class_names. Half or fewer is the list's own choice (a video filed under one class and
-  labelled another) and is kept: a shift moves every label, not a few."""
+  --class_names; also when two class-named folders' videos all hold each other's label (two
+  classes swapped, `_swapped_folders`). Otherwise half or fewer is the list's own choice (a
+  video filed under one class and labelled another) and is kept: a shift moves every label,
+  not a few."""
   named = [(e, classes.label(os.path.basename(os.path.dirname(os.path.normpath(e.rel_path)))))
            for e in entries]
   named = [(e, label) for e, label in named if label is not None]
   other = [(e, label) for e, label in named if label != e.label]
-  if len(other) * 2 > len(named):
-    entry, label = other[0]
+  swapped = _swapped_folders(named)
+  if len(other) * 2 > len(named) or swapped:
+    entry, label = swapped or other[0]
     raise DatasetError(
         f'{path}:{entry.line}: {entry.rel_path} is labelled {entry.label} ({entry.class_name}) '
         f'but its folder is class {label} ({classes.names[label]}) of --class_names, as '
         f'{len(other)} of the {len(named)} lines in class-named folders disagree: the labels '
         'are shifted (counted from 1?) or in another class order; write each label as its '
         'class\'s line number in --class_names minus 1', path, entry.line, f'{subset}_list')
+
+
+def _swapped_folders(named: list[tuple[VideoEntry, int]]) -> tuple[VideoEntry, int] | None:
+  """The first (entry, its folder's label) of two class-named folders whose videos (two or
+  more each) all hold the other folder's label: two classes swapped against --class_names,
+  whatever the other classes do; None when there are none."""
+  labels: dict[int, set[int]] = {}
+  first: dict[int, VideoEntry] = {}
+  counts: dict[int, int] = {}
+  for entry, folder in named:
+    labels.setdefault(folder, set()).add(entry.label)
+    first.setdefault(folder, entry)
+    counts[folder] = counts.get(folder, 0) + 1
+  for folder, held in labels.items():
+    if len(held) == 1 and counts[folder] > 1:
+      (other,) = held
+      if other != folder and labels.get(other) == {folder} and counts[other] > 1:
+        return first[folder], folder
+  return None
 
 
 def check_lists_agree(lists: ListFiles, train: list[VideoEntry], test: list[VideoEntry]

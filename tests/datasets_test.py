@@ -262,6 +262,22 @@ class ListDatasetTest(absltest.TestCase):
     self.assertEqual([(e.name, e.label) for e in split.train][2:],
                      [('abseiling/a2', 1), ('juggling/j2', 1)])
 
+  def test_two_classes_swapped_against_the_class_names_stop_whatever_the_others_do(self):
+    write(self.classes, 'c0\nc1\nc2\nc3\n')
+    for c in range(4):
+      for v in range(3):
+        write(os.path.join(self.root, f'c{c}', f'v{v}.mp4'), f'c{c}/v{v}')
+    swapped = {0: 1, 1: 0, 2: 2, 3: 3}  # half the lines disagree: not "mostly"
+    train = ''.join(f'c{c}/v{v}.mp4 {swapped[c]}\n' for c in range(4) for v in range(2))
+    test = ''.join(f'c{c}/v2.mp4 {c}\n' for c in range(4))
+    with self.assertRaises(datasets.DatasetError) as caught:
+      datasets.read_list_split(self.lists(train, test))
+    self.assertEqual((caught.exception.path, caught.exception.line, caught.exception.option),
+                     (os.path.join(self.root, 'train.txt'), 1, 'train_list'))
+    # One class's folder labelled as another, not the reverse: the list's own filing.
+    moved = ''.join(f'c{c}/v{v}.mp4 {1 if c == 0 else c}\n' for c in range(4) for v in range(2))
+    self.assertLen(datasets.read_list_split(self.lists(moved, test)).train, 8)
+
   def test_a_header_comment_of_the_class_names_is_no_class(self):
     write(self.classes, '# class names, in label order\nabseiling\njuggling\n')
     self.assertEqual(datasets.read_class_names(self.classes).names, ('abseiling', 'juggling'))
