@@ -369,20 +369,36 @@ def shared_videos(train: dict[str, Any], test: dict[str, Any]) -> list[tuple[str
   """(test name, train name) of each video of the `test` manifest that the `train` manifest
   holds too, sorted: by name (`video_lists.same_video`, prepare's split rule: case-sensitive)
   or, when both record where they were prepared from, by source (`source_files`: one file
-  under two names, as two preparations of other --data_dir name it), or by a copy of it
-  that kept its name, size and modification time (`source_stamps`)."""
+  under two names, as two preparations of other --data_dir name it), by the file a source
+  still there is (`source_identities`: symlinks and hard links), or by a copy of it that
+  kept its name, size and modification time (`source_stamps`)."""
   held = {video_lists.same_video(n): n for n in video_names(train)}
   files = {path: name for name, path in source_files(train).items()}
   tested = source_files(test) if files else {}
   copies = {stamp: name for name, stamp in source_stamps(train).items()}
   stamped = source_stamps(test)
+  linked = {identity: name for name, identity in source_identities(train).items()}
+  links = source_identities(test) if linked else {}
   found = []
   for name in video_names(test):
     other = (held.get(video_lists.same_video(name)) or files.get(tested.get(name, '')) or
-             copies.get(stamped.get(name)))
+             copies.get(stamped.get(name)) or linked.get(links.get(name, '')))
     if other:
       found.append((name, other))
   return sorted(found)
+
+
+def source_identities(manifest: dict[str, Any]) -> dict[str, str]:
+  """{name: `video_lists.file_identity`} of the manifest's videos whose source is still where
+  `source_files` says (a frame folder, or a video file of one of VIDEO_EXTENSIONS, or named
+  with its extension): a symlink or hard link to a video is that video."""
+  found = {}
+  for name, path in source_files(manifest).items():
+    candidates = [path] + [path + ext for ext in video_lists.VIDEO_EXTENSIONS]
+    identity = next((i for i in map(video_lists.file_identity, candidates) if i), '')
+    if identity:
+      found[name] = identity
+  return found
 
 
 def source_stamps(manifest: dict[str, Any]) -> dict[str, tuple[str, int, int]]:

@@ -188,6 +188,26 @@ class RunChecksTest(tf.test.TestCase):
     test_subset_of(copied, into=mixed)
     found = manifest.training_data_problems(mixed, 2)
     self.assertEqual(found[0].videos, ['cls_a/a0', 'cls_b/b0'])
+    # Test videos that are links, under other file names, to training videos (a folder of
+    # symlinks, or hard links).
+    for kind, link in (('links', os.symlink), ('hard', os.link)):
+      lists = {}
+      for subset, i in (('train', 2), ('test', 0)):
+        for c in 'ab':
+          os.makedirs(os.path.join(root, kind, f'cls_{c}'), exist_ok=True)
+          link(os.path.join(root, 'vids', f'cls_{c}', f'{c}{i}.avi'),
+               os.path.join(root, kind, f'cls_{c}', f't{i}.avi'))
+        lists[subset] = os.path.join(root, f'{kind}_{subset}.txt')
+        with open(lists[subset], 'w', encoding='utf-8') as f:
+          f.writelines(f'cls_{c}/t{i}.avi {label}\n' for label, c in enumerate('ab'))
+      linked = os.path.join(root, kind)
+      tiny_records.prepared(linked, linked + '_records', dataset='list',
+                            train_list=lists['train'], test_list=lists['test'],
+                            class_names=classes)
+      mixed = prepare_list(f'p_{kind}', os.path.join(root, 'vids'), '', (0, 1), (2,))
+      test_subset_of(linked + '_records', into=mixed)
+      found = manifest.training_data_problems(mixed, 2)
+      self.assertEqual(found[0].videos, ['cls_a/t0', 'cls_b/t0'], kind)
     # Files of the same names written at other times are other videos to this rule.
     shutil.copytree(os.path.join(root, 'vids'), os.path.join(root, 'rewritten'),
                     copy_function=shutil.copy)
