@@ -72,7 +72,7 @@ def preview(options: FlowPreviewOptions) -> list[str]:
   earlier preview left in its folder (other frames or another scale would sit beside
   them); returns their paths."""
   written = []
-  for video in options.videos:
+  for video in dict.fromkeys(options.videos):  # a video named twice is previewed once
     u_dir, v_dir = flow.find_flow_folders(options.flow_dir, video)
     count = len([f for f in os.listdir(u_dir) if f.endswith('.jpg')])
     picked = sorted(set(np.round(np.linspace(0, count - 1, options.frames)).astype(int)))

@@ -18,7 +18,7 @@ from data_tools.flow_preview import FlowPreviewOptions, check_options, preview
 
 def _run(options: FlowPreviewOptions) -> None:
   written = preview(options)
-  print(f'flow_preview: {len(written)} PNG frames of {len(options.videos)} videos in '
+  print(f'flow_preview: {len(written)} PNG frames of {len(set(options.videos))} videos in '
         f'{options.out}')
 
 

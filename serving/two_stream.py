@@ -275,13 +275,14 @@ def class_names(data_dir: str) -> list[str] | None:
 def _manifest(data_dir: str, option: str | None = None) -> dict[str, Any]:
   """The test manifest of `data_dir` (`manifest_lib.read`), given as --`option`;
   `TwoStreamError` ('no_manifest', or 'damaged_manifest' naming the file and the fix: run
-  prepare again) when it is missing or damaged."""
+  prepare again) when it is missing or damaged, or a shard it lists is missing."""
   path = manifest_lib.manifest_path(data_dir, 'test')
   if not tf.io.gfile.exists(path):
     raise TwoStreamError(f'{path} not found: the eval data of a stream is the --out directory '
                          'of //data_tools:prepare (its test shards)', 'no_manifest', data_dir,
                          option=option)
   try:
+    manifest_lib.shard_paths(data_dir, 'test')  # every shard it lists is there
     return manifest_lib.read(data_dir, 'test')
   except manifest_lib.ManifestError as e:
     raise TwoStreamError(str(e), 'damaged_manifest', data_dir, option=option) from e

@@ -88,6 +88,10 @@ class FlowPreviewTest(absltest.TestCase):
     self.assertEqual(sorted(os.listdir(folder)), sorted(os.path.basename(p) for p in written))
     self.assertLen(written, 2)
 
+  def test_a_video_named_twice_is_previewed_once(self):
+    written = flow_preview.preview(self.options(videos=('v_A_g01_c01', 'v_A_g01_c01'), frames=2))
+    self.assertLen(written, 2)
+
   def test_a_video_named_with_its_extension_is_refused_naming_it_without(self):
     with self.assertRaises(OptionsError) as raised:
       flow_preview.check_options(self.options(videos=('v_A_g01_c01.avi',)))

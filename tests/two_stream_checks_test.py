@@ -528,6 +528,10 @@ class TwoStreamChecksTest(tf.test.TestCase):
     with open(manifest, 'w', encoding='utf-8') as f:
       f.write('\ufeff' + text)
     self.assertEqual(two_stream.class_names(records), json.loads(text)['classes'])
+    # A test shard it lists is gone: refused before a model loads, not a traceback after.
+    for shard in glob.glob(os.path.join(records, 'test-*')):
+      os.remove(shard)
+    self.assert_refused(self.args(rgb_data=records), 'TwoStreamError', ['rgb_data'])
 
   def test_a_model_of_the_wrong_stream_says_which_is_needed_and_swap_only_when_both_are(self):
     with self.assertRaises(saved_model.ModelError) as caught:
