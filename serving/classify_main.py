@@ -108,9 +108,10 @@ def run(options: ClassifyOptions, arguments: list[str]) -> int:
     print(classifier.result_line(result), flush=True)
   failed = [r for r in results if not r.ok]
   streams = '+'.join(s.stream for s in loaded.streams)
+  exports = ' and '.join(s.model.export for s in loaded.streams)
   print(f'classify: {len(results) - len(failed)} of {len(results)} videos classified '
-        f'({streams}, {protocol(clips, options.crops)} each); {len(failed)} failed' +
-        (f' (first: {failed[0].video})' if failed else ''), file=sys.stderr)
+        f'({streams}, {protocol(clips, options.crops)} each) by {exports}; {len(failed)} '
+        'failed' + (f' (first: {failed[0].video})' if failed else ''), file=sys.stderr)
   if options.output:
     write_output(options.output, results, options.top_k)
     print(f'written to {options.output}', file=sys.stderr)
