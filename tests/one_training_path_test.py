@@ -24,6 +24,7 @@ import tensorflow as tf
 from command_line import status_file
 from model_fn.eval_spec import TOP_1
 from tests import tiny_records
+from input_fn import frame_sample
 from towers import earlier_run, export_info, train_and_evaluate_loop, train_settings, training
 from towers.cluster import evaluator, exports, final_evaluation, lineage, runners, time_limit
 from towers.cluster.spec import ClusterTask
@@ -206,6 +207,23 @@ class OneTrainingPathTest(tf.test.TestCase):
                            export_info.evaluation_settings(cut))
     self.assertTrue(final_evaluation.already_trained(copy, 2, 2,
                                                      export_info.evaluation_settings(cut)))
+
+  def test_a_test_video_replaced_outside_the_frame_sample_is_another_measurement(self):
+    # The direct videos route samples a few test videos' frames; every file's size counts.
+    made = tiny_records.make(self.create_tempdir().full_path, classes=3, groups=8, width=24,
+                             height=20, min_frames=4, max_frames=6)
+    params = dataclasses.replace(self.params, data_source='videos', data_dir=made.data,
+                                 frame_short_side=0)
+    before = export_info.evaluation_settings(params)
+    sampled = {name for name, *_ in frame_sample.frame_sample(params, 'test', decoded=True)}
+    [video] = [v for v in glob.glob(os.path.join(made.data, 'UCF-101', '*', '*.avi'))
+               if os.path.splitext(os.path.basename(v))[0] in
+               train_settings.test_video_names(params) and
+               os.path.splitext(os.path.basename(v))[0] not in sampled][:1]
+    with open(video, 'ab') as f:
+      f.write(b'another video of that name')
+    after = export_info.evaluation_settings(params)
+    self.assertEqual([k for k in before if before[k] != after[k]], ['test_data'])
 
   def test_other_test_videos_under_the_same_names_are_evaluated_again(self):
     # Records of two synthetic datasets of the same video names (seeds 0 and 7: other

@@ -202,8 +202,9 @@ def subset_data(params, subset: str) -> str | None:
   """What the videos of `subset` ('train' or 'test') hold, beyond their names: the frame
   sizes (height x width, as the files hold them: records as prepared, videos and frame
   folders as decoded) and frame counts of `frame_sample.frame_sample` videos of it, and for
-  records the sha256 of the byte sizes of the sources they were prepared from (so data made
-  from other videos of the same names differs, a copy or a move does not): '8 videos
+  records the sha256 of the byte sizes of the sources they were prepared from, for the test
+  RGB videos read directly that of every video file's size (so data made from other videos of
+  the same names differs, a copy or a move does not): '8 videos
   sampled: frames 240x320, 1234 frames; sources sha256 <12 hex digits>'. None when nothing
   can be read."""
   sample = frame_sample.frame_sample(params, subset, decoded=True)
@@ -219,8 +220,25 @@ def subset_data(params, subset: str) -> str | None:
       return text
     sources = sorted([v['name'], v.get('size')] for shard in prepared['shards']
                      for v in shard.get('videos', ()) if isinstance(v, dict))
-    text += f'; sources sha256 {hashlib.sha256(json.dumps(sources).encode()).hexdigest()[:12]}'
+  elif params.data_source == 'videos' and params.stream == 'rgb' and subset == 'test':
+    # Test only: the train_data of model_dirs recorded before stays comparable on a resume.
+    sources = _video_file_sizes(params, subset)
+  else:
+    return text
+  text += f'; sources sha256 {hashlib.sha256(json.dumps(sources).encode()).hexdigest()[:12]}'
   return text
+
+
+def _video_file_sizes(params, subset: str) -> list[list[Any]]:
+  """[[name, byte size of its video file (None: not found)], ...] of every video of
+  `subset` that the direct videos route reads, sorted: one stat each, so a video replaced
+  under its name differs whether or not the frame sample reads it."""
+  root = datasets.videos_dir(params.dataset, params.data_dir)
+  found = []
+  for entry in datasets.params_split(params).subset(subset):
+    path = video_lists.resolve_video(root, entry)
+    found.append([entry.name, os.path.getsize(path) if path else None])
+  return sorted(found)
 
 
 def train_video_names(params) -> list[str] | None:

@@ -1474,6 +1474,7 @@ TEST_DEPS = {
     "one_training_path_test": [
         ":tiny_records",
         "//command_line:status_file",
+        "//input_fn:frame_sample",
         "//model_fn:eval_spec",
         "//towers/cluster:evaluator",
         "//towers/cluster:exports",
