@@ -98,7 +98,7 @@ class DataToolsConsoleTest(absltest.TestCase):
         'data_tools.extract_flow_main', f'--data_dir={self.data}', f'--out={self.flow}',
         '--short_side=0', '--tvl1_scales=3', '--tvl1_warps=3', '--tvl1_epsilon=0.1'))
     self.assertEqual(line, f'extract_flow: error: --out={self.flow} holds flow extracted with '
-                     'other settings (epsilon: 0.05 here, 0.1 asked): use another --out (and '
+                     'other settings (tvl1_epsilon: 0.05 here, 0.1 asked): use another --out (and '
                      'give it to prepare as --flow_dir), or delete it to extract again')
 
   def test_make_synthetic_ucf101_says_what_it_wrote(self):
