@@ -98,10 +98,27 @@ def _record_problems(params: Any, subsets: Sequence[str]) -> list[Problem]:
   """Prepared records must fit the model (`manifest.training_data_problems`: both subsets
   when training, for their overlap) and each subset read must hold a record."""
   needed = SUBSETS if 'train' in subsets else tuple(subsets)
+  if manifest.read_identity(params.data_dir) is None:
+    held = [name for name in datasets.NAMES
+            if _class_list_found(name, params.data_dir)]
+    if held:
+      return [Problem('data_source', f'data_dir={params.data_dir} holds no prepared records '
+                                     f'but the {held[0]} dataset itself, which '
+                                     '--data_source=videos (or frames) reads; or prepare its '
+                                     'records into another folder (//data_tools:prepare '
+                                     '--out) and train on those')]
   return (manifest.training_data_problems(params.data_dir, params.num_classes, needed,
                                           params.dataset, params.split) or
           _empty_subset_problems(params.data_dir, subsets) or
           _foreign_shard_problems(params.data_dir, needed))
+
+
+def _class_list_found(dataset: str, data_dir: str) -> bool:
+  """Whether `data_dir` holds the class files of `dataset` (readable or not)."""
+  try:
+    return datasets.read_classes(dataset, data_dir)[0] is not None
+  except datasets.DatasetError:
+    return True
 
 
 def _foreign_shard_problems(data_dir: str, subsets: Sequence[str]) -> list[Problem]:

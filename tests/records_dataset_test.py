@@ -28,9 +28,9 @@ class RecordsDatasetTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    cls.records = tiny_records.make(cls.root, layout='hmdb51', classes=3, groups=8, width=24,
-                                    height=20, min_frames=6, max_frames=8,
-                                    object_size=10).records['videos']
+    made = tiny_records.make(cls.root, layout='hmdb51', classes=3, groups=8, width=24,
+                             height=20, min_frames=6, max_frames=8, object_size=10)
+    cls.data, cls.records = made.data, made.records['videos']
 
   @classmethod
   def tearDownClass(cls):
@@ -52,6 +52,12 @@ class RecordsDatasetTest(absltest.TestCase):
     params = params_lib.make_params(data_source='videos', data_dir=self.records, num_classes=3)
     self.assertEqual([p.option for p in data_checks.problems(params, ('train',))],
                      ['data_source'])
+
+  def test_the_dataset_itself_read_as_records_names_the_data_source_that_reads_it(self):
+    params = params_lib.make_params(data_source='tfrecord', data_dir=self.data, num_classes=3)
+    found = data_checks.problems(params, ('train',))
+    self.assertEqual([p.option for p in found], ['data_source'])
+    self.assertIn('hmdb51', str(found[0]))
 
   def test_an_explicit_other_dataset_is_refused_naming_both(self):
     done, model_dir = self.train('--dataset=ucf101')
