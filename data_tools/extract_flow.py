@@ -376,6 +376,12 @@ def _extract_into(out: str, videos_dir: str, options: ExtractFlowOptions,
              if options.data_dir else None)
   tasks, skipped = dataset_videos(options.dataset, videos_dir, classes)
   if not tasks and not skipped:
+    likely = (datasets.other_dataset(options.dataset, options.data_dir)
+              if options.data_dir else None)
+    if likely:
+      raise video_lists.DatasetError(f'--data_dir={options.data_dir} holds {likely}, not '
+                                     f'{options.dataset}: add --dataset={likely}',
+                                     options.data_dir, option='dataset')
     raise video_lists.not_found(f'no <Class>/v_<Class>_gGG_cCC.avi under {videos_dir}: pass the '
                            'UCF101 root (holding UCF-101/) as --data_dir, or --videos_dir',
                            videos_dir, 'videos_dir' if options.videos_dir else 'data_dir')

@@ -73,6 +73,15 @@ class Hmdb51Test(tf.test.TestCase):
   def prepare(self, out: str, data_dir: str = '', **kwargs) -> dict:
     return tiny_records.prepared(data_dir or self.data, out, **{'dataset': 'hmdb51', **kwargs})
 
+  def test_the_tree_given_without_its_dataset_names_it(self):
+    out = os.path.join(self.create_tempdir().full_path, 'flow')
+    with self.assertRaises(datasets.DatasetError) as caught:
+      extract_flow.extract(extract_flow.ExtractFlowOptions(data_dir=self.data, out=out,
+                                                           workers=1), log=lambda s: None)
+    self.assertEqual(caught.exception.option, 'dataset')
+    self.assertIn('--dataset=hmdb51', str(caught.exception))
+    self.assertFalse(os.path.exists(out))
+
   def test_each_split_prepares_exactly_its_videos_with_alphabetical_labels(self):
     self.assertEqual(sorted(os.listdir(os.path.join(self.data, 'hmdb51_org'))),
                      ['move_down_speed1', 'move_right_speed1', 'move_up_speed1'])
