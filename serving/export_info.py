@@ -61,7 +61,7 @@ class ExportInfoError(ValueError):
   """An export's assets.extra file is damaged or contradicts itself; the message names the
   file, what is wrong and the fix.
 
-  `path`: the file; `reason`: what is wrong, one short key ('unreadable', 'not_json',
+  `path`: the file; `reason`: what is wrong, one short key ('missing', 'unreadable', 'not_json',
   'not_an_object', 'missing_field', 'bad_value', 'not_text', 'empty_line', 'repeated_name',
   'name_count', 'names_disagree'); `field`: the JSON field at fault (e.g. 'eval_clips',
   'flow_extraction.tvl1.scales') or the class name that repeats, else None; `value`: what
@@ -202,13 +202,19 @@ def _read_bytes(path: str) -> bytes:
 
 def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   """(video_model.json, class names) of an export; (None, None) for an export made without
-  them. Raises `ExportInfoError` naming the file when either is damaged: not UTF-8 text or
+  them. Raises `ExportInfoError` naming the file when either is damaged: one missing beside
+  the other (an incomplete copy), not UTF-8 text or
   not JSON, a field of `_INFO_FIELDS` missing or of the wrong type, class names that repeat,
   are empty or are not num_classes many."""
   assets = os.path.join(export_dir, ASSETS_DIR)
   info_path, names_path = (os.path.join(assets, n) for n in (INFO_FILE, CLASS_NAMES_FILE))
-  if not tf.io.gfile.exists(info_path) or not tf.io.gfile.exists(names_path):
+  present = [tf.io.gfile.exists(p) for p in (info_path, names_path)]
+  if not any(present):
     return None, None
+  if not all(present):  # this project writes both: one alone is an incomplete copy
+    missing, held = (info_path, names_path) if present[1] else (names_path, info_path)
+    raise _damaged(missing, f'it is missing, though {os.path.basename(held)} is beside it '
+                   '(an incomplete copy?)', 'missing')
   info_data, names_data = (_read_bytes(p) for p in (info_path, names_path))
   try:
     info = json.loads(info_data.decode('utf-8-sig'))  # a byte-order mark read as none

@@ -555,8 +555,10 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
   manifest = _manifest(data_dir, f'{model.stream}_data')
   data_stream = 'flow' if manifest.get('source') == 'flow' else 'rgb'
   if data_stream != model.stream:
-    raise TwoStreamError(f'{data_dir} holds {data_stream} records but {model.export} is a '
-                         f'{model.stream} model', 'wrong_stream', data_dir)
+    raise TwoStreamError(f'--{model.stream}_data={data_dir} holds {data_stream} records but '
+                         f'{model.export} is a {model.stream} model: give it the '
+                         f'{model.stream} records (swapped --rgb_data and --flow_data?)',
+                         'wrong_stream', data_dir, option=f'{model.stream}_data')
   foreign = pipeline.foreign_shards(data_dir, 'test')
   if foreign:
     raise TwoStreamError(foreign, 'foreign_shard', data_dir, option=f'{model.stream}_data')
@@ -585,10 +587,12 @@ def check_stream(model: StreamModel, model_path: str, data_dir: str) -> dict[str
     unchecked['flow_extraction'] = extraction
   trained = info.get(export_info.TRAIN_VIDEO_NAMES)
   if trained is None:
+    why = (f'assets.extra/{export_info.INFO_FILE}: trained on synthetic data, or exported '
+           'before exports listed them' if info else f'it has no assets.extra/ (exported '
+           'before exports described themselves, or copied without it)')
     unchecked['training_videos'] = (
-        f'{model.export} lists no training videos (assets.extra/{export_info.INFO_FILE}: '
-        'trained on synthetic data, or exported before exports listed them): cannot '
-        f'check that the {model.stream} test videos of {data_dir} were not trained on')
+        f'{model.export} lists no training videos ({why}): cannot check that the '
+        f'{model.stream} test videos of {data_dir} were not trained on')
     return unchecked
   tests = manifest_lib.video_names(manifest)
   seen = video_lists.trained_on(trained, tests)

@@ -65,7 +65,12 @@ class ExportInfoReadTest(tf.test.TestCase):
     self.assertEqual(export_info.read(self.export)[0]['num_classes'], 4)
 
   def test_an_export_without_metadata_reads_as_none(self):
-    os.remove(self.info_path)
+    os.remove(self.info_path)  # one file without the other: an incomplete copy
+    with self.assertRaises(export_info.ExportInfoError) as caught:
+      export_info.read(self.export)
+    self.assertEqual((caught.exception.path, caught.exception.reason),
+                     (self.info_path, 'missing'))
+    os.remove(self.names_path)
     self.assertEqual(export_info.read(self.export), (None, None))
 
   def test_class_names_that_repeat_are_refused(self):

@@ -543,6 +543,23 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.stream), ('wrong_stream', 'rgb'))
     self.assertIn('swap the arguments', str(caught.exception))
 
+  def test_swapped_eval_data_names_the_option_at_fault(self):
+    with self.assertRaises(two_stream.TwoStreamError) as caught:
+      two_stream.check_stream(saved_model.load_model(self.models['rgb']), self.models['rgb'],
+                              self.data['flow', 1])
+    self.assertEqual((caught.exception.reason, caught.exception.option),
+                     ('wrong_stream', 'rgb_data'))
+
+  def test_an_export_copied_without_one_of_its_two_files_is_refused_naming_it(self):
+    copy = shutil.copytree(saved_model.saved_model_dir(self.models['rgb']),
+                           os.path.join(self.create_tempdir().full_path, 'rgb_export'))
+    info = os.path.join(copy, export_info.ASSETS_DIR, export_info.INFO_FILE)
+    os.remove(info)
+    with self.assertRaises(export_info.ExportInfoError) as caught:
+      export_info.read(copy)
+    self.assertEqual((caught.exception.path, caught.exception.reason), (info, 'missing'))
+    self.assert_refused(self.args(rgb_model=copy), 'TwoStreamError', ['rgb_model'])
+
   def test_an_export_whose_class_names_file_is_not_its_graphs_list_is_refused(self):
     copy = shutil.copytree(self.models['rgb'], os.path.join(
         self.create_tempdir().full_path, 'rgb_model'))
