@@ -203,6 +203,21 @@ class NamedNetworkTest(tf.test.TestCase):
         f'{__name__}.NamedNetworkTest.test_names_of_functions_partials_and_callables.<locals>.Net')
 
 
+class CallerInputTest(tf.test.TestCase):
+
+  def test_raw_pixels_from_the_callers_input_fn_fail_the_step_naming_the_range(self):
+    def raw_pixels():  # an input_fn that forgot x / 127.5 - 1
+      clips = tf.random.uniform([4, 2, 8, 8, 3], 0, 255)
+      return clips, tf.zeros([4], tf.int64)
+    estimator = build_estimator(dict(num_towers=1, batch_size=4, num_classes=3, clip_frames=2,
+                                     crop_size=8, model_dir=self.create_tempdir().full_path),
+                                network=tiny_network)
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError, 'must be float32 in'):
+      estimator.train(raw_pixels, max_steps=1)
+    scaled = lambda: (lambda c, l: (c / 127.5 - 1, l))(*raw_pixels())
+    estimator.train(scaled, max_steps=1)
+
+
 class ModelFnTest(tf.test.TestCase):
 
   def test_every_model_fn_is_accepted_by_the_estimator(self):

@@ -108,7 +108,8 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
   `model_fn.layers`) so that the towers share them. Without it, the registered network
   `params.model` is trained; with it, `params.model` is not used.
   It trains on any input_fn yielding (clips, labels): float32
-  [batch, frames, height, width, channels] in [-1, 1] and int64 [batch].
+  [batch, frames, height, width, channels] in [-1, 1] (a batch outside fails its step
+  naming the range, `checking_caller_clips`) and int64 [batch].
   Training records the run's learning settings in model_dir and refuses to resume a
   model_dir trained with others (`towers/train_settings.py`). `flags_describe_run`: the
   run's input and network are those `params` name (`towers.training`'s runs), so
@@ -125,12 +126,29 @@ def build_estimator(params: TrainParams | Mapping[str, Any] | None = None,
       raise ParamsError(f'{" and ".join(registry_only)} need a registered network that '
                         'declares its endpoints or checkpoint (model_fn.networks.register), '
                         'not one passed as build_estimator(network=...)')
+  model_fn = tower_model_fn.make_model_fn(network, params.strategy)
+  if not flags_describe_run:
+    model_fn = checking_caller_clips(model_fn)
   return tf.estimator.Estimator(
-      model_fn=recording_settings(tower_model_fn.make_model_fn(network, params.strategy),
-                                  flags_describe_run and network is None,
+      model_fn=recording_settings(model_fn, flags_describe_run and network is None,
                                   caller_input=not flags_describe_run,
                                   network=network and caller_network_name(network)),
       config=run_config(params, cluster), params=params)
+
+
+def checking_caller_clips(model_fn: Callable[..., tf.estimator.EstimatorSpec]
+                          ) -> Callable[..., tf.estimator.EstimatorSpec]:
+  """`model_fn` whose float clips from the caller's own input_fn (training and evaluation)
+  are checked to lie in [-1, 1] (`checked_unit_range`): raw 0..255 pixels would train and
+  score without a word, and the export then refuses exactly those values."""
+  def model_fn_checking_clips(features, labels, mode, params, config):
+    if mode != tf.estimator.ModeKeys.PREDICT:
+      clips = features['clips'] if isinstance(features, dict) else features
+      if clips.dtype.is_floating:
+        checked = checked_unit_range(clips)
+        features = dict(features, clips=checked) if isinstance(features, dict) else checked
+    return model_fn(features, labels, mode, params, config)
+  return model_fn_checking_clips
 
 
 def recording_settings(model_fn: Callable[..., tf.estimator.EstimatorSpec],
