@@ -105,9 +105,7 @@ class VideoSource:
       indices = choose(len(frames))
       return frames[indices]
     info = self.infos.get(entry.key)
-    folder = info.path if info and os.path.isdir(info.path) else (
-        video_lists.find_child(self.frames_dir, entry.name) or
-        os.path.join(self.frames_dir, entry.name))
+    folder = self._frame_folder(entry, info)
     pattern = frame_folders.frame_pattern(folder)
     count, reason = frame_folders.count_frames(folder, info.num_frames if info else None,
                                         pattern=pattern)
@@ -117,6 +115,33 @@ class VideoSource:
     frames = frame_folders.read_frames(folder, indices.reshape(-1), pattern=pattern)
     frames = np.stack([video_io.resize_short_side(f, self.short_side) for f in frames])
     return frames.reshape(indices.shape + frames.shape[1:])
+
+  def _frame_folder(self, entry: video_lists.VideoEntry,
+                    info: video_lists.FrameInfo | None) -> str:
+    """The RGB frame folder of `entry`: its frame-list row's, else its own under frames_dir."""
+    if info and os.path.isdir(info.path):
+      return info.path
+    return (video_lists.find_child(self.frames_dir, entry.name) or
+            os.path.join(self.frames_dir or '', entry.name))
+
+  def source_size(self, entry: video_lists.VideoEntry) -> int | None:
+    """Bytes of what `entry` is read from: its video file, or the files of its frame folder
+    (flow: its u and v folders); None when missing. One stat per file, no decoding."""
+    info = self.infos.get(entry.key)
+    if self.stream == 'flow':
+      folders = flow.find_flow_folders(self.flow_dir, entry.name, info.path if info else None)
+    elif self.kind == 'videos':
+      found = video_lists.resolve_video(self.videos_dir, entry) if self.videos_dir else None
+      return os.path.getsize(found) if found else None
+    else:
+      folders = [self._frame_folder(entry, info)]
+    if not all(os.path.isdir(f) for f in folders):
+      return None
+    total = 0
+    for folder in folders:
+      with os.scandir(folder) as children:
+        total += sum(child.stat().st_size for child in children if child.is_file())
+    return total
 
   def problem(self, entry: video_lists.VideoEntry) -> str | None:
     """Why `entry` cannot be read, as far as the files on disk say without decoding
@@ -128,9 +153,7 @@ class VideoSource:
       found = video_lists.resolve_video(self.videos_dir, entry) if self.videos_dir else None
       return None if found else f'{entry.rel_path} not found under {self.videos_dir}'
     else:
-      folders = [info.path if info and os.path.isdir(info.path) else (
-          video_lists.find_child(self.frames_dir, entry.name) or
-          os.path.join(self.frames_dir or '', entry.name))]
+      folders = [self._frame_folder(entry, info)]
     counts = []
     for folder in folders:
       pattern = (frame_folders.FRAME_PATTERN if self.stream == 'flow'

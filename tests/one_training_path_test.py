@@ -224,6 +224,19 @@ class OneTrainingPathTest(tf.test.TestCase):
       f.write(b'another video of that name')
     after = export_info.evaluation_settings(params)
     self.assertEqual([k for k in before if before[k] != after[k]], ['test_data'])
+    # So do a training video's bytes (a resume refuses other training data); a record of
+    # before the sources were part of train_data is compared without them.
+    trained = train_settings.settings(params)['train_data']
+    [video] = [v for v in glob.glob(os.path.join(made.data, 'UCF-101', '*', '*.avi'))
+               if os.path.splitext(os.path.basename(v))[0] in
+               train_settings.train_video_names(params)][-1:]
+    with open(video, 'ab') as f:
+      f.write(b'another video of that name')
+    now = train_settings.settings(params)
+    self.assertEqual(train_settings.differences(dict(now, train_data=trained), now),
+                     ['train_data'])
+    old = dict(now, train_data=trained.split('; sources')[0])
+    self.assertEqual(train_settings.differences(old, now), [])
 
   def test_other_test_videos_under_the_same_names_are_evaluated_again(self):
     # Records of two synthetic datasets of the same video names (seeds 0 and 7: other

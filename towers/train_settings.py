@@ -47,7 +47,7 @@ from absl import logging
 from command_line import status_file
 from command_line.options import Problem
 
-from input_fn import datasets, frame_sample, json_files, manifest, ucf101, video_lists
+from input_fn import datasets, direct, frame_sample, json_files, manifest, ucf101, video_lists
 from model_fn import warm_start
 from serving.export_info import ASSETS_DIR, INFO_FILE
 from towers import params as params_lib
@@ -202,8 +202,8 @@ def subset_data(params, subset: str) -> str | None:
   """What the videos of `subset` ('train' or 'test') hold, beyond their names: the frame
   sizes (height x width, as the files hold them: records as prepared, videos and frame
   folders as decoded) and frame counts of `frame_sample.frame_sample` videos of it, and for
-  records the sha256 of the byte sizes of the sources they were prepared from, for the test
-  RGB videos read directly that of every video file's size (so data made from other videos of
+  records the sha256 of the byte sizes of the sources they were prepared from, for videos
+  and frames read directly that of the bytes each video is read from (so data made from other videos of
   the same names differs, a copy or a move does not): '8 videos
   sampled: frames 240x320, 1234 frames; sources sha256 <12 hex digits>'. None when nothing
   can be read."""
@@ -220,25 +220,21 @@ def subset_data(params, subset: str) -> str | None:
       return text
     sources = sorted([v['name'], v.get('size')] for shard in prepared['shards']
                      for v in shard.get('videos', ()) if isinstance(v, dict))
-  elif params.data_source == 'videos' and params.stream == 'rgb' and subset == 'test':
-    # Test only: the train_data of model_dirs recorded before stays comparable on a resume.
-    sources = _video_file_sizes(params, subset)
+  elif params.data_source in ('videos', 'frames'):
+    sources = _source_sizes(params, subset)
   else:
     return text
-  text += f'; sources sha256 {hashlib.sha256(json.dumps(sources).encode()).hexdigest()[:12]}'
+  text += f'{_SOURCES}{hashlib.sha256(json.dumps(sources).encode()).hexdigest()[:12]}'
   return text
 
 
-def _video_file_sizes(params, subset: str) -> list[list[Any]]:
-  """[[name, byte size of its video file (None: not found)], ...] of every video of
-  `subset` that the direct videos route reads, sorted: one stat each, so a video replaced
-  under its name differs whether or not the frame sample reads it."""
-  root = datasets.videos_dir(params.dataset, params.data_dir)
-  found = []
-  for entry in datasets.params_split(params).subset(subset):
-    path = video_lists.resolve_video(root, entry)
-    found.append([entry.name, os.path.getsize(path) if path else None])
-  return sorted(found)
+def _source_sizes(params, subset: str) -> list[list[Any]]:
+  """[[name, bytes it is read from (None: missing)], ...] of every video of `subset` the
+  direct route reads (`direct.VideoSource.source_size`: its file, or its frame folders'
+  files), sorted: a video replaced under its name differs whether or not the frame sample
+  reads it."""
+  source = direct.VideoSource(params)
+  return sorted([e.name, source.source_size(e)] for e in source.entries(subset))
 
 
 def train_video_names(params) -> list[str] | None:
@@ -296,9 +292,23 @@ def read_record(model_dir: str) -> dict[str, Any] | None:
 
 def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
   """Names of the settings whose values differ (present in one only counts), in
-  SETTING_NAMES order."""
-  return [name for name in SETTING_NAMES if old.get(name) != new.get(name) and
+  SETTING_NAMES order. A train_data recorded before the direct route's sources were part
+  of it is compared without them."""
+  return [name for name in SETTING_NAMES if old.get(name) != _as_recorded(
+      name, old.get(name), new.get(name)) and
           not (name in RECORDED_SINCE_LATER and name not in old)]
+
+
+_SOURCES = '; sources sha256 '
+
+
+def _as_recorded(name: str, old: Any, new: Any) -> Any:
+  """`new` as a record of `old`'s time held it: train_data without its sources digest when
+  `old` has none (the direct route's, recorded before it had one)."""
+  if name == 'train_data' and isinstance(old, str) and isinstance(new, str) and \
+      _SOURCES not in old and _SOURCES in new:
+    return new.split(_SOURCES)[0]
+  return new
 
 
 @dataclasses.dataclass(frozen=True)

@@ -843,6 +843,7 @@ MODULES = {
             "//command_line:options",
             "//command_line:status_file",
             "//input_fn:datasets",
+            "//input_fn:direct",
             "//input_fn:frame_sample",
             "//input_fn:json_files",
             "//input_fn:manifest",
