@@ -61,8 +61,8 @@ class ExportInfoError(ValueError):
   """An export's assets.extra file is damaged or contradicts itself; the message names the
   file, what is wrong and the fix.
 
-  `path`: the file; `reason`: what is wrong, one short key ('missing', 'unreadable', 'not_json',
-  'not_an_object', 'missing_field', 'bad_value', 'not_text', 'empty_line', 'repeated_name',
+  `path`: the file; `reason`: what is wrong, one short key ('missing', 'mixed', 'unreadable',
+  'not_json', 'not_an_object', 'missing_field', 'bad_value', 'not_text', 'empty_line', 'repeated_name',
   'name_count', 'names_disagree'); `field`: the JSON field at fault (e.g. 'eval_clips',
   'flow_extraction.tvl1.scales') or the class name that repeats, else None; `value`: what
   is there instead (the field's value, the number of names, the empty line's number, the
@@ -221,6 +221,7 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   except (ValueError, UnicodeDecodeError) as e:
     raise _damaged(info_path, f'not JSON ({e})', 'not_json') from e
   info = _check_info(info_path, info)
+  _check_step(export_dir, info_path, info)
   try:
     text = names_data.decode('utf-8-sig')
   except UnicodeDecodeError as e:
@@ -228,6 +229,25 @@ def read(export_dir: str) -> tuple[dict[str, Any] | None, list[str] | None]:
   if '\x00' in text:
     raise _damaged(names_path, 'not text (it holds NUL bytes)', 'not_text')
   return info, _check_names(names_path, text.split('\n'), info['num_classes'])
+
+
+def _check_step(export_dir: str, info_path: str, info: dict[str, Any]) -> None:
+  """Raises `ExportInfoError` ('mixed') when video_model.json records the step it was
+  exported at and the export's own variables hold another global_step: its weights and
+  its description come from two exports (files copied by hand), so the training videos
+  it lists are not those its weights learnt. Nothing when either is not recorded."""
+  step = info.get('step')
+  if not isinstance(step, int) or isinstance(step, bool):
+    return
+  try:
+    held = int(tf.train.load_variable(os.path.join(export_dir, 'variables', 'variables'),
+                                      'global_step'))
+  except (tf.errors.OpError, ValueError, TypeError):
+    return  # no such variable, or variables that cannot be read: loading names that
+  if held != step:
+    raise _damaged(info_path, f'it describes the model exported at step {step}, but the '
+                   f'weights in {export_dir}/variables are at step {held}: the export\'s '
+                   'files come from two exports; copy one export folder whole', 'mixed')
 
 
 def check_graph_names(export_dir: str, names: Sequence[str] | None,

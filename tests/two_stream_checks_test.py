@@ -543,6 +543,18 @@ class TwoStreamChecksTest(tf.test.TestCase):
     self.assertEqual((caught.exception.reason, caught.exception.stream), ('wrong_stream', 'rgb'))
     self.assertIn('swap the arguments', str(caught.exception))
 
+  def test_an_export_whose_weights_are_another_exports_is_refused(self):
+    copy = shutil.copytree(saved_model.saved_model_dir(self.models['rgb']),
+                           os.path.join(self.create_tempdir().full_path, 'rgb_export'))
+    info_path = os.path.join(copy, export_info.ASSETS_DIR, export_info.INFO_FILE)
+    info = json.load(open(info_path))
+    self.assertEqual(export_info.read(copy)[0]['step'], info['step'])  # its own: read
+    with open(info_path, 'w') as f:  # as if variables/ came from an export at another step
+      json.dump(dict(info, step=info['step'] + 7), f)
+    with self.assertRaises(export_info.ExportInfoError) as caught:
+      export_info.read(copy)
+    self.assertEqual((caught.exception.path, caught.exception.reason), (info_path, 'mixed'))
+
   def test_swapped_eval_data_names_the_option_at_fault(self):
     with self.assertRaises(two_stream.TwoStreamError) as caught:
       two_stream.check_stream(saved_model.load_model(self.models['rgb']), self.models['rgb'],
