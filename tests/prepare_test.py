@@ -201,18 +201,30 @@ class PrepareTest(tf.test.TestCase):
     self.assertEqual(rows['v_MoveRightSpeed1_g03_c01']['num_frames'], count - 2)
     self.assertLen(rows, 12)
 
-  def test_a_frame_list_counted_from_one_stops_both_routes_naming_it(self):
-    data = self.copy()
-    listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
-    rows = [text.split() for _, text in video_lists.read_lines(listing)]
+  @staticmethod
+  def relabel_frame_list(listing: str, rows: list[list[str]], relabel) -> None:
+    """Writes the frame list `listing` as its `rows` (as first read), each label replaced
+    by `relabel(row index, label)`."""
     with open(listing, 'w') as f:
-      f.write(''.join(f'{n} {p} {c} {int(label) + 1}\n' for n, p, c, label in rows))
-    out = os.path.join(self.create_tempdir().full_path, 'out')
+      f.write(''.join(f'{n} {p} {c} {relabel(i, label)}\n'
+                      for i, (n, p, c, label) in enumerate(rows)))
+
+  def assert_frame_list_refused(self, data: str, out: str, listing: str) -> None:
+    """Preparing data's frames into `out` stops before work naming `listing` and
+    --frame_list."""
     with self.assertRaises(video_lists.DatasetError) as caught:
       prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
     self.assertEqual((caught.exception.path, caught.exception.option),
                      (listing, 'frame_list'))
     self.assertEmpty(manifest_files(out) if os.path.isdir(out) else [])
+
+  def test_a_frame_list_counted_from_one_stops_both_routes_naming_it(self):
+    data = self.copy()
+    listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
+    rows = [text.split() for _, text in video_lists.read_lines(listing)]
+    self.relabel_frame_list(listing, rows, lambda i, label: int(label) + 1)
+    self.assert_frame_list_refused(data, os.path.join(self.create_tempdir().full_path, 'out'),
+                                   listing)
     with self.assertRaises(video_lists.DatasetError) as direct:
       datasets.direct_frame_list(types.SimpleNamespace(data_dir=data, stream='rgb'), 2)
     self.assertEqual((direct.exception.path, direct.exception.option), (listing, 'data_dir'))
@@ -222,18 +234,11 @@ class PrepareTest(tf.test.TestCase):
     listing = os.path.join(data, ucf101.FRAME_LIST_NAME)
     rows = [text.split() for _, text in video_lists.read_lines(listing)]
     swapped = {'0': '1', '1': '0'}  # classes 0 and 1 of another class list's order
-    with open(listing, 'w') as f:
-      f.write(''.join(f'{n} {p} {c} {swapped.get(label, label)}\n' for n, p, c, label in rows))
+    self.relabel_frame_list(listing, rows, lambda i, label: swapped.get(label, label))
     out = os.path.join(self.create_tempdir().full_path, 'out')
-    with self.assertRaises(video_lists.DatasetError) as caught:
-      prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
-    self.assertEqual((caught.exception.path, caught.exception.option),
-                     (listing, 'frame_list'))
-    self.assertEmpty(manifest_files(out) if os.path.isdir(out) else [])
+    self.assert_frame_list_refused(data, out, listing)
     # One row of another label is that video's problem, counted: the rest is prepared.
-    with open(listing, 'w') as f:
-      f.write(''.join(f'{n} {p} {c} {swapped[label] if i == 0 else label}\n'
-                      for i, (n, p, c, label) in enumerate(rows)))
+    self.relabel_frame_list(listing, rows, lambda i, label: swapped[label] if i == 0 else label)
     prepared = prepare.prepare(self.config(data, out, source='frames'), log=lambda s: None)
     skipped = sum(m['skipped_by_kind'].get('label mismatch', 0) for m in prepared.values())
     self.assertEqual(skipped, 1)
